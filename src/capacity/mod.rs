@@ -1,0 +1,1 @@
+//! capacity (placeholder; filled by its issue).

@@ -1,0 +1,1 @@
+//! classroom (placeholder; filled by its issue).

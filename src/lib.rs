@@ -1,0 +1,25 @@
+//! codendum: tells a lab whether its self-hosted coding-assistant server
+//! (vLLM behind an HTTPS proxy) can carry a class.
+//!
+//! The binary is a thin layer over this library:
+//! - [`bench`]: closed-loop capacity benchmark (levels × prompt shapes);
+//! - [`classroom`]: simulated students working with an OpenCode-like agent;
+//! - [`prom`]: the vLLM `/metrics` parser, server snapshots and the 1 s sampler;
+//! - [`twin`]: the embedded twin, vLLM on a GB10 in software;
+//! - [`report`]: Markdown and HTML reports and comparisons from results folders;
+//! - [`capacity`]: profile targets and their evaluation.
+//!
+//! Everything that waits or measures time asks one [`clock::Clock`].
+
+pub mod bench;
+pub mod capacity;
+pub mod classroom;
+pub mod clock;
+pub mod error;
+pub mod openai;
+pub mod prom;
+pub mod report;
+pub mod results;
+pub mod stats;
+pub mod target;
+pub mod twin;

@@ -1,0 +1,1 @@
+//! prom (placeholder; filled by its issue).

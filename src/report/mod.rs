@@ -1,0 +1,1 @@
+//! report (placeholder; filled by its issue).

@@ -1,0 +1,1 @@
+//! results (placeholder; filled by its issue).

@@ -1,0 +1,1 @@
+//! stats (placeholder; filled by its issue).
