@@ -1,0 +1,305 @@
+//! Command-line definitions (clap). Only this file and `main.rs` know clap;
+//! everything here is turned into the library's validated, typed configs.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// codendum: can this vLLM server carry a class?
+#[derive(Debug, Parser)]
+#[command(name = "codendum", version, about, long_about = None)]
+#[command(
+    after_help = "With no --base-url (and no CODENDUM_BASE_URL in the environment or .env), \
+bench, classroom and plan run against the embedded twin: vLLM on a GB10 in software."
+)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Closed-loop capacity benchmark: concurrency levels × prompt shapes, cache-cold.
+    Bench(BenchArgs),
+    /// Simulated students working with an OpenCode-like agent against the server.
+    Classroom(ClassroomArgs),
+    /// Read the server's vLLM /metrics once, or every --watch seconds.
+    Metrics(MetricsArgs),
+    /// Run the embedded twin: an OpenAI-compatible server behaving like vLLM on a GB10.
+    Serve(ServeArgs),
+    /// Write report.md and report.html into a results folder.
+    Report(ReportArgs),
+    /// Compare two or more results folders side by side.
+    Compare(CompareArgs),
+}
+
+/// Where the server is. Flags win over the environment, the environment over `.env`.
+#[derive(Debug, Args, Clone)]
+pub struct TargetArgs {
+    /// OpenAI base URL ending in /v1 (e.g. https://llm.lab.example:8443/v1).
+    /// Empty: the embedded twin.
+    #[arg(long, env = "CODENDUM_BASE_URL", value_name = "URL")]
+    pub base_url: Option<String>,
+    /// API key sent as a bearer token (never printed or written).
+    #[arg(long, env = "CODENDUM_API_KEY", value_name = "KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// PEM bundle of the private CA; replaces the system roots, as curl's --cacert.
+    #[arg(long, env = "CODENDUM_CACERT", value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// vLLM /metrics URL(s), comma-separated for replicas [default: <base origin>/metrics].
+    #[arg(long, env = "CODENDUM_METRICS_URL", value_name = "URL[,URL...]")]
+    pub metrics_url: Option<String>,
+    /// Model to request [default: the first id of /v1/models].
+    #[arg(long, env = "CODENDUM_MODEL")]
+    pub model: Option<String>,
+    /// Per-request time limit, seconds.
+    #[arg(long, default_value_t = 900.0, value_name = "SECONDS")]
+    pub timeout: f64,
+}
+
+/// Provenance recorded in results (and the profile of the embedded twin).
+#[derive(Debug, Args, Clone)]
+pub struct ProvenanceArgs {
+    /// Server profile: the embedded twin's profile (a name in profiles/ or a .toml
+    /// path), or the live server's profile recorded as provenance.
+    #[arg(long, env = "CODENDUM_PROFILE", default_value = "classroom-64k")]
+    pub profile: String,
+    /// vLLM image digest (provenance).
+    #[arg(long, env = "CODENDUM_IMAGE_DIGEST")]
+    pub image_digest: Option<String>,
+    /// Model revision (provenance).
+    #[arg(long, env = "CODENDUM_MODEL_REVISION")]
+    pub model_revision: Option<String>,
+    /// DGX OS version (provenance).
+    #[arg(long, env = "CODENDUM_DGX_OS_VERSION")]
+    pub dgx_os_version: Option<String>,
+    /// NVIDIA driver version (provenance).
+    #[arg(long, env = "CODENDUM_DRIVER_VERSION")]
+    pub driver_version: Option<String>,
+}
+
+/// Options for runs against the embedded twin.
+#[derive(Debug, Args, Clone)]
+pub struct TwinArgs {
+    /// Embedded twin only: run this many times faster than real time. Figures are
+    /// reported in simulated (real-run) seconds. [default: 20 for bench, 30 for classroom]
+    #[arg(long, value_name = "N")]
+    pub time_scale: Option<f64>,
+}
+
+/// The endpoint a benchmark request goes to.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum EndpointArg {
+    /// POST /v1/chat/completions
+    Chat,
+    /// POST /v1/completions
+    Completions,
+}
+
+/// `codendum bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Concurrency levels: requests kept in flight, comma-separated.
+    #[arg(long, default_value = "1,8,16,24,40", value_name = "N,N,...")]
+    pub concurrency: String,
+    /// Prompt shapes: short (~512 input tokens), long (~16,384), comma-separated.
+    #[arg(long, default_value = "short,long", value_name = "SHAPE,...")]
+    pub shapes: String,
+    /// Requests started per level [default: max(16, 4 × concurrency)].
+    #[arg(long, value_name = "N")]
+    pub requests_per_level: Option<u64>,
+    /// Stop starting requests in a level after this many seconds.
+    #[arg(long, value_name = "SECONDS")]
+    pub level_duration: Option<f64>,
+    /// Output tokens per request (max_tokens = min_tokens, ignore_eos).
+    #[arg(long, default_value_t = 256)]
+    pub output_tokens: u32,
+    /// OpenAI endpoint.
+    #[arg(long, value_enum, default_value = "chat")]
+    pub endpoint: EndpointArg,
+    /// Start even if the server has requests running or waiting.
+    #[arg(long)]
+    pub allow_busy: bool,
+    /// Do not ask for confirmation.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Seed for prompt text (results stay cache-cold: every prompt has a unique tag).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Folder under which the run's folder is created.
+    #[arg(long, default_value = "bench-results", value_name = "DIR")]
+    pub results_dir: PathBuf,
+    /// Do not write report.md / report.html at the end.
+    #[arg(long)]
+    pub no_report: bool,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub provenance: ProvenanceArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub twin: TwinArgs,
+}
+
+/// The classroom scenario.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ScenarioArg {
+    /// Java chat project with Maven and JUnit.
+    Java,
+    /// Python chat project with pytest.
+    Python,
+}
+
+/// `codendum classroom`.
+#[derive(Debug, Args)]
+pub struct ClassroomArgs {
+    /// Simulated students.
+    #[arg(long, default_value_t = 40)]
+    pub users: u32,
+    /// Project and tools the students work with.
+    #[arg(long, value_enum, default_value = "java")]
+    pub scenario: ScenarioArg,
+    /// Window for new coding requests, seconds (in-flight ones then finish).
+    #[arg(long, default_value_t = 900.0, value_name = "SECONDS")]
+    pub duration: f64,
+    /// Students start within this many seconds.
+    #[arg(long, default_value_t = 120.0, value_name = "SECONDS")]
+    pub ramp_up: f64,
+    /// Follow-up requests after the lab exercise, per student (0 to 3).
+    #[arg(long, default_value_t = 3)]
+    pub follow_ups: u32,
+    /// Shortest pause between a student's requests, seconds.
+    #[arg(long, default_value_t = 20.0, value_name = "SECONDS")]
+    pub pause_min: f64,
+    /// Longest pause between a student's requests, seconds.
+    #[arg(long, default_value_t = 90.0, value_name = "SECONDS")]
+    pub pause_max: f64,
+    /// One API key per student (CSV or one key a line); keys are never printed.
+    #[arg(long, env = "CODENDUM_API_KEYS_FILE", value_name = "FILE")]
+    pub api_keys_file: Option<PathBuf>,
+    /// A captured system prompt and tools (OpenCode request body JSON, or {system, tools}).
+    #[arg(long, value_name = "FILE")]
+    pub prompt_file: Option<PathBuf>,
+    /// Client context limit, tokens [default: the server's max_model_len].
+    #[arg(long, value_name = "TOKENS")]
+    pub context_limit: Option<u64>,
+    /// Client output limit (max_tokens of every step), tokens.
+    #[arg(long, default_value_t = 8192, value_name = "TOKENS")]
+    pub output_limit: u32,
+    /// A server timeline recorded on the host (codendum metrics --watch 5 --json) to fold in.
+    #[arg(long, value_name = "FILE")]
+    pub server_timeline: Option<PathBuf>,
+    /// Start even if the server has requests running or waiting.
+    #[arg(long)]
+    pub allow_busy: bool,
+    /// Do not ask for confirmation.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Seed for every random choice of the simulation.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Folder under which the run's folder is created.
+    #[arg(long, default_value = "bench-results", value_name = "DIR")]
+    pub results_dir: PathBuf,
+    /// Do not write report.md / report.html at the end.
+    #[arg(long)]
+    pub no_report: bool,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub provenance: ProvenanceArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub twin: TwinArgs,
+}
+
+/// `codendum metrics`.
+#[derive(Debug, Args)]
+pub struct MetricsArgs {
+    /// vLLM /metrics URL(s), comma-separated for replicas [default: from --base-url].
+    #[arg(long, env = "CODENDUM_METRICS_URL", value_name = "URL[,URL...]")]
+    pub metrics_url: Option<String>,
+    /// OpenAI base URL; /metrics is taken at its origin.
+    #[arg(long, env = "CODENDUM_BASE_URL", value_name = "URL")]
+    pub base_url: Option<String>,
+    /// PEM bundle of the private CA.
+    #[arg(long, env = "CODENDUM_CACERT", value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// Print a line every SECONDS with rates over the interval.
+    #[arg(long, value_name = "SECONDS")]
+    pub watch: Option<f64>,
+    /// One JSON object per sample on stdout (for a server-timeline.jsonl).
+    #[arg(long)]
+    pub json: bool,
+    /// Stop after this many samples.
+    #[arg(long, value_name = "N")]
+    pub count: Option<u64>,
+}
+
+/// `codendum serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Server profile (a name in profiles/ or a .toml path).
+    #[arg(long, env = "CODENDUM_PROFILE", default_value = "classroom-64k")]
+    pub profile: String,
+    /// Address to bind.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Port to bind (0: any free port, printed on stderr).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    /// Run this many times faster than real time.
+    #[arg(long, default_value_t = 1.0, value_name = "N")]
+    pub time_scale: f64,
+    /// Require this API key (as vLLM's --api-key).
+    #[arg(long, value_name = "KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// Accept any key of this file (CSV or one a line).
+    #[arg(long, value_name = "FILE")]
+    pub api_keys_file: Option<PathBuf>,
+    /// Put the lab's proxy in front: per-key and global limits answered with 429.
+    #[arg(long)]
+    pub proxy: bool,
+    /// Proxy: requests in flight per key.
+    #[arg(long, value_name = "N")]
+    pub per_key_in_flight: Option<u32>,
+    /// Proxy: requests per minute per key.
+    #[arg(long, value_name = "N")]
+    pub per_key_per_minute: Option<u32>,
+    /// Proxy: requests in flight over all keys.
+    #[arg(long, value_name = "N")]
+    pub global_in_flight: Option<u32>,
+    /// Seed for the twin's text and agent persona.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+/// `codendum report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A results folder (bench-results/<timestamp>/ or classroom-<timestamp>/).
+    pub folder: PathBuf,
+    /// A server timeline recorded on the host, folded into the report.
+    #[arg(long, value_name = "FILE")]
+    pub server_timeline: Option<PathBuf>,
+}
+
+/// `codendum compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Two or more results folders; the first is the baseline.
+    #[arg(required = true, num_args = 2..)]
+    pub folders: Vec<PathBuf>,
+    /// Compare even if the workloads differ.
+    #[arg(long)]
+    pub force: bool,
+    /// Where to write compare.md and compare.html [default: the last folder].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
