@@ -164,3 +164,48 @@ fn comparison_words_follow_the_good_direction() {
         Some(TooFewRuns(1))
     );
 }
+
+#[test]
+fn hostile_text_cannot_break_out() {
+    let mut r = bench("bench-64k.json");
+    let evil = "a|b\n<script>alert(\"x\")</script> & 'q' <img src=http://evil.example/x.png>";
+    r.run.provenance.profile = Some(evil.to_string());
+    r.parameters[0].value = evil.to_string();
+    r.levels[0].shape = evil.to_string();
+    r.levels[0].errors.push(codendum::report::ErrorCount {
+        kind: "bad_json".to_string(),
+        count: 1,
+        sample_message: Some(evil.repeat(10)),
+    });
+    r.boundaries[0].label = evil.to_string();
+    let html = render(|o| html::write_bench(&r, o));
+    check_markup(&html).unwrap_or_else(|e| panic!("{e}"));
+    assert!(!html.contains("<script") && !html.contains("<img"));
+    assert!(references(&html).is_empty());
+    let md = render(|o| markdown::write_bench(&r, o));
+    assert!(!md.contains("<script") && !md.contains("<img"));
+    // A line break in a value must not split a table row: every table line
+    // keeps its leading and trailing pipe.
+    for line in md.lines().filter(|l| l.starts_with('|')) {
+        assert!(line.ends_with('|'), "{line}");
+    }
+    assert!(!md.contains("a|b"), "pipes are escaped");
+}
+
+#[test]
+fn empty_reports_render() {
+    let b = codendum::report::BenchReport::default();
+    let c = codendum::report::ClassroomReport::default();
+    for text in [
+        render(|o| markdown::write_bench(&b, o)),
+        render(|o| html::write_bench(&b, o)),
+        render(|o| markdown::write_classroom(&c, o)),
+        render(|o| html::write_classroom(&c, o)),
+    ] {
+        assert_no_nan(&text);
+        assert!(text.contains("not guarantees"));
+        if text.starts_with("<!DOCTYPE") {
+            check_markup(&text).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+}

@@ -252,3 +252,41 @@ fn degenerate_data_does_not_break_charts() {
         }
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 64, ..Default::default() })]
+
+    /// Any numbers at all, NaN and infinities included, give valid SVG
+    /// without non-finite text.
+    #[test]
+    fn any_numbers_give_valid_svg(
+        points in proptest::collection::vec((proptest::num::f64::ANY, proptest::num::f64::ANY), 0..12),
+        values in proptest::collection::vec(proptest::num::f64::ANY, 0..24),
+    ) {
+        let series = vec![Series::new("a", points.clone()), Series::new("b", points.iter().map(|p| (p.1, p.0)).collect())];
+        let samples = points
+            .iter()
+            .map(|&(t, v)| TimelineSample { t_s: t, running: Some(v), waiting: Some(-v), kv_usage: Some(v / 100.0) })
+            .collect();
+        let charts = [
+            Chart::Line(LineChart::new("p", AxisTitle::new("x", ""), AxisTitle::new("y", ""), series)),
+            Chart::Timeline(TimelineChart {
+                title: "t".into(),
+                samples,
+                markers: values.iter().map(|&t| TimelineMarker { t_s: t, label: "m".into() }).collect(),
+            }),
+            Chart::Cdf(CdfChart {
+                title: "c".into(),
+                x: AxisTitle::new("x", "s"),
+                counted: "n".into(),
+                curves: vec![Distribution { name: "a".into(), values: values.clone() }],
+            }),
+            Chart::Histogram(HistogramChart { title: "h".into(), x: AxisTitle::new("x", "s"), counted: "n".into(), values: values.clone() }),
+        ];
+        for chart in charts {
+            let svg = chart.render();
+            proptest::prop_assert!(check_markup(&svg).is_ok(), "{:?}", check_markup(&svg));
+            proptest::prop_assert!(!svg.contains("NaN") && !svg.contains("inf") && !svg.contains('–'));
+        }
+    }
+}

@@ -41,8 +41,11 @@ pub fn nice_step(raw: f64) -> f64 {
 /// Non-finite or reversed bounds fall back to `[0, 1]`; an empty span is
 /// widened so that the axis never has zero length.
 pub fn nice_ticks(lo: f64, hi: f64, target: usize) -> Ticks {
+    // Beyond ±1e15 nothing we chart is meaningful; clamping keeps every
+    // span and coordinate finite.
+    const LIMIT: f64 = 1e15;
     let (mut lo, mut hi) = if lo.is_finite() && hi.is_finite() && lo <= hi {
-        (lo, hi)
+        (lo.clamp(-LIMIT, LIMIT), hi.clamp(-LIMIT, LIMIT))
     } else {
         (0.0, 1.0)
     };

@@ -8,8 +8,10 @@ use super::{colour, dash, HEIGHT, WIDTH};
 use crate::report::format::{fixed, xml_escape};
 
 /// One decimal for every coordinate: deterministic and precise enough.
+/// A non-finite coordinate (never expected) becomes 0 so that the SVG
+/// stays valid.
 pub(crate) fn n(v: f64) -> String {
-    fixed(v, 1)
+    fixed(if v.is_finite() { v } else { 0.0 }, 1)
 }
 
 /// Accumulates SVG elements; [`Canvas::finish`] closes the document.
