@@ -125,9 +125,9 @@ fn levels_missing_in_one_run_show_as_dashes() {
     assert_eq!(
         titles,
         [
-            "short prompts, 1 concurrent",
-            "short prompts, 8 concurrent",
-            "short prompts, 16 concurrent"
+            "Short prompts, 1 concurrent",
+            "Short prompts, 8 concurrent",
+            "Short prompts, 16 concurrent"
         ]
     );
     let mut out = Vec::new();

@@ -134,7 +134,7 @@ fn comparison_words_follow_the_good_direction() {
     let section = c
         .sections
         .iter()
-        .find(|s| s.title == "short prompts, 24 concurrent")
+        .find(|s| s.title == "Short prompts, 24 concurrent")
         .expect("level");
     let figure = |n: &str| {
         section

@@ -5,6 +5,7 @@ use super::compare::{
     labels_or_default, Better, ComparedFigure, Comparison, ComparisonSection, RunKind, TooFewRuns,
     Unit,
 };
+use super::format::upper_first;
 use super::model::{BenchReport, ClassroomFigures, ClassroomReport, LevelRow};
 use super::svg::{AxisTitle, CdfChart, Chart, Distribution, LineChart, Series};
 
@@ -66,7 +67,7 @@ impl Comparison {
                     })
                     .collect();
                 ComparisonSection {
-                    title: format!("{shape} prompts, {conc} concurrent"),
+                    title: format!("{} prompts, {conc} concurrent", upper_first(shape)),
                     figures: LEVEL_FIGURES
                         .iter()
                         .map(|(name, unit, better, get)| {

@@ -94,6 +94,15 @@ pub fn md_escape(text: &str) -> String {
     out
 }
 
+/// `text` with its first letter in upper case, for headings.
+pub fn upper_first(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
 /// Shortens `text` to at most `max` characters, ending with `…` when cut.
 pub fn shorten(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
@@ -131,5 +140,7 @@ mod tests {
         assert_eq!(md_escape("x|y\n<z>"), "x\\|y &lt;z&gt;");
         assert_eq!(shorten("abcdef", 4), "abc…");
         assert_eq!(shorten("abc", 4), "abc");
+        assert_eq!(upper_first("short ×8"), "Short ×8");
+        assert_eq!(upper_first(""), "");
     }
 }

@@ -2,7 +2,9 @@
 
 use super::charts::{bench_charts, classroom_charts};
 use super::doc::{push_run_blocks, push_verdicts, timeline_sentence, Doc};
-use super::format::{fixed, opt_count, opt_fixed, opt_percent, seconds, shorten, MISSING};
+use super::format::{
+    fixed, opt_count, opt_fixed, opt_percent, seconds, shorten, upper_first, MISSING,
+};
 use super::model::{BenchReport, ClassroomReport};
 use super::svg::Chart;
 
@@ -25,7 +27,7 @@ pub(crate) fn bench_doc(r: &BenchReport) -> Doc {
     let mut charts = bench_charts(r).into_iter();
     let throughput_chart = charts.next();
     for shape in r.shapes() {
-        doc.heading(format!("{shape} prompts"));
+        doc.heading(format!("{} prompts", upper_first(&shape)));
         let levels: Vec<_> = r.levels.iter().filter(|l| l.shape == shape).collect();
         let rows = levels
             .iter()
