@@ -1,1 +1,37 @@
-//! report (placeholder; filled by its issue).
+//! Reports: Markdown and self-contained HTML (with hand-written SVG charts)
+//! for one benchmark or classroom run, and comparisons of two or more runs.
+//!
+//! The report layer works from its own models ([`model`], [`compare`]);
+//! a thin adapter maps a results folder into them. It never imports the
+//! drivers, the client or the twin.
+//!
+//! - [`markdown`]: report.md / compare.md, ready for release notes;
+//! - [`html`]: report.html / compare.html, one file each, no scripts, no
+//!   network;
+//! - [`svg`]: the charts;
+//! - [`charts`]: which charts a report shows.
+//!
+//! Every report says, in one sentence, that its figures are measurements,
+//! not guarantees ([`DISCLAIMER`]).
+
+pub mod charts;
+pub mod compare;
+mod compare_build;
+mod compare_doc;
+mod doc;
+pub mod format;
+pub mod html;
+pub mod markdown;
+pub mod model;
+mod run_docs;
+pub mod svg;
+
+pub use compare::{
+    Assessment, Better, Change, ComparedFigure, Comparison, ComparisonSection, Difference, RunKind,
+    TooFewRuns, Unit,
+};
+pub use doc::DISCLAIMER;
+pub use model::{
+    BenchReport, ClassroomFigures, ClassroomReport, ErrorCount, LevelBoundary, LevelRow, Parameter,
+    RunInfo, TimelinePoint, Verdict,
+};

@@ -1,0 +1,150 @@
+//! Which charts each report shows, built from the report models.
+
+use super::model::{BenchReport, ClassroomReport, LevelRow, TimelinePoint};
+use super::svg::{
+    AxisTitle, CdfChart, Chart, Distribution, HistogramChart, LineChart, Series, TimelineChart,
+    TimelineMarker, TimelineSample,
+};
+
+/// Reads one figure of a level.
+type LevelGetter = fn(&LevelRow) -> Option<f64>;
+
+/// The x axis of every chart against concurrency.
+pub(crate) fn concurrency_axis() -> AxisTitle {
+    AxisTitle::new("Concurrency", "requests in flight")
+}
+
+/// The points (concurrency, figure) of one shape's levels.
+pub(crate) fn by_concurrency(
+    levels: &[LevelRow],
+    shape: &str,
+    figure: impl Fn(&LevelRow) -> Option<f64>,
+) -> Vec<(f64, f64)> {
+    let mut points: Vec<(f64, f64)> = levels
+        .iter()
+        .filter(|l| l.shape == shape)
+        .map(|l| (f64::from(l.concurrency), figure(l).unwrap_or(f64::NAN)))
+        .collect();
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    points
+}
+
+/// Timeline samples in chart form.
+pub(crate) fn samples(timeline: &[TimelinePoint]) -> Vec<TimelineSample> {
+    timeline
+        .iter()
+        .map(|p| TimelineSample {
+            t_s: p.t_s,
+            running: p.running,
+            waiting: p.waiting,
+            kv_usage: p.kv_usage,
+        })
+        .collect()
+}
+
+/// Charts of a benchmark: output tok/s against concurrency (a series per
+/// shape), TTFT P50/P95/P99 per shape, E2E P50/P95, and the server timeline.
+pub fn bench_charts(r: &BenchReport) -> Vec<Chart> {
+    let shapes = r.shapes();
+    let mut charts = Vec::new();
+    let out = shapes
+        .iter()
+        .map(|s| {
+            Series::new(
+                s.as_str(),
+                by_concurrency(&r.levels, s, |l| Some(l.output_tok_per_s)),
+            )
+        })
+        .collect();
+    charts.push(Chart::Line(LineChart::new(
+        "Output tokens per second against concurrency",
+        concurrency_axis(),
+        AxisTitle::new("Output", "tok/s"),
+        out,
+    )));
+    for shape in &shapes {
+        let figures: [(&str, LevelGetter); 3] = [
+            ("P50", |l| l.ttft_p50_s),
+            ("P95", |l| l.ttft_p95_s),
+            ("P99", |l| l.ttft_p99_s),
+        ];
+        let series = figures
+            .iter()
+            .map(|(name, f)| Series::new(*name, by_concurrency(&r.levels, shape, f)))
+            .collect();
+        charts.push(Chart::Line(LineChart::new(
+            format!("Time to first token, {shape} prompts"),
+            concurrency_axis(),
+            AxisTitle::new("TTFT", "s"),
+            series,
+        )));
+    }
+    let mut e2e = Vec::new();
+    for shape in &shapes {
+        e2e.push(Series::new(
+            format!("{shape} P50"),
+            by_concurrency(&r.levels, shape, |l| l.e2e_p50_s),
+        ));
+        e2e.push(Series::new(
+            format!("{shape} P95"),
+            by_concurrency(&r.levels, shape, |l| l.e2e_p95_s),
+        ));
+    }
+    charts.push(Chart::Line(LineChart::new(
+        "End-to-end latency against concurrency",
+        concurrency_axis(),
+        AxisTitle::new("E2E latency", "s"),
+        e2e,
+    )));
+    charts.push(Chart::Timeline(TimelineChart {
+        title: "Server timeline".to_string(),
+        samples: samples(&r.timeline),
+        markers: r
+            .boundaries
+            .iter()
+            .map(|b| TimelineMarker {
+                t_s: b.t_s,
+                label: b.label.clone(),
+            })
+            .collect(),
+    }));
+    charts
+}
+
+/// Charts of a classroom run: TTFT distribution, output speed per user,
+/// coding-request time as a cumulative curve, and the queue over time.
+pub fn classroom_charts(r: &ClassroomReport) -> Vec<Chart> {
+    vec![
+        Chart::Histogram(HistogramChart {
+            title: "Time to first token".to_string(),
+            x: AxisTitle::new("TTFT", "s"),
+            counted: "Requests".to_string(),
+            values: r.ttft_s.clone(),
+        }),
+        Chart::Histogram(HistogramChart {
+            title: "Output speed per user".to_string(),
+            x: AxisTitle::new("Output speed", "tok/s"),
+            counted: "Users".to_string(),
+            values: r.user_output_tok_per_s.clone(),
+        }),
+        Chart::Cdf(CdfChart {
+            title: "Time to complete a coding request".to_string(),
+            x: AxisTitle::new("Coding-request time", "min"),
+            counted: "coding requests".to_string(),
+            curves: vec![Distribution {
+                name: "coding requests".to_string(),
+                values: minutes(&r.coding_request_s),
+            }],
+        }),
+        Chart::Timeline(TimelineChart {
+            title: "Server queue over time".to_string(),
+            samples: samples(&r.timeline),
+            markers: Vec::new(),
+        }),
+    ]
+}
+
+/// Seconds to minutes.
+pub(crate) fn minutes(seconds: &[f64]) -> Vec<f64> {
+    seconds.iter().map(|s| s / 60.0).collect()
+}

@@ -1,0 +1,324 @@
+//! The comparison model: the same figures from two or more runs side by
+//! side, each later run compared with the first (the baseline), with a word
+//! saying whether the change is better or worse for that figure.
+
+use serde::{Deserialize, Serialize};
+
+use super::format::{fixed, seconds, MISSING};
+use super::model::RunInfo;
+use super::svg::Chart;
+
+/// Which direction of change is an improvement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Better {
+    /// More is better (throughput, completed requests, cache hits).
+    Higher,
+    /// Less is better (latency, errors, queueing).
+    Lower,
+    /// Neither direction is good or bad by itself (e.g. KV usage).
+    Neither,
+}
+
+/// The unit a figure is stored and shown in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Unit {
+    /// Tokens per second, shown with one decimal.
+    TokPerS,
+    /// Requests per second, shown with two decimals.
+    ReqPerS,
+    /// Seconds, shown with precision by size.
+    Seconds,
+    /// Stored in seconds, shown in milliseconds.
+    Millis,
+    /// Stored in seconds, shown in minutes with one decimal.
+    Minutes,
+    /// Stored as a fraction (0..1), shown in percent; changes in points.
+    Fraction,
+    /// A whole count.
+    Count,
+}
+
+impl Unit {
+    /// A value with its unit, e.g. `17.5 s`, `8.5 %`.
+    pub fn show(self, v: f64) -> String {
+        if !v.is_finite() {
+            return MISSING.to_string();
+        }
+        match self {
+            Unit::TokPerS => format!("{} tok/s", fixed(v, 1)),
+            Unit::ReqPerS => format!("{} req/s", fixed(v, 2)),
+            Unit::Seconds => format!("{} s", seconds(v)),
+            Unit::Millis => format!("{} ms", fixed(v * 1000.0, 1)),
+            Unit::Minutes => format!("{} min", fixed(v / 60.0, 1)),
+            Unit::Fraction => format!("{} %", fixed(v * 100.0, 1)),
+            Unit::Count => fixed(v, 0),
+        }
+    }
+
+    /// A signed difference with its unit; fractions change in percentage
+    /// points (`pp`).
+    pub fn show_delta(self, d: f64) -> String {
+        let shown = match self {
+            Unit::Fraction => format!("{} pp", fixed(d * 100.0, 1)),
+            _ => self.show(d),
+        };
+        let nonzero = shown.chars().any(|c| c.is_ascii_digit() && c != '0');
+        if d > 0.0 && nonzero {
+            format!("+{shown}")
+        } else {
+            shown
+        }
+    }
+}
+
+/// How a later run's figure compares with the baseline's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Assessment {
+    /// Moved in the good direction by at least 0.5 %.
+    Better,
+    /// Moved in the bad direction by at least 0.5 %.
+    Worse,
+    /// Changed by less than 0.5 % of the baseline.
+    Same,
+    /// Changed, but the figure has no good direction.
+    Changed,
+}
+
+impl Assessment {
+    /// The word printed in reports.
+    pub fn word(self) -> &'static str {
+        match self {
+            Assessment::Better => "better",
+            Assessment::Worse => "worse",
+            Assessment::Same => "same",
+            Assessment::Changed => "changed",
+        }
+    }
+}
+
+/// The change of one figure from the baseline to another run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Change {
+    /// Run value minus baseline value, in the figure's stored unit.
+    pub delta: f64,
+    /// Relative change in percent; `None` when the baseline is zero.
+    pub percent: Option<f64>,
+    /// Better, worse, same or just changed.
+    pub assessment: Assessment,
+}
+
+/// One figure across runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComparedFigure {
+    /// What the figure is, e.g. `TTFT P95`.
+    pub name: String,
+    /// Its unit.
+    pub unit: Unit,
+    /// Which direction is good.
+    pub better: Better,
+    /// One value per run, in run order; `None` where a run lacks it.
+    pub values: Vec<Option<f64>>,
+}
+
+impl ComparedFigure {
+    /// A figure from its values.
+    pub fn new(name: &str, unit: Unit, better: Better, values: Vec<Option<f64>>) -> Self {
+        ComparedFigure {
+            name: name.to_string(),
+            unit,
+            better,
+            values,
+        }
+    }
+
+    /// Run `run` compared with run 0; `None` if either value is missing.
+    pub fn change(&self, run: usize) -> Option<Change> {
+        let base = self
+            .values
+            .first()
+            .copied()
+            .flatten()
+            .filter(|v| v.is_finite())?;
+        let v = self
+            .values
+            .get(run)
+            .copied()
+            .flatten()
+            .filter(|v| v.is_finite())?;
+        let delta = v - base;
+        let percent = (base != 0.0).then(|| delta / base.abs() * 100.0);
+        let negligible = match percent {
+            Some(p) => p.abs() < 0.5,
+            None => delta == 0.0,
+        };
+        let assessment = match (negligible, self.better) {
+            (true, _) => Assessment::Same,
+            (false, Better::Neither) => Assessment::Changed,
+            (false, Better::Higher) if delta > 0.0 => Assessment::Better,
+            (false, Better::Lower) if delta < 0.0 => Assessment::Better,
+            (false, _) => Assessment::Worse,
+        };
+        Some(Change {
+            delta,
+            percent,
+            assessment,
+        })
+    }
+}
+
+/// A group of figures, e.g. one benchmark level.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComparisonSection {
+    /// Section heading, e.g. `short prompts, 16 concurrent`.
+    pub title: String,
+    /// The figures.
+    pub figures: Vec<ComparedFigure>,
+}
+
+/// A provenance field and its value in each run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Difference {
+    /// Field name, e.g. `Profile`.
+    pub field: String,
+    /// Its value per run (`–` when absent).
+    pub values: Vec<String>,
+}
+
+/// Whether the compared runs are benchmarks or classroom simulations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RunKind {
+    /// `codendum bench` runs.
+    Bench,
+    /// `codendum classroom` runs.
+    Classroom,
+}
+
+/// Two or more runs side by side.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comparison {
+    /// Bench or classroom.
+    pub kind: RunKind,
+    /// A short label per run (e.g. its results folder name).
+    pub labels: Vec<String>,
+    /// Provenance of each run.
+    pub runs: Vec<RunInfo>,
+    /// Provenance fields whose values differ between runs.
+    pub differences: Vec<Difference>,
+    /// Provenance fields with the same value in every run.
+    pub same: Vec<Difference>,
+    /// The figures, grouped.
+    pub sections: Vec<ComparisonSection>,
+    /// Overlaid charts, one series per run.
+    pub charts: Vec<Chart>,
+}
+
+/// A comparison needs at least two runs.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("a comparison needs at least two runs, got {0}")]
+pub struct TooFewRuns(pub usize);
+
+/// Reads one provenance field of a run.
+type RunField = fn(&RunInfo) -> &Option<String>;
+
+/// Provenance fields that name what was compared, in heading order.
+const KEY_FIELDS: [&str; 5] = [
+    "Profile",
+    "Image digest",
+    "Model",
+    "Model revision",
+    "Server",
+];
+
+impl Comparison {
+    /// Splits provenance into fields that differ and fields that agree.
+    pub(crate) fn provenance_fields(runs: &[RunInfo]) -> (Vec<Difference>, Vec<Difference>) {
+        let text = |v: &Option<String>| v.clone().unwrap_or_else(|| MISSING.to_string());
+        let fields: [(&str, RunField); 8] = [
+            ("Profile", |r| &r.provenance.profile),
+            ("Image digest", |r| &r.provenance.image_digest),
+            ("Model", |r| &r.model),
+            ("Model revision", |r| &r.provenance.model_revision),
+            ("Server", |r| &r.server_version),
+            ("DGX OS", |r| &r.provenance.dgx_os_version),
+            ("Driver", |r| &r.provenance.driver_version),
+            ("Target", |r| &r.target_url),
+        ];
+        let (mut differ, mut same) = (Vec::new(), Vec::new());
+        for (field, get) in fields {
+            let values: Vec<String> = runs.iter().map(|r| text(get(r))).collect();
+            let d = Difference {
+                field: field.to_string(),
+                values,
+            };
+            if d.values.windows(2).all(|w| w[0] == w[1]) {
+                same.push(d);
+            } else {
+                differ.push(d);
+            }
+        }
+        (differ, same)
+    }
+
+    /// A heading naming what differs, e.g. `Profile: a vs b` or
+    /// `Profile and image digest differ`.
+    pub fn heading(&self) -> String {
+        let key: Vec<&Difference> = self
+            .differences
+            .iter()
+            .filter(|d| KEY_FIELDS.contains(&d.field.as_str()))
+            .collect();
+        match key.as_slice() {
+            [] if self.differences.is_empty() => {
+                "Same profile, image, model and server".to_string()
+            }
+            [] => format!("{} differ", join_fields(&self.differences)),
+            [one] => format!("{}: {}", one.field, one.values.join(" vs ")),
+            many => format!("{} differ", join_fields(many)),
+        }
+    }
+}
+
+fn join_fields<D: std::borrow::Borrow<Difference>>(ds: &[D]) -> String {
+    let names: Vec<String> = ds
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let f = &d.borrow().field;
+            if i == 0 {
+                f.clone()
+            } else {
+                lower_first(f)
+            }
+        })
+        .collect();
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => names.join(""),
+    }
+}
+
+/// `Image digest` → `image digest`, but `DGX OS` stays as it is.
+pub(crate) fn lower_first(field: &str) -> String {
+    let mut chars = field.chars();
+    match (chars.next(), chars.next()) {
+        (Some(a), Some(b)) if b.is_lowercase() => {
+            a.to_lowercase().chain(field.chars().skip(1)).collect()
+        }
+        _ => field.to_string(),
+    }
+}
+
+/// Labels for display: the given ones, with `Run N` for empty labels.
+pub(crate) fn labels_or_default(labels: Vec<String>) -> Vec<String> {
+    labels
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| {
+            if l.trim().is_empty() {
+                format!("Run {}", i + 1)
+            } else {
+                l
+            }
+        })
+        .collect()
+}

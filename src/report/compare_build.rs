@@ -1,0 +1,287 @@
+//! Building a [`Comparison`] from benchmark or classroom reports.
+
+use super::charts::{by_concurrency, concurrency_axis, minutes};
+use super::compare::{
+    labels_or_default, Better, ComparedFigure, Comparison, ComparisonSection, RunKind, TooFewRuns,
+    Unit,
+};
+use super::format::upper_first;
+use super::model::{BenchReport, ClassroomFigures, ClassroomReport, LevelRow};
+use super::svg::{AxisTitle, CdfChart, Chart, Distribution, LineChart, Series};
+
+type LevelFigure = (&'static str, Unit, Better, fn(&LevelRow) -> Option<f64>);
+
+/// The figures compared per benchmark level.
+const LEVEL_FIGURES: [LevelFigure; 11] = [
+    ("Output tokens/s", Unit::TokPerS, Better::Higher, |l| {
+        Some(l.output_tok_per_s)
+    }),
+    ("Total tokens/s", Unit::TokPerS, Better::Higher, |l| {
+        Some(l.total_tok_per_s)
+    }),
+    ("TTFT P50", Unit::Seconds, Better::Lower, |l| l.ttft_p50_s),
+    ("TTFT P95", Unit::Seconds, Better::Lower, |l| l.ttft_p95_s),
+    ("TTFT P99", Unit::Seconds, Better::Lower, |l| l.ttft_p99_s),
+    ("E2E P50", Unit::Seconds, Better::Lower, |l| l.e2e_p50_s),
+    ("E2E P95", Unit::Seconds, Better::Lower, |l| l.e2e_p95_s),
+    ("Mean TPOT", Unit::Millis, Better::Lower, |l| l.mean_tpot_s),
+    ("Errors", Unit::Count, Better::Lower, |l| {
+        Some(l.error_total() as f64)
+    }),
+    ("Preemptions", Unit::Count, Better::Lower, |l| {
+        l.preemptions.map(|p| p as f64)
+    }),
+    ("Peak KV cache", Unit::Fraction, Better::Neither, |l| {
+        l.peak_kv_usage
+    }),
+];
+
+impl Comparison {
+    /// Compares benchmark runs level by level. `runs` pairs a label (empty:
+    /// `Run N`) with a report; the first run is the baseline.
+    pub fn of_bench(runs: &[(String, &BenchReport)]) -> Result<Comparison, TooFewRuns> {
+        if runs.len() < 2 {
+            return Err(TooFewRuns(runs.len()));
+        }
+        let labels = labels_or_default(runs.iter().map(|(l, _)| l.clone()).collect());
+        let infos: Vec<_> = runs.iter().map(|(_, r)| r.run.clone()).collect();
+        let (differences, same) = Comparison::provenance_fields(&infos);
+        let mut keys: Vec<(String, u32)> = Vec::new();
+        for (_, r) in runs {
+            for l in &r.levels {
+                let key = (l.shape.clone(), l.concurrency);
+                if !keys.contains(&key) {
+                    keys.push(key);
+                }
+            }
+        }
+        let sections = keys
+            .iter()
+            .map(|(shape, conc)| {
+                let rows: Vec<Option<&LevelRow>> = runs
+                    .iter()
+                    .map(|(_, r)| {
+                        r.levels
+                            .iter()
+                            .find(|l| &l.shape == shape && l.concurrency == *conc)
+                    })
+                    .collect();
+                ComparisonSection {
+                    title: format!("{} prompts, {conc} concurrent", upper_first(shape)),
+                    figures: LEVEL_FIGURES
+                        .iter()
+                        .map(|(name, unit, better, get)| {
+                            let values = rows.iter().map(|row| row.and_then(get)).collect();
+                            ComparedFigure::new(name, *unit, *better, values)
+                        })
+                        .collect(),
+                }
+            })
+            .collect();
+        let mut shapes: Vec<String> = Vec::new();
+        for (shape, _) in &keys {
+            if !shapes.contains(shape) {
+                shapes.push(shape.clone());
+            }
+        }
+        let mut charts = Vec::new();
+        for shape in &shapes {
+            let overlay = |get: fn(&LevelRow) -> Option<f64>| -> Vec<Series> {
+                runs.iter()
+                    .zip(&labels)
+                    .map(|((_, r), label)| {
+                        Series::new(label.as_str(), by_concurrency(&r.levels, shape, get))
+                    })
+                    .collect()
+            };
+            charts.push(Chart::Line(LineChart::new(
+                format!("Output tokens per second, {shape} prompts"),
+                concurrency_axis(),
+                AxisTitle::new("Output", "tok/s"),
+                overlay(|l| Some(l.output_tok_per_s)),
+            )));
+            charts.push(Chart::Line(LineChart::new(
+                format!("TTFT P95, {shape} prompts"),
+                concurrency_axis(),
+                AxisTitle::new("TTFT P95", "s"),
+                overlay(|l| l.ttft_p95_s),
+            )));
+            charts.push(Chart::Line(LineChart::new(
+                format!("E2E latency P95, {shape} prompts"),
+                concurrency_axis(),
+                AxisTitle::new("E2E P95", "s"),
+                overlay(|l| l.e2e_p95_s),
+            )));
+        }
+        Ok(Comparison {
+            kind: RunKind::Bench,
+            labels,
+            runs: infos,
+            differences,
+            same,
+            sections,
+            charts,
+        })
+    }
+
+    /// Compares classroom runs on their headline figures, with overlaid
+    /// distributions. The first run is the baseline.
+    pub fn of_classroom(runs: &[(String, &ClassroomReport)]) -> Result<Comparison, TooFewRuns> {
+        if runs.len() < 2 {
+            return Err(TooFewRuns(runs.len()));
+        }
+        let labels = labels_or_default(runs.iter().map(|(l, _)| l.clone()).collect());
+        let infos: Vec<_> = runs.iter().map(|(_, r)| r.run.clone()).collect();
+        let (differences, same) = Comparison::provenance_fields(&infos);
+        let figures = classroom_figure_list()
+            .into_iter()
+            .map(|(name, unit, better, get)| {
+                let values = runs.iter().map(|(_, r)| get(&r.figures)).collect();
+                ComparedFigure::new(name, unit, better, values)
+            })
+            .collect();
+        let overlay = |values: fn(&ClassroomReport) -> Vec<f64>| -> Vec<Distribution> {
+            runs.iter()
+                .zip(&labels)
+                .map(|((_, r), label)| Distribution {
+                    name: label.clone(),
+                    values: values(r),
+                })
+                .collect()
+        };
+        let waiting: Vec<Series> = runs
+            .iter()
+            .zip(&labels)
+            .map(|((_, r), label)| {
+                let pts = r
+                    .timeline
+                    .iter()
+                    .map(|p| (p.t_s / 60.0, p.waiting.unwrap_or(f64::NAN)))
+                    .collect();
+                Series::new(label.as_str(), pts)
+            })
+            .collect();
+        let mut queue = LineChart::new(
+            "Waiting requests over time",
+            AxisTitle::new("Time since start", "min"),
+            AxisTitle::new("Waiting requests", ""),
+            waiting,
+        );
+        queue.markers = false;
+        let charts = vec![
+            Chart::Cdf(CdfChart {
+                title: "Time to first token".to_string(),
+                x: AxisTitle::new("TTFT", "s"),
+                counted: "requests".to_string(),
+                curves: overlay(|r| r.ttft_s.clone()),
+            }),
+            Chart::Cdf(CdfChart {
+                title: "Time to complete a coding request".to_string(),
+                x: AxisTitle::new("Coding-request time", "min"),
+                counted: "coding requests".to_string(),
+                curves: overlay(|r| minutes(&r.coding_request_s)),
+            }),
+            Chart::Cdf(CdfChart {
+                title: "Output speed per user".to_string(),
+                x: AxisTitle::new("Output speed", "tok/s"),
+                counted: "users".to_string(),
+                curves: overlay(|r| r.user_output_tok_per_s.clone()),
+            }),
+            Chart::Line(queue),
+        ];
+        Ok(Comparison {
+            kind: RunKind::Classroom,
+            labels,
+            runs: infos,
+            differences,
+            same,
+            sections: vec![ComparisonSection {
+                title: "Classroom figures".to_string(),
+                figures,
+            }],
+            charts,
+        })
+    }
+}
+
+type ClassroomFigure = (
+    &'static str,
+    Unit,
+    Better,
+    fn(&ClassroomFigures) -> Option<f64>,
+);
+
+/// The classroom figures in seed.md's table order.
+pub(crate) fn classroom_figure_list() -> Vec<ClassroomFigure> {
+    vec![
+        (
+            "Server output, steady state",
+            Unit::TokPerS,
+            Better::Higher,
+            |f| f.server_output_tok_per_s,
+        ),
+        (
+            "Time to first token, P50",
+            Unit::Seconds,
+            Better::Lower,
+            |f| f.ttft_p50_s,
+        ),
+        (
+            "Time to first token, P95",
+            Unit::Seconds,
+            Better::Lower,
+            |f| f.ttft_p95_s,
+        ),
+        (
+            "Output speed per user, P50",
+            Unit::TokPerS,
+            Better::Higher,
+            |f| f.user_output_tok_per_s_p50,
+        ),
+        (
+            "Coding request time, P50",
+            Unit::Minutes,
+            Better::Lower,
+            |f| f.coding_request_p50_s,
+        ),
+        (
+            "Coding request time, P95",
+            Unit::Minutes,
+            Better::Lower,
+            |f| f.coding_request_p95_s,
+        ),
+        (
+            "Coding requests completed",
+            Unit::Count,
+            Better::Higher,
+            |f| Some(f.coding_requests_completed as f64),
+        ),
+        ("Peak waiting requests", Unit::Count, Better::Lower, |f| {
+            f.peak_waiting.map(|v| v as f64)
+        }),
+        (
+            "Peak KV cache usage",
+            Unit::Fraction,
+            Better::Neither,
+            |f| f.peak_kv_usage,
+        ),
+        ("Preemptions", Unit::Count, Better::Lower, |f| {
+            f.preemptions.map(|v| v as f64)
+        }),
+        ("Server errors", Unit::Count, Better::Lower, |f| {
+            Some(f.server_errors as f64)
+        }),
+        (
+            "Prefix-cache hit rate",
+            Unit::Fraction,
+            Better::Higher,
+            |f| f.prefix_hit_rate,
+        ),
+        ("Failed requests", Unit::Count, Better::Lower, |f| {
+            Some(f.request_errors as f64)
+        }),
+        ("Retries after 429/503", Unit::Count, Better::Lower, |f| {
+            Some(f.retries as f64)
+        }),
+    ]
+}

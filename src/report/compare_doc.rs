@@ -1,0 +1,120 @@
+//! The content of compare.md / compare.html.
+
+use super::compare::{lower_first, Comparison, RunKind};
+use super::doc::{title_date, Block, Doc};
+use super::format::{fixed, MISSING};
+
+/// The comparison document.
+pub(crate) fn compare_doc(c: &Comparison) -> Doc {
+    let what = match c.kind {
+        RunKind::Bench => "Benchmark comparison",
+        RunKind::Classroom => "Classroom comparison",
+    };
+    let mut doc = Doc::new(format!("{what} – {}", c.heading()));
+    doc.heading("Runs");
+    let mut header = vec!["Field"];
+    header.extend(c.labels.iter().map(String::as_str));
+    let mut rows: Vec<Vec<String>> = c
+        .differences
+        .iter()
+        .chain(&c.same)
+        .map(|d| {
+            let mut row = vec![d.field.clone()];
+            row.extend(d.values.iter().cloned());
+            row
+        })
+        .collect();
+    let mut started = vec!["Started".to_string()];
+    started.extend(c.runs.iter().map(title_date));
+    rows.push(started);
+    let mut interrupted = vec!["Interrupted".to_string()];
+    interrupted.extend(
+        c.runs
+            .iter()
+            .map(|r| if r.interrupted { "yes" } else { "no" }.to_string()),
+    );
+    rows.push(interrupted);
+    let text_only = header.len();
+    doc.table(&header, rows, text_only);
+    let names = |ds: &[super::compare::Difference]| {
+        ds.iter()
+            .map(|d| lower_first(&d.field))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut summary = String::new();
+    if c.differences.is_empty() {
+        summary.push_str("The runs have the same provenance.");
+    } else {
+        summary.push_str(&format!("What differs: {}.", names(&c.differences)));
+        if !c.same.is_empty() {
+            summary.push_str(&format!(" Same in all runs: {}.", names(&c.same)));
+        }
+    }
+    let base = c
+        .labels
+        .first()
+        .map(String::as_str)
+        .unwrap_or("the first run");
+    summary.push_str(&format!(
+        " Changes are relative to {base}; \"same\" means a change under 0.5 %."
+    ));
+    doc.paragraph(summary);
+    let mut header: Vec<String> = vec!["Figure".to_string()];
+    header.extend(c.labels.iter().cloned());
+    for label in c.labels.iter().skip(1) {
+        header.push(format!("Change, {label}"));
+        header.push(format!("{label} is"));
+    }
+    let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
+    for section in &c.sections {
+        doc.heading(section.title.clone());
+        let rows = section
+            .figures
+            .iter()
+            .map(|f| {
+                let mut row = vec![f.name.clone()];
+                row.extend(
+                    f.values
+                        .iter()
+                        .map(|v| v.map_or_else(|| MISSING.to_string(), |v| f.unit.show(v))),
+                );
+                for run in 1..c.labels.len() {
+                    match f.change(run) {
+                        Some(ch) => {
+                            let pct = ch.percent.map(|p| {
+                                let sign = if p > 0.0 && fixed(p, 1) != "0.0" {
+                                    "+"
+                                } else {
+                                    ""
+                                };
+                                format!(" ({sign}{} %)", fixed(p, 1))
+                            });
+                            row.push(format!(
+                                "{}{}",
+                                f.unit.show_delta(ch.delta),
+                                pct.unwrap_or_default()
+                            ));
+                            row.push(ch.assessment.word().to_string());
+                        }
+                        None => {
+                            row.push(MISSING.to_string());
+                            row.push(MISSING.to_string());
+                        }
+                    }
+                }
+                row
+            })
+            .collect();
+        doc.table(&header_refs, rows, 1);
+    }
+    if !c.charts.is_empty() {
+        let mut blocks = vec![
+            Block::Heading(2, "Charts".to_string()),
+            Block::Paragraph("One series per run.".to_string()),
+        ];
+        blocks.extend(c.charts.iter().map(|ch| Block::Chart(Box::new(ch.clone()))));
+        doc.blocks.push(Block::HtmlOnly(blocks));
+    }
+    doc
+}

@@ -1,0 +1,146 @@
+//! Number and text formatting shared by the Markdown, HTML and SVG writers.
+//!
+//! Every number goes through these functions so that output is deterministic
+//! (fixed decimals, no `-0.0`) and a missing or non-finite value prints as an
+//! en dash instead of `NaN` or `inf`.
+
+/// What a missing or non-finite figure prints as.
+pub const MISSING: &str = "–";
+
+/// Formats `v` with `decimals` digits after the point; non-finite values
+/// print as [`MISSING`], and a value that rounds to zero never shows a sign.
+pub fn fixed(v: f64, decimals: usize) -> String {
+    if !v.is_finite() {
+        return MISSING.to_string();
+    }
+    let s = format!("{v:.decimals$}");
+    if s.starts_with('-') && s[1..].chars().all(|c| c == '0' || c == '.') {
+        s[1..].to_string()
+    } else {
+        s
+    }
+}
+
+/// Like [`fixed`], for an optional value.
+pub fn opt_fixed(v: Option<f64>, decimals: usize) -> String {
+    v.map_or_else(|| MISSING.to_string(), |v| fixed(v, decimals))
+}
+
+/// A duration in seconds with precision that suits its size: two decimals
+/// below 10 s, one below 100 s, none above.
+pub fn seconds(v: f64) -> String {
+    let a = v.abs();
+    if !v.is_finite() {
+        MISSING.to_string()
+    } else if a < 10.0 {
+        fixed(v, 2)
+    } else if a < 100.0 {
+        fixed(v, 1)
+    } else {
+        fixed(v, 0)
+    }
+}
+
+/// A fraction (0..1) shown as a percentage with one decimal, without the sign.
+pub fn percent(fraction: f64) -> String {
+    fixed(fraction * 100.0, 1)
+}
+
+/// Like [`percent`], for an optional fraction.
+pub fn opt_percent(fraction: Option<f64>) -> String {
+    fraction.map_or_else(|| MISSING.to_string(), percent)
+}
+
+/// An optional count.
+pub fn opt_count(v: Option<u64>) -> String {
+    v.map_or_else(|| MISSING.to_string(), |v| v.to_string())
+}
+
+/// Escapes text for XML and HTML content and attribute values. Control
+/// characters other than tab and newline are dropped, as XML forbids them.
+pub fn xml_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            '\t' | '\n' => out.push(c),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Makes text safe inside a Markdown table cell or paragraph: no line
+/// breaks, pipes escaped, and HTML-significant characters escaped so that a
+/// server's error message cannot inject markup into release notes.
+pub fn md_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '|' => out.push_str("\\|"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '\r' | '\n' | '\t' => out.push(' '),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `text` with its first letter in upper case, for headings.
+pub fn upper_first(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// Shortens `text` to at most `max` characters, ending with `…` when cut.
+pub fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixed_hides_negative_zero_and_nan() {
+        assert_eq!(fixed(-0.04, 1), "0.0");
+        assert_eq!(fixed(-0.06, 1), "-0.1");
+        assert_eq!(fixed(f64::NAN, 1), MISSING);
+        assert_eq!(fixed(f64::INFINITY, 2), MISSING);
+        assert_eq!(fixed(1234.56, 1), "1234.6");
+    }
+
+    #[test]
+    fn seconds_precision_follows_size() {
+        assert_eq!(seconds(0.4123), "0.41");
+        assert_eq!(seconds(17.54), "17.5");
+        assert_eq!(seconds(660.2), "660");
+        assert_eq!(percent(0.085), "8.5");
+    }
+
+    #[test]
+    fn escaping() {
+        assert_eq!(xml_escape("a<b & 'c'\u{1}"), "a&lt;b &amp; &#39;c&#39;");
+        assert_eq!(md_escape("x|y\n<z>"), "x\\|y &lt;z&gt;");
+        assert_eq!(shorten("abcdef", 4), "abc…");
+        assert_eq!(shorten("abc", 4), "abc");
+        assert_eq!(upper_first("short ×8"), "Short ×8");
+        assert_eq!(upper_first(""), "");
+    }
+}
