@@ -33,7 +33,7 @@ fn plan_of(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> Plan {
     let seed = ctx.t.plan_seed.unwrap_or_else(|| rng.gen());
     let mut p = ChaCha8Rng::seed_from_u64(mix(seed, ctx.config.seed));
     Plan {
-        read_steps: p.gen_range(2..=5),
+        read_steps: p.gen_range(2..=6),
         edits: p.gen_range(2..=4),
         write_new: p.gen_bool(0.3),
         baseline_test: p.gen_bool(0.2),
@@ -173,6 +173,9 @@ fn relevance(ctx: &Ctx<'_>, path: &str) -> i32 {
     }
     if base.contains(ctx.topic) {
         score += 2;
+    }
+    if base.contains("server") {
+        score += 1;
     }
     if ["server", "client", "chat", "main"]
         .iter()

@@ -208,8 +208,9 @@ fn topic_of(task: &str, rng: &mut ChaCha8Rng) -> &'static str {
     let l = task.to_ascii_lowercase();
     code::NOUNS
         .iter()
-        .find(|n| l.contains(*n))
-        .copied()
+        .filter_map(|n| l.find(n).map(|at| (at, *n)))
+        .min()
+        .map(|(_, n)| n)
         .unwrap_or_else(|| code::NOUNS[..4].choose(rng).copied().unwrap_or("message"))
 }
 
