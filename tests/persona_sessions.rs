@@ -34,7 +34,11 @@ struct Tally {
 
 impl Project {
     fn load(java: bool) -> Self {
-        let name = if java { "project-java.json" } else { "project-python.json" };
+        let name = if java {
+            "project-java.json"
+        } else {
+            "project-python.json"
+        };
         let v = persona_support::fixture(name);
         let files = v
             .as_object()
@@ -65,8 +69,19 @@ impl Project {
         format!("Error: {msg}")
     }
 
-    fn exec(&mut self, name: &str, args: &Value, persona: &AgentPersona, tally: &mut Tally) -> String {
-        let s = |k: &str| args.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    fn exec(
+        &mut self,
+        name: &str,
+        args: &Value,
+        persona: &AgentPersona,
+        tally: &mut Tally,
+    ) -> String {
+        let s = |k: &str| {
+            args.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
         match name {
             "read" => {
                 let path = s("filePath");
@@ -236,9 +251,16 @@ fn fifty_sessions_match_the_calibration() {
             "seed {seed}: tool errors {:?}",
             project.tool_errors
         );
-        assert!(project.test_runs >= 2, "seed {seed}: tests ran {} times", project.test_runs);
+        assert!(
+            project.test_runs >= 2,
+            "seed {seed}: tests ran {} times",
+            project.test_runs
+        );
         let cmd = if java { "mvn -q test" } else { "pytest -q" };
-        assert!(text.contains(cmd), "seed {seed}: summary without test command: {text}");
+        assert!(
+            text.contains(cmd),
+            "seed {seed}: summary without test command: {text}"
+        );
         calls += tally.calls;
         chars += tally.chars;
         sub += tally.subagent_calls;
@@ -249,12 +271,21 @@ fn fifty_sessions_match_the_calibration() {
     eprintln!(
         "mean calls {mean_calls:.1}, mean output tokens {mean_tokens:.0}, subagent calls {sub}, calls per session {per_session:?}"
     );
-    assert!((12.0..=18.0).contains(&mean_calls), "mean calls {mean_calls}");
-    assert!((2160.0..=3240.0).contains(&mean_tokens), "mean tokens {mean_tokens}");
+    assert!(
+        (12.0..=18.0).contains(&mean_calls),
+        "mean calls {mean_calls}"
+    );
+    assert!(
+        (2160.0..=3240.0).contains(&mean_tokens),
+        "mean tokens {mean_tokens}"
+    );
     assert!(sub > 0, "no session delegated to a subagent");
     let min = per_session.iter().min().copied().unwrap_or(0);
     let max = per_session.iter().max().copied().unwrap_or(0);
-    assert!(max - min >= 5, "no spread in calls per session: {min}..{max}");
+    assert!(
+        max - min >= 5,
+        "no spread in calls per session: {min}..{max}"
+    );
 }
 
 #[test]

@@ -57,10 +57,7 @@ where
 {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     tokio::spawn(f(tx));
-    futures::StreamExt::map(
-        tokio_stream::wrappers::UnboundedReceiverStream::new(rx),
-        Ok,
-    )
+    futures::StreamExt::map(tokio_stream::wrappers::UnboundedReceiverStream::new(rx), Ok)
 }
 
 struct Server {
@@ -125,13 +122,26 @@ async fn unknown_or_missing_key_is_401_but_health_and_metrics_are_open() {
         assert_eq!(e["type"], "AuthenticationError");
         assert_eq!(e["code"], 401);
     }
-    let health = s.http.get(format!("{}/health", s.base)).send().await.unwrap();
+    let health = s
+        .http
+        .get(format!("{}/health", s.base))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(health.status(), 200);
-    let metrics = s.http.get(format!("{}/metrics", s.base)).send().await.unwrap();
+    let metrics = s
+        .http
+        .get(format!("{}/metrics", s.base))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(metrics.status(), 200);
     let text = metrics.text().await.unwrap();
     assert!(text.starts_with("dummy_requests_running 0\n"), "{text}");
-    assert!(text.contains("codendum_proxy_unauthorized_total 2"), "{text}");
+    assert!(
+        text.contains("codendum_proxy_unauthorized_total 2"),
+        "{text}"
+    );
 }
 
 #[tokio::test]
@@ -159,14 +169,20 @@ async fn a_key_over_its_in_flight_limit_gets_429_and_others_do_not() {
     assert_eq!(s.chat(Some(KEY_A)).await.status(), 200);
 
     let m = s.state.render_metrics();
-    assert!(m.contains("codendum_proxy_rate_limited_total{key=\"0\""), "{m}");
+    assert!(
+        m.contains("codendum_proxy_rate_limited_total{key=\"0\""),
+        "{m}"
+    );
     assert!(m.contains(&format!(
         "codendum_proxy_rate_limited_total{{key=\"0\",key_id=\"{}\"}} 1",
         Secret::new(KEY_A).short_id()
     )));
     assert!(m.contains("codendum_proxy_requests_total{key=\"1\""));
     assert!(m.contains("codendum_proxy_rate_limited_by_limit_total{limit=\"per_key_in_flight\"} 1"));
-    assert!(!m.contains(KEY_A) && !m.contains(KEY_B), "metrics leak a key");
+    assert!(
+        !m.contains(KEY_A) && !m.contains(KEY_B),
+        "metrics leak a key"
+    );
 }
 
 #[tokio::test]
@@ -204,12 +220,23 @@ async fn per_minute_limit_over_http() {
     }
     let third = s.chat(Some(KEY_A)).await;
     assert_eq!(third.status(), 429);
-    let retry: u64 = third.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    let retry: u64 = third.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!((1..=60).contains(&retry), "retry-after {retry}");
     assert_eq!(s.chat(Some(KEY_B)).await.status(), 200);
-    let metrics = s.http.get(format!("{}/metrics", s.base)).send().await.unwrap();
+    let metrics = s
+        .http
+        .get(format!("{}/metrics", s.base))
+        .send()
+        .await
+        .unwrap();
     let text = metrics.text().await.unwrap();
-    assert!(text.contains("codendum_proxy_rate_limited_by_limit_total{limit=\"per_key_per_minute\"} 1"));
+    assert!(
+        text.contains("codendum_proxy_rate_limited_by_limit_total{limit=\"per_key_per_minute\"} 1")
+    );
 }
 
 #[tokio::test(start_paused = true)]

@@ -250,7 +250,10 @@ impl ProxyState {
         {
             let oldest = k.admitted_at.front().copied().unwrap_or(now);
             let wait = (oldest + WINDOW).saturating_sub(now);
-            Some((Limit::PerKeyPerMinute, wait.as_secs_f64().ceil().max(1.0) as u64))
+            Some((
+                Limit::PerKeyPerMinute,
+                wait.as_secs_f64().ceil().max(1.0) as u64,
+            ))
         } else if cfg.per_key_in_flight.is_some_and(|n| k.in_flight >= n) {
             Some((Limit::PerKeyInFlight, IN_FLIGHT_RETRY_AFTER_SECS))
         } else if cfg.global_in_flight.is_some_and(|n| global_in_flight >= n) {
@@ -302,7 +305,10 @@ impl ProxyState {
                 .zip(&c.keys)
                 .enumerate()
                 .map(|(i, (secret, k))| {
-                    (format!("{{key=\"{i}\",key_id=\"{}\"}}", secret.short_id()), f(k))
+                    (
+                        format!("{{key=\"{i}\",key_id=\"{}\"}}", secret.short_id()),
+                        f(k),
+                    )
                 })
                 .collect()
         };
@@ -324,14 +330,23 @@ impl ProxyState {
             "Requests in flight, per API key.",
             per_key(&|k| k.in_flight.to_string()),
         );
-        let limits = [Limit::PerKeyPerMinute, Limit::PerKeyInFlight, Limit::GlobalInFlight];
+        let limits = [
+            Limit::PerKeyPerMinute,
+            Limit::PerKeyInFlight,
+            Limit::GlobalInFlight,
+        ];
         family(
             "rate_limited_by_limit_total",
             "counter",
             "Requests answered with 429, per limit.",
             limits
                 .iter()
-                .map(|l| (format!("{{limit=\"{}\"}}", l.as_str()), c.by_limit[*l as usize].to_string()))
+                .map(|l| {
+                    (
+                        format!("{{limit=\"{}\"}}", l.as_str()),
+                        c.by_limit[*l as usize].to_string(),
+                    )
+                })
                 .collect(),
         );
         family(

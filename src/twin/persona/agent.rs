@@ -68,9 +68,7 @@ pub fn next_step(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
                 return finish(ctx, rng, false)
             }
             Outcome::TestFailed if !changed_since => return fix_step(ctx, rng, last, since),
-            Outcome::TestPassed if !changed_since && changes >= plan.edits => {
-                return finish(ctx, rng, true)
-            }
+            Outcome::TestPassed if !changed_since && changes > 0 => return finish(ctx, rng, true),
             _ => {}
         }
     }
@@ -191,16 +189,22 @@ fn relevance(ctx: &Ctx<'_>, path: &str) -> i32 {
 
 /// Files worth reading that were not read in this request, most relevant first.
 fn unread_files(ctx: &Ctx<'_>) -> Vec<String> {
-    let build = ["pom.xml", "build.gradle", "pyproject.toml", "requirements.txt"];
+    let build = [
+        "pom.xml",
+        "build.gradle",
+        "pyproject.toml",
+        "requirements.txt",
+    ];
     let mut files: Vec<String> = ctx
         .t
         .files
         .iter()
         .filter(|f| lang_of(f).is_some() || build.contains(&basename(f)))
         .filter(|f| {
-            !ctx.t.events.iter().any(|e| {
-                e.role == ToolRole::Read && e.path.as_deref() == Some(f.as_str())
-            })
+            !ctx.t
+                .events
+                .iter()
+                .any(|e| e.role == ToolRole::Read && e.path.as_deref() == Some(f.as_str()))
         })
         .cloned()
         .collect();
@@ -450,7 +454,10 @@ fn write_new(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng, tests: bool) -> PlannedAnswer 
     }
     let size = rng.gen_range(300..900) * 4;
     let content = code::new_file(ctx.lang, &path, tests, rng, topic, size);
-    let call = tool.call(vec![(Slot::Path, json!(path)), (Slot::Content, json!(content))]);
+    let call = tool.call(vec![
+        (Slot::Path, json!(path)),
+        (Slot::Content, json!(content)),
+    ]);
     answer(writing::before_change(rng, &path, topic, true), vec![call])
 }
 
@@ -474,7 +481,9 @@ fn finish(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng, passed: bool) -> PlannedAnswer {
         size,
     );
     if !passed {
-        text.push_str("\n\nI could not confirm that every test passes; please check the remaining failures.");
+        text.push_str(
+            "\n\nI could not confirm that every test passes; please check the remaining failures.",
+        );
     }
     PlannedAnswer::text(text)
 }

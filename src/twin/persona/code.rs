@@ -232,20 +232,39 @@ pub fn new_file(
             } else {
                 "import java.util.ArrayList;\nimport java.util.List;\nimport java.util.Objects;\n"
             };
-            let body = block(lang, tests, rng, noun, target_chars.saturating_sub(200), "    ");
+            let body = block(
+                lang,
+                tests,
+                rng,
+                noun,
+                target_chars.saturating_sub(200),
+                "    ",
+            );
             let field = if tests {
                 String::new()
             } else {
-                fill("    private final List<{N}> {n}s = new ArrayList<>();\n\n", noun)
+                fill(
+                    "    private final List<{N}> {n}s = new ArrayList<>();\n\n",
+                    noun,
+                )
             };
             let visibility = if tests { "" } else { "public " };
-            format!("package {package};\n\n{header}\n{visibility}class {stem} {{\n{field}{body}\n}}\n")
+            format!(
+                "package {package};\n\n{header}\n{visibility}class {stem} {{\n{field}{body}\n}}\n"
+            )
         }
         Lang::Python => {
             let body = if tests {
                 block(lang, true, rng, noun, target_chars.saturating_sub(120), "")
             } else {
-                let methods = block(lang, false, rng, noun, target_chars.saturating_sub(250), "    ");
+                let methods = block(
+                    lang,
+                    false,
+                    rng,
+                    noun,
+                    target_chars.saturating_sub(250),
+                    "    ",
+                );
                 fill(
                     "class {N}Store:\n    \"\"\"Keeps the {n}s of one chat room.\"\"\"\n\n    def __init__(self) -> None:\n        self._{n}s: list[{N}] = []\n        self._clients: set = set()\n\n",
                     noun,

@@ -53,7 +53,7 @@ pub fn next_step(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
         })
         .cloned()
         .collect();
-    if t.steps >= tool_steps + 1 || unread.is_empty() {
+    if t.steps > tool_steps || unread.is_empty() {
         return findings(ctx, rng);
     }
     if let Some(read) = kit.get(ToolRole::Read) {
@@ -69,7 +69,10 @@ pub fn next_step(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
     if let Some(grep) = kit.get(ToolRole::Grep) {
         if t.count(ToolRole::Grep) == 0 {
             let text = writing::before_search(rng, ctx.topic);
-            return answer(text, vec![grep.call(vec![(Slot::Pattern, json!(ctx.topic))])]);
+            return answer(
+                text,
+                vec![grep.call(vec![(Slot::Pattern, json!(ctx.topic))])],
+            );
         }
     }
     findings(ctx, rng)

@@ -114,9 +114,14 @@ impl Responder for AgentPersona {
             return without_tools(&ctx, &mut rng);
         }
         let can_change = kit.has(ToolRole::Edit) || kit.has(ToolRole::Write);
-        let can_look = [ToolRole::Read, ToolRole::Glob, ToolRole::Grep, ToolRole::List]
-            .iter()
-            .any(|r| kit.has(*r))
+        let can_look = [
+            ToolRole::Read,
+            ToolRole::Glob,
+            ToolRole::Grep,
+            ToolRole::List,
+        ]
+        .iter()
+        .any(|r| kit.has(*r))
             || kit.has(ToolRole::Shell);
         if can_change && (kit.has(ToolRole::Read) || kit.has(ToolRole::Shell)) {
             agent::next_step(&ctx, &mut rng)
@@ -169,8 +174,16 @@ fn project_lang(t: &Transcript) -> Lang {
     if has("pyproject.toml") || has("requirements.txt") || has("setup.py") {
         return Lang::Python;
     }
-    let java = t.files.iter().filter(|f| lang_of(f) == Some(Lang::Java)).count();
-    let python = t.files.iter().filter(|f| lang_of(f) == Some(Lang::Python)).count();
+    let java = t
+        .files
+        .iter()
+        .filter(|f| lang_of(f) == Some(Lang::Java))
+        .count();
+    let python = t
+        .files
+        .iter()
+        .filter(|f| lang_of(f) == Some(Lang::Python))
+        .count();
     if python > java {
         return Lang::Python;
     }

@@ -100,8 +100,22 @@ pub fn path_tokens(text: &str) -> Vec<String> {
         c.is_whitespace()
             || matches!(
                 c,
-                '\'' | '"' | '`' | '(' | ')' | '[' | ']' | '{' | '}' | '<' | '>' | ',' | ';' | ':'
-                    | '=' | '*' | '|'
+                '\'' | '"'
+                    | '`'
+                    | '('
+                    | ')'
+                    | '['
+                    | ']'
+                    | '{'
+                    | '}'
+                    | '<'
+                    | '>'
+                    | ','
+                    | ';'
+                    | ':'
+                    | '='
+                    | '*'
+                    | '|'
             )
     };
     for raw in text.split(separators) {
@@ -214,7 +228,11 @@ mod tests {
         );
         assert_eq!(
             t,
-            vec!["src/main/java/chat/Server.java", "ServerTest.java", "pom.xml"]
+            vec![
+                "src/main/java/chat/Server.java",
+                "ServerTest.java",
+                "pom.xml"
+            ]
         );
     }
 
@@ -243,6 +261,9 @@ mod tests {
                 "/home/s/chat/pyproject.toml"
             ]
         );
-        assert_eq!(listing_paths("a.py\nb.py", Some("src")), vec!["src/a.py", "src/b.py"]);
+        assert_eq!(
+            listing_paths("a.py\nb.py", Some("src")),
+            vec!["src/a.py", "src/b.py"]
+        );
     }
 }

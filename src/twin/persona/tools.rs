@@ -153,9 +153,8 @@ fn map_tool(def: &Value) -> Option<MappedTool> {
         .map(|p| p.keys().cloned().collect())
         .unwrap_or_default();
     let lname = name.to_ascii_lowercase();
-    let role = role_from_words(&Words::Name(&lname), &params, &schema).or_else(|| {
-        role_from_words(&Words::Prose(&first_sentence(&desc)), &params, &schema)
-    })?;
+    let role = role_from_words(&Words::Name(&lname), &params, &schema)
+        .or_else(|| role_from_words(&Words::Prose(&first_sentence(&desc)), &params, &schema))?;
     let slots = slots_for(role, &params, &schema);
     Some(MappedTool {
         name,
@@ -200,8 +199,7 @@ fn role_from_words(text: &Words<'_>, params: &[String], schema: &Value) -> Optio
     if text.any(&["task", "subagent", "delegate", "agent"]) && p(Slot::Prompt) {
         return Some(ToolRole::Task);
     }
-    if text.any(&["bash", "shell", "exec", "terminal", "command", "run"]) && p(Slot::Command)
-    {
+    if text.any(&["bash", "shell", "exec", "terminal", "command", "run"]) && p(Slot::Command) {
         return Some(ToolRole::Shell);
     }
     if text.any(&["edit", "replace", "patch", "modify"])
@@ -400,7 +398,11 @@ fn todo_items(value: &Value, schema: &Value) -> Value {
     let texts: Vec<String> = match value {
         Value::Array(a) => a
             .iter()
-            .map(|v| v.as_str().map(String::from).unwrap_or_else(|| v.to_string()))
+            .map(|v| {
+                v.as_str()
+                    .map(String::from)
+                    .unwrap_or_else(|| v.to_string())
+            })
             .collect(),
         other => vec![other.as_str().unwrap_or("Work on the task").to_string()],
     };

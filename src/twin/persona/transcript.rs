@@ -84,9 +84,16 @@ pub fn is_test_command(command: &str) -> bool {
 
 /// Whether a test log shows a failure (`FAIL`, `ERROR`, `failed`, a traceback).
 pub fn log_failed(log: &str) -> bool {
-    ["FAIL", "ERROR", "failed", "Traceback", "error:", "Exception"]
-        .iter()
-        .any(|w| log.contains(w))
+    [
+        "FAIL",
+        "ERROR",
+        "failed",
+        "Traceback",
+        "error:",
+        "Exception",
+    ]
+    .iter()
+    .any(|w| log.contains(w))
 }
 
 fn is_error_result(text: &str) -> bool {
@@ -230,9 +237,7 @@ impl Transcript {
                 }
                 _ => {}
             },
-            ToolRole::List | ToolRole::Glob => {
-                self.add_files(listing_paths(text, path.as_deref()))
-            }
+            ToolRole::List | ToolRole::Glob => self.add_files(listing_paths(text, path.as_deref())),
             ToolRole::Grep | ToolRole::Task => self.add_files(path_tokens(text)),
             ToolRole::Shell => {
                 let command = arg(kit, name, Slot::Command, &call.args).unwrap_or_default();

@@ -53,7 +53,10 @@ pub fn before_listing(rng: &mut ChaCha8Rng) -> String {
 /// Before reading files.
 pub fn before_reading(rng: &mut ChaCha8Rng, files: &[String], topic: &str) -> String {
     let s = match rng.gen_range(0..4) {
-        0 => format!("I'll read {} to see how {topic}s are handled now.", quoted(files)),
+        0 => format!(
+            "I'll read {} to see how {topic}s are handled now.",
+            quoted(files)
+        ),
         1 => format!("Let me read {} first.", quoted(files)),
         2 => format!("Next I need the contents of {}.", quoted(files)),
         _ => format!("I'll check {} before changing anything.", quoted(files)),
@@ -65,7 +68,14 @@ pub fn before_reading(rng: &mut ChaCha8Rng, files: &[String], topic: &str) -> St
 pub fn before_search(rng: &mut ChaCha8Rng, pattern: &str) -> String {
     let s = format!(
         "{} `{pattern}` in the code.",
-        pick(rng, &["I'll search for", "Let me look for uses of", "Searching for"])
+        pick(
+            rng,
+            &[
+                "I'll search for",
+                "Let me look for uses of",
+                "Searching for"
+            ]
+        )
     );
     maybe_more(rng, s)
 }
@@ -171,7 +181,12 @@ pub fn final_summary(
 }
 
 /// A subagent's findings.
-pub fn findings(rng: &mut ChaCha8Rng, files: &[String], topic: &str, target_chars: usize) -> String {
+pub fn findings(
+    rng: &mut ChaCha8Rng,
+    files: &[String],
+    topic: &str,
+    target_chars: usize,
+) -> String {
     let mut s = format!("Findings about {topic}s:\n\n");
     for f in files.iter().take(6) {
         let role = if is_test_path(f) {
@@ -233,7 +248,11 @@ pub fn compaction(
 
 /// A plain answer without tools (chat, or tools the persona cannot use).
 pub fn chat(rng: &mut ChaCha8Rng, question: &str, target_chars: usize) -> String {
-    let q: String = question.split_whitespace().take(12).collect::<Vec<_>>().join(" ");
+    let q: String = question
+        .split_whitespace()
+        .take(12)
+        .collect::<Vec<_>>()
+        .join(" ");
     let s = format!(
         "{} {q}\n\n",
         pick(
