@@ -2,3 +2,5 @@
 //! streams and reports like vLLM 0.30 on a GB10.
 
 pub mod answer;
+pub mod persona;
+pub mod proxy;

@@ -1,0 +1,489 @@
+//! The main agent's next step: look around, read, edit or write, run the
+//! tests, read a failure and fix it, and finish with a summary.
+
+use rand::seq::SliceRandom;
+use rand::Rng;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde_json::{json, Value};
+
+use super::code;
+use super::paths::{basename, dirname, is_test_path, lang_of, Lang};
+use super::tools::{Slot, ToolRole};
+use super::transcript::{Event, Outcome};
+use super::writing;
+use super::{answer, mix, Ctx};
+use crate::twin::answer::{AnswerPart, PlannedAnswer};
+
+/// After this many steps in one request the agent wraps up whatever state it is in.
+const MAX_STEPS: usize = 40;
+/// After this many failed test runs the agent stops trying and reports.
+const MAX_FAILED_RUNS: usize = 3;
+
+/// The shape of one coding request, drawn once per request (from its first
+/// step, so every later step sees the same plan).
+struct Plan {
+    read_steps: usize,
+    edits: usize,
+    write_new: bool,
+    baseline_test: bool,
+}
+
+fn plan_of(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> Plan {
+    let seed = ctx.t.plan_seed.unwrap_or_else(|| rng.gen());
+    let mut p = ChaCha8Rng::seed_from_u64(mix(seed, ctx.config.seed));
+    Plan {
+        read_steps: p.gen_range(2..=6),
+        edits: p.gen_range(2..=4),
+        write_new: p.gen_bool(0.3),
+        baseline_test: p.gen_bool(0.2),
+    }
+}
+
+fn is_change(e: &Event) -> bool {
+    matches!(e.role, ToolRole::Edit | ToolRole::Write) && e.outcome == Outcome::Ok
+}
+
+/// The next step of the main (build) agent.
+pub fn next_step(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
+    let t = ctx.t;
+    let plan = plan_of(ctx, rng);
+    if t.steps == 0 {
+        return first_step(ctx, rng);
+    }
+    if t.steps >= MAX_STEPS {
+        return finish(ctx, rng, false);
+    }
+    let changes = t.changes().len();
+    let since = t.since_last_test();
+    let changed_since = since.iter().any(is_change);
+    if let Some(last) = t.last_test() {
+        let failed_runs = t
+            .events
+            .iter()
+            .filter(|e| e.outcome == Outcome::TestFailed)
+            .count();
+        match last.outcome {
+            Outcome::TestFailed if !changed_since && failed_runs >= MAX_FAILED_RUNS => {
+                return finish(ctx, rng, false)
+            }
+            Outcome::TestFailed if !changed_since => return fix_step(ctx, rng, last, since),
+            Outcome::TestPassed if !changed_since && changes > 0 => return finish(ctx, rng, true),
+            _ => {}
+        }
+    }
+    if t.files.is_empty() {
+        let listed = t.events.iter().any(|e| {
+            matches!(e.role, ToolRole::List | ToolRole::Glob | ToolRole::Shell)
+                || e.path.as_deref() == Some(".")
+        });
+        return if listed {
+            finish(ctx, rng, false)
+        } else {
+            listing(ctx, rng)
+        };
+    }
+    let read_steps = read_steps(ctx);
+    let unread = unread_files(ctx);
+    if read_steps < plan.read_steps && !unread.is_empty() && ctx.kit.has(ToolRole::Read) {
+        if plan.baseline_test && t.last_test().is_none() && read_steps >= 1 {
+            return run_tests(ctx, rng, false);
+        }
+        if ctx.kit.has(ToolRole::Grep) && t.count(ToolRole::Grep) == 0 && rng.gen_bool(0.25) {
+            return grep(ctx, rng);
+        }
+        let n = rng.gen_range(1..=3).min(unread.len());
+        return read(ctx, rng, &unread[..n]);
+    }
+    if changes < plan.edits {
+        if let Some(a) = change_step(ctx, rng, &plan, changes) {
+            return a;
+        }
+        if !unread.is_empty() && ctx.kit.has(ToolRole::Read) && read_steps < MAX_STEPS / 4 {
+            return read(ctx, rng, &unread[..1]);
+        }
+    }
+    if ctx.kit.has(ToolRole::Shell) && (t.last_test().is_none() || changed_since) {
+        return run_tests(ctx, rng, t.last_test().is_some());
+    }
+    finish(ctx, rng, true)
+}
+
+fn first_step(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
+    let kit = ctx.kit;
+    if let Some(task) = kit.get(ToolRole::Task) {
+        if rng.gen_bool(ctx.config.delegate_probability) {
+            let topic = ctx.topic;
+            let prompt = format!(
+                "Find the code of this project that deals with {topic}s: the classes or modules, \
+                 the methods involved, and the tests that cover them. The task is: {}. \
+                 Report the file paths and what each one does; do not change anything.",
+                ctx.t.task.trim()
+            );
+            let call = task.call(vec![
+                (Slot::Description, json!(format!("Find {topic} handling"))),
+                (Slot::Prompt, json!(prompt)),
+                (Slot::SubagentType, json!("explore")),
+            ]);
+            return answer(writing::before_task(rng, topic), vec![call]);
+        }
+    }
+    if let Some(todo) = kit.get(ToolRole::Todo) {
+        if rng.gen_bool(ctx.config.todo_probability) {
+            let topic = ctx.topic;
+            let items = json!([
+                "Explore the project structure",
+                format!("Implement {topic} support"),
+                format!("Add tests for {topic}s"),
+                "Run the tests and fix failures",
+            ]);
+            let text = "I'll plan the work first.".to_string();
+            return answer(text, vec![todo.call(vec![(Slot::Todos, items)])]);
+        }
+    }
+    let unread = unread_files(ctx);
+    let sources = unread.iter().filter(|f| lang_of(f).is_some()).count();
+    if sources >= 2 && kit.has(ToolRole::Read) {
+        let n = rng.gen_range(2..=4).min(unread.len());
+        return read(ctx, rng, &unread[..n]);
+    }
+    listing(ctx, rng)
+}
+
+fn read_steps(ctx: &Ctx<'_>) -> usize {
+    let mut steps: Vec<usize> = ctx
+        .t
+        .events
+        .iter()
+        .filter(|e| e.role == ToolRole::Read)
+        .map(|e| e.step)
+        .collect();
+    steps.dedup();
+    steps.len()
+}
+
+/// How useful reading a file is for the task (higher first).
+fn relevance(ctx: &Ctx<'_>, path: &str) -> i32 {
+    let base = basename(path).to_ascii_lowercase();
+    let mut score = 0;
+    if lang_of(path) == Some(ctx.lang) {
+        score += 3;
+    }
+    if base.contains(ctx.topic) {
+        score += 2;
+    }
+    if base.contains("server") {
+        score += 1;
+    }
+    if ["server", "client", "chat", "main"]
+        .iter()
+        .any(|w| base.contains(w))
+    {
+        score += 1;
+    }
+    if is_test_path(path) {
+        score -= 1;
+    }
+    score
+}
+
+/// Files worth reading that were not read in this request, most relevant first.
+fn unread_files(ctx: &Ctx<'_>) -> Vec<String> {
+    let build = [
+        "pom.xml",
+        "build.gradle",
+        "pyproject.toml",
+        "requirements.txt",
+    ];
+    let mut files: Vec<String> = ctx
+        .t
+        .files
+        .iter()
+        .filter(|f| lang_of(f).is_some() || build.contains(&basename(f)))
+        .filter(|f| {
+            !ctx.t
+                .events
+                .iter()
+                .any(|e| e.role == ToolRole::Read && e.path.as_deref() == Some(f.as_str()))
+        })
+        .cloned()
+        .collect();
+    files.sort_by_key(|f| -relevance(ctx, f));
+    files
+}
+
+fn read(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng, files: &[String]) -> PlannedAnswer {
+    let Some(tool) = ctx.kit.get(ToolRole::Read) else {
+        return finish(ctx, rng, false);
+    };
+    let calls = files
+        .iter()
+        .map(|f| tool.call(vec![(Slot::Path, json!(f))]))
+        .collect();
+    answer(writing::before_reading(rng, files, ctx.topic), calls)
+}
+
+fn listing(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
+    let kit = ctx.kit;
+    let call = if let Some(list) = kit.get(ToolRole::List) {
+        list.call(vec![(Slot::Path, json!("."))])
+    } else if let Some(glob) = kit.get(ToolRole::Glob) {
+        glob.call(vec![(Slot::Pattern, json!("**/*"))])
+    } else if let Some(sh) = kit.get(ToolRole::Shell) {
+        sh.call(vec![(
+            Slot::Command,
+            json!("find . -type f -not -path '*/.git/*' | head -100"),
+        )])
+    } else if let Some(read) = kit.get(ToolRole::Read) {
+        read.call(vec![(Slot::Path, json!("."))])
+    } else {
+        return finish(ctx, rng, false);
+    };
+    answer(writing::before_listing(rng), vec![call])
+}
+
+fn grep(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
+    let pattern = ctx.topic.to_string();
+    match ctx.kit.get(ToolRole::Grep) {
+        Some(g) => answer(
+            writing::before_search(rng, &pattern),
+            vec![g.call(vec![(Slot::Pattern, json!(pattern))])],
+        ),
+        None => finish(ctx, rng, false),
+    }
+}
+
+fn run_tests(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng, again: bool) -> PlannedAnswer {
+    match ctx.kit.get(ToolRole::Shell) {
+        Some(sh) => answer(
+            writing::before_tests(rng, &ctx.test_command, again),
+            vec![sh.call(vec![(Slot::Command, json!(ctx.test_command))])],
+        ),
+        None => finish(ctx, rng, false),
+    }
+}
+
+/// After a failed test run: read the files the log names, then edit the source.
+fn fix_step(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng, failed: &Event, since: &[Event]) -> PlannedAnswer {
+    let t = ctx.t;
+    let mentioned: Vec<&String> = t
+        .files
+        .iter()
+        .filter(|f| failed.result.contains(basename(f)))
+        .collect();
+    let editable = |f: &&String| t.contents.contains_key(f.as_str()) && lang_of(f).is_some();
+    let target = mentioned
+        .iter()
+        .copied()
+        .filter(|f| !is_test_path(f))
+        .find(|f| editable(f))
+        .or_else(|| {
+            t.changes()
+                .iter()
+                .rev()
+                .filter_map(|e| e.path.as_ref())
+                .find(|p| !is_test_path(p) && editable(p))
+        })
+        .or_else(|| source_candidates(ctx).into_iter().next())
+        .cloned();
+    let Some(target) = target else {
+        return match unread_files(ctx).first() {
+            Some(f) => read(ctx, rng, std::slice::from_ref(f)),
+            None => finish(ctx, rng, false),
+        };
+    };
+    if !since.iter().any(|e| e.role == ToolRole::Read) && ctx.kit.has(ToolRole::Read) {
+        let mut files: Vec<String> = mentioned
+            .iter()
+            .filter(|f| is_test_path(f))
+            .take(1)
+            .map(|f| f.to_string())
+            .collect();
+        files.push(target);
+        files.dedup();
+        return read(ctx, rng, &files);
+    }
+    let size = rng.gen_range(150..400) * 4;
+    match edit_call(ctx, rng, &target, size) {
+        Some(call) => answer(writing::before_fix(rng, &target), vec![call]),
+        None => finish(ctx, rng, false),
+    }
+}
+
+/// Source files of the project's language with known content, most relevant first.
+fn source_candidates<'a>(ctx: &'a Ctx<'_>) -> Vec<&'a String> {
+    let mut c: Vec<&String> = ctx
+        .t
+        .files
+        .iter()
+        .filter(|f| lang_of(f) == Some(ctx.lang) && ctx.t.contents.contains_key(f.as_str()))
+        .collect();
+    c.sort_by_key(|f| (is_test_path(f), -relevance(ctx, f)));
+    c
+}
+
+fn change_step(
+    ctx: &Ctx<'_>,
+    rng: &mut ChaCha8Rng,
+    plan: &Plan,
+    index: usize,
+) -> Option<PlannedAnswer> {
+    let last = index + 1 >= plan.edits;
+    let candidates = source_candidates(ctx);
+    let can_write = ctx.kit.has(ToolRole::Write);
+    if can_write && ((plan.write_new && last) || !ctx.kit.has(ToolRole::Edit)) {
+        let tests = !candidates.is_empty() && rng.gen_bool(0.6);
+        return Some(write_new(ctx, rng, tests));
+    }
+    let sources: Vec<&&String> = candidates.iter().filter(|f| !is_test_path(f)).collect();
+    let tests: Vec<&&String> = candidates.iter().filter(|f| is_test_path(f)).collect();
+    let target = match (last, tests.first(), sources.is_empty()) {
+        (true, Some(t), _) => (**t).clone(),
+        (_, _, false) => (**sources[index % sources.len()]).clone(),
+        (_, Some(t), true) => (**t).clone(),
+        (_, None, true) => return can_write.then(|| write_new(ctx, rng, false)),
+    };
+    let size = edit_size(rng);
+    match edit_call(ctx, rng, &target, size) {
+        Some(call) => Some(answer(
+            writing::before_change(rng, &target, ctx.topic, false),
+            vec![call],
+        )),
+        None => can_write.then(|| write_new(ctx, rng, is_test_path(&target))),
+    }
+}
+
+/// Characters of new code in an edit: 200–900 tokens, most of them short.
+fn edit_size(rng: &mut ChaCha8Rng) -> usize {
+    let tokens = if rng.gen_bool(0.6) {
+        rng.gen_range(200..450)
+    } else {
+        rng.gen_range(450..900)
+    };
+    tokens * 4
+}
+
+/// An edit that inserts code before a line that appears exactly once in the
+/// file's known content (the line itself is the `oldString`).
+fn edit_call(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng, path: &str, size: usize) -> Option<AnswerPart> {
+    let tool = ctx.kit.get(ToolRole::Edit)?;
+    let content = ctx.t.contents.get(path)?;
+    let (line, indent) = anchor(content, lang_of(path).unwrap_or(ctx.lang), rng)?;
+    let lang = lang_of(path).unwrap_or(ctx.lang);
+    let block = code::block(lang, is_test_path(path), rng, ctx.topic, size, &indent);
+    let new = format!("{block}\n\n{line}");
+    Some(tool.call(vec![
+        (Slot::Path, json!(path)),
+        (Slot::Old, Value::from(line)),
+        (Slot::New, Value::from(new)),
+    ]))
+}
+
+/// A line to insert before: a method declaration when there is a unique one,
+/// otherwise any unique, non-trivial line. Returns the line and its indentation.
+fn anchor(content: &str, lang: Lang, rng: &mut ChaCha8Rng) -> Option<(String, String)> {
+    let unique: Vec<&str> = content
+        .lines()
+        .filter(|l| l.trim().len() >= 4 && content.matches(*l).count() == 1)
+        .collect();
+    let declaration = |l: &&str| {
+        let s = l.trim_start();
+        let indented = s.len() < l.len();
+        match lang {
+            Lang::Java => {
+                indented
+                    && s.contains('(')
+                    && s.trim_end().ends_with('{')
+                    && ["public ", "private ", "protected ", "static ", "void "]
+                        .iter()
+                        .any(|p| s.starts_with(p))
+            }
+            Lang::Python => s.starts_with("def ") || s.starts_with("async def "),
+        }
+    };
+    let preferred: Vec<&str> = unique.iter().copied().filter(declaration).collect();
+    let line = preferred
+        .choose(rng)
+        .or_else(|| unique.choose(rng))
+        .copied()?;
+    let indent: String = line.chars().take_while(|c| c.is_whitespace()).collect();
+    Some((line.to_string(), indent))
+}
+
+/// Writes a new file next to the project's sources or tests.
+fn write_new(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng, tests: bool) -> PlannedAnswer {
+    let Some(tool) = ctx.kit.get(ToolRole::Write) else {
+        return finish(ctx, rng, false);
+    };
+    let t = ctx.t;
+    let topic = ctx.topic;
+    let near = t
+        .files
+        .iter()
+        .find(|f| lang_of(f) == Some(ctx.lang) && is_test_path(f) == tests)
+        .or_else(|| t.files.iter().find(|f| lang_of(f) == Some(ctx.lang)));
+    let mut dir = near.map(|f| dirname(f).to_string()).unwrap_or_default();
+    if tests && near.is_some_and(|f| !is_test_path(f)) {
+        dir = match ctx.lang {
+            Lang::Java => dir.replace("src/main/", "src/test/"),
+            Lang::Python => "tests".to_string(),
+        };
+    }
+    let cap = {
+        let mut c = topic.to_string();
+        if let Some(f) = c.get_mut(0..1) {
+            f.make_ascii_uppercase();
+        }
+        c
+    };
+    let name = match (ctx.lang, tests) {
+        (Lang::Java, true) => format!("{cap}Test.java"),
+        (Lang::Java, false) => format!("{cap}Store.java"),
+        (Lang::Python, true) => format!("test_{topic}.py"),
+        (Lang::Python, false) => format!("{topic}_store.py"),
+    };
+    let mut path = if dir.is_empty() {
+        name.clone()
+    } else {
+        format!("{dir}/{name}")
+    };
+    let mut n = 2;
+    while t.files.contains(&path) {
+        path = path.replacen(&name, &format!("{n}{name}"), 1);
+        n += 1;
+    }
+    let size = rng.gen_range(300..900) * 4;
+    let content = code::new_file(ctx.lang, &path, tests, rng, topic, size);
+    let call = tool.call(vec![
+        (Slot::Path, json!(path)),
+        (Slot::Content, json!(content)),
+    ]);
+    answer(writing::before_change(rng, &path, topic, true), vec![call])
+}
+
+/// The final text answer of the request.
+fn finish(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng, passed: bool) -> PlannedAnswer {
+    let mut changed: Vec<String> = Vec::new();
+    for e in ctx.t.changes() {
+        if let Some(p) = &e.path {
+            if !changed.contains(p) {
+                changed.push(p.clone());
+            }
+        }
+    }
+    let tested = passed && ctx.t.last_test().is_some();
+    let size = rng.gen_range(150..400) * 4;
+    let mut text = writing::final_summary(
+        rng,
+        &changed,
+        tested.then_some(ctx.test_command.as_str()),
+        ctx.topic,
+        size,
+    );
+    if !passed {
+        text.push_str(
+            "\n\nI could not confirm that every test passes; please check the remaining failures.",
+        );
+    }
+    PlannedAnswer::text(text)
+}

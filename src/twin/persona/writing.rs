@@ -1,0 +1,268 @@
+//! The prose the persona writes: a sentence of reasoning before a tool call,
+//! final summaries, subagent findings, titles, compaction summaries and chat.
+
+use rand::seq::SliceRandom;
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+use super::paths::{basename, is_test_path};
+
+fn pick<'a>(rng: &mut ChaCha8Rng, pool: &[&'a str]) -> &'a str {
+    pool.choose(rng).copied().unwrap_or("")
+}
+
+fn quoted(files: &[String]) -> String {
+    let q: Vec<String> = files.iter().map(|f| format!("`{f}`")).collect();
+    match q.as_slice() {
+        [] => "the project".to_string(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+const AFTERTHOUGHTS: &[&str] = &[
+    " That should tell me where the change belongs.",
+    " I want to keep the existing style of the code.",
+    " Then I can decide what to change.",
+    " This keeps the change small and easy to review.",
+    " I'll keep the public interface as it is.",
+    " That way the tests cover the new behaviour too.",
+];
+
+fn maybe_more(rng: &mut ChaCha8Rng, s: String) -> String {
+    if rng.gen_bool(0.45) {
+        s + pick(rng, AFTERTHOUGHTS)
+    } else {
+        s
+    }
+}
+
+/// Before listing the project.
+pub fn before_listing(rng: &mut ChaCha8Rng) -> String {
+    let s = pick(
+        rng,
+        &[
+            "Let me look at the project structure first.",
+            "I'll start by listing the files in the project.",
+            "First I'll get an overview of the repository layout.",
+        ],
+    );
+    maybe_more(rng, s.to_string())
+}
+
+/// Before reading files.
+pub fn before_reading(rng: &mut ChaCha8Rng, files: &[String], topic: &str) -> String {
+    let s = match rng.gen_range(0..4) {
+        0 => format!(
+            "I'll read {} to see how {topic}s are handled now.",
+            quoted(files)
+        ),
+        1 => format!("Let me read {} first.", quoted(files)),
+        2 => format!("Next I need the contents of {}.", quoted(files)),
+        _ => format!("I'll check {} before changing anything.", quoted(files)),
+    };
+    maybe_more(rng, s)
+}
+
+/// Before searching the code.
+pub fn before_search(rng: &mut ChaCha8Rng, pattern: &str) -> String {
+    let s = format!(
+        "{} `{pattern}` in the code.",
+        pick(
+            rng,
+            &[
+                "I'll search for",
+                "Let me look for uses of",
+                "Searching for"
+            ]
+        )
+    );
+    maybe_more(rng, s)
+}
+
+/// Before an edit or a write.
+pub fn before_change(rng: &mut ChaCha8Rng, file: &str, topic: &str, new_file: bool) -> String {
+    let s = if new_file {
+        format!("I'll create `{file}` with the {topic} handling in one place.")
+    } else if is_test_path(file) {
+        format!("Now I'll add tests for the {topic} behaviour to `{file}`.")
+    } else {
+        match rng.gen_range(0..3) {
+            0 => format!("Now I'll add the {topic} logic to `{file}`."),
+            1 => format!("I'll update `{file}` so it supports {topic}s."),
+            _ => format!("Next, the change in `{file}`."),
+        }
+    };
+    maybe_more(rng, s)
+}
+
+/// Before a fix after a failing test run.
+pub fn before_fix(rng: &mut ChaCha8Rng, file: &str) -> String {
+    let s = pick(
+        rng,
+        &[
+            "The failure points at",
+            "The test fails because of a problem in",
+            "I see the cause; the fix belongs in",
+        ],
+    );
+    format!("{s} `{file}`. I'll fix it there.")
+}
+
+/// Before running the tests.
+pub fn before_tests(rng: &mut ChaCha8Rng, command: &str, again: bool) -> String {
+    if again {
+        format!(
+            "{} `{command}` again.",
+            pick(rng, &["Let me run", "Running", "I'll re-run"])
+        )
+    } else {
+        maybe_more(
+            rng,
+            format!("Now I'll run the tests with `{command}` to check the change."),
+        )
+    }
+}
+
+/// Before delegating to a subagent.
+pub fn before_task(rng: &mut ChaCha8Rng, topic: &str) -> String {
+    let s = format!("I'll have an explore agent find the code that deals with {topic}s.");
+    maybe_more(rng, s)
+}
+
+/// Padding sentences for longer texts.
+const FILLER: &[&str] = &[
+    "The change follows the structure that was already there, so the rest of the code did not need to move.",
+    "Error cases return early, which keeps the main path of each method short.",
+    "I kept the names consistent with the existing classes and functions.",
+    "Nothing outside the chat server depends on the changed methods, so callers are unaffected.",
+    "If you want, the next step could be persisting the history between restarts.",
+    "The new code is covered by the tests, including the empty and invalid inputs.",
+    "Concurrency stays as before: shared state is only touched while holding the same lock.",
+    "Logging uses the existing logger, so the output format did not change.",
+];
+
+fn pad(rng: &mut ChaCha8Rng, mut text: String, target_chars: usize) -> String {
+    let mut pool: Vec<&str> = FILLER.to_vec();
+    pool.shuffle(rng);
+    let mut i = 0;
+    while text.len() < target_chars {
+        text.push_str(pool[i % pool.len()]);
+        text.push(if i % 3 == 2 { '\n' } else { ' ' });
+        i += 1;
+    }
+    text.trim_end().to_string()
+}
+
+/// The final answer of a coding request.
+pub fn final_summary(
+    rng: &mut ChaCha8Rng,
+    changes: &[String],
+    test_command: Option<&str>,
+    topic: &str,
+    target_chars: usize,
+) -> String {
+    let mut s = format!("Done. The chat project now handles {topic}s as requested.\n\nChanges:\n");
+    for f in changes {
+        let what = if is_test_path(f) {
+            format!("tests for the {topic} behaviour")
+        } else {
+            format!("{topic} handling and input checks")
+        };
+        s.push_str(&format!("- `{f}`: {what}\n"));
+    }
+    if changes.is_empty() {
+        s.push_str("- no files needed to change\n");
+    }
+    if let Some(cmd) = test_command {
+        s.push_str(&format!("\n`{cmd}` passes.\n\n"));
+    }
+    pad(rng, s, target_chars)
+}
+
+/// A subagent's findings.
+pub fn findings(
+    rng: &mut ChaCha8Rng,
+    files: &[String],
+    topic: &str,
+    target_chars: usize,
+) -> String {
+    let mut s = format!("Findings about {topic}s:\n\n");
+    for f in files.iter().take(6) {
+        let role = if is_test_path(f) {
+            "tests of the server behaviour"
+        } else if basename(f).to_ascii_lowercase().contains("client") {
+            "client side: reads user input and sends it to the server"
+        } else {
+            "server side: accepts connections and dispatches lines"
+        };
+        s.push_str(&format!("- `{f}`: {role}\n"));
+    }
+    s.push_str(&format!(
+        "\nThe {topic} logic would fit best next to the existing message handling. "
+    ));
+    pad(rng, s, target_chars)
+}
+
+/// A title of at most eight words from the user's first message.
+pub fn title(task: &str) -> String {
+    let words: Vec<&str> = task
+        .split_whitespace()
+        .filter(|w| w.chars().any(|c| c.is_alphanumeric()))
+        .take(6)
+        .collect();
+    if words.is_empty() {
+        return "New coding session".to_string();
+    }
+    let mut t = words
+        .join(" ")
+        .trim_end_matches(['.', ',', ':', ';'])
+        .to_string();
+    if let Some(first) = t.get_mut(0..1) {
+        first.make_ascii_uppercase();
+    }
+    t
+}
+
+/// A structured summary for a compaction request.
+pub fn compaction(
+    rng: &mut ChaCha8Rng,
+    goal: &str,
+    files: &[String],
+    topic: &str,
+    target_chars: usize,
+) -> String {
+    let goal: String = goal.chars().take(300).collect();
+    let mut s = format!(
+        "## Goal\n{}\n\n## Progress\n- Explored the project layout and read the relevant sources.\n- Implemented the {topic} changes and ran the test suite.\n- Fixed the failures the first test run reported.\n\n## Files\n",
+        goal.trim()
+    );
+    for f in files.iter().take(12) {
+        s.push_str(&format!("- `{f}`\n"));
+    }
+    s.push_str(&format!(
+        "\n## Next steps\n- Re-run the tests after the last change.\n- Review the {topic} edge cases (empty input, disconnects).\n\n## Notes\n"
+    ));
+    pad(rng, s, target_chars)
+}
+
+/// A plain answer without tools (chat, or tools the persona cannot use).
+pub fn chat(rng: &mut ChaCha8Rng, question: &str, target_chars: usize) -> String {
+    let q: String = question
+        .split_whitespace()
+        .take(12)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let s = format!(
+        "{} {q}\n\n",
+        pick(
+            rng,
+            &[
+                "Here is how I would approach this:",
+                "Good question. In short:",
+                "A few points on",
+            ]
+        )
+    );
+    pad(rng, s, target_chars)
+}
