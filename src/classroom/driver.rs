@@ -9,9 +9,10 @@ use std::time::Duration;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::agent::{coding_request, session_id, Conversation, Shared, Student};
+use super::agent::coding_request;
 use super::config::ClassroomConfig;
 use super::records::{RecordSink, RequestRecord, TaskRecord};
+use super::session::{session_id, Conversation, Shared, Student};
 use super::shell::ShellState;
 use super::status::LiveStatus;
 use super::summary::ClassroomSummary;

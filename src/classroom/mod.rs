@@ -19,12 +19,14 @@
 
 mod agent;
 mod buildlog;
+mod calls;
 pub mod compaction;
 pub mod config;
 mod driver;
 pub mod prompt;
 pub mod records;
 pub mod scenario;
+mod session;
 pub mod shell;
 mod shell_files;
 pub mod status;
@@ -32,7 +34,7 @@ pub mod summary;
 pub mod tools;
 pub mod workspace;
 
-pub use agent::{retry_delay, MAX_RETRIES};
+pub use calls::{retry_delay, MAX_RETRIES};
 pub use config::{ClassroomConfig, DEFAULT_OUTPUT_LIMIT};
 pub use driver::{run_classroom, ClassroomOutcome};
 pub use prompt::{PromptSet, PromptSource};
