@@ -186,3 +186,57 @@ async fn steps_resend_the_conversation_like_opencode() {
     );
     assert!(task.end - task.start >= 7.0 * 3.0 + 3.0);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_401_is_not_retried_and_fails_the_request() {
+    let clock = Clock::real();
+    let model = Arc::new(ScriptedModel::new(clock.clone()));
+    model.agent_failures.lock().unwrap().push_back(CallError {
+        kind: ErrorKind::Http401,
+        status: Some(401),
+        message: "invalid key".into(),
+        retry_after: None,
+    });
+    let (outcome, _) = run(&one_student(None), model.clone(), clock).await;
+    assert_eq!(agent_steps(&model.seen()).len(), 1);
+    let task = &outcome.tasks[0];
+    assert_eq!(
+        (task.outcome, task.error_kind),
+        (TaskOutcome::Failed, Some(ErrorKind::Http401))
+    );
+    assert_eq!(outcome.summary.retries, 0);
+    assert_eq!(
+        outcome.summary.errors_by_kind.get(&ErrorKind::Http401),
+        Some(&1)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_step_cap_and_the_drain_limit_cut_requests_off() {
+    let clock = Clock::real();
+    let model = Arc::new(ScriptedModel::new(clock.clone()));
+    let mut config = one_student(None);
+    config.step_cap = 2;
+    let (outcome, _) = run(&config, model.clone(), clock.clone()).await;
+    assert_eq!(agent_steps(&model.seen()).len(), 2);
+    assert_eq!(outcome.tasks[0].outcome, TaskOutcome::CutOff);
+    assert_eq!(outcome.summary.cut_off, 1);
+
+    let model = Arc::new(ScriptedModel::new(clock.clone()));
+    let mut config = one_student(None);
+    config.duration = Duration::from_secs(4);
+    config.drain_limit = Some(Duration::from_secs(1));
+    let (outcome, _) = run(&config, model.clone(), clock).await;
+    let task = &outcome.tasks[0];
+    assert_eq!(task.outcome, TaskOutcome::CutOff);
+    assert!(
+        task.end >= 5.0 && task.end < 5.0 + 3.0 + 12.0,
+        "{}",
+        task.end
+    );
+    assert_eq!(
+        agent_steps(&model.seen()).len(),
+        2,
+        "steps start at 0 s and 3 s; the next one would start past 5 s"
+    );
+}
