@@ -19,7 +19,7 @@ use crate::target::Secret;
 pub const MAX_RETRIES: u32 = 5;
 /// First retry delay, seconds; doubles with each retry.
 pub const RETRY_BASE_S: f64 = 2.0;
-/// Largest retry delay (before jitter is capped too), seconds.
+/// Largest retry delay, jitter included, seconds.
 pub const RETRY_CAP_S: f64 = 30.0;
 /// Jitter added to a retry delay, fraction of the delay (up to).
 pub const RETRY_JITTER: f64 = 0.25;
@@ -34,6 +34,8 @@ pub fn retry_delay(retry: u32, rng: &mut impl Rng) -> Duration {
     Duration::from_secs_f64(jittered.min(RETRY_CAP_S))
 }
 
+/// A chat body as OpenCode sends it: model, max_tokens, the system message
+/// then `messages`, streaming with usage; with tools, `tool_choice: "auto"`.
 pub(crate) fn body(
     config: &ClassroomConfig,
     system: &str,

@@ -264,10 +264,7 @@ fn edit(ws: &mut Workspace, args: &Map<String, Value>) -> Result<ToolResult, Str
     let updated = match count {
         0 => return Err(format!("oldString not found in {shown}; read the file and copy the text exactly")),
         1 => current.replacen(old.as_str(), &new, 1),
-        n if all => {
-            let _ = n;
-            current.replace(old.as_str(), &new)
-        }
+        _ if all => current.replace(old.as_str(), &new),
         n => {
             return Err(format!(
                 "oldString occurs {n} times in {shown}; give more surrounding lines to make it unique, or set replaceAll"
