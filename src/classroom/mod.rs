@@ -1,1 +1,49 @@
-//! classroom (placeholder; filled by its issue).
+//! The classroom simulation: N students, each working on a small
+//! client-server chat project with an OpenCode-like agent, against a real
+//! model reached through a [`crate::openai::Transport`].
+//!
+//! The model's output and the server load are real; the file system, the
+//! builds and the students are simulated. Entry point: [`run_classroom`].
+//!
+//! Definitions (seconds are simulated seconds on the run's clock):
+//! - a *model call* is one request after OpenCode-like retries (2 s doubling
+//!   plus up to 25 % jitter, capped at 30 s, at most 5; `retry-after` wins);
+//!   its record keeps the last attempt's TTFT and duration, and the student's
+//!   wait including retry pauses;
+//! - *model time* of a coding request: the sum of the waits of its agent,
+//!   subagent and compaction calls (the title call runs beside the first
+//!   step and is left out);
+//! - *output speed per user*: per successful call, output tokens /
+//!   (duration − TTFT); the summary gives the median and 5th percentile;
+//! - *completed per hour*: completed coding requests / run wall time.
+
+mod agent;
+mod buildlog;
+mod calls;
+pub mod compaction;
+pub mod config;
+mod driver;
+pub mod prompt;
+pub mod records;
+pub mod scenario;
+mod session;
+pub mod shell;
+mod shell_files;
+pub mod status;
+pub mod summary;
+pub mod tools;
+pub mod workspace;
+
+pub use calls::{retry_delay, MAX_RETRIES};
+pub use config::{ClassroomConfig, DEFAULT_OUTPUT_LIMIT};
+pub use driver::{run_classroom, ClassroomOutcome};
+pub use prompt::{PromptSet, PromptSource};
+pub use records::{
+    CallKind, JsonlSink, MemorySink, RecordSink, RequestRecord, TaskOutcome, TaskRecord,
+};
+pub use scenario::Scenario;
+pub use status::{LiveStatus, StatusSnapshot};
+pub use summary::{ClassroomSummary, ServerFigures};
+
+#[cfg(test)]
+mod tools_tests;

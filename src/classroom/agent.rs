@@ -1,0 +1,307 @@
+//! The OpenCode-like agent loop: every step resends the whole conversation
+//! with the tools, runs the tool calls of the answer against the student's
+//! project, and loops until the model answers without tool calls. Model calls
+//! are retried like OpenCode's, and the context is compacted near the limit.
+
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use rand::Rng;
+use serde_json::{json, Value};
+
+use super::calls::{body, call_model, title_body, Caller};
+use super::compaction::{self, compacted_messages, is_context_overflow, needs_compaction};
+use super::config::ClassroomConfig;
+use super::prompt;
+use super::records::{CallKind, TaskOutcome, TaskRecord};
+use super::session::{session_id, Conversation, LoopEnd, Shared, Student, TaskAcc};
+use super::tools::{execute, ToolContext, ToolResult, ToolStep};
+use crate::openai::{CallOutcome, ErrorKind};
+
+/// The context limit to compact against: configured, or read from the
+/// server's "maximum context length is N tokens", or 32,768.
+fn limit_for(config: &ClassroomConfig, overflow_message: Option<&str>) -> u64 {
+    config.context_limit.unwrap_or_else(|| {
+        overflow_message
+            .and_then(|m| m.split("maximum context length is ").nth(1))
+            .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(32_768)
+    })
+}
+
+/// Summarises the conversation and restarts it from the summary.
+async fn compact(
+    shared: &Shared,
+    st: &mut Student,
+    conv: &mut Conversation,
+    acc: &mut TaskAcc,
+    overflow: Option<&str>,
+) -> Result<(), ErrorKind> {
+    let config = &shared.config;
+    let limit = limit_for(config, overflow);
+    let usable = limit.saturating_sub(compaction::output_reserve(config.output_limit) + 1_000);
+    let max_chars = (usable as usize * 3).max(4_000);
+    let user = compaction::compaction_prompt(&conv.messages, max_chars);
+    let b = body(
+        config,
+        prompt::compaction_system(),
+        &[json!({"role": "user", "content": user})],
+        None,
+        config.output_limit,
+    );
+    let who = Caller {
+        user: st.user,
+        key: st.key.as_ref(),
+        session: &conv.id,
+        parent: conv.parent.as_deref(),
+        task: acc.index,
+    };
+    let (outcome, record) = call_model(shared, &who, CallKind::Compaction, b, st.rng.gen()).await;
+    acc.add(&record);
+    if let Some(e) = outcome.error {
+        return Err(e.kind);
+    }
+    acc.compactions += 1;
+    let summary = if outcome.message.content.trim().is_empty() {
+        "(no summary was produced)".to_string()
+    } else {
+        outcome.message.content
+    };
+    let keep = compaction::keep_budget(limit, config.output_limit);
+    conv.messages = compacted_messages(&conv.messages, &summary, keep, overflow.is_some());
+    Ok(())
+}
+
+fn assistant_turn(outcome: &CallOutcome, step: usize) -> (Value, Vec<(String, String, String)>) {
+    let calls: Vec<(String, String, String)> = outcome
+        .message
+        .tool_calls
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let id = if c.id.is_empty() {
+                format!("call_{step}_{i}")
+            } else {
+                c.id.clone()
+            };
+            (id, c.name.clone(), c.arguments.clone())
+        })
+        .collect();
+    let content = if outcome.message.content.is_empty() {
+        Value::Null
+    } else {
+        json!(outcome.message.content)
+    };
+    let mut turn = json!({"role": "assistant", "content": content});
+    if !calls.is_empty() {
+        turn["tool_calls"] = calls
+            .iter()
+            .map(|(id, name, args)| json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}}))
+            .collect();
+    }
+    (turn, calls)
+}
+
+/// Runs steps until the model answers without tool calls.
+pub(crate) fn run_loop<'a>(
+    shared: &'a Shared,
+    st: &'a mut Student,
+    conv: &'a mut Conversation,
+    acc: &'a mut TaskAcc,
+) -> BoxFuture<'a, LoopEnd> {
+    Box::pin(async move {
+        let config = &shared.config;
+        let mut overflows = 0;
+        for step in 0..conv.step_cap {
+            if shared.past_drain_limit() {
+                return LoopEnd::CutOff;
+            }
+            let b = body(
+                config,
+                &conv.system,
+                &conv.messages,
+                Some(&conv.tools),
+                config.output_limit,
+            );
+            let estimate = (b.to_string().len() / compaction::CHARS_PER_TOKEN) as u64;
+            let kind = conv.kind;
+            let title = (kind == CallKind::Agent && !st.titled).then(|| {
+                st.titled = true;
+                let first = conv
+                    .messages
+                    .iter()
+                    .find(|m| m["role"] == "user")
+                    .and_then(|m| m["content"].as_str())
+                    .unwrap_or("");
+                title_body(config, first)
+            });
+            let (seed_a, seed_b) = (st.rng.gen(), st.rng.gen());
+            let who = Caller {
+                user: st.user,
+                key: st.key.as_ref(),
+                session: &conv.id,
+                parent: conv.parent.as_deref(),
+                task: acc.index,
+            };
+            let (outcome, record) = match title {
+                Some(tb) => {
+                    let (step_call, title_call) = tokio::join!(
+                        call_model(shared, &who, kind, b, seed_a),
+                        call_model(shared, &who, CallKind::Title, tb, seed_b)
+                    );
+                    acc.add(&title_call.1);
+                    step_call
+                }
+                None => call_model(shared, &who, kind, b, seed_a).await,
+            };
+            acc.add(&record);
+            if let Some(err) = &outcome.error {
+                if is_context_overflow(err) && overflows < 2 {
+                    overflows += 1;
+                    let message = err.message.clone();
+                    if let Err(k) = compact(shared, st, conv, acc, Some(&message)).await {
+                        return LoopEnd::Failed(k);
+                    }
+                    continue;
+                }
+                return LoopEnd::Failed(err.kind);
+            }
+            overflows = 0;
+            let (turn, calls) = assistant_turn(&outcome, step);
+            conv.messages.push(turn);
+            let total = match outcome.usage {
+                Some(u) => u.prompt_tokens + u.completion_tokens,
+                None => estimate + record.output_tokens,
+            };
+            let compact_now = needs_compaction(total, config.context_limit, config.output_limit);
+            if calls.is_empty() {
+                if compact_now {
+                    if let Err(k) = compact(shared, st, conv, acc, None).await {
+                        return LoopEnd::Failed(k);
+                    }
+                    // The answer is final: the next user message follows the
+                    // summary directly, without "continue".
+                    conv.messages.pop();
+                }
+                return LoopEnd::Answered(outcome.message.content);
+            }
+            for (id, name, args) in calls {
+                let result = run_tool(shared, st, conv, acc, &name, &args).await;
+                let Some(result) = result else {
+                    return LoopEnd::CutOff;
+                };
+                acc.tool_calls += 1;
+                acc.tool_errors += usize::from(result.is_error);
+                if !result.elapsed.is_zero() {
+                    shared.clock.sleep(result.elapsed).await;
+                }
+                conv.messages
+                    .push(json!({"role": "tool", "tool_call_id": id, "content": result.content}));
+            }
+            if compact_now {
+                if let Err(k) = compact(shared, st, conv, acc, None).await {
+                    return LoopEnd::Failed(k);
+                }
+            }
+        }
+        LoopEnd::CutOff
+    })
+}
+
+/// Runs one tool call; a `task` runs a subagent. `None`: the run's drain
+/// limit cut the subagent off.
+async fn run_tool(
+    shared: &Shared,
+    st: &mut Student,
+    conv: &Conversation,
+    acc: &mut TaskAcc,
+    name: &str,
+    args: &str,
+) -> Option<ToolResult> {
+    let step = {
+        let mut ctx = ToolContext {
+            workspace: &mut st.workspace,
+            shell: &mut st.shell,
+            rng: &mut st.rng,
+            offered: &conv.offered,
+        };
+        execute(&mut ctx, name, args)
+    };
+    let (description, prompt, subagent_type) = match step {
+        ToolStep::Done(r) => return Some(r),
+        ToolStep::Subagent {
+            description,
+            prompt,
+            subagent_type,
+        } => (description, prompt, subagent_type),
+    };
+    let error = |content: String| ToolResult {
+        content,
+        is_error: true,
+        elapsed: Duration::ZERO,
+    };
+    if !matches!(subagent_type.as_str(), "explore" | "general") {
+        return Some(error(format!(
+            "Error: unknown subagent_type {subagent_type:?}; available: explore"
+        )));
+    }
+    let id = session_id(&mut st.rng);
+    let mut sub = Conversation::explore(&shared.config, id, &conv.id, &prompt);
+    match run_loop(shared, st, &mut sub, acc).await {
+        LoopEnd::Answered(text) if text.trim().is_empty() => Some(ToolResult { content: format!("(task {description:?} finished without an answer)"), is_error: false, elapsed: Duration::ZERO }),
+        LoopEnd::Answered(text) => Some(ToolResult { content: text, is_error: false, elapsed: Duration::ZERO }),
+        LoopEnd::Failed(kind) => Some(error(format!("Error: the {subagent_type} task {description:?} failed: {kind}"))),
+        LoopEnd::CutOff if shared.past_drain_limit() => None,
+        LoopEnd::CutOff => Some(error(format!("Error: the {subagent_type} task {description:?} stopped after {} steps without an answer", shared.config.subagent_step_cap))),
+    }
+}
+
+/// Runs one coding request of a student to its end and records it.
+pub(crate) async fn coding_request(
+    shared: &Shared,
+    st: &mut Student,
+    conv: &mut Conversation,
+    index: usize,
+    text: &str,
+) -> TaskRecord {
+    let start = shared.now();
+    conv.messages.push(json!({"role": "user", "content": text}));
+    let mut acc = TaskAcc {
+        index,
+        model_time: 0.0,
+        calls: 0,
+        output_tokens: 0,
+        tool_calls: 0,
+        tool_errors: 0,
+        compactions: 0,
+    };
+    let end = run_loop(shared, st, conv, &mut acc).await;
+    let (outcome, error_kind) = match end {
+        LoopEnd::Answered(_) => (TaskOutcome::Completed, None),
+        LoopEnd::Failed(k) => (TaskOutcome::Failed, Some(k)),
+        LoopEnd::CutOff => (TaskOutcome::CutOff, None),
+    };
+    let record = TaskRecord {
+        user: st.user,
+        index,
+        start,
+        end: shared.now(),
+        model_time_s: acc.model_time,
+        calls: acc.calls,
+        output_tokens: acc.output_tokens,
+        tool_calls: acc.tool_calls,
+        tool_errors: acc.tool_errors,
+        compactions: acc.compactions,
+        outcome,
+        error_kind,
+    };
+    let counter = if outcome == TaskOutcome::Completed {
+        &shared.status.completed
+    } else {
+        &shared.status.failed
+    };
+    counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    shared.record_task(&record);
+    record
+}

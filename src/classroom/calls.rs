@@ -1,0 +1,161 @@
+//! One model call the way OpenCode makes it: the request body, the
+//! session headers, and the retries (2 s doubling plus up to 25 % jitter,
+//! capped at 30 s, at most 5; the server's `retry-after` wins).
+
+use std::time::Duration;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::{json, Value};
+
+use super::config::ClassroomConfig;
+use super::prompt;
+use super::records::{CallKind, RequestRecord};
+use super::session::Shared;
+use crate::openai::{CallOutcome, CallRequest, Endpoint};
+use crate::target::Secret;
+
+/// Most retries of one model call.
+pub const MAX_RETRIES: u32 = 5;
+/// First retry delay, seconds; doubles with each retry.
+pub const RETRY_BASE_S: f64 = 2.0;
+/// Largest retry delay, jitter included, seconds.
+pub const RETRY_CAP_S: f64 = 30.0;
+/// Jitter added to a retry delay, fraction of the delay (up to).
+pub const RETRY_JITTER: f64 = 0.25;
+/// `max_tokens` of a title request.
+pub const TITLE_MAX_TOKENS: u64 = 1_024;
+
+/// The delay before retry number `retry` (0-based) without a `retry-after`:
+/// 2 s doubling, plus up to 25 % jitter, capped at 30 s.
+pub fn retry_delay(retry: u32, rng: &mut impl Rng) -> Duration {
+    let base = RETRY_BASE_S * 2f64.powi(retry.min(16) as i32);
+    let jittered = base * (1.0 + rng.gen_range(0.0..=RETRY_JITTER));
+    Duration::from_secs_f64(jittered.min(RETRY_CAP_S))
+}
+
+/// A chat body as OpenCode sends it: model, max_tokens, the system message
+/// then `messages`, streaming with usage; with tools, `tool_choice: "auto"`.
+pub(crate) fn body(
+    config: &ClassroomConfig,
+    system: &str,
+    messages: &[Value],
+    tools: Option<&[Value]>,
+    max_tokens: u64,
+) -> Value {
+    let mut all = Vec::with_capacity(messages.len() + 1);
+    all.push(json!({"role": "system", "content": system}));
+    all.extend(messages.iter().cloned());
+    let mut b = json!({
+        "model": config.model,
+        "max_tokens": max_tokens,
+        "messages": all,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+    });
+    if let Some(t) = tools {
+        b["tools"] = Value::Array(t.to_vec());
+        b["tool_choice"] = json!("auto");
+    }
+    b
+}
+
+/// Who is calling: the student, session and coding request of a call.
+pub(crate) struct Caller<'a> {
+    pub user: usize,
+    pub key: Option<&'a Secret>,
+    pub session: &'a str,
+    pub parent: Option<&'a str>,
+    pub task: usize,
+}
+
+/// Sends one call with OpenCode's retries and records it.
+pub(crate) async fn call_model(
+    shared: &Shared,
+    who: &Caller<'_>,
+    kind: CallKind,
+    body: Value,
+    jitter_seed: u64,
+) -> (CallOutcome, RequestRecord) {
+    let mut rng = ChaCha8Rng::seed_from_u64(jitter_seed);
+    let mut headers = vec![("x-session-id".to_string(), who.session.to_string())];
+    if let Some(p) = who.parent {
+        headers.push(("x-parent-session-id".to_string(), p.to_string()));
+    }
+    let request = CallRequest {
+        endpoint: Endpoint::Chat,
+        body,
+        api_key: who.key.cloned(),
+        headers,
+        record_gaps: false,
+    };
+    let started = shared.now();
+    let mut retries = 0u32;
+    let mut retried_kinds = Vec::new();
+    let outcome = loop {
+        shared
+            .status
+            .in_flight
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let outcome = shared.transport.call(request.clone()).await;
+        shared
+            .status
+            .in_flight
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        match &outcome.error {
+            Some(e) if e.kind.is_retryable() && retries < MAX_RETRIES => {
+                let delay = e
+                    .retry_after
+                    .unwrap_or_else(|| retry_delay(retries, &mut rng));
+                retries += 1;
+                retried_kinds.push(e.kind);
+                shared
+                    .status
+                    .retries
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                shared.clock.sleep(delay).await;
+            }
+            _ => break outcome,
+        }
+    };
+    let (output_tokens, token_source) = outcome.output_tokens();
+    let record = RequestRecord {
+        user: who.user,
+        session: who.session.to_string(),
+        task: who.task,
+        kind,
+        started_at: started,
+        prompt_tokens: outcome.input_tokens(),
+        output_tokens,
+        token_source,
+        ttft_s: outcome.ttft,
+        duration_s: outcome.e2e,
+        wait_s: (shared.now() - started).max(0.0),
+        retries,
+        retried_kinds,
+        error_kind: outcome.error.as_ref().map(|e| e.kind),
+        tool_calls: outcome.message.tool_calls.len(),
+    };
+    shared
+        .status
+        .calls
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    if let (true, Some(t)) = (record.is_ok(), record.ttft_s) {
+        shared.status.add_ttft(t);
+    }
+    shared.record_request(&record);
+    (outcome, record)
+}
+
+pub(crate) fn title_body(config: &ClassroomConfig, first_message: &str) -> Value {
+    let user = format!(
+        "Generate a title for this conversation:\n\n<message>\n{first_message}\n</message>"
+    );
+    body(
+        config,
+        prompt::title_system(),
+        &[json!({"role": "user", "content": user})],
+        None,
+        TITLE_MAX_TOKENS,
+    )
+}

@@ -1,0 +1,207 @@
+//! The typed, validated configuration of a classroom run (no clap here).
+
+use std::time::Duration;
+
+use super::prompt::PromptSet;
+use super::scenario::Scenario;
+use crate::error::ConfigError;
+use crate::target::Secret;
+
+/// Default output limit (`max_tokens` of every agent step), tokens.
+///
+/// OpenCode sends the output limit configured for the model, and 32,000 when
+/// none is configured. A lab configures its vLLM model with a limit, and
+/// opencode.md's example (65,536 context, 8,192 output → compaction at
+/// 57,344 tokens) uses 8,192, so that is the default here; pass 32000 to
+/// mimic an unconfigured client.
+pub const DEFAULT_OUTPUT_LIMIT: u64 = 8_192;
+
+/// Everything a classroom run needs besides the transport and the clock.
+#[derive(Debug, Clone)]
+pub struct ClassroomConfig {
+    /// The model name sent in every request.
+    pub model: String,
+    /// Simulated students (default 40).
+    pub users: usize,
+    /// The project they work on (default java).
+    pub scenario: Scenario,
+    /// Window in which students send NEW coding requests (default 900 s);
+    /// requests in flight at its end still finish.
+    pub duration: Duration,
+    /// Students start uniformly (seeded) within this time (default 120 s).
+    pub ramp_up: Duration,
+    /// Shortest pause between a student's coding requests (default 20 s).
+    pub pause_min: Duration,
+    /// Longest pause between a student's coding requests (default 90 s).
+    pub pause_max: Duration,
+    /// Follow-up requests after the exercise, 0–3 (default 3): up to
+    /// `1 + follow_ups` coding requests per student.
+    pub follow_ups: usize,
+    /// The client's context limit, tokens: the server's `max_model_len`,
+    /// passed in by the caller. `None` never compacts (as OpenCode).
+    pub context_limit: Option<u64>,
+    /// `max_tokens` of agent steps, tokens (default [`DEFAULT_OUTPUT_LIMIT`]).
+    pub output_limit: u64,
+    /// API keys, one per student; with fewer keys than students they are
+    /// shared round-robin (see [`ClassroomConfig::key_sharing_note`]). Empty:
+    /// no `Authorization` header.
+    pub api_keys: Vec<Secret>,
+    /// Seed of every random choice (start times, pauses, build times,
+    /// failing first test runs, retry jitter, session ids).
+    pub seed: u64,
+    /// System prompt and tools: built in, or from `--prompt-file`.
+    pub prompt: PromptSet,
+    /// Most model steps of one agent loop before it is cut off (default 60).
+    pub step_cap: usize,
+    /// Most steps of one subagent loop (default 30).
+    pub subagent_step_cap: usize,
+    /// After `duration`, coding requests still running this much longer are
+    /// cut off; `None` (default) lets them finish.
+    pub drain_limit: Option<Duration>,
+}
+
+impl ClassroomConfig {
+    /// The defaults of the seed's simulator for a model and context limit.
+    pub fn new(model: impl Into<String>, context_limit: Option<u64>) -> Self {
+        ClassroomConfig {
+            model: model.into(),
+            users: 40,
+            scenario: Scenario::Java,
+            duration: Duration::from_secs(900),
+            ramp_up: Duration::from_secs(120),
+            pause_min: Duration::from_secs(20),
+            pause_max: Duration::from_secs(90),
+            follow_ups: 3,
+            context_limit,
+            output_limit: DEFAULT_OUTPUT_LIMIT,
+            api_keys: Vec::new(),
+            seed: 42,
+            prompt: PromptSet::built_in(),
+            step_cap: 60,
+            subagent_step_cap: 30,
+            drain_limit: None,
+        }
+    }
+
+    /// Checks the values; errors name the flag.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.model.trim().is_empty() {
+            return Err(ConfigError::invalid("--model", "is empty"));
+        }
+        if self.users == 0 || self.users > 10_000 {
+            return Err(ConfigError::invalid(
+                "--users",
+                "must be between 1 and 10000",
+            ));
+        }
+        if self.duration.is_zero() {
+            return Err(ConfigError::invalid("--duration", "must be more than 0 s"));
+        }
+        if self.ramp_up > self.duration {
+            return Err(ConfigError::invalid(
+                "--ramp-up",
+                "must not be longer than --duration",
+            ));
+        }
+        if self.pause_min > self.pause_max {
+            return Err(ConfigError::invalid(
+                "--pause",
+                "the shortest pause is longer than the longest",
+            ));
+        }
+        let most = self.scenario.follow_ups().len();
+        if self.follow_ups > most {
+            return Err(ConfigError::invalid(
+                "--follow-ups",
+                format!("must be between 0 and {most}"),
+            ));
+        }
+        if self.output_limit == 0 {
+            return Err(ConfigError::invalid(
+                "--output-limit",
+                "must be at least 1 token",
+            ));
+        }
+        if let Some(limit) = self.context_limit {
+            let reserve = self.output_limit.min(32_000);
+            if limit <= reserve + 4_096 {
+                return Err(ConfigError::invalid(
+                    "--context-limit",
+                    format!("{limit} tokens leave no room for prompts beside an output reserve of {reserve}"),
+                ));
+            }
+        }
+        if self.step_cap == 0 || self.subagent_step_cap == 0 {
+            return Err(ConfigError::invalid("--step-cap", "must be at least 1"));
+        }
+        Ok(())
+    }
+
+    /// The key of student `user` (round-robin over the keys), if any.
+    pub fn key_for_user(&self, user: usize) -> Option<&Secret> {
+        if self.api_keys.is_empty() {
+            None
+        } else {
+            self.api_keys.get(user % self.api_keys.len())
+        }
+    }
+
+    /// A warning when students share keys (fewer keys than students), for
+    /// the CLI to print: per-user limits of the proxy then apply to groups.
+    pub fn key_sharing_note(&self) -> Option<String> {
+        let keys = self.api_keys.len();
+        (keys > 0 && keys < self.users).then(|| {
+            format!(
+                "{keys} API keys for {} students: keys are shared round-robin, so the proxy's per-user limits apply to groups of up to {} students",
+                self.users,
+                self.users.div_ceil(keys)
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_validate_and_errors_name_the_flag() {
+        let c = ClassroomConfig::new("qwen", Some(65_536));
+        c.validate().unwrap();
+        let mut bad = c.clone();
+        bad.ramp_up = Duration::from_secs(1000);
+        assert!(bad
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("--ramp-up"));
+        let mut bad = c.clone();
+        bad.follow_ups = 4;
+        assert!(bad
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("--follow-ups"));
+        let mut bad = c.clone();
+        bad.context_limit = Some(8_000);
+        assert!(bad
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("--context-limit"));
+    }
+
+    #[test]
+    fn keys_are_shared_round_robin_with_a_note() {
+        let mut c = ClassroomConfig::new("m", None);
+        c.users = 5;
+        assert!(c.key_for_user(0).is_none() && c.key_sharing_note().is_none());
+        c.api_keys = vec![Secret::new("k0"), Secret::new("k1")];
+        assert_eq!(c.key_for_user(3).map(Secret::expose), Some("k1"));
+        let note = c.key_sharing_note().unwrap_or_default();
+        assert!(
+            note.contains("2 API keys for 5 students") && !note.contains("k0"),
+            "{note}"
+        );
+    }
+}

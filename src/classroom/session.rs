@@ -1,0 +1,149 @@
+//! The state of a run, of a student and of a session's conversation.
+
+use std::sync::Mutex;
+
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use serde_json::{json, Value};
+
+use super::config::ClassroomConfig;
+use super::prompt::tool_names;
+use super::records::{CallKind, RecordSink, RequestRecord, TaskRecord};
+use super::shell::ShellState;
+use super::status::LiveStatus;
+use super::workspace::Workspace;
+use crate::clock::Clock;
+use crate::openai::{ErrorKind, Transport};
+use crate::target::Secret;
+
+/// What every student shares during a run.
+pub(crate) struct Shared {
+    pub config: ClassroomConfig,
+    pub transport: std::sync::Arc<dyn Transport>,
+    pub clock: Clock,
+    pub sink: std::sync::Arc<dyn RecordSink>,
+    pub status: std::sync::Arc<LiveStatus>,
+    /// Clock seconds at the run's start.
+    pub origin: f64,
+    pub requests: Mutex<Vec<RequestRecord>>,
+    pub tasks: Mutex<Vec<TaskRecord>>,
+    pub sink_error: Mutex<Option<std::io::Error>>,
+}
+
+impl Shared {
+    /// Simulated seconds since the run started.
+    pub fn now(&self) -> f64 {
+        self.clock.now_secs() - self.origin
+    }
+
+    pub fn past_drain_limit(&self) -> bool {
+        self.config
+            .drain_limit
+            .is_some_and(|d| self.now() >= (self.config.duration + d).as_secs_f64())
+    }
+
+    fn keep_sink_error(&self, result: std::io::Result<()>) {
+        if let Err(e) = result {
+            if let Ok(mut slot) = self.sink_error.lock() {
+                slot.get_or_insert(e);
+            }
+        }
+    }
+
+    pub fn record_request(&self, r: &RequestRecord) {
+        self.keep_sink_error(self.sink.request(r));
+        if let Ok(mut v) = self.requests.lock() {
+            v.push(r.clone());
+        }
+    }
+
+    pub fn record_task(&self, t: &TaskRecord) {
+        self.keep_sink_error(self.sink.task(t));
+        if let Ok(mut v) = self.tasks.lock() {
+            v.push(t.clone());
+        }
+    }
+}
+
+/// One student's private state.
+pub(crate) struct Student {
+    pub user: usize,
+    pub key: Option<Secret>,
+    pub rng: ChaCha8Rng,
+    pub workspace: Workspace,
+    pub shell: ShellState,
+    pub titled: bool,
+}
+
+/// A new OpenCode-style session id (`ses_` + 24 hex digits), seeded.
+pub(crate) fn session_id(rng: &mut impl Rng) -> String {
+    format!("ses_{:024x}", rng.gen::<u128>() >> 32)
+}
+
+/// One session's conversation (the system message is kept apart).
+pub(crate) struct Conversation {
+    pub id: String,
+    pub parent: Option<String>,
+    pub kind: CallKind,
+    pub system: String,
+    pub tools: Vec<Value>,
+    pub offered: Vec<String>,
+    pub messages: Vec<Value>,
+    pub step_cap: usize,
+}
+
+impl Conversation {
+    pub fn main(config: &ClassroomConfig, id: String) -> Self {
+        Conversation {
+            id,
+            parent: None,
+            kind: CallKind::Agent,
+            system: config.prompt.system.clone(),
+            offered: tool_names(&config.prompt.tools),
+            tools: config.prompt.tools.clone(),
+            messages: Vec::new(),
+            step_cap: config.step_cap,
+        }
+    }
+
+    pub fn explore(config: &ClassroomConfig, id: String, parent: &str, task: &str) -> Self {
+        Conversation {
+            id,
+            parent: Some(parent.to_string()),
+            kind: CallKind::Subagent,
+            system: config.prompt.explore_system.clone(),
+            offered: tool_names(&config.prompt.explore_tools),
+            tools: config.prompt.explore_tools.clone(),
+            messages: vec![json!({"role": "user", "content": task})],
+            step_cap: config.subagent_step_cap,
+        }
+    }
+}
+
+/// Running totals of one coding request.
+pub(crate) struct TaskAcc {
+    pub index: usize,
+    pub model_time: f64,
+    pub calls: usize,
+    pub output_tokens: u64,
+    pub tool_calls: usize,
+    pub tool_errors: usize,
+    pub compactions: usize,
+}
+
+impl TaskAcc {
+    pub fn add(&mut self, r: &RequestRecord) {
+        self.calls += 1;
+        self.output_tokens += r.output_tokens;
+        if r.kind != CallKind::Title {
+            self.model_time += r.wait_s;
+        }
+    }
+}
+
+/// How an agent loop ended.
+pub(crate) enum LoopEnd {
+    Answered(String),
+    Failed(ErrorKind),
+    CutOff,
+}

@@ -1,0 +1,339 @@
+//! The simulated `bash` of a student's workstation: builds and tests take
+//! seconds of simulated time and print realistic logs, simple file commands
+//! answer from the in-memory project, anything else answers like a shell.
+
+use std::time::Duration;
+
+use rand::Rng;
+
+use super::buildlog::{build_log, test_log};
+use super::scenario::Scenario;
+use super::workspace::Workspace;
+
+/// Fraction of sessions whose first test run fails.
+pub const FIRST_TEST_FAILURE_RATE: f64 = 0.30;
+/// Shortest and longest simulated build or test run, seconds.
+pub const BUILD_SECONDS: (f64, f64) = (3.0, 12.0);
+/// Simulated time of a simple file command, seconds.
+pub const SIMPLE_COMMAND_SECONDS: f64 = 0.05;
+
+/// Per-session shell state: whether the first test run is to fail.
+#[derive(Debug, Clone)]
+pub struct ShellState {
+    /// The project's language and build tool.
+    pub scenario: Scenario,
+    /// Drawn once per session: the first test run fails.
+    pub first_test_fails: bool,
+    /// Test runs so far in this session.
+    pub test_runs: u32,
+}
+
+impl ShellState {
+    /// A session's state; draws whether its first test run fails (30 %).
+    pub fn new(scenario: Scenario, rng: &mut impl Rng) -> Self {
+        ShellState {
+            scenario,
+            first_test_fails: rng.gen_bool(FIRST_TEST_FAILURE_RATE),
+            test_runs: 0,
+        }
+    }
+}
+
+/// What a command printed, its exit code and how long it took.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShellOutput {
+    /// Standard output and error, interleaved.
+    pub output: String,
+    /// The exit code of the last command run.
+    pub exit_code: i32,
+    /// Simulated time the command took.
+    pub elapsed: Duration,
+    /// The command ran into its time limit.
+    pub timed_out: bool,
+}
+
+enum Kind {
+    Test,
+    Build,
+    Hang(&'static str),
+}
+
+/// Runs a command line in folder `workdir` (project-relative): `&&`, `||`,
+/// `;` and pipes are honoured; a command that runs past `timeout` is cut off
+/// there (exit code 124).
+pub fn run(
+    ws: &mut Workspace,
+    state: &mut ShellState,
+    rng: &mut impl Rng,
+    command: &str,
+    workdir: &str,
+    timeout: Duration,
+) -> ShellOutput {
+    let mut out = String::new();
+    let mut code = 0;
+    let mut elapsed = 0.0f64;
+    let mut cwd = workdir.to_string();
+    let limit = timeout.as_secs_f64();
+    for (segment, joiner) in split_top(command, &["&&", "||", ";"]) {
+        let stages = split_top(&segment, &["|"]);
+        let mut stdin: Option<String> = None;
+        for (stage, _) in stages {
+            let words = words(&stage);
+            let (text, c, secs) = run_one(ws, state, rng, &words, &mut cwd, stdin.as_deref());
+            elapsed += secs;
+            code = c;
+            if elapsed > limit {
+                out.push_str(&text);
+                out.push_str(&format!(
+                    "\n\nbash tool terminated command after exceeding timeout {} ms\n",
+                    timeout.as_millis()
+                ));
+                return ShellOutput {
+                    output: out,
+                    exit_code: 124,
+                    elapsed: timeout,
+                    timed_out: true,
+                };
+            }
+            stdin = Some(text);
+        }
+        out.push_str(stdin.as_deref().unwrap_or(""));
+        match joiner.as_str() {
+            "&&" if code != 0 => break,
+            "||" if code == 0 => break,
+            _ => {}
+        }
+    }
+    ShellOutput {
+        output: out,
+        exit_code: code,
+        elapsed: Duration::from_secs_f64(elapsed),
+        timed_out: false,
+    }
+}
+
+/// Splits at top-level separators (outside quotes); each piece comes with
+/// the separator that follows it.
+fn split_top(s: &str, seps: &[&str]) -> Vec<(String, String)> {
+    let mut parts = Vec::new();
+    let mut cur = String::new();
+    let mut quote: Option<char> = None;
+    let mut i = 0;
+    let bytes: Vec<char> = s.chars().collect();
+    'outer: while i < bytes.len() {
+        let c = bytes[i];
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if c == '\'' || c == '"' => quote = Some(c),
+            None => {
+                for sep in seps {
+                    let sc: Vec<char> = sep.chars().collect();
+                    let is_pipe_of_or = *sep == "|" && bytes.get(i + 1) == Some(&'|');
+                    if bytes[i..].starts_with(&sc) && !is_pipe_of_or {
+                        parts.push((cur.trim().to_string(), sep.to_string()));
+                        cur.clear();
+                        i += sc.len();
+                        continue 'outer;
+                    }
+                }
+            }
+        }
+        cur.push(c);
+        i += 1;
+    }
+    if !cur.trim().is_empty() {
+        parts.push((cur.trim().to_string(), String::new()));
+    }
+    parts.retain(|(p, _)| !p.is_empty());
+    parts
+}
+
+/// Splits a simple command into words, honouring quotes; drops `2>&1`.
+fn words(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quote: Option<char> = None;
+    let mut any = false;
+    for c in s.chars() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => cur.push(c),
+            None if c == '\'' || c == '"' => {
+                quote = Some(c);
+                any = true;
+            }
+            None if c.is_whitespace() => {
+                if any || !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                    any = false;
+                }
+            }
+            None => cur.push(c),
+        }
+    }
+    if any || !cur.is_empty() {
+        out.push(cur);
+    }
+    out.retain(|w| w != "2>&1" && w != "2>/dev/null");
+    out
+}
+
+fn classify(words: &[String]) -> Option<Kind> {
+    let first = words.first()?.as_str();
+    let args: Vec<&str> = words[1..].iter().map(String::as_str).collect();
+    let has = |a: &str| args.contains(&a);
+    let skip_tests = args.iter().any(|a| a.starts_with("-DskipTests"));
+    match first {
+        "mvn" | "./mvnw" | "mvnw" => Some(
+            if !skip_tests
+                && ["test", "verify", "package", "install"]
+                    .iter()
+                    .any(|g| has(g))
+            {
+                Kind::Test
+            } else if args.iter().any(|a| a.starts_with("exec:")) {
+                Kind::Hang("chat server on port 5050\n")
+            } else {
+                Kind::Build
+            },
+        ),
+        "gradle" | "./gradlew" => Some(if has("test") || has("build") || has("check") {
+            Kind::Test
+        } else {
+            Kind::Build
+        }),
+        "pytest" | "py.test" => Some(Kind::Test),
+        "python" | "python3" if args.first() == Some(&"-m") => match args.get(1) {
+            Some(&"pytest") => Some(Kind::Test),
+            Some(m) if m.contains("server") => Some(Kind::Hang("chat server on port 5050\n")),
+            Some(m) if m.contains("client") => None,
+            _ => Some(Kind::Build),
+        },
+        "javac" => Some(Kind::Build),
+        "java" if args.iter().any(|a| a.contains("Server")) => {
+            Some(Kind::Hang("chat server on port 5050\n"))
+        }
+        _ => None,
+    }
+}
+
+fn run_one(
+    ws: &mut Workspace,
+    state: &mut ShellState,
+    rng: &mut impl Rng,
+    words: &[String],
+    cwd: &mut String,
+    stdin: Option<&str>,
+) -> (String, i32, f64) {
+    let Some(first) = words.first() else {
+        return (String::new(), 0, 0.0);
+    };
+    let secs = rng.gen_range(BUILD_SECONDS.0..=BUILD_SECONDS.1);
+    match classify(words) {
+        Some(Kind::Test) => {
+            state.test_runs += 1;
+            let fail = state.test_runs == 1 && state.first_test_fails;
+            let pick = rng.gen_range(0..1000);
+            let log = test_log(ws, state.scenario, secs, fail, pick);
+            return (log, i32::from(fail), secs);
+        }
+        Some(Kind::Build) => return (build_log(state.scenario, secs), 0, secs),
+        Some(Kind::Hang(banner)) => return (banner.to_string(), 0, f64::INFINITY),
+        None => {}
+    }
+    let (text, code) = super::shell_files::file_command(ws, words, cwd, stdin);
+    let text = match text {
+        Some(t) => t,
+        None => format!("bash: {first}: command not found\n"),
+    };
+    let code = if code == 0 && text.ends_with("command not found\n") {
+        127
+    } else {
+        code
+    };
+    (text, code, SIMPLE_COMMAND_SECONDS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    fn setup(fails: bool) -> (Workspace, ShellState, ChaCha8Rng) {
+        let rng = ChaCha8Rng::seed_from_u64(7);
+        let state = ShellState {
+            scenario: Scenario::Java,
+            first_test_fails: fails,
+            test_runs: 0,
+        };
+        (Workspace::new(Scenario::Java), state, rng)
+    }
+
+    #[test]
+    fn first_test_run_fails_then_passes_and_takes_build_time() {
+        let (mut ws, mut st, mut rng) = setup(true);
+        let t = Duration::from_secs(120);
+        let a = run(&mut ws, &mut st, &mut rng, "mvn -q test", "", t);
+        assert_eq!(a.exit_code, 1);
+        assert!(a.output.contains("BUILD FAILURE"));
+        let secs = a.elapsed.as_secs_f64();
+        assert!((3.0..=12.0).contains(&secs), "{secs}");
+        let b = run(&mut ws, &mut st, &mut rng, "mvn test", "", t);
+        assert_eq!(b.exit_code, 0);
+        assert!(b.output.contains("BUILD SUCCESS"));
+    }
+
+    #[test]
+    fn chains_pipes_unknown_commands_and_timeouts() {
+        let (mut ws, mut st, mut rng) = setup(false);
+        let t = Duration::from_secs(120);
+        let o = run(
+            &mut ws,
+            &mut st,
+            &mut rng,
+            "ls src && cat pom.xml | wc -l",
+            "",
+            t,
+        );
+        assert_eq!(o.exit_code, 0);
+        assert!(o.output.starts_with("main\ntest\n"), "{}", o.output);
+        assert!(o.output.trim_end().ends_with("36"), "{}", o.output);
+        let o = run(&mut ws, &mut st, &mut rng, "frobnicate --all", "", t);
+        assert_eq!(o.exit_code, 127);
+        assert!(o.output.contains("frobnicate: command not found"));
+        let o = run(
+            &mut ws,
+            &mut st,
+            &mut rng,
+            "false || echo 'fallback ok'",
+            "",
+            t,
+        );
+        assert_eq!(o.output, "fallback ok\n");
+        let short = Duration::from_secs(2);
+        let o = run(
+            &mut ws,
+            &mut st,
+            &mut rng,
+            "java -cp target/classes chat.ChatServer",
+            "",
+            short,
+        );
+        assert!(o.timed_out);
+        assert_eq!(o.elapsed, short);
+        assert!(o.output.contains("exceeding timeout 2000 ms"));
+    }
+
+    #[test]
+    fn quoting_keeps_separators_inside_strings() {
+        assert_eq!(
+            words("grep -n 'a && b' x.txt"),
+            vec!["grep", "-n", "a && b", "x.txt"]
+        );
+        let parts = split_top("echo 'a;b' ; ls", &["&&", "||", ";"]);
+        assert_eq!(parts.len(), 2);
+        assert_eq!(parts[0].0, "echo 'a;b'");
+    }
+}
