@@ -13,7 +13,9 @@ fn fixture(name: &str) -> Vec<u8> {
 /// Feeds a body event by event: the i-th blank-line-separated block arrives
 /// at `sent_at + times[i]` (the last time repeats for later blocks).
 fn meter_over(body: &[u8], times: &[f64], record_gaps: bool) -> codendum::openai::CallOutcome {
-    let text = String::from_utf8(body.to_vec()).unwrap().replace("\r\n", "\n");
+    let text = String::from_utf8(body.to_vec())
+        .unwrap()
+        .replace("\r\n", "\n");
     let mut meter = StreamMeter::new(10.0, record_gaps);
     let mut last = 10.0;
     for (i, block) in text.split_inclusive("\n\n").enumerate() {
@@ -43,7 +45,10 @@ fn reasoning_tool_calls_and_text_count_as_tokens() {
         r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{"}}]}}]}"#,
         r#"{"choices":[{"index":0,"text":"def"}]}"#,
     ] {
-        assert!(parse_chunk(body.as_bytes()).unwrap().carries_text(), "{body}");
+        assert!(
+            parse_chunk(body.as_bytes()).unwrap().carries_text(),
+            "{body}"
+        );
     }
     let usage_only = r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1}}"#;
     assert!(!parse_chunk(usage_only.as_bytes()).unwrap().carries_text());
@@ -82,7 +87,11 @@ fn ttft_is_measured_to_the_first_text_chunk() {
 
 #[test]
 fn reasoning_first_sets_ttft_and_is_assembled() {
-    let o = meter_over(&fixture("crlf-reasoning.txt"), &[0.05, 0.2, 0.25, 0.3, 0.35, 0.4, 0.4], false);
+    let o = meter_over(
+        &fixture("crlf-reasoning.txt"),
+        &[0.05, 0.2, 0.25, 0.3, 0.35, 0.4, 0.4],
+        false,
+    );
     assert!(o.is_ok());
     assert!((o.ttft.unwrap() - 0.2).abs() < 1e-9);
     assert_eq!(o.message.reasoning, "The user wants a greeting.");
@@ -111,8 +120,14 @@ fn completions_stream_and_parallel_tool_calls() {
         assert!(a.apply(&parse_chunk(body.as_bytes()).unwrap()));
     }
     let calls = &a.message.tool_calls;
-    assert_eq!((calls[0].name.as_str(), calls[0].arguments.as_str()), ("read", "{}"));
-    assert_eq!((calls[1].id.as_str(), calls[1].arguments.as_str()), ("c1", r#"{"pattern":"*.py"}"#));
+    assert_eq!(
+        (calls[0].name.as_str(), calls[0].arguments.as_str()),
+        ("read", "{}")
+    );
+    assert_eq!(
+        (calls[1].id.as_str(), calls[1].arguments.as_str()),
+        ("c1", r#"{"pattern":"*.py"}"#)
+    );
 }
 
 #[test]
@@ -140,16 +155,27 @@ fn error_events_and_bad_chunks() {
         parse_chunk(br#"{"object":"error","message":"old style"}"#),
         Err(ChunkError::Server(m)) if m == "old style"
     ));
-    assert!(matches!(parse_chunk(b"{not json"), Err(ChunkError::BadJson(_))));
+    assert!(matches!(
+        parse_chunk(b"{not json"),
+        Err(ChunkError::BadJson(_))
+    ));
     assert!(matches!(
         parse_chunk(b"{\"choices\":[{\"index\":0,\"text\":\"\xff\xfe\"}]}"),
         Err(ChunkError::BadJson(_))
     ));
 
-    let o = meter_over(&fixture("mid-stream-error.txt"), &[0.1, 0.2, 0.3, 0.4, 0.5], false);
+    let o = meter_over(
+        &fixture("mid-stream-error.txt"),
+        &[0.1, 0.2, 0.3, 0.4, 0.5],
+        false,
+    );
     let e = o.error.as_ref().expect("stream error");
     assert_eq!(e.kind, ErrorKind::StreamError);
-    assert!(e.message.contains("The engine died unexpectedly."), "{}", e.message);
+    assert!(
+        e.message.contains("The engine died unexpectedly."),
+        "{}",
+        e.message
+    );
     assert!((o.e2e - 0.4).abs() < 1e-9);
     assert_eq!(o.message.content, "Partial");
 }

@@ -58,7 +58,9 @@ async fn status_400_keeps_vllm_max_context_message() {
     let o = client(&server, None).call(request(None)).await;
     let e = o.error.expect("error");
     assert_eq!((e.kind, e.status), (ErrorKind::Http400, Some(400)));
-    assert!(e.message.starts_with("This model's maximum context length is 65536 tokens."));
+    assert!(e
+        .message
+        .starts_with("This model's maximum context length is 65536 tokens."));
     assert!(e.message.contains("value=57400"), "{}", e.message);
     assert!(!ErrorKind::Http400.is_retryable());
 }
@@ -120,7 +122,10 @@ async fn status_503() {
         .await;
     let o = client(&server, None).call(request(None)).await;
     let e = o.error.expect("error");
-    assert_eq!((e.kind, e.status, e.message.as_str()), (ErrorKind::Http503, Some(503), "queue full"));
+    assert_eq!(
+        (e.kind, e.status, e.message.as_str()),
+        (ErrorKind::Http503, Some(503), "queue full")
+    );
     assert_eq!(o.ttft, None);
 }
 
@@ -141,7 +146,9 @@ async fn bearer_header_sent_only_with_a_key() {
         .and(header("authorization", "Bearer sk-student-07"))
         .and(header("x-session-id", "s-1"))
         .and(header("content-type", "application/json"))
-        .and(body_partial_json(json!({"model": "m", "stream": true, "stream_options": {"include_usage": true}})))
+        .and(body_partial_json(
+            json!({"model": "m", "stream": true, "stream_options": {"include_usage": true}}),
+        ))
         .respond_with(sse_ok(SHORT_STREAM))
         .expect(1)
         .mount(&server)
@@ -180,8 +187,13 @@ async fn models_tokenize_version() {
         .await;
     Mock::given(method("POST"))
         .and(path("/tokenize"))
-        .and(body_partial_json(json!({"model": "qwen3-coder", "prompt": "hello"})))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"count": 3, "max_model_len": 65536, "tokens": [1, 2, 3]})))
+        .and(body_partial_json(
+            json!({"model": "qwen3-coder", "prompt": "hello"}),
+        ))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"count": 3, "max_model_len": 65536, "tokens": [1, 2, 3]})),
+        )
         .mount(&server)
         .await;
     Mock::given(method("GET"))
@@ -195,7 +207,11 @@ async fn models_tokenize_version() {
     assert_eq!(models[0].id, "qwen3-coder");
     assert_eq!(models[0].max_model_len, Some(65536));
     assert_eq!(c.tokenize("qwen3-coder", "hello").await, Ok(Some(3)));
-    assert_eq!(c.tokenize("other", "hello").await, Ok(None), "unmatched → 404");
+    assert_eq!(
+        c.tokenize("other", "hello").await,
+        Ok(None),
+        "unmatched → 404"
+    );
     assert_eq!(c.version().await.as_deref(), Some("0.30.0"));
 
     let no_key = client(&server, None);

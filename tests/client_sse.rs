@@ -98,7 +98,10 @@ fn body_without_final_blank_line_or_done() {
     let events = decode_all(body);
     assert_eq!(events.len(), 2);
     assert_eq!(events[1], OwnedSseEvent::Data(b"{\"b\":2}".to_vec()));
-    assert_eq!(decode_split(b"data: [DONE]", &[3, 9]), vec![OwnedSseEvent::Done]);
+    assert_eq!(
+        decode_split(b"data: [DONE]", &[3, 9]),
+        vec![OwnedSseEvent::Done]
+    );
 }
 
 proptest! {

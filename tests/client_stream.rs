@@ -38,7 +38,10 @@ fn paced_script(end: Vec<Step>) -> Vec<Step> {
     ))];
     for i in 0..TEXT_CHUNKS {
         s.push(Step::At(200 + 50 * i));
-        s.push(Step::Chunk(chat_event(&format!(r#"{{"content":"t{i} "}}"#), None)));
+        s.push(Step::Chunk(chat_event(
+            &format!(r#"{{"content":"t{i} "}}"#),
+            None,
+        )));
     }
     s.extend(end);
     s
@@ -61,8 +64,16 @@ async fn ttft_and_gaps_follow_the_server_pacing() {
     assert_eq!(o.text_chunks, TEXT_CHUNKS);
     assert_eq!(o.gaps.len() as u64, TEXT_CHUNKS - 1);
     let mean_gap = o.gaps.iter().map(|&g| f64::from(g)).sum::<f64>() / o.gaps.len() as f64;
-    assert!((0.040..0.065).contains(&mean_gap), "mean gap {mean_gap} ({:?})", o.gaps);
-    assert!(o.gaps.iter().all(|&g| (0.0..0.2).contains(&g)), "{:?}", o.gaps);
+    assert!(
+        (0.040..0.065).contains(&mean_gap),
+        "mean gap {mean_gap} ({:?})",
+        o.gaps
+    );
+    assert!(
+        o.gaps.iter().all(|&g| (0.0..0.2).contains(&g)),
+        "{:?}",
+        o.gaps
+    );
     assert!(o.e2e >= ttft + 0.24, "e2e {} ttft {ttft}", o.e2e);
     assert_eq!(o.output_tokens(), (6, TokenSource::Server));
     assert_eq!(o.message.content, "t0 t1 t2 t3 t4 t5 ");
@@ -105,7 +116,9 @@ async fn stall_longer_than_the_timeout_is_a_timeout() {
         Step::End,
     ];
     let base = spawn_plain(script).await;
-    let o = client(&base, Duration::from_millis(300)).call(request()).await;
+    let o = client(&base, Duration::from_millis(300))
+        .call(request())
+        .await;
     let e = o.error.expect("error");
     assert_eq!(e.kind, ErrorKind::Timeout);
     assert!(o.ttft.is_some(), "the text before the stall was measured");
@@ -127,7 +140,10 @@ async fn times_are_simulated_seconds_on_a_scaled_clock() {
         clock: codendum::clock::Clock::scaled(10.0),
         ..ClientOptions::default()
     };
-    let o = HttpClient::new(&base, opts).expect("client").call(request()).await;
+    let o = HttpClient::new(&base, opts)
+        .expect("client")
+        .call(request())
+        .await;
     assert!(o.is_ok(), "{:?}", o.error);
     let ttft = o.ttft.expect("ttft");
     assert!((0.19..0.8).contains(&ttft), "ttft {ttft} simulated s");

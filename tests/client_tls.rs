@@ -30,9 +30,8 @@ fn make_pki() -> TestPki {
     let ca_cert = ca_params.self_signed(&ca_key).expect("ca cert");
 
     let server_key = KeyPair::generate().expect("server key");
-    let mut params =
-        CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])
-            .expect("server params");
+    let mut params = CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])
+        .expect("server params");
     params
         .distinguished_name
         .push(DnType::CommonName, "codendum test server");

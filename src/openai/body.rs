@@ -98,7 +98,13 @@ mod tests {
         let b = completions_body("m", "def f(", 16, &BodyOptions::default());
         assert_eq!(b["prompt"], "def f(");
         assert_eq!(b["stream_options"], json!({"include_usage": true}));
-        for absent in ["ignore_eos", "min_tokens", "tools", "tool_choice", "temperature"] {
+        for absent in [
+            "ignore_eos",
+            "min_tokens",
+            "tools",
+            "tool_choice",
+            "temperature",
+        ] {
             assert!(b.get(absent).is_none(), "{absent}");
         }
     }

@@ -185,14 +185,28 @@ impl HttpClient {
             Ok(r) => r,
             Err(e) => {
                 let now = self.clock.now_secs();
-                return failed(sent_at, now, send_error_kind(&e), None, error_chain(&e), None);
+                return failed(
+                    sent_at,
+                    now,
+                    send_error_kind(&e),
+                    None,
+                    error_chain(&e),
+                    None,
+                );
             }
         };
         let status = response.status().as_u16();
         if !response.status().is_success() {
             let err = read_error(response).await;
             let now = self.clock.now_secs();
-            return failed(sent_at, now, err.kind, Some(status), err.message, err.retry_after);
+            return failed(
+                sent_at,
+                now,
+                err.kind,
+                Some(status),
+                err.message,
+                err.retry_after,
+            );
         }
         let (_, meter) = slot.insert((status, StreamMeter::new(sent_at, request.record_gaps)));
         let mut stream = response.bytes_stream();
@@ -211,7 +225,11 @@ impl HttpClient {
                     } else {
                         ErrorKind::StreamError
                     };
-                    meter.fail(kind, &format!("reading the stream: {}", error_chain(&e)), now);
+                    meter.fail(
+                        kind,
+                        &format!("reading the stream: {}", error_chain(&e)),
+                        now,
+                    );
                     break;
                 }
                 None => {
@@ -227,7 +245,14 @@ impl HttpClient {
         let now = self.clock.now_secs();
         match slot.take() {
             Some((status, meter)) => meter.finish(status, now),
-            None => failed(sent_at, now, ErrorKind::StreamError, Some(status), "lost".into(), None),
+            None => failed(
+                sent_at,
+                now,
+                ErrorKind::StreamError,
+                Some(status),
+                "lost".into(),
+                None,
+            ),
         }
     }
 

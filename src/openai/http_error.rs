@@ -98,7 +98,10 @@ mod tests {
             "Unauthorized"
         );
         assert_eq!(error_message(422, br#"{"detail":"bad"}"#), "bad");
-        assert_eq!(error_message(502, b"<html>bad gateway</html>\n"), "<html>bad gateway</html>");
+        assert_eq!(
+            error_message(502, b"<html>bad gateway</html>\n"),
+            "<html>bad gateway</html>"
+        );
         assert_eq!(error_message(503, b""), "HTTP 503 Service Unavailable");
         let long = "x".repeat(1000);
         assert_eq!(error_message(500, long.as_bytes()).chars().count(), 301);

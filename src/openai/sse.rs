@@ -237,12 +237,16 @@ mod tests {
     #[test]
     fn basic_events_and_done() {
         let ev = decode_all(b"data: {\"a\":1}\n\ndata:{\"b\":2}\n\ndata: [DONE]\n\n");
-        assert_eq!(ev, vec![data("{\"a\":1}"), data("{\"b\":2}"), OwnedSseEvent::Done]);
+        assert_eq!(
+            ev,
+            vec![data("{\"a\":1}"), data("{\"b\":2}"), OwnedSseEvent::Done]
+        );
     }
 
     #[test]
     fn line_ends_comments_and_multiline() {
-        let body = b": ping\r\nevent: x\r\nid: 3\r\nretry: 10\r\ndata: a\r\ndata: b\r\r\ndata:c\r\n";
+        let body =
+            b": ping\r\nevent: x\r\nid: 3\r\nretry: 10\r\ndata: a\r\ndata: b\r\r\ndata:c\r\n";
         assert_eq!(decode_all(body), vec![data("a\nb"), data("c")]);
     }
 
@@ -263,6 +267,9 @@ mod tests {
     fn bom_and_empty_data_and_field_without_colon() {
         assert_eq!(decode_all(b"\xEF\xBB\xBFdata: a\n\n"), vec![data("a")]);
         assert_eq!(decode_all(b"data:\n\ndata\n\n"), vec![]);
-        assert_eq!(decode_all(b"data:  two spaces\n\n"), vec![data(" two spaces")]);
+        assert_eq!(
+            decode_all(b"data:  two spaces\n\n"),
+            vec![data(" two spaces")]
+        );
     }
 }
