@@ -233,3 +233,20 @@ async fn connection_refused_is_connect() {
     assert_eq!(o.error.map(|e| e.kind), Some(ErrorKind::Connect));
     assert_eq!(c.version().await, None);
 }
+
+#[tokio::test]
+async fn chunk_larger_than_64_kib_is_read_whole() {
+    let server = MockServer::start().await;
+    let big = "y".repeat(200_000);
+    let body = format!(
+        "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{big}\"}},\"finish_reason\":\"stop\"}}]}}\n\ndata: [DONE]\n\n"
+    );
+    Mock::given(method("POST"))
+        .respond_with(sse_ok(&body))
+        .mount(&server)
+        .await;
+    let o = client(&server, None).call(request(None)).await;
+    assert!(o.is_ok(), "{:?}", o.error);
+    assert_eq!(o.message.content.len(), 200_000);
+    assert_eq!(o.text_chunks, 1);
+}

@@ -135,3 +135,13 @@ proptest! {
         prop_assert_eq!(decode_split(variant.as_bytes(), &cuts), decode_all(text.as_bytes()));
     }
 }
+
+#[test]
+fn no_line_length_limit() {
+    let payload = "x".repeat(300_000);
+    let body = format!("data: {payload}\n\ndata: [DONE]\n\n");
+    let cuts: Vec<usize> = (0..body.len()).step_by(997).collect();
+    let events = decode_split(body.as_bytes(), &cuts);
+    assert_eq!(events.len(), 2);
+    assert_eq!(events[0], OwnedSseEvent::Data(payload.into_bytes()));
+}

@@ -55,6 +55,9 @@ pub struct SseDecoder {
     /// Unconsumed input; `buf[pos..]` is what is left to scan.
     buf: Vec<u8>,
     pos: usize,
+    /// Where the search for the next line end resumes: `buf[pos..scan]` is
+    /// known to hold none (so a long line fed in small pieces is scanned once).
+    scan: usize,
     /// Data lines of the event being assembled, joined with `\n`.
     data: Vec<u8>,
     /// Whether a `data:` field was seen for the current event.
@@ -80,6 +83,7 @@ impl SseDecoder {
     pub fn push(&mut self, input: &[u8]) {
         if self.pos > 0 {
             self.buf.drain(..self.pos);
+            self.scan = self.scan.saturating_sub(self.pos);
             self.pos = 0;
         }
         self.buf.extend_from_slice(input);
@@ -106,11 +110,17 @@ impl SseDecoder {
                     Some(_) => self.skip_lf = false,
                 }
             }
-            let rest = &self.buf[self.pos..];
-            let end = rest.iter().position(|&b| b == b'\n' || b == b'\r')?;
             let line_start = self.pos;
-            let line_end = line_start + end;
-            let term = rest[end];
+            let from = self.scan.max(line_start);
+            let Some(found) = self.buf[from..]
+                .iter()
+                .position(|&b| b == b'\n' || b == b'\r')
+            else {
+                self.scan = self.buf.len();
+                return None;
+            };
+            let line_end = from + found;
+            let term = self.buf[line_end];
             self.pos = line_end + 1;
             if term == b'\r' {
                 match self.buf.get(self.pos) {
@@ -144,6 +154,7 @@ impl SseDecoder {
             self.process_line(start, end);
             self.pos = end;
         }
+        self.scan = self.pos;
         self.skip_lf = false;
         if self.dispatch_ready() {
             return Some(self.current_event());
