@@ -5,8 +5,11 @@
 //! the HTTP client here, or anything else that yields a [`CallOutcome`].
 
 pub mod body;
+pub mod chunk;
 pub mod client;
+pub mod http_error;
 pub mod sse;
+pub mod stream;
 
 use std::time::Duration;
 

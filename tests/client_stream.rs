@@ -1,0 +1,150 @@
+//! The client against a paced loopback server: TTFT and gaps measured to the
+//! millisecond scale, and the stream failures (incomplete, dropped, stalled).
+
+mod client_support;
+
+use std::time::Duration;
+
+use client_support::{chat_event, spawn_plain, Step};
+use codendum::openai::client::{ClientOptions, HttpClient};
+use codendum::openai::{CallRequest, Endpoint, ErrorKind, TokenSource, Transport};
+use serde_json::json;
+
+fn request() -> CallRequest {
+    CallRequest {
+        endpoint: Endpoint::Chat,
+        body: json!({"model": "m", "messages": [], "stream": true}),
+        api_key: None,
+        headers: Vec::new(),
+        record_gaps: true,
+    }
+}
+
+fn client(base: &str, timeout: Duration) -> HttpClient {
+    let opts = ClientOptions {
+        timeout,
+        ..ClientOptions::default()
+    };
+    HttpClient::new(base, opts).expect("client")
+}
+
+const TEXT_CHUNKS: u64 = 6;
+
+/// Role chunk at once, first text at 200 ms, then one every 50 ms.
+fn paced_script(end: Vec<Step>) -> Vec<Step> {
+    let mut s = vec![Step::Chunk(chat_event(
+        r#"{"role":"assistant","content":""}"#,
+        None,
+    ))];
+    for i in 0..TEXT_CHUNKS {
+        s.push(Step::At(200 + 50 * i));
+        s.push(Step::Chunk(chat_event(
+            &format!(r#"{{"content":"t{i} "}}"#),
+            None,
+        )));
+    }
+    s.extend(end);
+    s
+}
+
+#[tokio::test]
+async fn ttft_and_gaps_follow_the_server_pacing() {
+    let mut end = vec![Step::Chunk(chat_event("{}", Some("stop")))];
+    end.push(Step::Chunk(
+        "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":6}}\n\ndata: [DONE]\n\n".into(),
+    ));
+    end.push(Step::End);
+    let base = spawn_plain(paced_script(end)).await;
+    let o = client(&base, Duration::from_secs(20)).call(request()).await;
+    assert!(o.is_ok(), "{:?}", o.error);
+    let ttft = o.ttft.expect("ttft");
+    eprintln!("measured ttft {ttft:.4} s, gaps {:?}", o.gaps);
+    // The server cannot send earlier than 200 ms; a loaded machine may be late.
+    assert!((0.195..0.260).contains(&ttft), "ttft {ttft}");
+    assert_eq!(o.text_chunks, TEXT_CHUNKS);
+    assert_eq!(o.gaps.len() as u64, TEXT_CHUNKS - 1);
+    let mean_gap = o.gaps.iter().map(|&g| f64::from(g)).sum::<f64>() / o.gaps.len() as f64;
+    assert!(
+        (0.040..0.065).contains(&mean_gap),
+        "mean gap {mean_gap} ({:?})",
+        o.gaps
+    );
+    assert!(
+        o.gaps.iter().all(|&g| (0.0..0.2).contains(&g)),
+        "{:?}",
+        o.gaps
+    );
+    assert!(o.e2e >= ttft + 0.24, "e2e {} ttft {ttft}", o.e2e);
+    assert_eq!(o.output_tokens(), (6, TokenSource::Server));
+    assert_eq!(o.message.content, "t0 t1 t2 t3 t4 t5 ");
+}
+
+#[tokio::test]
+async fn body_ending_without_done_or_finish_is_incomplete() {
+    let base = spawn_plain(paced_script(vec![Step::End])).await;
+    let o = client(&base, Duration::from_secs(20)).call(request()).await;
+    let e = o.error.clone().expect("error");
+    assert_eq!(e.kind, ErrorKind::Incomplete);
+    assert!(o.ttft.is_some());
+    // The client's count stands in for the missing usage.
+    assert_eq!(o.output_tokens(), (TEXT_CHUNKS, TokenSource::Client));
+}
+
+#[tokio::test]
+async fn finish_reason_without_done_is_success() {
+    let end = vec![Step::Chunk(chat_event("{}", Some("length"))), Step::End];
+    let base = spawn_plain(paced_script(end)).await;
+    let o = client(&base, Duration::from_secs(20)).call(request()).await;
+    assert!(o.is_ok(), "{:?}", o.error);
+    assert_eq!(o.finish_reason.as_deref(), Some("length"));
+}
+
+#[tokio::test]
+async fn dropped_connection_is_a_stream_error() {
+    let base = spawn_plain(paced_script(vec![Step::Drop])).await;
+    let o = client(&base, Duration::from_secs(20)).call(request()).await;
+    let e = o.error.expect("error");
+    assert_eq!(e.kind, ErrorKind::StreamError, "{}", e.message);
+    assert_eq!(o.text_chunks, TEXT_CHUNKS);
+}
+
+#[tokio::test]
+async fn stall_longer_than_the_timeout_is_a_timeout() {
+    let script = vec![
+        Step::Chunk(chat_event(r#"{"content":"x"}"#, None)),
+        Step::Stall(5_000),
+        Step::End,
+    ];
+    let base = spawn_plain(script).await;
+    let o = client(&base, Duration::from_millis(300))
+        .call(request())
+        .await;
+    let e = o.error.expect("error");
+    assert_eq!(e.kind, ErrorKind::Timeout);
+    assert!(o.ttft.is_some(), "the text before the stall was measured");
+    assert!((0.29..1.5).contains(&o.e2e), "e2e {}", o.e2e);
+}
+
+#[tokio::test]
+async fn times_are_simulated_seconds_on_a_scaled_clock() {
+    // The server paces in real time (20 ms); the client's clock runs 10x.
+    let script = vec![
+        Step::At(20),
+        Step::Chunk(chat_event(r#"{"content":"x"}"#, Some("stop"))),
+        Step::Chunk("data: [DONE]\n\n".into()),
+        Step::End,
+    ];
+    let base = spawn_plain(script).await;
+    let opts = ClientOptions {
+        timeout: Duration::from_secs(30),
+        clock: codendum::clock::Clock::scaled(10.0),
+        ..ClientOptions::default()
+    };
+    let o = HttpClient::new(&base, opts)
+        .expect("client")
+        .call(request())
+        .await;
+    assert!(o.is_ok(), "{:?}", o.error);
+    let ttft = o.ttft.expect("ttft");
+    assert!((0.19..0.8).contains(&ttft), "ttft {ttft} simulated s");
+}
