@@ -22,8 +22,8 @@ pub struct MetricsOptions {
     pub watch: Option<Duration>,
     /// `--json`: one JSON object per sample on stdout.
     pub json: bool,
-    /// Stop after this many samples, failed ones included (for tests);
-    /// only meaningful with `watch`.
+    /// Stop after this many samples, failed ones included (at least one is
+    /// taken); only meaningful with `watch`. `None`: until the future is dropped.
     pub count: Option<u64>,
 }
 
@@ -225,4 +225,34 @@ pub fn render_watch_line(sample: &TimelineSample, rates: Option<&IntervalRates>)
             .and_then(|r| r.preemptions)
             .map_or_else(|| "-".to_string(), |p| format!("+{}", format_count(Some(p)))),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_get_thousands_separators() {
+        assert_eq!(format_count(Some(8_509_296.0)), "8,509,296");
+        assert_eq!(format_count(Some(999.4)), "999");
+        assert_eq!(format_count(Some(1000.0)), "1,000");
+        assert_eq!(format_count(Some(-1_234_567.0)), "-1,234,567");
+        assert_eq!(format_count(Some(0.0)), "0");
+        assert_eq!(format_count(None), "n/a");
+        assert_eq!(format_count(Some(f64::NAN)), "n/a");
+    }
+
+    #[test]
+    fn fractions_print_as_percent_with_one_decimal() {
+        assert_eq!(format_percent(Some(0.08517392142689442)), "8.5 %");
+        assert_eq!(format_percent(Some(1.0)), "100.0 %");
+        assert_eq!(format_percent(None), "n/a");
+    }
+
+    #[test]
+    fn a_page_without_vllm_metrics_says_so() {
+        let table = render_table(&ServerSnapshot::default(), &["http://h/metrics".into()]);
+        assert!(table.contains("running            n/a\n"), "{table}");
+        assert!(table.contains("no vLLM metrics"), "{table}");
+    }
 }

@@ -11,6 +11,7 @@
 //! - [`command`]: the logic of `codendum metrics`.
 
 pub mod command;
+mod lex;
 pub mod parse;
 pub mod sampler;
 pub mod snapshot;

@@ -178,6 +178,7 @@ impl Sampler {
     /// Samples every `interval` (simulated time on `clock`), the first sample
     /// at once. A failed scrape is recorded as an error sample and sampling
     /// goes on. A scrape slower than the interval skips the ticks it missed.
+    /// Call it inside a tokio runtime; dropping the handle stops the task.
     pub fn start(scraper: Scraper, clock: Clock, interval: Duration) -> SamplerHandle {
         Self::spawn(scraper, clock, interval, None)
     }

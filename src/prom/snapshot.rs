@@ -63,7 +63,7 @@ pub struct ServerSnapshot {
     pub model_name: Option<String>,
 }
 
-/// The scalar figures, in the order of [`Scalars`]' array.
+/// The scalar figures; the discriminant indexes the accumulator array.
 #[derive(Clone, Copy)]
 enum Scalar {
     Running = 0,
