@@ -232,6 +232,7 @@ async fn once_against_a_dead_port_is_a_one_line_failure() {
             assert!(message.contains(&urls[0]), "{message}");
             assert!(message.contains("unreachable"), "{message}");
             assert!(!message.contains('\n'), "{message}");
+            assert_eq!(message.matches(&urls[0]).count(), 1, "{message}");
         }
         other => panic!("expected Error::Failed, got {other:?}"),
     }

@@ -1,6 +1,6 @@
 //! The server's side of a run: vLLM's `/metrics`.
 //!
-//! - [`parse`]: our own parser of the Prometheus text format 0.0.4 (names with
+//! - [`mod@parse`]: our own parser of the Prometheus text format 0.0.4 (names with
 //!   colons, generic labels, Go-style floats); plain functions.
 //! - [`snapshot`]: [`ServerSnapshot`], the vLLM figures of one scrape (or of
 //!   several replicas summed); every field optional, never a fake zero.

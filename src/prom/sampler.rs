@@ -107,7 +107,7 @@ impl Scraper {
     async fn scrape_one(&self, url: &str) -> Result<ServerSnapshot, ScrapeError> {
         let unreachable = |e: reqwest::Error| ScrapeError::Unreachable {
             url: url.to_string(),
-            reason: one_line(&e),
+            reason: one_line(&e.without_url()),
         };
         // No OpenMetrics Accept header: vLLM would switch format.
         let response = self
