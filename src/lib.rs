@@ -2,7 +2,7 @@
 //! (vLLM behind an HTTPS proxy) can carry a class.
 //!
 //! The binary is a thin layer over this library:
-//! - [`bench`]: closed-loop capacity benchmark (levels × prompt shapes);
+//! - [`mod@bench`]: closed-loop capacity benchmark (levels × prompt shapes);
 //! - [`classroom`]: simulated students working with an OpenCode-like agent;
 //! - [`prom`]: the vLLM `/metrics` parser, server snapshots and the 1 s sampler;
 //! - [`twin`]: the embedded twin, vLLM on a GB10 in software;

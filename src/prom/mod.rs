@@ -1,1 +1,27 @@
-//! prom (placeholder; filled by its issue).
+//! The server's side of a run: vLLM's `/metrics`.
+//!
+//! - [`mod@parse`]: our own parser of the Prometheus text format 0.0.4 (names with
+//!   colons, generic labels, Go-style floats); plain functions.
+//! - [`snapshot`]: [`ServerSnapshot`], the vLLM figures of one scrape (or of
+//!   several replicas summed); every field optional, never a fake zero.
+//! - [`window`]: [`TimelineSample`] timelines, [`WindowStats`] (peaks,
+//!   reset-aware counter increases, hit rate over a window), interval rates,
+//!   reading `server-timeline.jsonl` back and aligning it by UTC.
+//! - [`sampler`]: [`Scraper`] (HTTP) and the background [`Sampler`].
+//! - [`command`]: the logic of `codendum metrics`.
+
+pub mod command;
+mod lex;
+pub mod parse;
+pub mod sampler;
+pub mod snapshot;
+pub mod window;
+
+pub use command::{run_metrics, MetricsOptions};
+pub use parse::{parse, Exposition, LineProblem, MetricType, ParseError, Sample};
+pub use sampler::{sample_once, Sampler, SamplerHandle, ScrapeError, Scraper};
+pub use snapshot::ServerSnapshot;
+pub use window::{
+    align_timeline, counter_increase, parse_timeline, read_timeline, window_stats, IntervalRates,
+    TimelineError, TimelineSample, WindowStats,
+};
