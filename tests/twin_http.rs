@@ -55,14 +55,19 @@ async fn chat_stream_has_vllms_chunks() {
     let twin = twin_with(Some(Arc::new(ToolPersona)), Vec::new()).await;
     let resp = reqwest::Client::new()
         .post(format!("{}/chat/completions", twin.base_url()))
-        .json(&json!({"model":"qwen3-coder","stream":true,"stream_options":{"include_usage":true},
+        .json(
+            &json!({"model":"qwen3-coder","stream":true,"stream_options":{"include_usage":true},
             "messages":[{"role":"user","content":"Read the server file"}],
-            "tools":[{"type":"function","function":{"name":"read","parameters":{}}}]}))
+            "tools":[{"type":"function","function":{"name":"read","parameters":{}}}]}),
+        )
         .send()
         .await
         .expect("send");
     assert_eq!(resp.status(), 200);
-    let ct = resp.headers()["content-type"].to_str().expect("ascii").to_string();
+    let ct = resp.headers()["content-type"]
+        .to_str()
+        .expect("ascii")
+        .to_string();
     assert!(ct.starts_with("text/event-stream"), "{ct}");
     let body = resp.text().await.expect("body");
     let ev = events(&body);
@@ -77,7 +82,10 @@ async fn chat_stream_has_vllms_chunks() {
     assert_eq!(first["object"], "chat.completion.chunk");
     assert_eq!(first["model"], "qwen3-coder");
     assert!(first["created"].as_i64().expect("created") > 1_600_000_000);
-    assert_eq!(first["choices"][0]["delta"], json!({"role":"assistant","content":""}));
+    assert_eq!(
+        first["choices"][0]["delta"],
+        json!({"role":"assistant","content":""})
+    );
     assert!(first["choices"][0]["logprobs"].is_null());
     assert!(first["choices"][0]["finish_reason"].is_null());
     assert!(first["prompt_token_ids"].is_null() && first["prompt_text"].is_null());
@@ -98,7 +106,10 @@ async fn chat_stream_has_vllms_chunks() {
     assert_eq!(call["type"], "function");
     assert_eq!(call["index"], 0);
     assert_eq!(call["function"]["name"], "read");
-    assert!(call["id"].as_str().expect("id").starts_with("chatcmpl-tool-"));
+    assert!(call["id"]
+        .as_str()
+        .expect("id")
+        .starts_with("chatcmpl-tool-"));
     let args: String = chunks
         .iter()
         .filter_map(|c| c["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"].as_str())
@@ -117,7 +128,10 @@ async fn chat_stream_has_vllms_chunks() {
         Some(u["prompt_tokens"].as_u64().expect("p") + u["completion_tokens"].as_u64().expect("c"))
     );
     // one chunk per completion token, plus role, finish, usage
-    assert_eq!(u["completion_tokens"].as_u64(), Some(chunks.len() as u64 - 3));
+    assert_eq!(
+        u["completion_tokens"].as_u64(),
+        Some(chunks.len() as u64 - 3)
+    );
     assert!(chunks.iter().all(|c| c["id"] == first["id"]));
     twin.shutdown().await;
 }
@@ -127,9 +141,11 @@ async fn ignore_eos_gives_exactly_max_tokens_and_continuous_usage() {
     let twin = twin_with(None, Vec::new()).await;
     let body = reqwest::Client::new()
         .post(format!("{}/chat/completions", twin.base_url()))
-        .json(&json!({"model":"qwen3-coder","stream":true,"ignore_eos":true,"max_tokens":256,
+        .json(
+            &json!({"model":"qwen3-coder","stream":true,"ignore_eos":true,"max_tokens":256,
             "stream_options":{"include_usage":true,"continuous_usage_stats":true},
-            "messages":[{"role":"user","content":"Say a lot"}]}))
+            "messages":[{"role":"user","content":"Say a lot"}]}),
+        )
         .send()
         .await
         .expect("send")
@@ -141,11 +157,20 @@ async fn ignore_eos_gives_exactly_max_tokens_and_continuous_usage() {
         .iter()
         .map(|e| serde_json::from_str(e).expect("json"))
         .collect();
-    assert!(chunks.iter().all(|c| c["usage"].is_object()), "usage on every chunk");
+    assert!(
+        chunks.iter().all(|c| c["usage"].is_object()),
+        "usage on every chunk"
+    );
     let last = &chunks[chunks.len() - 1];
     assert_eq!(last["usage"]["completion_tokens"], 256);
-    assert_eq!(chunks[chunks.len() - 2]["choices"][0]["finish_reason"], "length");
-    assert_eq!(chunks[5]["usage"]["completion_tokens"], 5, "role chunk + 5 tokens");
+    assert_eq!(
+        chunks[chunks.len() - 2]["choices"][0]["finish_reason"],
+        "length"
+    );
+    assert_eq!(
+        chunks[5]["usage"]["completion_tokens"], 5,
+        "role chunk + 5 tokens"
+    );
     twin.shutdown().await;
 }
 
@@ -167,7 +192,13 @@ async fn completions_shape_and_non_streaming() {
     assert!(c["id"].as_str().expect("id").starts_with("cmpl-"));
     assert_eq!(c["object"], "text_completion");
     let choice = &c["choices"][0];
-    for k in ["logprobs", "finish_reason", "stop_reason", "prompt_token_ids", "token_ids"] {
+    for k in [
+        "logprobs",
+        "finish_reason",
+        "stop_reason",
+        "prompt_token_ids",
+        "token_ids",
+    ] {
         assert!(choice[k].is_null(), "{k}");
     }
     assert!(choice["text"].is_string());
@@ -236,7 +267,10 @@ async fn wrong_key_gets_401_and_models_lists_max_model_len() {
         .await
         .expect("send");
     assert_eq!(bad.status(), 401);
-    assert_eq!(bad.text().await.expect("body"), "{\"error\":\"Unauthorized\"}");
+    assert_eq!(
+        bad.text().await.expect("body"),
+        "{\"error\":\"Unauthorized\"}"
+    );
     let models: Value = client
         .get(format!("{}/models", twin.base_url()))
         .bearer_auth("sk-good")
@@ -252,7 +286,11 @@ async fn wrong_key_gets_401_and_models_lists_max_model_len() {
     assert_eq!(m["owned_by"], "vllm");
     assert_eq!(m["root"], "Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8");
     assert_eq!(m["max_model_len"], 65536);
-    let health = client.get(format!("http://{}/health", twin.addr())).send().await.expect("send");
+    let health = client
+        .get(format!("http://{}/health", twin.addr()))
+        .send()
+        .await
+        .expect("send");
     assert_eq!(health.status(), 200);
     assert_eq!(health.text().await.expect("body"), "");
     let version: Value = client
@@ -283,7 +321,10 @@ async fn tokenize_agrees_with_usage() {
         .await
         .expect("json");
     assert_eq!(tok["max_model_len"], 65536);
-    assert_eq!(tok["tokens"].as_array().expect("tokens").len() as u64, tok["count"].as_u64().expect("n"));
+    assert_eq!(
+        tok["tokens"].as_array().expect("tokens").len() as u64,
+        tok["count"].as_u64().expect("n")
+    );
     let whole: Value = client
         .post(format!("{}/chat/completions", twin.base_url()))
         .json(&json!({"model":"qwen3-coder","max_tokens":3,"messages":messages}))
@@ -309,14 +350,27 @@ fn sample(page: &str, line_start: &str) -> f64 {
 async fn metrics_parse_and_move() {
     let twin = twin_with(None, Vec::new()).await;
     let client = reqwest::Client::new();
-    let before = client.get(twin.metrics_url()).send().await.expect("send").text().await.expect("body");
+    let before = client
+        .get(twin.metrics_url())
+        .send()
+        .await
+        .expect("send")
+        .text()
+        .await
+        .expect("body");
     for line in before.lines() {
         if let Some(rest) = line.strip_prefix("# ") {
-            assert!(rest.starts_with("HELP ") || rest.starts_with("TYPE "), "{line}");
+            assert!(
+                rest.starts_with("HELP ") || rest.starts_with("TYPE "),
+                "{line}"
+            );
             continue;
         }
         let (series, value) = line.rsplit_once(' ').expect("name value");
-        assert!(value == "+Inf" || value == "NaN" || value.parse::<f64>().is_ok(), "{line}");
+        assert!(
+            value == "+Inf" || value == "NaN" || value.parse::<f64>().is_ok(),
+            "{line}"
+        );
         if let Some(open) = series.find('{') {
             assert!(series.ends_with('}'), "{line}");
             for pair in series[open + 1..series.len() - 1].split("\",") {
@@ -327,7 +381,10 @@ async fn metrics_parse_and_move() {
     assert!(before.contains("kv_cache_size_tokens=\"1362640\""));
     assert!(before.contains("num_gpu_blocks=\"85165\""));
     let label = "{engine=\"0\",model_name=\"Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8\"}";
-    assert_eq!(sample(&before, &format!("vllm:generation_tokens_total{label}")), 0.0);
+    assert_eq!(
+        sample(&before, &format!("vllm:generation_tokens_total{label}")),
+        0.0
+    );
     for _ in 0..2 {
         client
             .post(format!("{}/chat/completions", twin.base_url()))
@@ -340,12 +397,37 @@ async fn metrics_parse_and_move() {
             .await
             .expect("body");
     }
-    let after = client.get(twin.metrics_url()).send().await.expect("send").text().await.expect("body");
-    assert_eq!(sample(&after, &format!("vllm:generation_tokens_total{label}")), 40.0);
+    let after = client
+        .get(twin.metrics_url())
+        .send()
+        .await
+        .expect("send")
+        .text()
+        .await
+        .expect("body");
+    assert_eq!(
+        sample(&after, &format!("vllm:generation_tokens_total{label}")),
+        40.0
+    );
     assert!(sample(&after, &format!("vllm:prompt_tokens_total{label}")) > 10.0);
     assert!(sample(&after, &format!("vllm:prefix_cache_hits_total{label}")) > 0.0);
-    assert_eq!(sample(&after, "vllm:request_success_total{engine=\"0\",finished_reason=\"length\""), 2.0);
-    assert_eq!(sample(&after, &format!("vllm:time_to_first_token_seconds_count{label}")), 2.0);
-    assert_eq!(sample(&after, &format!("vllm:num_requests_running{label}")), 0.0);
+    assert_eq!(
+        sample(
+            &after,
+            "vllm:request_success_total{engine=\"0\",finished_reason=\"length\""
+        ),
+        2.0
+    );
+    assert_eq!(
+        sample(
+            &after,
+            &format!("vllm:time_to_first_token_seconds_count{label}")
+        ),
+        2.0
+    );
+    assert_eq!(
+        sample(&after, &format!("vllm:num_requests_running{label}")),
+        0.0
+    );
     twin.shutdown().await;
 }

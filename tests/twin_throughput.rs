@@ -21,19 +21,31 @@ async fn sixteen_streams_run_at_the_modelled_rate() {
     let clock = Clock::scaled(20.0);
     let mut opts = TwinOptions::new(profile);
     opts.clock = clock.clone();
-    let twin = start(opts, "127.0.0.1:0".parse().expect("addr")).await.expect("start");
+    let twin = start(opts, "127.0.0.1:0".parse().expect("addr"))
+        .await
+        .expect("start");
     let client = reqwest::Client::new();
     let url = format!("{}/completions", twin.base_url());
     let prompt_tokens = Arc::new(std::sync::Mutex::new(0u64));
     let mut tasks = Vec::new();
     for i in 0..STREAMS {
-        let (client, url, clock, pt) = (client.clone(), url.clone(), clock.clone(), prompt_tokens.clone());
+        let (client, url, clock, pt) = (
+            client.clone(),
+            url.clone(),
+            clock.clone(),
+            prompt_tokens.clone(),
+        );
         tasks.push(tokio::spawn(async move {
-            let prompt = format!("Student {i} asks: {}", "explain the build failure in detail ".repeat(40));
+            let prompt = format!(
+                "Student {i} asks: {}",
+                "explain the build failure in detail ".repeat(40)
+            );
             let resp = client
                 .post(&url)
-                .json(&json!({"model":"qwen3-coder","prompt":prompt,"max_tokens":OUTPUT,
-                    "ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}))
+                .json(
+                    &json!({"model":"qwen3-coder","prompt":prompt,"max_tokens":OUTPUT,
+                    "ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}),
+                )
                 .send()
                 .await
                 .expect("send");
@@ -47,7 +59,10 @@ async fn sixteen_streams_run_at_the_modelled_rate() {
                     if event.contains("\"finish_reason\":null") {
                         times.push(clock.now_secs());
                     } else if let Some(i) = event.find("\"prompt_tokens\":") {
-                        let n: String = event[i + 16..].chars().take_while(|c| c.is_ascii_digit()).collect();
+                        let n: String = event[i + 16..]
+                            .chars()
+                            .take_while(|c| c.is_ascii_digit())
+                            .collect();
                         *pt.lock().expect("lock") = n.parse().expect("number");
                     }
                 }
@@ -60,14 +75,13 @@ async fn sixteen_streams_run_at_the_modelled_rate() {
         all.push(t.await.expect("task"));
     }
     twin.shutdown().await;
-    assert!(all.iter().all(|t| t.len() as u64 == OUTPUT), "every stream got 256 tokens");
+    assert!(
+        all.iter().all(|t| t.len() as u64 == OUTPUT),
+        "every stream got 256 tokens"
+    );
     let t0 = all.iter().map(|t| t[0]).fold(f64::MIN, f64::max);
     let t1 = all.iter().map(|t| t[t.len() - 1]).fold(f64::MAX, f64::min);
-    let in_window = all
-        .iter()
-        .flatten()
-        .filter(|&&x| x > t0 && x <= t1)
-        .count() as f64;
+    let in_window = all.iter().flatten().filter(|&&x| x > t0 && x <= t1).count() as f64;
     let measured = in_window / (t1 - t0);
     let prompt = *prompt_tokens.lock().expect("lock");
     let predicted = model.decode_tokens_per_s(STREAMS as u64, prompt + OUTPUT / 2);

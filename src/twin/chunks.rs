@@ -45,19 +45,25 @@ pub fn plan_pieces(answer: &PlannedAnswer, tool_id: impl Fn(usize) -> String) ->
     let mut index = 0;
     for part in &answer.parts {
         match part {
-            AnswerPart::Text(t) => {
-                out.extend(tokenizer::pieces(t).into_iter().map(|p| Piece::Text(p.into())))
-            }
+            AnswerPart::Text(t) => out.extend(
+                tokenizer::pieces(t)
+                    .into_iter()
+                    .map(|p| Piece::Text(p.into())),
+            ),
             AnswerPart::ToolCall { name, arguments } => {
                 out.push(Piece::ToolHead {
                     index,
                     id: tool_id(index),
                     name: name.clone(),
                 });
-                out.extend(tokenizer::pieces(arguments).into_iter().map(|p| Piece::ToolArgs {
-                    index,
-                    text: p.into(),
-                }));
+                out.extend(
+                    tokenizer::pieces(arguments)
+                        .into_iter()
+                        .map(|p| Piece::ToolArgs {
+                            index,
+                            text: p.into(),
+                        }),
+                );
                 index += 1;
             }
         }
@@ -217,16 +223,22 @@ mod tests {
             id: "chatcmpl-tool-5f0c6e1a9b2d4c7e".into(),
             name: "read".into(),
         };
-        let v: serde_json::Value =
-            serde_json::from_str(&h.chat_delta(&head, None)).expect("json");
-        assert_eq!(v["choices"][0]["delta"]["tool_calls"][0]["function"]["name"], "read");
+        let v: serde_json::Value = serde_json::from_str(&h.chat_delta(&head, None)).expect("json");
+        assert_eq!(
+            v["choices"][0]["delta"]["tool_calls"][0]["function"]["name"],
+            "read"
+        );
         let u = usage_json(7412, 41);
         let v: serde_json::Value =
             serde_json::from_str(&h.usage_chunk(true, &u, "fp")).expect("json");
         assert_eq!(v["usage"]["total_tokens"], 7453);
-        let v: serde_json::Value =
-            serde_json::from_str(&error_body("x \"y\"", "BadRequestError", Some("input_tokens"), 400))
-                .expect("json");
+        let v: serde_json::Value = serde_json::from_str(&error_body(
+            "x \"y\"",
+            "BadRequestError",
+            Some("input_tokens"),
+            400,
+        ))
+        .expect("json");
         assert_eq!(v["error"]["code"], 400);
     }
 }

@@ -191,11 +191,11 @@ impl Engine {
             st.prefill.observe(first - scheduled);
             st.decode.observe(t1 - first);
             if r.num_output > 1 {
-                st.tpot
-                    .observe((t1 - first) / f64::from(r.num_output - 1));
+                st.tpot.observe((t1 - first) / f64::from(r.num_output - 1));
             }
             st.request_prompt_tokens.observe(f64::from(r.prompt_len));
-            st.request_generation_tokens.observe(f64::from(r.num_output));
+            st.request_generation_tokens
+                .observe(f64::from(r.num_output));
             st.request_max_generation_tokens
                 .observe(f64::from(r.num_output));
             st.request_max_tokens.observe(f64::from(r.max_tokens));

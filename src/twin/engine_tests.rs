@@ -41,7 +41,11 @@ fn admits_only_what_fits_in_free_blocks() {
     e.add(req(2, prompt(2, 100), 5)).expect("add");
     e.step();
     assert_eq!((e.num_running(), e.num_waiting()), (1, 1));
-    assert!((e.kv_usage() - 0.7).abs() < 1e-9, "7 of 10 blocks: {}", e.kv_usage());
+    assert!(
+        (e.kv_usage() - 0.7).abs() < 1e-9,
+        "7 of 10 blocks: {}",
+        e.kv_usage()
+    );
     e.run_to_idle(100);
     assert_eq!(e.stats().finished_stop, 2);
     assert_eq!(e.stats().preemptions, 0);
@@ -125,10 +129,19 @@ fn preempts_the_latest_admitted_when_blocks_run_out() {
         }
         let rep = e.step();
         preempted.extend(rep.preempted);
-        order.extend(rep.tokens.iter().filter(|t| t.finish.is_some()).map(|t| t.id));
+        order.extend(
+            rep.tokens
+                .iter()
+                .filter(|t| t.finish.is_some())
+                .map(|t| t.id),
+        );
     }
     assert!(e.is_idle());
-    assert_eq!(preempted.first(), Some(&2), "the most recently admitted goes");
+    assert_eq!(
+        preempted.first(),
+        Some(&2),
+        "the most recently admitted goes"
+    );
     assert_eq!(e.stats().preemptions, preempted.len() as u64);
     assert!(e.stats().preemptions >= 1);
     assert_eq!(order, vec![1, 2]);
@@ -176,7 +189,12 @@ fn lengths_follow_max_min_and_ignore_eos() {
     let mut counts = std::collections::HashMap::new();
     let mut reasons = std::collections::HashMap::new();
     while !e.is_idle() {
-        for StepToken { id, new_tokens, finish } in e.step().tokens {
+        for StepToken {
+            id,
+            new_tokens,
+            finish,
+        } in e.step().tokens
+        {
             *counts.entry(id).or_insert(0) += new_tokens;
             if let Some(f) = finish {
                 reasons.insert(id, f);
@@ -207,7 +225,10 @@ fn rejects_duplicates_and_oversized_requests() {
     let mut e = Engine::new(config(11, 16));
     e.add(req(1, prompt(1, 10), 1)).expect("add");
     assert!(e.add(req(1, prompt(1, 10), 1)).is_err());
-    assert!(e.add(req(2, prompt(1, 200), 1)).is_err(), "bigger than the cache");
+    assert!(
+        e.add(req(2, prompt(1, 200), 1)).is_err(),
+        "bigger than the cache"
+    );
     assert!(e.add(req(3, Vec::new(), 1)).is_err());
 }
 
@@ -216,8 +237,12 @@ fn same_inputs_give_the_same_run() {
     let run = || {
         let mut e = Engine::new(config(300, 4));
         for id in 0..10u64 {
-            e.add(req(id, prompt((id % 3) as u32, 100 + 37 * id as usize), 30 + id as u32))
-                .expect("add");
+            e.add(req(
+                id,
+                prompt((id % 3) as u32, 100 + 37 * id as usize),
+                30 + id as u32,
+            ))
+            .expect("add");
         }
         let mut trace = Vec::new();
         while !e.is_idle() {
@@ -244,5 +269,8 @@ fn decode_step_time_follows_the_model() {
     }
     let t = last.expect("a full decode step").as_secs_f64();
     let rate = 16.0 / t;
-    assert!((106.0..=124.0).contains(&rate), "16 x 13K decode: {rate:.1} tok/s");
+    assert!(
+        (106.0..=124.0).contains(&rate),
+        "16 x 13K decode: {rate:.1} tok/s"
+    );
 }

@@ -8,22 +8,50 @@ use super::answer::{AnswerRequest, PlannedAnswer, Responder};
 use super::tokenizer;
 
 const SUBJECTS: &[&str] = &[
-    "The server", "This method", "The test suite", "Each request", "The parser", "The handler",
-    "A student", "The build", "The cache", "This change",
+    "The server",
+    "This method",
+    "The test suite",
+    "Each request",
+    "The parser",
+    "The handler",
+    "A student",
+    "The build",
+    "The cache",
+    "This change",
 ];
 const VERBS: &[&str] = &[
-    "reads", "returns", "validates", "writes", "checks", "parses", "retries", "logs", "closes",
+    "reads",
+    "returns",
+    "validates",
+    "writes",
+    "checks",
+    "parses",
+    "retries",
+    "logs",
+    "closes",
     "updates",
 ];
 const OBJECTS: &[&str] = &[
-    "the configuration file", "every incoming connection", "the response body",
-    "a list of pending tasks", "the socket after use", "the current state", "its arguments",
-    "the error message", "a small buffer", "the expected output",
+    "the configuration file",
+    "every incoming connection",
+    "the response body",
+    "a list of pending tasks",
+    "the socket after use",
+    "the current state",
+    "its arguments",
+    "the error message",
+    "a small buffer",
+    "the expected output",
 ];
 const TAILS: &[&str] = &[
-    "before it continues", "so the next step can run", "when the input is empty",
-    "without blocking the caller", "and reports what went wrong", "in the same order",
-    "once per request", "after the tests pass",
+    "before it continues",
+    "so the next step can run",
+    "when the input is empty",
+    "without blocking the caller",
+    "and reports what went wrong",
+    "in the same order",
+    "once per request",
+    "after the tests pass",
 ];
 const IDENTS: &[&str] = &[
     "request", "buffer", "count", "path", "result", "socket", "items", "config", "reader", "line",
@@ -32,7 +60,9 @@ const TYPES: &[&str] = &["String", "int", "List<String>", "Path", "boolean", "lo
 
 /// Words the HTTP layer streams past the end of a planned answer (when
 /// `ignore_eos` or `min_tokens` asks for more tokens than the answer has).
-pub const PADDING: &[&str] = &[" the", " code", " and", " test", " then", " run", " it", "."];
+pub const PADDING: &[&str] = &[
+    " the", " code", " and", " test", " then", " run", " it", ".",
+];
 
 /// The padding piece for output position `i` past the answer.
 pub fn padding_piece(i: usize) -> &'static str {
@@ -80,7 +110,10 @@ fn code_line(rng: &mut ChaCha8Rng) -> String {
             pick(rng, IDENTS),
             pick(rng, VERBS)
         ),
-        1 => format!("    if ({} == null) {{\n        return;\n    }}\n", pick(rng, IDENTS)),
+        1 => format!(
+            "    if ({} == null) {{\n        return;\n    }}\n",
+            pick(rng, IDENTS)
+        ),
         2 => format!("    // {} {}\n", pick(rng, VERBS), pick(rng, OBJECTS)),
         _ => format!("    {}.add({});\n", pick(rng, IDENTS), pick(rng, IDENTS)),
     }

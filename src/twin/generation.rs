@@ -98,7 +98,10 @@ impl StreamState {
         self.out.push_back(chunks::sse(&chunk));
         if self.g.include_usage {
             let u = chunks::usage_json(self.g.prompt_tokens, self.produced as u64);
-            let c = self.g.head.usage_chunk(self.g.chat, &u, &self.g.fingerprint);
+            let c = self
+                .g
+                .head
+                .usage_chunk(self.g.chat, &u, &self.g.fingerprint);
             self.out.push_back(chunks::sse(&c));
         }
         self.out.push_back(chunks::sse("[DONE]"));
@@ -179,7 +182,10 @@ impl Generation {
         self.guard.disarm();
         let finish = reason_text(reason, self.has_tools, produced >= self.pieces.len());
         let usage = chunks::usage_json(self.prompt_tokens, produced as u64);
-        let usage = format!("{},\"prompt_tokens_details\":null}}", &usage[..usage.len() - 1]);
+        let usage = format!(
+            "{},\"prompt_tokens_details\":null}}",
+            &usage[..usage.len() - 1]
+        );
         let h = &self.head;
         let js = chunks::js;
         if !self.chat {

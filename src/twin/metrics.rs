@@ -116,51 +116,173 @@ pub fn render(st: &EngineStats, ctx: &MetricsContext<'_>) -> String {
     ] {
         o.counter(&format!("vllm:estimated_{what}_per_gpu"), help, &[(NONE, 0.0)]);
     }
-    o.gauge("vllm:num_requests_running", "Number of requests in model execution batches.", &[(NONE, st.running as f64)]);
-    o.gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", &[(NONE, st.waiting as f64)]);
+    o.gauge(
+        "vllm:num_requests_running",
+        "Number of requests in model execution batches.",
+        &[(NONE, st.running as f64)],
+    );
+    o.gauge(
+        "vllm:num_requests_waiting",
+        "Number of requests waiting to be processed.",
+        &[(NONE, st.waiting as f64)],
+    );
     o.gauge("vllm:num_requests_waiting_by_reason", "Number of waiting requests by reason. Reason labels: 'capacity' = waiting for scheduling capacity; 'deferred' = deferred by transient constraints (LoRA budget, KV transfer, blocked status). Sum of all reasons equals vllm:num_requests_waiting.",
         &[(&[("reason", "capacity")], st.waiting as f64), (&[("reason", "deferred")], 0.0)]);
     o.gauge("vllm:engine_sleep_state", "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.",
         &[(&[("sleep_state", "awake")], 1.0), (&[("sleep_state", "weights_offloaded")], 0.0), (&[("sleep_state", "discard_all")], 0.0)]);
-    o.gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", &[(NONE, st.kv_usage)]);
-    o.counter("vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens.", &[(NONE, st.prefix_queries as f64)]);
-    o.counter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.", &[(NONE, st.prefix_hits as f64)]);
+    o.gauge(
+        "vllm:kv_cache_usage_perc",
+        "KV-cache usage. 1 means 100 percent usage.",
+        &[(NONE, st.kv_usage)],
+    );
+    o.counter(
+        "vllm:prefix_cache_queries",
+        "Prefix cache queries, in terms of number of queried tokens.",
+        &[(NONE, st.prefix_queries as f64)],
+    );
+    o.counter(
+        "vllm:prefix_cache_hits",
+        "Prefix cache hits, in terms of number of cached tokens.",
+        &[(NONE, st.prefix_hits as f64)],
+    );
     o.counter("vllm:external_prefix_cache_queries", "External prefix cache queries from KV connector cross-instance cache sharing, in terms of number of queried tokens.", &[(NONE, 0.0)]);
     o.counter("vllm:external_prefix_cache_hits", "External prefix cache hits from KV connector cross-instance cache sharing, in terms of number of cached tokens.", &[(NONE, 0.0)]);
-    o.counter("vllm:mm_cache_queries", "Multi-modal cache queries, in terms of number of queried items.", &[(NONE, 0.0)]);
-    o.counter("vllm:mm_cache_hits", "Multi-modal cache hits, in terms of number of cached items.", &[(NONE, 0.0)]);
-    o.counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.", &[(NONE, st.preemptions as f64)]);
-    o.counter("vllm:prompt_tokens", "Number of prefill tokens processed.", &[(NONE, st.prompt_tokens as f64)]);
-    o.counter("vllm:prompt_tokens_by_source", "Number of prompt tokens by source.", &[
-        (&[("source", "local_compute")], st.prompt_tokens_computed as f64),
-        (&[("source", "local_cache_hit")], st.prompt_tokens_cached as f64),
-        (&[("source", "external_kv_transfer")], 0.0),
-    ]);
-    o.counter("vllm:prompt_tokens_cached", "Number of cached prompt tokens (local + external).", &[(NONE, st.prompt_tokens_cached as f64)]);
-    o.counter("vllm:generation_tokens", "Number of generation tokens processed.", &[(NONE, st.generation_tokens as f64)]);
-    o.counter("vllm:request_success", "Count of successfully processed requests.", &[
-        (&[("finished_reason", "stop")], st.finished_stop as f64),
-        (&[("finished_reason", "length")], st.finished_length as f64),
-        (&[("finished_reason", "abort")], st.finished_abort as f64),
-        (&[("finished_reason", "error")], 0.0),
-        (&[("finished_reason", "repetition")], 0.0),
-    ]);
-    o.histogram("vllm:request_prompt_tokens", "Number of prefill tokens processed.", &st.request_prompt_tokens);
-    o.histogram("vllm:request_generation_tokens", "Number of generation tokens processed.", &st.request_generation_tokens);
-    o.histogram("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", &st.iteration_tokens);
-    o.histogram("vllm:request_max_num_generation_tokens", "Histogram of maximum number of requested generation tokens.", &st.request_max_generation_tokens);
-    o.histogram("vllm:request_params_n", "Histogram of the n request parameter.", &st.request_n);
-    o.histogram("vllm:request_params_max_tokens", "Histogram of the max_tokens request parameter.", &st.request_max_tokens);
-    o.histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", &st.ttft);
-    o.histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", &st.itl);
-    o.histogram("vllm:request_time_per_output_token_seconds", "Histogram of time_per_output_token_seconds per request.", &st.tpot);
-    o.histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", &st.e2e);
-    o.histogram("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", &st.queue);
-    o.histogram("vllm:request_inference_time_seconds", "Histogram of time spent in RUNNING phase for request.", &st.inference);
-    o.histogram("vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.", &st.prefill);
-    o.histogram("vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.", &st.decode);
-    o.histogram("vllm:request_num_preemptions", "Histogram of the number of times a request was preempted.", &st.request_preemptions);
-    o.histogram("vllm:request_prefill_kv_computed_tokens", "Histogram of new KV tokens computed during prefill (excluding cached tokens).", &st.request_prefill_computed);
+    o.counter(
+        "vllm:mm_cache_queries",
+        "Multi-modal cache queries, in terms of number of queried items.",
+        &[(NONE, 0.0)],
+    );
+    o.counter(
+        "vllm:mm_cache_hits",
+        "Multi-modal cache hits, in terms of number of cached items.",
+        &[(NONE, 0.0)],
+    );
+    o.counter(
+        "vllm:num_preemptions",
+        "Cumulative number of preemption from the engine.",
+        &[(NONE, st.preemptions as f64)],
+    );
+    o.counter(
+        "vllm:prompt_tokens",
+        "Number of prefill tokens processed.",
+        &[(NONE, st.prompt_tokens as f64)],
+    );
+    o.counter(
+        "vllm:prompt_tokens_by_source",
+        "Number of prompt tokens by source.",
+        &[
+            (
+                &[("source", "local_compute")],
+                st.prompt_tokens_computed as f64,
+            ),
+            (
+                &[("source", "local_cache_hit")],
+                st.prompt_tokens_cached as f64,
+            ),
+            (&[("source", "external_kv_transfer")], 0.0),
+        ],
+    );
+    o.counter(
+        "vllm:prompt_tokens_cached",
+        "Number of cached prompt tokens (local + external).",
+        &[(NONE, st.prompt_tokens_cached as f64)],
+    );
+    o.counter(
+        "vllm:generation_tokens",
+        "Number of generation tokens processed.",
+        &[(NONE, st.generation_tokens as f64)],
+    );
+    o.counter(
+        "vllm:request_success",
+        "Count of successfully processed requests.",
+        &[
+            (&[("finished_reason", "stop")], st.finished_stop as f64),
+            (&[("finished_reason", "length")], st.finished_length as f64),
+            (&[("finished_reason", "abort")], st.finished_abort as f64),
+            (&[("finished_reason", "error")], 0.0),
+            (&[("finished_reason", "repetition")], 0.0),
+        ],
+    );
+    o.histogram(
+        "vllm:request_prompt_tokens",
+        "Number of prefill tokens processed.",
+        &st.request_prompt_tokens,
+    );
+    o.histogram(
+        "vllm:request_generation_tokens",
+        "Number of generation tokens processed.",
+        &st.request_generation_tokens,
+    );
+    o.histogram(
+        "vllm:iteration_tokens_total",
+        "Histogram of number of tokens per engine_step.",
+        &st.iteration_tokens,
+    );
+    o.histogram(
+        "vllm:request_max_num_generation_tokens",
+        "Histogram of maximum number of requested generation tokens.",
+        &st.request_max_generation_tokens,
+    );
+    o.histogram(
+        "vllm:request_params_n",
+        "Histogram of the n request parameter.",
+        &st.request_n,
+    );
+    o.histogram(
+        "vllm:request_params_max_tokens",
+        "Histogram of the max_tokens request parameter.",
+        &st.request_max_tokens,
+    );
+    o.histogram(
+        "vllm:time_to_first_token_seconds",
+        "Histogram of time to first token in seconds.",
+        &st.ttft,
+    );
+    o.histogram(
+        "vllm:inter_token_latency_seconds",
+        "Histogram of inter-token latency in seconds.",
+        &st.itl,
+    );
+    o.histogram(
+        "vllm:request_time_per_output_token_seconds",
+        "Histogram of time_per_output_token_seconds per request.",
+        &st.tpot,
+    );
+    o.histogram(
+        "vllm:e2e_request_latency_seconds",
+        "Histogram of e2e request latency in seconds.",
+        &st.e2e,
+    );
+    o.histogram(
+        "vllm:request_queue_time_seconds",
+        "Histogram of time spent in WAITING phase for request.",
+        &st.queue,
+    );
+    o.histogram(
+        "vllm:request_inference_time_seconds",
+        "Histogram of time spent in RUNNING phase for request.",
+        &st.inference,
+    );
+    o.histogram(
+        "vllm:request_prefill_time_seconds",
+        "Histogram of time spent in PREFILL phase for request.",
+        &st.prefill,
+    );
+    o.histogram(
+        "vllm:request_decode_time_seconds",
+        "Histogram of time spent in DECODE phase for request.",
+        &st.decode,
+    );
+    o.histogram(
+        "vllm:request_num_preemptions",
+        "Histogram of the number of times a request was preempted.",
+        &st.request_preemptions,
+    );
+    o.histogram(
+        "vllm:request_prefill_kv_computed_tokens",
+        "Histogram of new KV tokens computed during prefill (excluding cached tokens).",
+        &st.request_prefill_computed,
+    );
     cache_config(&mut o.s, p);
     http_families(&mut o.s, ctx);
     o.s
@@ -172,11 +294,17 @@ fn process_families(s: &mut String, started: f64) {
         "# HELP python_gc_objects_collected_total Objects collected during gc\n# TYPE python_gc_objects_collected_total counter\n"
     );
     for g in 0..3 {
-        let _ = writeln!(s, "python_gc_objects_collected_total{{generation=\"{g}\"}} 0.0");
+        let _ = writeln!(
+            s,
+            "python_gc_objects_collected_total{{generation=\"{g}\"}} 0.0"
+        );
     }
     let _ = write!(s, "# HELP python_gc_objects_uncollectable_total Uncollectable objects found during GC\n# TYPE python_gc_objects_uncollectable_total counter\n");
     for g in 0..3 {
-        let _ = writeln!(s, "python_gc_objects_uncollectable_total{{generation=\"{g}\"}} 0.0");
+        let _ = writeln!(
+            s,
+            "python_gc_objects_uncollectable_total{{generation=\"{g}\"}} 0.0"
+        );
     }
     let _ = write!(s, "# HELP python_gc_collections_total Number of times this generation was collected\n# TYPE python_gc_collections_total counter\n");
     for g in 0..3 {
@@ -189,7 +317,11 @@ fn process_families(s: &mut String, started: f64) {
 fn cache_config(s: &mut String, p: &Profile) {
     let sv = &p.server;
     let concurrency = sv.kv_cache_tokens as f64 / f64::from(sv.max_model_len.max(1));
-    let caching = if sv.enable_prefix_caching { "True" } else { "False" };
+    let caching = if sv.enable_prefix_caching {
+        "True"
+    } else {
+        "False"
+    };
     let _ = write!(
         s,
         "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n# TYPE vllm:cache_config_info gauge\n\
@@ -202,11 +334,17 @@ vllm:cache_config_info{{_block_size_resolved=\"True\",block_size=\"{bs}\",cache_
 
 fn http_families(s: &mut String, ctx: &MetricsContext<'_>) {
     let help = "Total number of requests by method, status and handler.";
-    let _ = write!(s, "# HELP http_requests_total {help}\n# TYPE http_requests_total counter\n");
+    let _ = write!(
+        s,
+        "# HELP http_requests_total {help}\n# TYPE http_requests_total counter\n"
+    );
     for ((handler, method, status), n) in ctx.http_requests {
         let _ = writeln!(s, "http_requests_total{{handler=\"{handler}\",method=\"{method}\",status=\"{status}\"}} {}", go_float(*n as f64));
     }
-    let _ = write!(s, "# HELP http_requests_created {help}\n# TYPE http_requests_created gauge\n");
+    let _ = write!(
+        s,
+        "# HELP http_requests_created {help}\n# TYPE http_requests_created gauge\n"
+    );
     for (handler, method, status) in ctx.http_requests.keys() {
         let _ = writeln!(s, "http_requests_created{{handler=\"{handler}\",method=\"{method}\",status=\"{status}\"}} {}", go_float(ctx.started_unix));
     }

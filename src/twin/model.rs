@@ -97,7 +97,10 @@ impl HardwareProfile {
 
     fn validate(&self) -> Result<(), String> {
         let positive = [
-            ("hardware.memory_bandwidth_gb_s", self.hardware.memory_bandwidth_gb_s),
+            (
+                "hardware.memory_bandwidth_gb_s",
+                self.hardware.memory_bandwidth_gb_s,
+            ),
             ("model.dense_weight_gb", self.model.dense_weight_gb),
         ];
         for (name, v) in positive {
@@ -230,7 +233,10 @@ mod tests {
     #[test]
     fn twentyfour_running_reach_137_to_150() {
         let r = gb10().decode_tokens_per_s(24, 13_000);
-        assert!((137.0 * 0.92..=150.0 * 1.08).contains(&r), "24 at 13K: {r:.1}");
+        assert!(
+            (137.0 * 0.92..=150.0 * 1.08).contains(&r),
+            "24 at 13K: {r:.1}"
+        );
     }
 
     #[test]
@@ -253,7 +259,10 @@ mod tests {
         let t = m.step_seconds(&shape);
         // 0.154 s prefill + ~0.14 s weights + fixed: a short uncached prompt
         // touches nearly every expert.
-        assert!((0.25..0.35).contains(&t), "512-token prefill step: {t:.3} s");
+        assert!(
+            (0.25..0.35).contains(&t),
+            "512-token prefill step: {t:.3} s"
+        );
     }
 
     #[test]

@@ -170,27 +170,28 @@ fn validate(s: &ServerSettings) -> Result<(), String> {
 }
 
 fn load_hardware(name: &str, dir: Option<&Path>) -> Result<HardwareProfile, ConfigError> {
-    let (path, text) =
-        if let Some((n, text)) = EMBEDDED_HARDWARE.iter().find(|(n, _)| *n == name) {
-            (PathBuf::from(format!("hardware/{n}.toml")), text.to_string())
+    let (path, text) = if let Some((n, text)) = EMBEDDED_HARDWARE.iter().find(|(n, _)| *n == name) {
+        (
+            PathBuf::from(format!("hardware/{n}.toml")),
+            text.to_string(),
+        )
+    } else {
+        let file = if name.ends_with(".toml") {
+            name.to_string()
         } else {
-            let file = if name.ends_with(".toml") {
-                name.to_string()
-            } else {
-                format!("{name}.toml")
-            };
-            let path = match dir {
-                Some(d) => d.join("hardware").join(file),
-                None => PathBuf::from("hardware").join(file),
-            };
-            let text =
-                std::fs::read_to_string(&path).map_err(|source| ConfigError::Unreadable {
-                    what: "hardware profile",
-                    path: path.clone(),
-                    source,
-                })?;
-            (path, text)
+            format!("{name}.toml")
         };
+        let path = match dir {
+            Some(d) => d.join("hardware").join(file),
+            None => PathBuf::from("hardware").join(file),
+        };
+        let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Unreadable {
+            what: "hardware profile",
+            path: path.clone(),
+            source,
+        })?;
+        (path, text)
+    };
     HardwareProfile::parse(&text).map_err(|reason| ConfigError::BadFile {
         what: "hardware profile",
         path,
@@ -215,13 +216,17 @@ mod tests {
 
     #[test]
     fn unknown_name_lists_known_profiles() {
-        let err = Profile::load("classroom-99k").expect_err("unknown").to_string();
+        let err = Profile::load("classroom-99k")
+            .expect_err("unknown")
+            .to_string();
         assert!(err.contains("classroom-64k-high-concurrency"), "{err}");
     }
 
     #[test]
     fn unknown_key_is_named() {
-        let text = EMBEDDED_PROFILES[0].1.replace("max_num_seqs", "max_num_seq");
+        let text = EMBEDDED_PROFILES[0]
+            .1
+            .replace("max_num_seqs", "max_num_seq");
         let err = Profile::parse("x", &text, Path::new("x.toml"), None)
             .expect_err("unknown key")
             .to_string();

@@ -55,7 +55,11 @@ pub struct AbortOnDrop {
 impl AbortOnDrop {
     /// Arms a guard for `id`.
     pub fn new(id: RequestId, tx: mpsc::UnboundedSender<EngineCmd>) -> Self {
-        AbortOnDrop { id, tx, armed: true }
+        AbortOnDrop {
+            id,
+            tx,
+            armed: true,
+        }
     }
 
     /// The request finished: no abort on drop.

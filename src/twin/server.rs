@@ -136,7 +136,10 @@ fn bad_request(message: &str, param: Option<&str>) -> Response {
 }
 
 fn unauthorized() -> Response {
-    json(StatusCode::UNAUTHORIZED, "{\"error\":\"Unauthorized\"}".into())
+    json(
+        StatusCode::UNAUTHORIZED,
+        "{\"error\":\"Unauthorized\"}".into(),
+    )
 }
 
 async fn not_found() -> Response {
@@ -233,7 +236,7 @@ struct Params {
     continuous_usage: bool,
 }
 
-fn params(v: &Value, prompt_len: usize, max_model_len: u32) -> Result<Params, Response> {
+fn params(v: &Value, prompt_len: usize, max_model_len: u32) -> Result<Params, Box<Response>> {
     let requested = ["max_completion_tokens", "max_tokens"]
         .iter()
         .find_map(|k| v.get(*k).and_then(Value::as_u64));
@@ -245,10 +248,13 @@ fn params(v: &Value, prompt_len: usize, max_model_len: u32) -> Result<Params, Re
             "This model's maximum context length is {limit} tokens. However, you requested {max_tokens} output tokens and your prompt contains {p} input tokens, for a total of {} tokens. Please reduce the length of the input prompt or the number of requested output tokens. (parameter=input_tokens, value={p})",
             p + max_tokens
         );
-        return Err(bad_request(&msg, Some("input_tokens")));
+        return Err(Box::new(bad_request(&msg, Some("input_tokens"))));
     }
     if max_tokens == 0 {
-        return Err(bad_request("max_tokens must be at least 1, got 0.", Some("max_tokens")));
+        return Err(Box::new(bad_request(
+            "max_tokens must be at least 1, got 0.",
+            Some("max_tokens"),
+        )));
     }
     let opts = v.get("stream_options");
     let flag = |o: Option<&Value>, k: &str| o.and_then(|o| o.get(k)).and_then(Value::as_bool);
@@ -265,9 +271,9 @@ fn params(v: &Value, prompt_len: usize, max_model_len: u32) -> Result<Params, Re
     })
 }
 
-fn check_model(st: &TwinState, v: &Value) -> Result<(), Response> {
+fn check_model(st: &TwinState, v: &Value) -> Result<(), Box<Response>> {
     match v.get("model").and_then(Value::as_str) {
-        Some(m) if m != st.profile.server.served_model_name => Err(json(
+        Some(m) if m != st.profile.server.served_model_name => Err(Box::new(json(
             StatusCode::NOT_FOUND,
             chunks::error_body(
                 &format!("The model `{m}` does not exist."),
@@ -275,7 +281,7 @@ fn check_model(st: &TwinState, v: &Value) -> Result<(), Response> {
                 Some("model"),
                 404,
             ),
-        )),
+        ))),
         _ => Ok(()),
     }
 }
@@ -291,12 +297,25 @@ async fn chat(State(st): State<Arc<TwinState>>, headers: HeaderMap, body: Bytes)
     serve_generation(st, headers, body, true).await
 }
 
-async fn completions(State(st): State<Arc<TwinState>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn completions(
+    State(st): State<Arc<TwinState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     serve_generation(st, headers, body, false).await
 }
 
-async fn serve_generation(st: Arc<TwinState>, headers: HeaderMap, body: Bytes, chat: bool) -> Response {
-    let handler = if chat { "/v1/chat/completions" } else { "/v1/completions" };
+async fn serve_generation(
+    st: Arc<TwinState>,
+    headers: HeaderMap,
+    body: Bytes,
+    chat: bool,
+) -> Response {
+    let handler = if chat {
+        "/v1/chat/completions"
+    } else {
+        "/v1/completions"
+    };
     let resp = generate(&st, &headers, &body, chat).await;
     st.count(handler, "POST", resp.status());
     resp
@@ -311,7 +330,7 @@ async fn generate(st: &Arc<TwinState>, headers: &HeaderMap, body: &Bytes, chat: 
         Err(e) => return bad_request(&format!("the body is not valid JSON: {e}"), None),
     };
     if let Err(r) = check_model(st, &v) {
-        return r;
+        return *r;
     }
     let empty = Vec::new();
     let tools = v.get("tools").and_then(Value::as_array).unwrap_or(&empty);
@@ -332,9 +351,10 @@ async fn generate(st: &Arc<TwinState>, headers: &HeaderMap, body: &Bytes, chat: 
     }
     let p = match params(&v, ids.len(), st.profile.server.max_model_len) {
         Ok(p) => p,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
-    let seed = tokenizer::request_seed(st.seed, v.get("seed").and_then(Value::as_u64), &prompt_text);
+    let seed =
+        tokenizer::request_seed(st.seed, v.get("seed").and_then(Value::as_u64), &prompt_text);
     let answer = st.responder.plan(&AnswerRequest {
         messages,
         tools,
@@ -345,7 +365,9 @@ async fn generate(st: &Arc<TwinState>, headers: &HeaderMap, body: &Bytes, chat: 
     });
     let n = st.next_id.fetch_add(1, Ordering::Relaxed);
     let hex = format!("{:016x}", mix(st.seed, n));
-    let pieces = plan_pieces(&answer, |i| format!("chatcmpl-tool-{:016x}", mix(seed, i as u64 + 1)));
+    let pieces = plan_pieces(&answer, |i| {
+        format!("chatcmpl-tool-{:016x}", mix(seed, i as u64 + 1))
+    });
     let prompt_tokens = ids.len() as u64;
     let request = EngineRequest {
         id: n,
@@ -368,7 +390,12 @@ async fn generate(st: &Arc<TwinState>, headers: &HeaderMap, body: &Bytes, chat: 
     if st.engine.send(cmd).is_err() {
         return json(
             StatusCode::SERVICE_UNAVAILABLE,
-            chunks::error_body("the engine is not running", "ServiceUnavailableError", None, 503),
+            chunks::error_body(
+                "the engine is not running",
+                "ServiceUnavailableError",
+                None,
+                503,
+            ),
         );
     }
     let id = if chat {

@@ -51,30 +51,21 @@ fn piece_len(rest: &str) -> usize {
         return rest.len();
     };
     let after_first = first.len_utf8();
-    let word_start = if first == ' ' {
-        match chars.peek() {
-            Some(&(_, c)) if is_word(c) => true,
-            _ => false,
-        }
-    } else {
-        false
-    };
+    let word_start = first == ' ' && chars.peek().is_some_and(|&(_, c)| is_word(c));
     if is_word(first) || word_start {
-        let mut taken = if word_start { 0 } else { 1 };
+        let already = usize::from(!word_start);
         let mut end = after_first;
-        for (idx, c) in rest[after_first..].char_indices() {
+        for (taken, (idx, c)) in (already..).zip(rest[after_first..].char_indices()) {
             if !is_word(c) || taken == WORD_PIECE {
                 break;
             }
-            taken += 1;
             end = after_first + idx + c.len_utf8();
         }
         return end;
     }
     if first == ' ' || first == '\t' {
         let mut end = after_first;
-        let mut n = 1;
-        for (idx, c) in rest[after_first..].char_indices() {
+        for (n, (idx, c)) in (1..).zip(rest[after_first..].char_indices()) {
             if (c != ' ' && c != '\t') || n == SPACE_RUN {
                 break;
             }
@@ -86,7 +77,6 @@ fn piece_len(rest: &str) -> usize {
             if c == ' ' && next_is_word {
                 break;
             }
-            n += 1;
             end = after_first + idx + c.len_utf8();
         }
         return end;
@@ -142,11 +132,17 @@ pub fn render_chat(messages: &[serde_json::Value], tools: &[serde_json::Value]) 
     if first_is_system || !tools.is_empty() {
         out.push_str("<|im_start|>system\n");
         if first_is_system {
-            out.push_str(&content_text(messages[0].get("content").unwrap_or(&serde_json::Value::Null)));
+            out.push_str(&content_text(
+                messages[0]
+                    .get("content")
+                    .unwrap_or(&serde_json::Value::Null),
+            ));
             rest = &messages[1..];
         }
         if !tools.is_empty() {
-            out.push_str("\n\n# Tools\n\nYou may call one or more functions. Function signatures:\n<tools>");
+            out.push_str(
+                "\n\n# Tools\n\nYou may call one or more functions. Function signatures:\n<tools>",
+            );
             for t in tools {
                 out.push('\n');
                 out.push_str(&t.to_string());
@@ -231,9 +227,15 @@ mod tests {
 
     #[test]
     fn special_markers_are_one_token() {
-        assert_eq!(pieces("<|im_start|>user\n"), vec!["<|im_start|>", "user", "\n"]);
+        assert_eq!(
+            pieces("<|im_start|>user\n"),
+            vec!["<|im_start|>", "user", "\n"]
+        );
         assert_eq!(pieces(" hello"), vec![" hello"]);
-        assert_eq!(pieces("internationalization"), vec!["inter", "natio", "naliz", "ation"]);
+        assert_eq!(
+            pieces("internationalization"),
+            vec!["inter", "natio", "naliz", "ation"]
+        );
     }
 
     #[test]
@@ -258,7 +260,17 @@ mod tests {
 
     #[test]
     fn odd_input_does_not_panic() {
-        for t in ["", " ", "<|", "<|x", "é", "  \t\t   x", "a\u{301}b", "<||>", "日本語のテキスト"] {
+        for t in [
+            "",
+            " ",
+            "<|",
+            "<|x",
+            "é",
+            "  \t\t   x",
+            "a\u{301}b",
+            "<||>",
+            "日本語のテキスト",
+        ] {
             assert_eq!(pieces(t).concat(), t);
         }
     }
