@@ -1,1 +1,47 @@
-fn main() {}
+//! The `codendum` binary: parse the command line, run the library, map errors
+//! to exit codes. Everything else lives in the library.
+
+mod cli;
+mod commands;
+
+use clap::Parser;
+
+fn main() {
+    // .env fills in what neither the flags nor the environment set.
+    if let Err(e) = load_dotenv() {
+        eprintln!("codendum: {e}");
+        std::process::exit(2);
+    }
+    let cli = cli::Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("codendum: cannot start the async runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    let result = runtime.block_on(commands::run(cli));
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    match result {
+        Ok(()) => {}
+        Err(e) => {
+            eprintln!("codendum: {e}");
+            std::process::exit(e.exit_code());
+        }
+    }
+}
+
+/// Loads `./.env` without overriding variables already set.
+fn load_dotenv() -> Result<(), String> {
+    match dotenvy::dotenv() {
+        Ok(_) => Ok(()),
+        Err(e) if e.not_found() => Ok(()),
+        Err(dotenvy::Error::LineParse(_, index)) => {
+            Err(format!(".env: cannot parse the line at byte {index}"))
+        }
+        Err(e) => Err(format!(".env: {e}")),
+    }
+}

@@ -1,6 +1,178 @@
 //! The embedded twin: an OpenAI-compatible server that schedules, caches,
-//! streams and reports like vLLM 0.30 on a GB10.
+//! streams and reports like vLLM 0.30 on a GB10, timed by a physical model.
+//!
+//! Layers: [`engine`] (scheduler, [`kv`] blocks and prefix cache) timed by
+//! [`model`]; [`runner`] (the tokio task that owns the engine and sleeps each
+//! step on the [`Clock`]); [`server`] (axum routes, vLLM's chunk shapes in
+//! [`chunks`] and [`generation`], `/metrics` in [`metrics`]).
+//!
+//! # Plugging in a responder
+//! What the model *says* comes from a [`Responder`]
+//! ([`answer`]); when and how fast it comes out is the engine's business.
+//! The default is [`filler::FillerResponder`]. An agent persona implements
+//! `Responder` (deterministic for [`answer::AnswerRequest::seed`]) and is
+//! passed as `TwinOptions { responder: Arc::new(MyPersona::new()), .. }`.
+//! The twin plans the answer once at admission, cuts it into tokens with
+//! [`tokenizer`] (a tool call = one header token with the name, then its
+//! argument pieces) and streams one token per engine step; the engine stops
+//! it at `max_tokens` (finish `length`) or at its natural end (`stop`, or
+//! `tool_calls` when the answer had tool calls).
 
 pub mod answer;
+pub mod chunks;
+pub mod engine;
+pub mod engine_stats;
+pub mod filler;
+pub mod generation;
+pub mod kv;
+pub mod metrics;
+pub mod model;
 pub mod persona;
+pub mod profile;
 pub mod proxy;
+pub mod runner;
+pub mod server;
+pub mod tokenizer;
+
+#[cfg(test)]
+mod engine_tests;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use crate::clock::Clock;
+use crate::target::Secret;
+use answer::Responder;
+use engine::{Engine, EngineConfig};
+use profile::Profile;
+pub use server::{router, TwinState};
+
+/// How to run a twin.
+#[derive(Clone)]
+pub struct TwinOptions {
+    /// Server profile (settings, hardware model).
+    pub profile: Profile,
+    /// The clock steps are slept on (scaled: N× faster).
+    pub clock: Clock,
+    /// What answers say.
+    pub responder: Arc<dyn Responder>,
+    /// Accepted API keys (`--api-key`); empty: no authentication.
+    pub api_keys: Vec<Secret>,
+    /// Seed of answers and ids.
+    pub seed: u64,
+}
+
+impl TwinOptions {
+    /// A profile with the real-time clock, the filler responder, no keys, seed 0.
+    pub fn new(profile: Profile) -> Self {
+        TwinOptions {
+            profile,
+            clock: Clock::real(),
+            responder: Arc::new(filler::FillerResponder::default()),
+            api_keys: Vec::new(),
+            seed: 0,
+        }
+    }
+}
+
+impl std::fmt::Debug for TwinOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TwinOptions")
+            .field("profile", &self.profile.name)
+            .field("clock_scale", &self.clock.scale())
+            .field("api_keys", &self.api_keys)
+            .field("seed", &self.seed)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why the twin could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum TwinError {
+    /// The address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+/// Builds the shared state and spawns the engine task (needs a tokio
+/// runtime). For wrapping [`router`] in another layer; [`start`] does this.
+pub fn build_state(opts: TwinOptions) -> (Arc<TwinState>, tokio::task::JoinHandle<()>) {
+    let engine = Engine::new(EngineConfig::from_profile(&opts.profile));
+    let stats = Arc::new(Mutex::new(engine.stats().clone()));
+    let (tx, task) = runner::spawn_engine(engine, opts.clock.clone(), stats.clone());
+    let state = TwinState::new(
+        Arc::new(opts.profile),
+        opts.clock,
+        opts.responder,
+        opts.api_keys,
+        opts.seed,
+        tx,
+        stats,
+    );
+    (Arc::new(state), task)
+}
+
+/// A running twin.
+#[derive(Debug)]
+pub struct TwinHandle {
+    addr: SocketAddr,
+    server: tokio::task::JoinHandle<()>,
+    engine: tokio::task::JoinHandle<()>,
+    state: Arc<TwinState>,
+}
+
+impl TwinHandle {
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:PORT/v1`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// `http://127.0.0.1:PORT/metrics`.
+    pub fn metrics_url(&self) -> String {
+        format!("http://{}/metrics", self.addr)
+    }
+
+    /// The shared state (engine statistics, profile).
+    pub fn state(&self) -> &Arc<TwinState> {
+        &self.state
+    }
+
+    /// Stops serving: closes the listener and every connection, ends the engine.
+    pub async fn shutdown(self) {
+        self.server.abort();
+        let _ = self.server.await;
+        self.engine.abort();
+        let _ = self.engine.await;
+    }
+}
+
+/// Binds `addr` (use `127.0.0.1:0` in tests) and serves the twin.
+pub async fn start(opts: TwinOptions, addr: SocketAddr) -> Result<TwinHandle, TwinError> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| TwinError::Bind { addr, source })?;
+    let bound = listener
+        .local_addr()
+        .map_err(|source| TwinError::Bind { addr, source })?;
+    let (state, engine) = build_state(opts);
+    let app = router(state.clone());
+    let server = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok(TwinHandle {
+        addr: bound,
+        server,
+        engine,
+        state,
+    })
+}

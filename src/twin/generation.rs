@@ -1,0 +1,218 @@
+//! One request in flight on the HTTP side: turns the engine's token events
+//! into vLLM's SSE chunks (one token per chunk) or into one JSON response.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+
+use bytes::Bytes;
+use futures::Stream;
+use tokio::sync::mpsc;
+
+use super::chunks::{self, piece_at, ChunkHead, Piece};
+use super::engine_stats::FinishReason;
+use super::runner::{AbortOnDrop, EngineEvent};
+
+/// Everything needed to answer one request.
+#[derive(Debug)]
+pub struct Generation {
+    /// Shared chunk fields.
+    pub head: ChunkHead,
+    /// The planned answer, one entry per token.
+    pub pieces: Vec<Piece>,
+    /// Whether the answer contains tool calls.
+    pub has_tools: bool,
+    /// Prompt tokens (for usage).
+    pub prompt_tokens: u64,
+    /// Chat (`true`) or completions.
+    pub chat: bool,
+    /// `stream_options.include_usage`.
+    pub include_usage: bool,
+    /// `stream_options.continuous_usage_stats`.
+    pub continuous_usage: bool,
+    /// `system_fingerprint` of the usage chunk.
+    pub fingerprint: String,
+    /// Token events from the engine.
+    pub events: mpsc::UnboundedReceiver<EngineEvent>,
+    /// Aborts the request in the engine if this is dropped early.
+    pub guard: AbortOnDrop,
+}
+
+fn reason_text(reason: FinishReason, has_tools: bool, complete: bool) -> &'static str {
+    match reason {
+        FinishReason::Stop if has_tools && complete => "tool_calls",
+        other => other.as_str(),
+    }
+}
+
+struct StreamState {
+    g: Generation,
+    produced: usize,
+    out: VecDeque<String>,
+    done: bool,
+}
+
+impl StreamState {
+    fn usage(&self) -> Option<String> {
+        self.g
+            .continuous_usage
+            .then(|| chunks::usage_json(self.g.prompt_tokens, self.produced as u64))
+    }
+
+    fn on_event(&mut self, ev: Option<EngineEvent>) {
+        match ev {
+            Some(EngineEvent::Tokens { count, finish }) => {
+                for _ in 0..count {
+                    let piece = piece_at(&self.g.pieces, self.produced);
+                    self.produced += 1;
+                    let usage = self.usage();
+                    let chunk = if self.g.chat {
+                        self.g.head.chat_delta(&piece, usage.as_deref())
+                    } else {
+                        let text = match &piece {
+                            Piece::Text(t) | Piece::ToolArgs { text: t, .. } => t.as_str(),
+                            Piece::ToolHead { name, .. } => name.as_str(),
+                        };
+                        self.g.head.text_chunk(text, None, usage.as_deref())
+                    };
+                    self.out.push_back(chunks::sse(&chunk));
+                }
+                if let Some(reason) = finish {
+                    self.finish(reason);
+                }
+            }
+            Some(EngineEvent::Rejected(msg)) => self.fail(&msg),
+            None => self.fail("the engine stopped"),
+        }
+    }
+
+    fn finish(&mut self, reason: FinishReason) {
+        self.g.guard.disarm();
+        let complete = self.produced >= self.g.pieces.len();
+        let text = reason_text(reason, self.g.has_tools, complete);
+        let usage = self.usage();
+        let chunk = if self.g.chat {
+            self.g.head.chat_finish(text, usage.as_deref())
+        } else {
+            self.g.head.text_chunk("", Some(text), usage.as_deref())
+        };
+        self.out.push_back(chunks::sse(&chunk));
+        if self.g.include_usage {
+            let u = chunks::usage_json(self.g.prompt_tokens, self.produced as u64);
+            let c = self
+                .g
+                .head
+                .usage_chunk(self.g.chat, &u, &self.g.fingerprint);
+            self.out.push_back(chunks::sse(&c));
+        }
+        self.out.push_back(chunks::sse("[DONE]"));
+        self.done = true;
+    }
+
+    fn fail(&mut self, msg: &str) {
+        self.g.guard.disarm();
+        let body = chunks::error_body(msg, "InternalServerError", None, 500);
+        self.out.push_back(chunks::sse(&body));
+        self.out.push_back(chunks::sse("[DONE]"));
+        self.done = true;
+    }
+}
+
+impl Generation {
+    /// The SSE body: role chunk (chat), a chunk per token, the finish chunk,
+    /// the usage chunk if asked, `[DONE]`. Dropping it aborts the request.
+    pub fn into_sse(self) -> impl Stream<Item = Result<Bytes, Infallible>> + Send {
+        let mut first = VecDeque::new();
+        if self.chat {
+            let usage = self
+                .continuous_usage
+                .then(|| chunks::usage_json(self.prompt_tokens, 0));
+            first.push_back(chunks::sse(&self.head.chat_role(usage.as_deref())));
+        }
+        let state = StreamState {
+            g: self,
+            produced: 0,
+            out: first,
+            done: false,
+        };
+        futures::stream::unfold(state, |mut st| async move {
+            loop {
+                if let Some(s) = st.out.pop_front() {
+                    return Some((Ok(Bytes::from(s)), st));
+                }
+                if st.done {
+                    return None;
+                }
+                let ev = st.g.events.recv().await;
+                st.on_event(ev);
+            }
+        })
+    }
+
+    /// Waits for the whole answer and renders the non-streaming response.
+    /// `Err` carries a message when the engine refused or stopped.
+    pub async fn collect(mut self) -> Result<String, String> {
+        let mut produced = 0usize;
+        let mut content = String::new();
+        let mut calls: Vec<(String, String, String)> = Vec::new();
+        let reason = loop {
+            match self.events.recv().await {
+                Some(EngineEvent::Tokens { count, finish }) => {
+                    for _ in 0..count {
+                        match piece_at(&self.pieces, produced) {
+                            Piece::Text(t) => content.push_str(&t),
+                            Piece::ToolHead { id, name, .. } => {
+                                calls.push((id, name, String::new()))
+                            }
+                            Piece::ToolArgs { index, text } => {
+                                if let Some(c) = calls.get_mut(index) {
+                                    c.2.push_str(&text);
+                                }
+                            }
+                        }
+                        produced += 1;
+                    }
+                    if let Some(r) = finish {
+                        break r;
+                    }
+                }
+                Some(EngineEvent::Rejected(msg)) => return Err(msg),
+                None => return Err("the engine stopped".into()),
+            }
+        };
+        self.guard.disarm();
+        let finish = reason_text(reason, self.has_tools, produced >= self.pieces.len());
+        let usage = chunks::usage_json(self.prompt_tokens, produced as u64);
+        let usage = format!(
+            "{},\"prompt_tokens_details\":null}}",
+            &usage[..usage.len() - 1]
+        );
+        let h = &self.head;
+        let js = chunks::js;
+        if !self.chat {
+            return Ok(format!(
+                "{{\"id\":{},\"object\":\"text_completion\",\"created\":{},\"model\":{},\"choices\":[{{\"index\":0,\"text\":{},\"logprobs\":null,\"finish_reason\":{},\"stop_reason\":null,\"prompt_logprobs\":null}}],\"service_tier\":null,\"system_fingerprint\":null,\"usage\":{usage},\"kv_transfer_params\":null}}",
+                js(&h.id), h.created, js(&h.model), js(&content), js(finish)
+            ));
+        }
+        let content_json = if content.is_empty() && !calls.is_empty() {
+            "null".to_string()
+        } else {
+            js(&content)
+        };
+        let calls_json: Vec<String> = calls
+            .iter()
+            .map(|(id, name, args)| {
+                format!(
+                    "{{\"id\":{},\"type\":\"function\",\"function\":{{\"name\":{},\"arguments\":{}}}}}",
+                    js(id),
+                    js(name),
+                    js(args)
+                )
+            })
+            .collect();
+        Ok(format!(
+            "{{\"id\":{},\"object\":\"chat.completion\",\"created\":{},\"model\":{},\"choices\":[{{\"index\":0,\"message\":{{\"role\":\"assistant\",\"content\":{content_json},\"refusal\":null,\"annotations\":null,\"audio\":null,\"function_call\":null,\"tool_calls\":[{}],\"reasoning_content\":null}},\"logprobs\":null,\"finish_reason\":{},\"stop_reason\":null,\"token_ids\":null}}],\"service_tier\":null,\"system_fingerprint\":null,\"usage\":{usage},\"prompt_logprobs\":null,\"prompt_token_ids\":null,\"kv_transfer_params\":null}}",
+            js(&h.id), h.created, js(&h.model), calls_json.join(","), js(finish)
+        ))
+    }
+}

@@ -1,0 +1,436 @@
+//! The HTTP side (axum): OpenAI-compatible endpoints with vLLM's shapes,
+//! errors and extras, plus `/health`, `/version`, `/tokenize`, `/metrics`.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::Response;
+use axum::routing::{get, post};
+use axum::Router;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::answer::{AnswerRequest, Responder};
+use super::chunks::{self, plan_pieces, ChunkHead};
+use super::engine::EngineRequest;
+use super::generation::Generation;
+use super::metrics::{self, MetricsContext};
+use super::profile::Profile;
+use super::runner::{AbortOnDrop, EngineCmd, SharedStats};
+use super::tokenizer;
+use crate::clock::Clock;
+use crate::target::Secret;
+
+/// State shared by all handlers.
+pub struct TwinState {
+    /// The server profile.
+    pub profile: Arc<Profile>,
+    /// The clock (timestamps, `created`).
+    pub clock: Clock,
+    /// Decides what answers say.
+    pub responder: Arc<dyn Responder>,
+    /// Accepted API keys; empty: no authentication.
+    pub api_keys: Vec<Secret>,
+    /// Seed of ids and answers.
+    pub seed: u64,
+    /// Commands to the engine task.
+    pub engine: mpsc::UnboundedSender<EngineCmd>,
+    /// Latest engine statistics.
+    pub stats: SharedStats,
+    /// Unix seconds at start.
+    pub started_unix: f64,
+    next_id: AtomicU64,
+    http: Mutex<BTreeMap<(String, String, String), u64>>,
+}
+
+impl std::fmt::Debug for TwinState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TwinState")
+            .field("profile", &self.profile.name)
+            .field("api_keys", &self.api_keys.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl TwinState {
+    /// Builds the state around a running engine task's command channel.
+    pub fn new(
+        profile: Arc<Profile>,
+        clock: Clock,
+        responder: Arc<dyn Responder>,
+        api_keys: Vec<Secret>,
+        seed: u64,
+        engine: mpsc::UnboundedSender<EngineCmd>,
+        stats: SharedStats,
+    ) -> Self {
+        let started_unix = clock.utc_now().timestamp_micros() as f64 / 1e6;
+        TwinState {
+            profile,
+            clock,
+            responder,
+            api_keys,
+            seed,
+            engine,
+            stats,
+            started_unix,
+            next_id: AtomicU64::new(1),
+            http: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    fn count(&self, handler: &str, method: &str, status: StatusCode) {
+        let class = format!("{}xx", status.as_u16() / 100);
+        if let Ok(mut m) = self.http.lock() {
+            *m.entry((handler.into(), method.into(), class)).or_insert(0) += 1;
+        }
+    }
+
+    fn authorized(&self, headers: &HeaderMap) -> bool {
+        if self.api_keys.is_empty() {
+            return true;
+        }
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or("");
+        self.api_keys.iter().any(|k| k.expose() == given)
+    }
+}
+
+/// The twin's routes over a shared state (a proxy layer can wrap this).
+pub fn router(state: Arc<TwinState>) -> Router {
+    Router::new()
+        .route("/v1/chat/completions", post(chat))
+        .route("/v1/completions", post(completions))
+        .route("/v1/models", get(models))
+        .route("/health", get(health))
+        .route("/version", get(version))
+        .route("/tokenize", post(tokenize))
+        .route("/metrics", get(metrics_page))
+        .fallback(not_found)
+        .with_state(state)
+}
+
+fn respond(status: StatusCode, content_type: &str, body: impl Into<Body>) -> Response {
+    Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, content_type)
+        .body(body.into())
+        .unwrap_or_default()
+}
+
+fn json(status: StatusCode, body: String) -> Response {
+    respond(status, "application/json", body)
+}
+
+fn bad_request(message: &str, param: Option<&str>) -> Response {
+    json(
+        StatusCode::BAD_REQUEST,
+        chunks::error_body(message, "BadRequestError", param, 400),
+    )
+}
+
+fn unauthorized() -> Response {
+    json(
+        StatusCode::UNAUTHORIZED,
+        "{\"error\":\"Unauthorized\"}".into(),
+    )
+}
+
+async fn not_found() -> Response {
+    json(StatusCode::NOT_FOUND, "{\"detail\":\"Not Found\"}".into())
+}
+
+async fn health() -> Response {
+    respond(StatusCode::OK, "application/json", Body::empty())
+}
+
+async fn version() -> Response {
+    json(StatusCode::OK, "{\"version\":\"0.30.0\"}".into())
+}
+
+async fn models(State(st): State<Arc<TwinState>>, headers: HeaderMap) -> Response {
+    if !st.authorized(&headers) {
+        st.count("/v1/models", "GET", StatusCode::UNAUTHORIZED);
+        return unauthorized();
+    }
+    st.count("/v1/models", "GET", StatusCode::OK);
+    let s = &st.profile.server;
+    let created = st.started_unix as i64;
+    let body = serde_json::json!({
+        "object": "list",
+        "data": [{
+            "id": s.served_model_name, "object": "model", "created": created,
+            "owned_by": "vllm", "root": s.model, "parent": null,
+            "max_model_len": s.max_model_len,
+            "permission": [{
+                "id": format!("modelperm-{:016x}", st.seed ^ 0x5eed), "object": "model_permission",
+                "created": created, "allow_create_engine": false, "allow_sampling": true,
+                "allow_logprobs": true, "allow_search_indices": false, "allow_view": true,
+                "allow_fine_tuning": false, "organization": "*", "group": null, "is_blocking": false
+            }]
+        }]
+    });
+    json(StatusCode::OK, body.to_string())
+}
+
+async fn metrics_page(State(st): State<Arc<TwinState>>) -> Response {
+    let stats = st.stats.lock().map(|s| s.clone()).unwrap_or_default();
+    let http = st.http.lock().map(|m| m.clone()).unwrap_or_default();
+    let ctx = MetricsContext {
+        profile: &st.profile,
+        started_unix: st.started_unix,
+        http_requests: &http,
+    };
+    respond(
+        StatusCode::OK,
+        "text/plain; version=0.0.4; charset=utf-8",
+        metrics::render(&stats, &ctx),
+    )
+}
+
+fn completions_prompt(v: &Value) -> Option<String> {
+    match v.get("prompt")? {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(items) => match items.first()? {
+            Value::String(s) => Some(s.clone()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+async fn tokenize(State(st): State<Arc<TwinState>>, body: Bytes) -> Response {
+    let Ok(v) = serde_json::from_slice::<Value>(&body) else {
+        return bad_request("the body is not valid JSON", None);
+    };
+    let text = if let Some(msgs) = v.get("messages").and_then(Value::as_array) {
+        let tools = v.get("tools").and_then(Value::as_array).cloned();
+        tokenizer::render_chat(msgs, tools.as_deref().unwrap_or(&[]))
+    } else if let Some(p) = completions_prompt(&v) {
+        p
+    } else {
+        return bad_request("prompt or messages is required", Some("prompt"));
+    };
+    st.count("/tokenize", "POST", StatusCode::OK);
+    let ids = tokenizer::encode(&text);
+    let body = serde_json::json!({
+        "count": ids.len(), "max_model_len": st.profile.server.max_model_len,
+        "tokens": ids, "token_strs": null
+    });
+    json(StatusCode::OK, body.to_string())
+}
+
+/// Sampling and stream parameters of a request.
+struct Params {
+    max_tokens: u32,
+    min_tokens: u32,
+    ignore_eos: bool,
+    stream: bool,
+    include_usage: bool,
+    continuous_usage: bool,
+}
+
+fn params(v: &Value, prompt_len: usize, max_model_len: u32) -> Result<Params, Box<Response>> {
+    let requested = ["max_completion_tokens", "max_tokens"]
+        .iter()
+        .find_map(|k| v.get(*k).and_then(Value::as_u64));
+    let limit = u64::from(max_model_len);
+    let p = prompt_len as u64;
+    let max_tokens = requested.unwrap_or(limit.saturating_sub(p));
+    if p + max_tokens > limit || p >= limit {
+        let msg = format!(
+            "This model's maximum context length is {limit} tokens. However, you requested {max_tokens} output tokens and your prompt contains {p} input tokens, for a total of {} tokens. Please reduce the length of the input prompt or the number of requested output tokens. (parameter=input_tokens, value={p})",
+            p + max_tokens
+        );
+        return Err(Box::new(bad_request(&msg, Some("input_tokens"))));
+    }
+    if max_tokens == 0 {
+        return Err(Box::new(bad_request(
+            "max_tokens must be at least 1, got 0.",
+            Some("max_tokens"),
+        )));
+    }
+    let opts = v.get("stream_options");
+    let flag = |o: Option<&Value>, k: &str| o.and_then(|o| o.get(k)).and_then(Value::as_bool);
+    Ok(Params {
+        max_tokens: u32::try_from(max_tokens).unwrap_or(u32::MAX),
+        min_tokens: v
+            .get("min_tokens")
+            .and_then(Value::as_u64)
+            .map_or(0, |m| u32::try_from(m).unwrap_or(u32::MAX)),
+        ignore_eos: flag(Some(v), "ignore_eos").unwrap_or(false),
+        stream: flag(Some(v), "stream").unwrap_or(false),
+        include_usage: flag(opts, "include_usage").unwrap_or(false),
+        continuous_usage: flag(opts, "continuous_usage_stats").unwrap_or(false),
+    })
+}
+
+fn check_model(st: &TwinState, v: &Value) -> Result<(), Box<Response>> {
+    match v.get("model").and_then(Value::as_str) {
+        Some(m) if m != st.profile.server.served_model_name => Err(Box::new(json(
+            StatusCode::NOT_FOUND,
+            chunks::error_body(
+                &format!("The model `{m}` does not exist."),
+                "NotFoundError",
+                Some("model"),
+                404,
+            ),
+        ))),
+        _ => Ok(()),
+    }
+}
+
+fn mix(a: u64, b: u64) -> u64 {
+    let mut z = a ^ b.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+async fn chat(State(st): State<Arc<TwinState>>, headers: HeaderMap, body: Bytes) -> Response {
+    serve_generation(st, headers, body, true).await
+}
+
+async fn completions(
+    State(st): State<Arc<TwinState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    serve_generation(st, headers, body, false).await
+}
+
+async fn serve_generation(
+    st: Arc<TwinState>,
+    headers: HeaderMap,
+    body: Bytes,
+    chat: bool,
+) -> Response {
+    let handler = if chat {
+        "/v1/chat/completions"
+    } else {
+        "/v1/completions"
+    };
+    let resp = generate(&st, &headers, &body, chat).await;
+    st.count(handler, "POST", resp.status());
+    resp
+}
+
+async fn generate(st: &Arc<TwinState>, headers: &HeaderMap, body: &Bytes, chat: bool) -> Response {
+    if !st.authorized(headers) {
+        return unauthorized();
+    }
+    let v: Value = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(e) => return bad_request(&format!("the body is not valid JSON: {e}"), None),
+    };
+    if let Err(r) = check_model(st, &v) {
+        return *r;
+    }
+    let empty = Vec::new();
+    let tools = v.get("tools").and_then(Value::as_array).unwrap_or(&empty);
+    let (messages, prompt_text) = if chat {
+        let Some(m) = v.get("messages").and_then(Value::as_array) else {
+            return bad_request("messages is required", Some("messages"));
+        };
+        (m.as_slice(), tokenizer::render_chat(m, tools))
+    } else {
+        let Some(p) = completions_prompt(&v) else {
+            return bad_request("prompt is required", Some("prompt"));
+        };
+        (empty.as_slice(), p)
+    };
+    let ids = tokenizer::encode(&prompt_text);
+    if ids.is_empty() {
+        return bad_request("the prompt is empty", Some("prompt"));
+    }
+    let p = match params(&v, ids.len(), st.profile.server.max_model_len) {
+        Ok(p) => p,
+        Err(r) => return *r,
+    };
+    let seed =
+        tokenizer::request_seed(st.seed, v.get("seed").and_then(Value::as_u64), &prompt_text);
+    let answer = st.responder.plan(&AnswerRequest {
+        messages,
+        tools,
+        prompt: if chat { "" } else { &prompt_text },
+        max_tokens: p.max_tokens,
+        ignore_eos: p.ignore_eos,
+        seed,
+    });
+    let n = st.next_id.fetch_add(1, Ordering::Relaxed);
+    let hex = format!("{:016x}", mix(st.seed, n));
+    let pieces = plan_pieces(&answer, |i| {
+        format!("chatcmpl-tool-{:016x}", mix(seed, i as u64 + 1))
+    });
+    let prompt_tokens = ids.len() as u64;
+    let request = EngineRequest {
+        id: n,
+        prompt: ids,
+        max_tokens: p.max_tokens,
+        min_tokens: p.min_tokens,
+        ignore_eos: p.ignore_eos,
+        natural_len: u32::try_from(pieces.len()).unwrap_or(u32::MAX),
+        answer_ids: pieces
+            .iter()
+            .take(p.max_tokens as usize)
+            .map(|x| x.token_id())
+            .collect(),
+    };
+    let (events_tx, events) = mpsc::unbounded_channel();
+    let cmd = EngineCmd::Add {
+        request,
+        events: events_tx,
+    };
+    if st.engine.send(cmd).is_err() {
+        return json(
+            StatusCode::SERVICE_UNAVAILABLE,
+            chunks::error_body(
+                "the engine is not running",
+                "ServiceUnavailableError",
+                None,
+                503,
+            ),
+        );
+    }
+    let id = if chat {
+        format!("chatcmpl-{hex}")
+    } else {
+        format!("cmpl-{hex}")
+    };
+    let generation = Generation {
+        head: ChunkHead {
+            id,
+            created: st.clock.utc_now().timestamp(),
+            model: st.profile.server.served_model_name.clone(),
+        },
+        has_tools: answer.has_tool_calls(),
+        pieces,
+        prompt_tokens,
+        chat,
+        include_usage: p.include_usage,
+        continuous_usage: p.continuous_usage,
+        fingerprint: format!("vllm-0.30.0-{:08x}", (st.seed as u32) ^ 0x3f9a_1c2e),
+        events,
+        guard: AbortOnDrop::new(n, st.engine.clone()),
+    };
+    if p.stream {
+        return respond(
+            StatusCode::OK,
+            "text/event-stream; charset=utf-8",
+            Body::from_stream(generation.into_sse()),
+        );
+    }
+    match generation.collect().await {
+        Ok(body) => json(StatusCode::OK, body),
+        Err(msg) => json(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            chunks::error_body(&msg, "InternalServerError", None, 500),
+        ),
+    }
+}

@@ -1,0 +1,277 @@
+//! A deterministic tokenizer that needs no model files: about 4 characters
+//! per token on English and code. Equal text gives equal ids, a shared text
+//! prefix gives a shared id prefix (up to the last piece boundary), and the
+//! pieces concatenate back to the exact text.
+//!
+//! Pieces: a special marker `<|name|>`; a word (letters/digits/`_`) with at
+//! most one leading space, cut into pieces of up to 5 word characters; a run
+//! of spaces or tabs (up to 8); a newline; any other character alone.
+//! A piece's id is a stable hash of its text, below [`VOCAB_SIZE`].
+
+use super::answer::PlannedAnswer;
+
+/// Ids are below this (Qwen3's vocabulary size).
+pub const VOCAB_SIZE: u32 = 151_936;
+
+const WORD_PIECE: usize = 5;
+const SPACE_RUN: usize = 8;
+
+fn is_word(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// Byte length of a `<|name|>` marker at the start of `s`, if there is one.
+fn special_len(s: &str) -> Option<usize> {
+    let rest = s.strip_prefix("<|")?;
+    let end = rest.find("|>")?;
+    let name = &rest[..end];
+    (end <= 24 && !name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+        .then_some(end + 4)
+}
+
+/// Splits text into pieces (sub-slices that concatenate to `text`).
+pub fn pieces(text: &str) -> Vec<&str> {
+    let mut out = Vec::with_capacity(text.len() / 4 + 1);
+    let mut i = 0;
+    while i < text.len() {
+        let rest = &text[i..];
+        let len = piece_len(rest);
+        out.push(&rest[..len]);
+        i += len;
+    }
+    out
+}
+
+fn piece_len(rest: &str) -> usize {
+    if let Some(n) = special_len(rest) {
+        return n;
+    }
+    let mut chars = rest.char_indices().peekable();
+    let Some((_, first)) = chars.next() else {
+        return rest.len();
+    };
+    let after_first = first.len_utf8();
+    let word_start = first == ' ' && chars.peek().is_some_and(|&(_, c)| is_word(c));
+    if is_word(first) || word_start {
+        let already = usize::from(!word_start);
+        let mut end = after_first;
+        for (taken, (idx, c)) in (already..).zip(rest[after_first..].char_indices()) {
+            if !is_word(c) || taken == WORD_PIECE {
+                break;
+            }
+            end = after_first + idx + c.len_utf8();
+        }
+        return end;
+    }
+    if first == ' ' || first == '\t' {
+        let mut end = after_first;
+        for (n, (idx, c)) in (1..).zip(rest[after_first..].char_indices()) {
+            if (c != ' ' && c != '\t') || n == SPACE_RUN {
+                break;
+            }
+            // leave a single space to lead the next word
+            let next_is_word = rest[after_first + idx + 1..]
+                .chars()
+                .next()
+                .is_some_and(is_word);
+            if c == ' ' && next_is_word {
+                break;
+            }
+            end = after_first + idx + c.len_utf8();
+        }
+        return end;
+    }
+    after_first
+}
+
+/// Stable id of one piece.
+pub fn piece_id(piece: &str) -> u32 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in piece.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    ((h ^ (h >> 29)) % u64::from(VOCAB_SIZE)) as u32
+}
+
+/// Token ids of a text.
+pub fn encode(text: &str) -> Vec<u32> {
+    pieces(text).into_iter().map(piece_id).collect()
+}
+
+/// Number of tokens of a text.
+pub fn count(text: &str) -> usize {
+    pieces(text).len()
+}
+
+fn content_text(content: &serde_json::Value) -> String {
+    match content {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(|t| t.as_str()))
+            .collect::<Vec<_>>()
+            .join(""),
+        serde_json::Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// Renders chat messages and tool definitions into one prompt, the way a
+/// ChatML chat template does: system (with the tools appended), then the
+/// turns in order, then the open assistant turn. Earlier turns render the
+/// same way whatever follows them, so a conversation's prefix is stable.
+pub fn render_chat(messages: &[serde_json::Value], tools: &[serde_json::Value]) -> String {
+    let mut out = String::new();
+    let mut rest = messages;
+    let first_is_system = messages
+        .first()
+        .and_then(|m| m.get("role"))
+        .and_then(|r| r.as_str())
+        == Some("system");
+    if first_is_system || !tools.is_empty() {
+        out.push_str("<|im_start|>system\n");
+        if first_is_system {
+            out.push_str(&content_text(
+                messages[0]
+                    .get("content")
+                    .unwrap_or(&serde_json::Value::Null),
+            ));
+            rest = &messages[1..];
+        }
+        if !tools.is_empty() {
+            out.push_str(
+                "\n\n# Tools\n\nYou may call one or more functions. Function signatures:\n<tools>",
+            );
+            for t in tools {
+                out.push('\n');
+                out.push_str(&t.to_string());
+            }
+            out.push_str("\n</tools>");
+        }
+        out.push_str("<|im_end|>\n");
+    }
+    for m in rest {
+        let role = m.get("role").and_then(|r| r.as_str()).unwrap_or("user");
+        let text = content_text(m.get("content").unwrap_or(&serde_json::Value::Null));
+        match role {
+            "tool" => {
+                out.push_str("<|im_start|>user\n<tool_response>\n");
+                out.push_str(&text);
+                out.push_str("\n</tool_response><|im_end|>\n");
+            }
+            _ => {
+                out.push_str("<|im_start|>");
+                out.push_str(role);
+                out.push('\n');
+                out.push_str(&text);
+                if let Some(calls) = m.get("tool_calls").and_then(|c| c.as_array()) {
+                    for c in calls {
+                        let f = c.get("function").cloned().unwrap_or_default();
+                        out.push_str("\n<tool_call>\n");
+                        out.push_str(&f.to_string());
+                        out.push_str("\n</tool_call>");
+                    }
+                }
+                out.push_str("<|im_end|>\n");
+            }
+        }
+    }
+    out.push_str("<|im_start|>assistant\n");
+    out
+}
+
+/// The token pieces of a planned answer as they would stream: text pieces
+/// as they are; a tool call as one header token (carrying the name) and then
+/// its arguments' pieces.
+pub fn answer_len(answer: &PlannedAnswer) -> usize {
+    answer
+        .parts
+        .iter()
+        .map(|p| match p {
+            super::answer::AnswerPart::Text(t) => count(t),
+            super::answer::AnswerPart::ToolCall { arguments, .. } => 1 + count(arguments),
+        })
+        .sum()
+}
+
+/// A seed for a request: the twin's seed mixed with the request's `seed`
+/// field if it has one, else with a hash of the prompt text.
+pub fn request_seed(twin_seed: u64, body_seed: Option<u64>, prompt: &str) -> u64 {
+    let base = body_seed.unwrap_or_else(|| {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in prompt.bytes() {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        h
+    });
+    let mut z = base ^ twin_seed.rotate_left(17) ^ 0x9e37_79b9_7f4a_7c15;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z ^ (z >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_are_lossless_and_about_four_chars() {
+        let text = "The quick brown fox jumps over the lazy dog, then implements \
+                    a small HTTP server in Java.\n    public static void main(String[] args) {\n        System.out.println(\"hi\");\n    }\n";
+        let p = pieces(text);
+        assert_eq!(p.concat(), text);
+        let ratio = text.chars().count() as f64 / p.len() as f64;
+        assert!((3.0..=5.0).contains(&ratio), "{ratio:.2} chars/token");
+    }
+
+    #[test]
+    fn special_markers_are_one_token() {
+        assert_eq!(
+            pieces("<|im_start|>user\n"),
+            vec!["<|im_start|>", "user", "\n"]
+        );
+        assert_eq!(pieces(" hello"), vec![" hello"]);
+        assert_eq!(
+            pieces("internationalization"),
+            vec!["inter", "natio", "naliz", "ation"]
+        );
+    }
+
+    #[test]
+    fn equal_text_equal_ids_and_stable_prefix() {
+        let a = encode("Read the file src/Main.java and fix the bug.");
+        assert_eq!(a, encode("Read the file src/Main.java and fix the bug."));
+        assert!(a.iter().all(|&id| id < VOCAB_SIZE));
+        let msgs = vec![
+            serde_json::json!({"role":"system","content":"You are a coder."}),
+            serde_json::json!({"role":"user","content":"Hi"}),
+        ];
+        let short = render_chat(&msgs, &[]);
+        let mut longer = msgs.clone();
+        longer.push(serde_json::json!({"role":"assistant","content":"Hello"}));
+        longer.push(serde_json::json!({"role":"user","content":"More"}));
+        let long = render_chat(&longer, &[]);
+        let prefix = short.trim_end_matches("<|im_start|>assistant\n");
+        assert!(long.starts_with(prefix));
+        let (s, l) = (encode(prefix), encode(&long));
+        assert_eq!(&l[..s.len()], &s[..]);
+    }
+
+    #[test]
+    fn odd_input_does_not_panic() {
+        for t in [
+            "",
+            " ",
+            "<|",
+            "<|x",
+            "é",
+            "  \t\t   x",
+            "a\u{301}b",
+            "<||>",
+            "日本語のテキスト",
+        ] {
+            assert_eq!(pieces(t).concat(), t);
+        }
+    }
+}
