@@ -60,6 +60,8 @@ pub struct TwinOptions {
     pub api_keys: Vec<Secret>,
     /// Seed of answers and ids.
     pub seed: u64,
+    /// The lab's proxy in front of the twin (per-key limits, 429s), if any.
+    pub proxy: Option<proxy::ProxyConfig>,
 }
 
 impl TwinOptions {
@@ -71,6 +73,7 @@ impl TwinOptions {
             responder: Arc::new(filler::FillerResponder::default()),
             api_keys: Vec::new(),
             seed: 0,
+            proxy: None,
         }
     }
 }
@@ -164,8 +167,15 @@ pub async fn start(opts: TwinOptions, addr: SocketAddr) -> Result<TwinHandle, Tw
     let bound = listener
         .local_addr()
         .map_err(|source| TwinError::Bind { addr, source })?;
+    let proxy = opts
+        .proxy
+        .clone()
+        .map(|config| proxy::ProxyState::new(config, opts.clock.clone()));
     let (state, engine) = build_state(opts);
-    let app = router(state.clone());
+    let app = match &proxy {
+        Some(p) => p.wrap(router(state.clone())),
+        None => router(state.clone()),
+    };
     let server = tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });

@@ -353,8 +353,17 @@ async fn generate(st: &Arc<TwinState>, headers: &HeaderMap, body: &Bytes, chat: 
         Ok(p) => p,
         Err(r) => return *r,
     };
-    let seed =
-        tokenizer::request_seed(st.seed, v.get("seed").and_then(Value::as_u64), &prompt_text);
+    // A client's session id (OpenCode's `x-session-id`) joins the seed, so two
+    // students with the same task still get different answers.
+    let session = headers
+        .get("x-session-id")
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    let seed = tokenizer::request_seed(
+        st.seed ^ tokenizer::text_hash(session),
+        v.get("seed").and_then(Value::as_u64),
+        &prompt_text,
+    );
     let answer = st.responder.plan(&AnswerRequest {
         messages,
         tools,

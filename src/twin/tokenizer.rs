@@ -195,17 +195,21 @@ pub fn answer_len(answer: &PlannedAnswer) -> usize {
         .sum()
 }
 
+/// A stable 64-bit FNV-1a hash of a text (0 for the empty text is not
+/// special: it is the FNV offset basis).
+pub fn text_hash(text: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
 /// A seed for a request: the twin's seed mixed with the request's `seed`
 /// field if it has one, else with a hash of the prompt text.
 pub fn request_seed(twin_seed: u64, body_seed: Option<u64>, prompt: &str) -> u64 {
-    let base = body_seed.unwrap_or_else(|| {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in prompt.bytes() {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        h
-    });
+    let base = body_seed.unwrap_or_else(|| text_hash(prompt));
     let mut z = base ^ twin_seed.rotate_left(17) ^ 0x9e37_79b9_7f4a_7c15;
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z ^ (z >> 31)

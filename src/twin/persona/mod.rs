@@ -239,12 +239,7 @@ pub fn answer(text: String, calls: Vec<AnswerPart>) -> PlannedAnswer {
 
 /// FNV-1a hash of a text (stable across builds and platforms).
 pub fn fnv1a(text: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in text.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
+    crate::twin::tokenizer::text_hash(text)
 }
 
 /// Mixes two seeds (SplitMix64 finaliser over their combination).
