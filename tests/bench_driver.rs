@@ -80,7 +80,7 @@ impl Transport for FakeServer {
                 ttft: (!failed).then_some(e2e / 10.0),
                 e2e,
                 status: Some(if failed { 503 } else { 200 }),
-                usage: (self.usage && !failed).then(|| Usage {
+                usage: (self.usage && !failed).then_some(Usage {
                     prompt_tokens: prompt.len() as u64 / 4,
                     completion_tokens: max_tokens,
                 }),

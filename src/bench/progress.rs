@@ -96,3 +96,45 @@ pub fn render_table(levels: &[LevelSummary]) -> String {
     t.push_str("Times in seconds (TTFT, E2E, mean time per output token); kv % is the peak KV-cache usage.\n");
     t
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::level::{summarize_level, LevelFrame};
+    use crate::results::LevelEnd;
+
+    #[test]
+    fn table_marks_missing_server_columns_and_lists_errors() {
+        let frame = LevelFrame {
+            shape: "short",
+            concurrency: 8,
+            ended_by: LevelEnd::Requests,
+            started_at_s: 0.0,
+            wall_time_s: 10.0,
+            abandoned: 0,
+        };
+        let failed = crate::results::RequestRecord {
+            shape: "short".into(),
+            concurrency: 8,
+            index: 0,
+            started_at: 0.0,
+            ttft_s: None,
+            e2e_s: 1.0,
+            tpot_s: None,
+            input_tokens: None,
+            output_tokens: 0,
+            tokens_counted_by: crate::openai::TokenSource::Client,
+            finish_reason: None,
+            ok: false,
+            error_kind: Some("http_429".into()),
+            error_message: Some("rate limited".into()),
+            status: Some(429),
+        };
+        let level = summarize_level(frame, &[failed], None);
+        let table = render_table(&[level]);
+        let row = table.lines().nth(1).unwrap_or_default();
+        assert!(row.starts_with("short      8     0     1"), "{table}");
+        assert!(row.trim_end().ends_with('-'), "{table}");
+        assert!(table.contains("http_429: 1 (e.g. rate limited)"), "{table}");
+    }
+}
