@@ -446,3 +446,27 @@ async fn preflight_refuses_a_busy_server() {
     c.allow_busy = false;
     assert!(preflight(&c, Some(&idle), "m").await.is_ok());
 }
+
+#[tokio::test(start_paused = true)]
+async fn interruption_while_the_last_requests_drain_also_gets_only_the_grace() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::real();
+    let server = FakeServer::new(&clock, &[3.0, 100.0]);
+    let info = FakeInfo { tokenize: true };
+    let (tx, rx) = watch::channel(false);
+    let stopper_clock = clock.clone();
+    tokio::spawn(async move {
+        stopper_clock.sleep(Duration::from_secs(1)).await;
+        let _ = tx.send(true);
+    });
+    // Two requests, both started at once: nothing left to start when the
+    // stop arrives; the 3 s one finishes within the grace, the 100 s one not.
+    let c = config(dir.path(), &[2, 4], 2);
+    let out = run(&c, &server, &info, None, rx).await;
+    assert!(out.interrupted);
+    assert_eq!(out.levels.len(), 1);
+    let l = &out.levels[0];
+    assert_eq!(l.ended_by, LevelEnd::Interrupted);
+    assert_eq!((l.requests, l.abandoned), (1, 1));
+    assert!((l.wall_time_s - 6.0).abs() < 1e-6, "{}", l.wall_time_s);
+}

@@ -107,8 +107,23 @@ pub(crate) async fn run_level(
             _ = stopped(ctx.stop.clone()) => ended_by = Some(LevelEnd::Interrupted),
         }
     }
-    let ended_by = ended_by.unwrap_or(LevelEnd::Requests);
-    // Drain what is in flight; after an interruption only for the grace.
+    let mut ended_by = ended_by.unwrap_or(LevelEnd::Requests);
+    // Let what is in flight finish; an interruption (before or during this
+    // wait) limits the wait to the grace period.
+    if ended_by != LevelEnd::Interrupted {
+        loop {
+            tokio::select! {
+                done = in_flight.next() => match done {
+                    Some(done) => finish(done, &mut records)?,
+                    None => break,
+                },
+                _ = stopped(ctx.stop.clone()) => {
+                    ended_by = LevelEnd::Interrupted;
+                    break;
+                }
+            }
+        }
+    }
     let mut abandoned = 0u64;
     if ended_by == LevelEnd::Interrupted {
         let drained = ctx
@@ -123,10 +138,6 @@ pub(crate) async fn run_level(
         match drained {
             Ok(result) => result?,
             Err(_) => abandoned = in_flight.len() as u64,
-        }
-    } else {
-        while let Some(done) = in_flight.next().await {
-            finish(done, &mut records)?;
         }
     }
     drop(in_flight);
