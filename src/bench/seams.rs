@@ -8,6 +8,20 @@
 //!   write to `server-timeline.jsonl`.
 //!
 //! Errors cross these seams as plain messages: the driver only reports them.
+//!
+//! Glue the lead writes (sketch, with the real types' names):
+//!
+//! ```text
+//! impl ServerInfo for openai::client::HttpClient {
+//!     fn model_id(&self)            -> first id of self.models(), errors to_string()
+//!     fn tokenize(&self, m, p)      -> self.tokenize(m, p).await.map_err(|e| e.to_string())
+//! }
+//! impl ServerMetrics for prom::SamplerHandle {
+//!     fn load_now(&self)            -> latest snapshot's running/waiting (None if it failed)
+//!     fn window(&self, t0, t1)      -> WindowStats mapped field by field into ServerWindow
+//!     fn drain_timeline(&self)      -> new TimelineSamples as serde_json::to_value
+//! }
+//! ```
 
 use futures::future::BoxFuture;
 
