@@ -1,1 +1,258 @@
-//! bench (placeholder; filled by its issue).
+//! `codendum bench`: the closed-loop capacity benchmark.
+//!
+//! Order of use (the CLI's job is parsing flags and asking for confirmation):
+//! 1. build and [`BenchConfig::validate`] a config;
+//! 2. [`preflight`]: busy guard + plan text (print it, confirm unless `--yes`);
+//! 3. [`run_bench`]: prompts sized, levels run, results folder written.
+//!
+//! The driver reaches the server only through [`crate::openai::Transport`],
+//! [`ServerInfo`] and [`ServerMetrics`] (see [`seams`]).
+
+pub mod config;
+mod driver;
+pub mod guard;
+pub mod level;
+pub mod progress;
+pub mod prompt;
+pub mod seams;
+
+use std::collections::BTreeMap;
+use std::io::BufWriter;
+use std::path::PathBuf;
+
+use tokio::sync::watch;
+
+pub use self::config::{parse_concurrency, parse_shapes, BenchConfig, Shape};
+pub use self::guard::{busy_guard, estimate_duration, plan_text, GuardVerdict, SpeedGuess};
+pub use self::seams::{ServerInfo, ServerLoad, ServerMetrics, ServerWindow};
+
+use self::driver::{run_level, LevelContext};
+use self::prompt::{size_prompts, SizingContext};
+use crate::clock::Clock;
+use crate::error::Error;
+use crate::openai::Transport;
+use crate::results::{
+    self, BenchParameters, BenchSummary, JsonlWriter, LevelEnd, LevelSummary, RequestRecord,
+    ServerDescription,
+};
+
+/// The outside world of a run.
+pub struct BenchDeps<'a> {
+    /// Sends the requests (HTTP client, or the twin in process).
+    pub transport: &'a dyn Transport,
+    /// Model id, `/tokenize`, server version.
+    pub info: &'a dyn ServerInfo,
+    /// The `/metrics` sampler; `None` when there is no `/metrics`.
+    pub metrics: Option<&'a dyn ServerMetrics>,
+    /// The clock every time is taken on (the one the transport and the
+    /// sampler use too).
+    pub clock: Clock,
+    /// Becomes `true` to interrupt (Ctrl-C): no new requests start, those
+    /// in flight get `config.cancel_grace`, then partial results are written.
+    pub stop: watch::Receiver<bool>,
+    /// Draw progress bars and print the final table on stderr.
+    pub show_progress: bool,
+}
+
+/// What a finished (or interrupted) run produced.
+#[derive(Debug, Clone)]
+pub struct BenchOutcome {
+    /// The results folder.
+    pub folder: PathBuf,
+    /// One summary per level × shape that ran, in run order.
+    pub levels: Vec<LevelSummary>,
+    /// Whether the run was interrupted (the CLI exits 130).
+    pub interrupted: bool,
+    /// Everything written to `summary.json`.
+    pub summary: BenchSummary,
+}
+
+/// The checks before a run, for the CLI to print.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Preflight {
+    /// The plan for the confirmation prompt.
+    pub plan: String,
+    /// The busy guard's verdict (a warning to print when `Allowed`).
+    pub guard: GuardVerdict,
+}
+
+/// Busy guard and plan. Fails with [`Error::Refused`] (exit 3) on a busy or
+/// unreadable server unless `--allow-busy`, and on a bad config (exit 2).
+pub async fn preflight(
+    config: &BenchConfig,
+    metrics: Option<&dyn ServerMetrics>,
+    model: &str,
+) -> Result<Preflight, Error> {
+    config.validate()?;
+    let load = match metrics {
+        Some(m) => m.load_now().await,
+        None => None,
+    };
+    let guard = busy_guard(load, config.allow_busy)?;
+    Ok(Preflight {
+        plan: plan_text(config, model, &SpeedGuess::default()),
+        guard,
+    })
+}
+
+/// The model to request: `--model`, else the server's first model.
+pub async fn resolve_model(config: &BenchConfig, info: &dyn ServerInfo) -> Result<String, Error> {
+    match &config.target.model {
+        Some(m) => Ok(m.clone()),
+        None => info
+            .model_id()
+            .await
+            .map_err(|e| Error::Failed(format!("cannot find out the model (pass --model): {e}"))),
+    }
+}
+
+/// Runs the benchmark and writes the results folder
+/// (`<results_dir>/<UTC timestamp>/`). An interrupted run still writes
+/// everything, with `interrupted: true`, and returns `Ok` with
+/// [`BenchOutcome::interrupted`] set; the caller maps that to exit 130.
+pub async fn run_bench(config: &BenchConfig, deps: BenchDeps<'_>) -> Result<BenchOutcome, Error> {
+    config.validate()?;
+    let model = resolve_model(config, deps.info).await?;
+    let server_version = deps.info.server_version().await;
+    let clock = deps.clock.clone();
+    let run_t0 = clock.now_secs();
+    let started_utc = clock.utc_now();
+    let run_id = if config.run_id.is_empty() {
+        format!(
+            "{}-{:08x}",
+            started_utc.format("%Y%m%dT%H%M%SZ"),
+            started_utc.timestamp_subsec_nanos()
+        )
+    } else {
+        config.run_id.clone()
+    };
+    let folder = results::create_run_folder(&config.results_dir, "", started_utc)?;
+    let mut requests: JsonlWriter<_, RequestRecord> =
+        JsonlWriter::new(results::open_append(&folder, results::REQUESTS_JSONL)?);
+    let mut timeline = match deps.metrics {
+        Some(_) => Some(JsonlWriter::<_, serde_json::Value>::new(
+            results::open_append(&folder, results::SERVER_TIMELINE_JSONL)?,
+        )),
+        None => None,
+    };
+
+    let sizing_ctx = SizingContext {
+        info: deps.info,
+        transport: deps.transport,
+        endpoint: config.endpoint,
+        model: &model,
+        seed: config.seed,
+        run_id: &run_id,
+        api_key: config.target.api_key.clone(),
+    };
+    let (prompt_sizing, prompts) = size_prompts(&sizing_ctx, &config.shapes).await;
+
+    let ctx = LevelContext {
+        config,
+        transport: deps.transport,
+        metrics: deps.metrics,
+        clock: &clock,
+        stop: deps.stop.clone(),
+        model: &model,
+        run_id: &run_id,
+        run_t0,
+        show_progress: deps.show_progress,
+    };
+    let mut levels = Vec::new();
+    let mut interrupted = false;
+    'shapes: for prompt in &prompts {
+        for &n in &config.concurrency {
+            if *deps.stop.borrow() {
+                interrupted = true;
+                break 'shapes;
+            }
+            let level = run_level(&ctx, prompt, n, &mut requests).await?;
+            drain_timeline(deps.metrics, timeline.as_mut())?;
+            let stop_here = level.ended_by == LevelEnd::Interrupted;
+            levels.push(level);
+            if stop_here {
+                interrupted = true;
+                break 'shapes;
+            }
+        }
+    }
+    drain_timeline(deps.metrics, timeline.as_mut())?;
+
+    let summary = BenchSummary {
+        schema_version: results::BENCH_SCHEMA_VERSION,
+        kind: results::BENCH_KIND.to_string(),
+        run_id,
+        started_utc,
+        finished_utc: clock.utc_now(),
+        interrupted,
+        parameters: parameters(config, &clock),
+        server: ServerDescription {
+            url: config.target.display_url(),
+            model,
+            server_version,
+            metrics: deps.metrics.is_some(),
+        },
+        provenance: config.provenance.clone(),
+        prompt_sizing,
+        levels: levels.clone(),
+    };
+    write_summaries(&folder, &summary)?;
+    if deps.show_progress {
+        eprint!("{}", progress::render_table(&levels));
+        eprintln!("Results in {}", folder.display());
+    }
+    Ok(BenchOutcome {
+        folder,
+        levels,
+        interrupted,
+        summary,
+    })
+}
+
+fn drain_timeline(
+    metrics: Option<&dyn ServerMetrics>,
+    writer: Option<&mut JsonlWriter<std::fs::File, serde_json::Value>>,
+) -> Result<(), Error> {
+    if let (Some(m), Some(w)) = (metrics, writer) {
+        for sample in m.drain_timeline() {
+            w.append(&sample)?;
+        }
+    }
+    Ok(())
+}
+
+/// The parameters block of `summary.json`.
+fn parameters(config: &BenchConfig, clock: &Clock) -> BenchParameters {
+    BenchParameters {
+        concurrency: config.concurrency.clone(),
+        shapes: config.shapes.iter().map(|s| s.name().to_string()).collect(),
+        output_tokens: config.output_tokens,
+        requests_per_level: config.requests_per_level,
+        requests_by_concurrency: config
+            .concurrency
+            .iter()
+            .map(|&n| (n, config.requests_for(n)))
+            .collect::<BTreeMap<_, _>>(),
+        level_duration_s: config.level_duration.map(|d| d.as_secs_f64()),
+        endpoint: config.endpoint,
+        seed: config.seed,
+        allow_busy: config.allow_busy,
+        yes: config.yes,
+        timeout_s: config.target.request_timeout.as_secs_f64(),
+        cancel_grace_s: config.cancel_grace.as_secs_f64(),
+        clock_scale: clock.scale(),
+    }
+}
+
+/// Writes `summary.csv` and `summary.json` into `folder`.
+pub fn write_summaries(folder: &std::path::Path, summary: &BenchSummary) -> Result<(), Error> {
+    let create = |name: &str| {
+        let path = folder.join(name);
+        std::fs::File::create(&path)
+            .map(BufWriter::new)
+            .map_err(|e| Error::io(format!("cannot create {}", path.display()), e))
+    };
+    results::write_summary_csv(create(results::SUMMARY_CSV)?, &summary.levels)?;
+    results::write_summary_json(create(results::SUMMARY_JSON)?, summary)?;
+    Ok(())
+}

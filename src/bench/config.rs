@@ -1,0 +1,292 @@
+//! The validated configuration of a bench run. Every field maps to one
+//! `codendum bench` flag (no clap here: the CLI parses strings with
+//! [`parse_concurrency`] / [`parse_shapes`] and fills the struct).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::error::ConfigError;
+use crate::openai::Endpoint;
+use crate::target::{Provenance, Target};
+
+/// Default concurrency levels (`--concurrency`).
+pub const DEFAULT_CONCURRENCY: [u32; 5] = [1, 8, 16, 24, 40];
+/// Largest concurrency level accepted.
+pub const MAX_CONCURRENCY: u32 = 4096;
+/// Default output tokens per request (`--output-tokens`).
+pub const DEFAULT_OUTPUT_TOKENS: u32 = 256;
+/// Default grace for in-flight requests after an interruption, simulated s.
+pub const DEFAULT_CANCEL_GRACE: Duration = Duration::from_secs(5);
+
+/// A prompt shape: a name and a target input size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// About 512 input tokens.
+    Short,
+    /// About 16,384 input tokens.
+    Long,
+}
+
+impl Shape {
+    /// Every shape, in default run order.
+    pub const ALL: [Shape; 2] = [Shape::Short, Shape::Long];
+
+    /// The name used in flags and results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Shape::Short => "short",
+            Shape::Long => "long",
+        }
+    }
+
+    /// The target input size, tokens.
+    pub fn input_tokens(self) -> u64 {
+        match self {
+            Shape::Short => 512,
+            Shape::Long => 16_384,
+        }
+    }
+
+    /// Looks a shape up by name (case-insensitive).
+    pub fn from_name(name: &str) -> Option<Shape> {
+        Shape::ALL
+            .into_iter()
+            .find(|s| s.name().eq_ignore_ascii_case(name.trim()))
+    }
+}
+
+/// Parses `--concurrency` (`1,8,16`) and validates it: non-empty, each level
+/// in `1..=4096`, no duplicates. Order is kept (it is the run order).
+pub fn parse_concurrency(raw: &str) -> Result<Vec<u32>, ConfigError> {
+    let mut levels = Vec::new();
+    for part in raw.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let n: u32 = part.parse().map_err(|_| {
+            ConfigError::invalid("--concurrency", format!("{part:?} is not a whole number"))
+        })?;
+        levels.push(n);
+    }
+    validate_concurrency(&levels)?;
+    Ok(levels)
+}
+
+/// Checks concurrency levels (see [`parse_concurrency`]).
+pub fn validate_concurrency(levels: &[u32]) -> Result<(), ConfigError> {
+    if levels.is_empty() {
+        return Err(ConfigError::invalid("--concurrency", "no level given"));
+    }
+    for (i, &n) in levels.iter().enumerate() {
+        if n == 0 || n > MAX_CONCURRENCY {
+            return Err(ConfigError::invalid(
+                "--concurrency",
+                format!("{n} is outside 1..={MAX_CONCURRENCY}"),
+            ));
+        }
+        if levels[..i].contains(&n) {
+            return Err(ConfigError::invalid(
+                "--concurrency",
+                format!("{n} is given twice"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Parses `--shapes` (`short,long`): known names, at least one, no duplicates.
+pub fn parse_shapes(raw: &str) -> Result<Vec<Shape>, ConfigError> {
+    let mut shapes = Vec::new();
+    for part in raw.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let shape = Shape::from_name(part).ok_or_else(|| {
+            ConfigError::invalid(
+                "--shapes",
+                format!("unknown shape {part:?} (known: short, long)"),
+            )
+        })?;
+        if shapes.contains(&shape) {
+            return Err(ConfigError::invalid(
+                "--shapes",
+                format!("{part} is given twice"),
+            ));
+        }
+        shapes.push(shape);
+    }
+    if shapes.is_empty() {
+        return Err(ConfigError::invalid("--shapes", "no shape given"));
+    }
+    Ok(shapes)
+}
+
+/// Everything a bench run needs to know, validated by [`BenchConfig::validate`].
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    /// Where the server is (`--base-url`, `--api-key`, `--cacert`,
+    /// `--metrics-url`, `--model`, `--timeout`). `target.model = None`: the
+    /// first id the server lists.
+    pub target: Target,
+    /// Provenance (`--profile` and the provenance flags).
+    pub provenance: Provenance,
+    /// `--concurrency`: levels N, in run order.
+    pub concurrency: Vec<u32>,
+    /// `--shapes`: prompt shapes, in run order.
+    pub shapes: Vec<Shape>,
+    /// `--requests-per-level`: requests started per level; `None`: the
+    /// default `max(16, 4·N)`, so every in-flight slot turns over at least
+    /// four times and low levels still get enough samples for a P95.
+    pub requests_per_level: Option<u64>,
+    /// `--level-duration`: optional cap on each level, simulated time. When
+    /// it passes, no new request starts; those in flight finish and count.
+    pub level_duration: Option<Duration>,
+    /// `--output-tokens`: generated tokens per request (max_tokens =
+    /// min_tokens, ignore_eos).
+    pub output_tokens: u32,
+    /// `--endpoint`: chat or completions.
+    pub endpoint: Endpoint,
+    /// `--seed`: seed of the prompt filler text.
+    pub seed: u64,
+    /// `--results-dir`: root of results folders (default `bench-results`).
+    pub results_dir: PathBuf,
+    /// `--allow-busy`: start even when the server has running or waiting
+    /// requests, or when `/metrics` cannot tell.
+    pub allow_busy: bool,
+    /// `--yes`: no confirmation (recorded; confirming is the CLI's job).
+    pub yes: bool,
+    /// Run id placed in every prompt tag; empty: derived from the start time.
+    pub run_id: String,
+    /// Grace for in-flight requests after an interruption, simulated time.
+    pub cancel_grace: Duration,
+}
+
+impl BenchConfig {
+    /// The defaults of every flag for a target.
+    pub fn new(target: Target) -> Self {
+        BenchConfig {
+            target,
+            provenance: Provenance::default(),
+            concurrency: DEFAULT_CONCURRENCY.to_vec(),
+            shapes: Shape::ALL.to_vec(),
+            requests_per_level: None,
+            level_duration: None,
+            output_tokens: DEFAULT_OUTPUT_TOKENS,
+            endpoint: Endpoint::Chat,
+            seed: 0,
+            results_dir: PathBuf::from(crate::results::DEFAULT_RESULTS_ROOT),
+            allow_busy: false,
+            yes: false,
+            run_id: String::new(),
+            cancel_grace: DEFAULT_CANCEL_GRACE,
+        }
+    }
+
+    /// Checks every field; errors name the flag.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        validate_concurrency(&self.concurrency)?;
+        if self.shapes.is_empty() {
+            return Err(ConfigError::invalid("--shapes", "no shape given"));
+        }
+        for (i, s) in self.shapes.iter().enumerate() {
+            if self.shapes[..i].contains(s) {
+                return Err(ConfigError::invalid(
+                    "--shapes",
+                    format!("{} is given twice", s.name()),
+                ));
+            }
+        }
+        if self.requests_per_level == Some(0) {
+            return Err(ConfigError::invalid(
+                "--requests-per-level",
+                "must be at least 1",
+            ));
+        }
+        if self.level_duration.is_some_and(|d| d.is_zero()) {
+            return Err(ConfigError::invalid(
+                "--level-duration",
+                "must be more than 0 s",
+            ));
+        }
+        if self.output_tokens == 0 {
+            return Err(ConfigError::invalid(
+                "--output-tokens",
+                "must be at least 1",
+            ));
+        }
+        if self
+            .run_id
+            .chars()
+            .any(|c| c.is_whitespace() || c == ']' || c.is_control())
+        {
+            return Err(ConfigError::invalid(
+                "run id",
+                "must not contain white space or ']'",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Requests started at level `n`: `--requests-per-level`, or
+    /// `max(16, 4·n)`.
+    pub fn requests_for(&self, n: u32) -> u64 {
+        self.requests_per_level
+            .unwrap_or_else(|| (4 * u64::from(n)).max(16))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target() -> Target {
+        Target::new(None, None, None, None, None, Duration::from_secs(60)).unwrap()
+    }
+
+    #[test]
+    fn concurrency_is_validated_and_names_the_flag() {
+        assert_eq!(parse_concurrency("1, 8,16").unwrap(), vec![1, 8, 16]);
+        for bad in ["", "0", "4097", "1,1", "x", "-1"] {
+            let e = parse_concurrency(bad).unwrap_err().to_string();
+            assert!(e.contains("--concurrency"), "{bad}: {e}");
+        }
+        assert!(parse_concurrency("4096").is_ok());
+    }
+
+    #[test]
+    fn shapes_by_name() {
+        assert_eq!(
+            parse_shapes("long,short").unwrap(),
+            vec![Shape::Long, Shape::Short]
+        );
+        assert_eq!(parse_shapes("SHORT").unwrap(), vec![Shape::Short]);
+        let e = parse_shapes("short,medium").unwrap_err().to_string();
+        assert!(e.contains("--shapes") && e.contains("medium"), "{e}");
+        assert!(parse_shapes("short,short").is_err());
+        assert!(parse_shapes("").is_err());
+    }
+
+    #[test]
+    fn defaults_validate_and_scale_requests_with_n() {
+        let mut c = BenchConfig::new(target());
+        c.validate().unwrap();
+        assert_eq!(c.requests_for(1), 16);
+        assert_eq!(c.requests_for(40), 160);
+        c.requests_per_level = Some(7);
+        assert_eq!(c.requests_for(40), 7);
+        c.requests_per_level = Some(0);
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("--requests-per-level"));
+        c.requests_per_level = None;
+        c.output_tokens = 0;
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("--output-tokens"));
+        c.output_tokens = 1;
+        c.level_duration = Some(Duration::ZERO);
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("--level-duration"));
+    }
+}

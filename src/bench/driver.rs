@@ -1,0 +1,187 @@
+//! The closed-loop driver: for each shape, for each level N, exactly N
+//! requests in flight; a new one starts the moment one ends, until the
+//! level's requests have all started or its time cap passed. Requests still
+//! in flight then finish and count. Every finished request is appended to
+//! `requests.jsonl` at once.
+
+use std::fs::File;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use futures::stream::{FuturesUnordered, StreamExt};
+use tokio::sync::watch;
+
+use super::config::BenchConfig;
+use super::level::{record_from_outcome, summarize_level, LevelFrame};
+use super::progress::LevelProgress;
+use super::prompt::{request_body, ShapePrompt};
+use super::seams::ServerMetrics;
+use crate::clock::Clock;
+use crate::error::Error;
+use crate::openai::{CallOutcome, CallRequest, Transport};
+use crate::results::{JsonlWriter, LevelEnd, LevelSummary, RequestRecord};
+
+/// Resolves when `stop` holds `true`; never when its sender is gone.
+pub(crate) async fn stopped(mut stop: watch::Receiver<bool>) {
+    loop {
+        if *stop.borrow_and_update() {
+            return;
+        }
+        if stop.changed().await.is_err() {
+            futures::future::pending::<()>().await;
+        }
+    }
+}
+
+/// What one level needs from the run.
+pub(crate) struct LevelContext<'a> {
+    pub config: &'a BenchConfig,
+    pub transport: &'a dyn Transport,
+    pub metrics: Option<&'a dyn ServerMetrics>,
+    pub clock: &'a Clock,
+    pub stop: watch::Receiver<bool>,
+    pub model: &'a str,
+    pub run_id: &'a str,
+    /// Clock seconds at which the run started (records are relative to it).
+    pub run_t0: f64,
+    pub show_progress: bool,
+}
+
+type Finished = (u64, f64, CallOutcome);
+
+/// Runs one level × shape and returns its summary.
+pub(crate) async fn run_level(
+    ctx: &LevelContext<'_>,
+    prompt: &ShapePrompt,
+    n: u32,
+    requests: &mut JsonlWriter<File, RequestRecord>,
+) -> Result<LevelSummary, Error> {
+    let shape = prompt.shape.name();
+    let planned = ctx.config.requests_for(n);
+    let level_t0 = ctx.clock.now_secs();
+    let deadline = ctx.config.level_duration.map(|d| ctx.clock.now() + d);
+    let progress = LevelProgress::new(shape, n, planned, ctx.show_progress);
+    let start = |index: u64| start_request(ctx, prompt, n, index);
+    let mut in_flight: FuturesUnordered<BoxFuture<'_, Finished>> = FuturesUnordered::new();
+    let mut records: Vec<RequestRecord> = Vec::new();
+    let mut errors = 0u64;
+    let mut finish = |done: Finished, records: &mut Vec<RequestRecord>| -> Result<(), Error> {
+        let (index, started_at, outcome) = done;
+        let record = record_from_outcome(shape, n, index, started_at, &outcome);
+        requests.append(&record)?;
+        if !record.ok {
+            errors += 1;
+        }
+        progress.finished_one(errors);
+        records.push(record);
+        Ok(())
+    };
+
+    let mut started = 0u64;
+    let mut ended_by = if *ctx.stop.borrow() {
+        Some(LevelEnd::Interrupted)
+    } else {
+        None
+    };
+    if ended_by.is_none() {
+        while started < planned.min(u64::from(n)) {
+            in_flight.push(start(started));
+            started += 1;
+        }
+        if started >= planned {
+            ended_by = Some(LevelEnd::Requests);
+        }
+    }
+    while ended_by.is_none() {
+        tokio::select! {
+            done = in_flight.next() => {
+                let Some(done) = done else { break };
+                finish(done, &mut records)?;
+                in_flight.push(start(started));
+                started += 1;
+                if started >= planned {
+                    ended_by = Some(LevelEnd::Requests);
+                }
+            }
+            _ = sleep_until_opt(ctx.clock, deadline) => ended_by = Some(LevelEnd::Duration),
+            _ = stopped(ctx.stop.clone()) => ended_by = Some(LevelEnd::Interrupted),
+        }
+    }
+    let mut ended_by = ended_by.unwrap_or(LevelEnd::Requests);
+    // Let what is in flight finish; an interruption (before or during this
+    // wait) limits the wait to the grace period.
+    if ended_by != LevelEnd::Interrupted {
+        loop {
+            tokio::select! {
+                done = in_flight.next() => match done {
+                    Some(done) => finish(done, &mut records)?,
+                    None => break,
+                },
+                _ = stopped(ctx.stop.clone()) => {
+                    ended_by = LevelEnd::Interrupted;
+                    break;
+                }
+            }
+        }
+    }
+    let mut abandoned = 0u64;
+    if ended_by == LevelEnd::Interrupted {
+        let drained = ctx
+            .clock
+            .timeout(ctx.config.cancel_grace, async {
+                while let Some(done) = in_flight.next().await {
+                    finish(done, &mut records)?;
+                }
+                Ok::<(), Error>(())
+            })
+            .await;
+        match drained {
+            Ok(result) => result?,
+            Err(_) => abandoned = in_flight.len() as u64,
+        }
+    }
+    drop(in_flight);
+    progress.finish();
+    let level_t1 = ctx.clock.now_secs();
+    let window = ctx.metrics.map(|m| m.window(level_t0, level_t1));
+    let frame = LevelFrame {
+        shape,
+        concurrency: n,
+        ended_by,
+        started_at_s: level_t0 - ctx.run_t0,
+        wall_time_s: level_t1 - level_t0,
+        abandoned,
+    };
+    Ok(summarize_level(frame, &records, window))
+}
+
+/// Starts one request of a level: its tagged prompt, its body, its clock.
+fn start_request<'a>(
+    ctx: &'a LevelContext<'a>,
+    prompt: &ShapePrompt,
+    n: u32,
+    index: u64,
+) -> BoxFuture<'a, Finished> {
+    let started_at = ctx.clock.now_secs() - ctx.run_t0;
+    let text = prompt.prompt(ctx.run_id, n, index);
+    let request = CallRequest {
+        endpoint: ctx.config.endpoint,
+        body: request_body(
+            ctx.config.endpoint,
+            ctx.model,
+            &text,
+            ctx.config.output_tokens,
+        ),
+        api_key: ctx.config.target.api_key.clone(),
+        headers: Vec::new(),
+        record_gaps: false,
+    };
+    Box::pin(async move { (index, started_at, ctx.transport.call(request).await) })
+}
+
+async fn sleep_until_opt(clock: &Clock, deadline: Option<Duration>) {
+    match deadline {
+        Some(t) => clock.sleep_until(t).await,
+        None => futures::future::pending().await,
+    }
+}

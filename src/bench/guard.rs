@@ -1,0 +1,214 @@
+//! Before a run: the busy guard (refuse to load a server that is serving
+//! someone), a rough duration estimate, and the plan text shown for
+//! confirmation (confirming is the CLI's job).
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use super::config::BenchConfig;
+use super::seams::ServerLoad;
+use crate::error::Error;
+
+/// What the busy guard decided when the run may go ahead.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GuardVerdict {
+    /// Nothing running or waiting.
+    Idle,
+    /// Busy or unknown, but `--allow-busy` was given; the message says why
+    /// the figures may be disturbed (print it).
+    Allowed(String),
+}
+
+/// The busy guard. `load` is a fresh `/metrics` reading (`None`: no
+/// `/metrics`). Running or waiting requests → refused (exit 3) unless
+/// `allow_busy`; no reading → treated as busy, with a message saying so.
+pub fn busy_guard(load: Option<ServerLoad>, allow_busy: bool) -> Result<GuardVerdict, Error> {
+    let problem = match load {
+        Some(l) if l.running > 0.0 || l.waiting > 0.0 => format!(
+            "the server is busy ({} running, {} waiting requests)",
+            l.running, l.waiting
+        ),
+        Some(_) => return Ok(GuardVerdict::Idle),
+        None => "/metrics could not be read, so codendum cannot tell whether the server is idle"
+            .to_string(),
+    };
+    if allow_busy {
+        Ok(GuardVerdict::Allowed(format!(
+            "{problem}; going ahead because of --allow-busy (other load will disturb the figures)"
+        )))
+    } else {
+        Err(Error::Refused(format!(
+            "{problem}; run benchmarks in a maintenance window, or pass --allow-busy"
+        )))
+    }
+}
+
+/// Rough server speeds used to estimate a run's duration (GB10-like
+/// defaults; the estimate is only for the confirmation prompt).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SpeedGuess {
+    /// Output tokens/s of one stream alone.
+    pub single_stream_tok_per_s: f64,
+    /// Aggregate output tokens/s the server tops out at.
+    pub peak_output_tok_per_s: f64,
+    /// Prompt tokens/s of prefill.
+    pub prefill_tok_per_s: f64,
+}
+
+impl Default for SpeedGuess {
+    /// About 31 tok/s for one user, ~150 tok/s aggregate, 3,000 tok/s prefill.
+    fn default() -> Self {
+        SpeedGuess {
+            single_stream_tok_per_s: 31.0,
+            peak_output_tok_per_s: 150.0,
+            prefill_tok_per_s: 3000.0,
+        }
+    }
+}
+
+/// Estimated time of one level, simulated time: rounds of N requests, each
+/// round taking prefill of N prompts plus decoding at the per-stream speed
+/// the aggregate allows; capped by `--level-duration` (plus one request for
+/// the tail).
+pub fn estimate_level(
+    config: &BenchConfig,
+    input_tokens: u64,
+    n: u32,
+    speed: &SpeedGuess,
+) -> Duration {
+    let n_f = f64::from(n.max(1));
+    let per_stream = speed
+        .single_stream_tok_per_s
+        .min(speed.peak_output_tok_per_s / n_f)
+        .max(1e-6);
+    let prefill = input_tokens as f64 * n_f / speed.prefill_tok_per_s.max(1e-6);
+    let request = prefill + f64::from(config.output_tokens) / per_stream;
+    let rounds = (config.requests_for(n) as f64 / n_f).ceil();
+    let mut secs = rounds * request;
+    if let Some(cap) = config.level_duration {
+        secs = secs.min(cap.as_secs_f64() + request);
+    }
+    Duration::from_secs_f64(secs.max(0.0))
+}
+
+/// Estimated time of the whole run, simulated time.
+pub fn estimate_duration(config: &BenchConfig, speed: &SpeedGuess) -> Duration {
+    config
+        .shapes
+        .iter()
+        .flat_map(|s| {
+            config
+                .concurrency
+                .iter()
+                .map(move |&n| estimate_level(config, s.input_tokens(), n, speed))
+        })
+        .sum()
+}
+
+/// The plan shown before a run: target, model, levels, shapes, requests
+/// per level, output tokens, and the estimated duration.
+pub fn plan_text(config: &BenchConfig, model: &str, speed: &SpeedGuess) -> String {
+    let mut t = String::new();
+    let levels: Vec<String> = config.concurrency.iter().map(u32::to_string).collect();
+    let shapes: Vec<String> = config
+        .shapes
+        .iter()
+        .map(|s| format!("{} (~{} input tokens)", s.name(), s.input_tokens()))
+        .collect();
+    let requests: Vec<String> = config
+        .concurrency
+        .iter()
+        .map(|&n| format!("N={n}: {}", config.requests_for(n)))
+        .collect();
+    let _ = writeln!(t, "Benchmark plan");
+    let _ = writeln!(t, "  target:             {}", config.target.display_url());
+    let _ = writeln!(t, "  model:              {model}");
+    let _ = writeln!(t, "  endpoint:           {:?}", config.endpoint);
+    let _ = writeln!(t, "  concurrency levels: {}", levels.join(", "));
+    let _ = writeln!(t, "  prompt shapes:      {}", shapes.join(", "));
+    let _ = writeln!(t, "  requests per level: {}", requests.join(", "));
+    let _ = writeln!(
+        t,
+        "  output tokens:      {} per request (ignore_eos)",
+        config.output_tokens
+    );
+    if let Some(cap) = config.level_duration {
+        let _ = writeln!(t, "  level cap:          {:.0} s", cap.as_secs_f64());
+    }
+    let est = estimate_duration(config, speed).as_secs_f64();
+    let _ = writeln!(
+        t,
+        "  estimated duration: about {:.0} min ({:.0} s), under sustained load",
+        (est / 60.0).ceil(),
+        est
+    );
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::target::Target;
+
+    fn config() -> BenchConfig {
+        BenchConfig::new(
+            Target::new(None, None, None, None, None, Duration::from_secs(60)).unwrap(),
+        )
+    }
+
+    #[test]
+    fn idle_server_passes_and_busy_is_refused_with_exit_3() {
+        let idle = ServerLoad {
+            running: 0.0,
+            waiting: 0.0,
+        };
+        assert_eq!(busy_guard(Some(idle), false).unwrap(), GuardVerdict::Idle);
+        for load in [
+            ServerLoad {
+                running: 2.0,
+                waiting: 0.0,
+            },
+            ServerLoad {
+                running: 0.0,
+                waiting: 1.0,
+            },
+        ] {
+            let e = busy_guard(Some(load), false).unwrap_err();
+            assert_eq!(e.exit_code(), 3);
+            assert!(e.to_string().contains("--allow-busy"));
+            assert!(matches!(
+                busy_guard(Some(load), true),
+                Ok(GuardVerdict::Allowed(_))
+            ));
+        }
+    }
+
+    #[test]
+    fn no_metrics_counts_as_busy() {
+        let e = busy_guard(None, false).unwrap_err();
+        assert_eq!(e.exit_code(), 3);
+        assert!(e.to_string().contains("/metrics"));
+        match busy_guard(None, true).unwrap() {
+            GuardVerdict::Allowed(m) => assert!(m.contains("/metrics")),
+            GuardVerdict::Idle => panic!("unknown load must not count as idle"),
+        }
+    }
+
+    #[test]
+    fn estimate_grows_with_work_and_respects_the_cap() {
+        let mut c = config();
+        let speed = SpeedGuess::default();
+        // N=1, short: 16 requests × (512/3000 + 256/31) s.
+        let one = estimate_level(&c, 512, 1, &speed).as_secs_f64();
+        assert!((one - 16.0 * (512.0 / 3000.0 + 256.0 / 31.0)).abs() < 1e-6);
+        let full = estimate_duration(&c, &speed);
+        c.level_duration = Some(Duration::from_secs(10));
+        assert!(estimate_duration(&c, &speed) < full);
+        let plan = plan_text(&c, "m", &speed);
+        assert!(
+            plan.contains("1, 8, 16, 24, 40") && plan.contains("N=40: 160"),
+            "{plan}"
+        );
+        assert!(plan.contains("embedded twin"));
+    }
+}

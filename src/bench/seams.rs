@@ -1,0 +1,91 @@
+//! The small interfaces the driver needs besides [`crate::openai::Transport`],
+//! so the HTTP client and the `/metrics` sampler (or the twin) plug in with a
+//! few lines of glue:
+//!
+//! - [`ServerInfo`]: the model id, the server version, `/tokenize`;
+//! - [`ServerMetrics`]: the load right now (busy guard), the figures of a
+//!   time window (per-level server columns), and the timeline samples to
+//!   write to `server-timeline.jsonl`.
+//!
+//! Errors cross these seams as plain messages: the driver only reports them.
+//!
+//! Glue the lead writes (sketch, with the real types' names):
+//!
+//! ```text
+//! impl ServerInfo for openai::client::HttpClient {
+//!     fn model_id(&self)            -> first id of self.models(), errors to_string()
+//!     fn tokenize(&self, m, p)      -> self.tokenize(m, p).await.map_err(|e| e.to_string())
+//! }
+//! impl ServerMetrics for prom::SamplerHandle {
+//!     fn load_now(&self)            -> latest snapshot's running/waiting (None if it failed)
+//!     fn window(&self, t0, t1)      -> WindowStats mapped field by field into ServerWindow
+//!     fn drain_timeline(&self)      -> new TimelineSamples as serde_json::to_value
+//! }
+//! ```
+
+use futures::future::BoxFuture;
+
+/// Facts about the server apart from generating text.
+pub trait ServerInfo: Send + Sync {
+    /// The model to use when none was configured (the first id of
+    /// `/v1/models`).
+    fn model_id(&self) -> BoxFuture<'_, Result<String, String>>;
+
+    /// Tokens the server counts for `prompt` with `model` (vLLM's
+    /// `/tokenize`). `Ok(None)`: the server has no such endpoint.
+    fn tokenize<'a>(
+        &'a self,
+        model: &'a str,
+        prompt: &'a str,
+    ) -> BoxFuture<'a, Result<Option<u64>, String>>;
+
+    /// The server's version (vLLM's `/version`), when it tells.
+    fn server_version(&self) -> BoxFuture<'_, Option<String>> {
+        Box::pin(async { None })
+    }
+}
+
+/// The scheduler load at one instant, summed over replicas.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ServerLoad {
+    /// Requests running (`vllm:num_requests_running`).
+    pub running: f64,
+    /// Requests waiting (`vllm:num_requests_waiting`).
+    pub waiting: f64,
+}
+
+/// Server figures over a window of the run (one level). Each figure is
+/// `None` when the metric was not seen in the window.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ServerWindow {
+    /// Increase of the preemptions counter.
+    pub preemptions: Option<f64>,
+    /// Peak KV-cache usage, fraction in `[0, 1]`.
+    pub peak_kv_usage: Option<f64>,
+    /// Peak running requests.
+    pub peak_running: Option<f64>,
+    /// Peak waiting requests.
+    pub peak_waiting: Option<f64>,
+    /// Prefix-cache hit rate over the window, fraction in `[0, 1]`.
+    pub prefix_hit_rate: Option<f64>,
+    /// Scrapes that failed in the window.
+    pub failed_scrapes: u64,
+}
+
+/// The `/metrics` side of a run (the 1 s sampler). Pass `None` instead of an
+/// implementation when the server has no reachable `/metrics`.
+pub trait ServerMetrics: Send + Sync {
+    /// One fresh reading of the load; `None` when `/metrics` could not be read.
+    fn load_now(&self) -> BoxFuture<'_, Option<ServerLoad>>;
+
+    /// Figures over `[t0, t1]`, seconds on the run's [`crate::clock::Clock`]
+    /// (the same clock the sampler stamps samples with).
+    fn window(&self, t0: f64, t1: f64) -> ServerWindow;
+
+    /// Samples taken since the last call, to append to
+    /// `server-timeline.jsonl` (the sampler's `TimelineSample`s as JSON).
+    /// The default writes none.
+    fn drain_timeline(&self) -> Vec<serde_json::Value> {
+        Vec::new()
+    }
+}

@@ -1,0 +1,142 @@
+//! The rows of a bench results folder: one [`RequestRecord`] per finished
+//! request (`requests.jsonl`) and one [`LevelSummary`] per level × shape
+//! (`summary.csv`, and the `levels` of `summary.json`).
+//!
+//! Times are simulated seconds on the run's clock; token counts are tokens;
+//! KV-cache usage and prefix-cache hit rate are fractions in `[0, 1]` here
+//! and in JSON (the CSV shows them as percent, in columns named `_pct`).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::openai::TokenSource;
+
+/// One finished request, as written to `requests.jsonl` the moment it ends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestRecord {
+    /// Prompt shape name (`short`, `long`).
+    pub shape: String,
+    /// Concurrency level N the request ran under.
+    pub concurrency: u32,
+    /// Index of the request within its level × shape (0-based, in start order).
+    pub index: u64,
+    /// When the request was started, seconds since the run started.
+    pub started_at: f64,
+    /// Time to first token, seconds; `None` if no text chunk arrived.
+    pub ttft_s: Option<f64>,
+    /// End-to-end latency, seconds (to `[DONE]`, end of body, or the failure).
+    pub e2e_s: f64,
+    /// Mean time per output token of this request, seconds:
+    /// (E2E − TTFT) / (output tokens − 1). `None` for failures or < 2 tokens.
+    pub tpot_s: Option<f64>,
+    /// Input tokens as counted by the server; `None` when it sent no usage.
+    pub input_tokens: Option<u64>,
+    /// Output tokens (server's usage, or the client's count of text chunks).
+    pub output_tokens: u64,
+    /// Who counted `output_tokens`.
+    pub tokens_counted_by: TokenSource,
+    /// The finish reason of the first choice (`length` for a full answer).
+    pub finish_reason: Option<String>,
+    /// Whether the request succeeded.
+    pub ok: bool,
+    /// Stable error kind (`http_503`, `timeout`, ...) when it failed.
+    pub error_kind: Option<String>,
+    /// The error message when it failed (never contains an API key).
+    pub error_message: Option<String>,
+    /// HTTP status, when one arrived.
+    pub status: Option<u16>,
+}
+
+/// Failures of one kind within a level.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorGroup {
+    /// How many requests failed with this kind.
+    pub count: u64,
+    /// The message of the first such failure.
+    pub sample_message: String,
+}
+
+/// Why a level stopped starting new requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LevelEnd {
+    /// All `requests_per_level` requests were started.
+    Requests,
+    /// The `level_duration` cap passed.
+    Duration,
+    /// The run was interrupted during this level.
+    Interrupted,
+}
+
+/// The figures of one level × shape.
+///
+/// Server columns (`preemptions` … `failed_scrapes`) come from the `/metrics`
+/// sampler's window over the level; they are absent (`None`, left out of the
+/// JSON, empty in the CSV) when there was no `/metrics` — never zero.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LevelSummary {
+    /// Prompt shape name.
+    pub shape: String,
+    /// Concurrency level N (requests kept in flight).
+    pub concurrency: u32,
+    /// Why the level stopped starting requests.
+    pub ended_by: LevelEnd,
+    /// Finished requests (successes + errors).
+    pub requests: u64,
+    /// Successful requests.
+    pub successes: u64,
+    /// Failures grouped by stable kind.
+    pub errors: BTreeMap<String, ErrorGroup>,
+    /// Requests that were in flight when an interruption's grace period
+    /// ended; they have no record.
+    #[serde(default)]
+    pub abandoned: u64,
+    /// Mean input tokens of successful requests, as counted by the server.
+    pub mean_input_tokens: Option<f64>,
+    /// Mean output tokens of successful requests.
+    pub mean_output_tokens: Option<f64>,
+    /// Whether any output count in this level was made by the client (the
+    /// server sent no usage).
+    pub tokens_client_counted: bool,
+    /// When the level started, seconds since the run started.
+    pub started_at_s: f64,
+    /// Level wall time, seconds: its start to the end of its last request.
+    pub wall_time_s: f64,
+    /// Successful requests per second of wall time.
+    pub requests_per_s: f64,
+    /// Output tokens of successful requests per second of wall time.
+    pub output_tok_per_s: f64,
+    /// Input + output tokens of successful requests per second of wall time.
+    pub total_tok_per_s: f64,
+    /// TTFT median over successful requests, seconds.
+    pub ttft_p50_s: Option<f64>,
+    /// TTFT 95th percentile, seconds.
+    pub ttft_p95_s: Option<f64>,
+    /// TTFT 99th percentile, seconds.
+    pub ttft_p99_s: Option<f64>,
+    /// End-to-end latency median over successful requests, seconds.
+    pub e2e_p50_s: Option<f64>,
+    /// End-to-end latency 95th percentile, seconds.
+    pub e2e_p95_s: Option<f64>,
+    /// Mean of the requests' time per output token over successes, seconds.
+    pub tpot_mean_s: Option<f64>,
+    /// Preemptions during the level (increase of the counter).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preemptions: Option<f64>,
+    /// Peak KV-cache usage during the level, fraction in `[0, 1]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_kv_usage: Option<f64>,
+    /// Peak running requests sampled during the level.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_running: Option<f64>,
+    /// Peak waiting requests sampled during the level.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_waiting: Option<f64>,
+    /// Prefix-cache hit rate during the level, fraction in `[0, 1]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_hit_rate: Option<f64>,
+    /// Scrapes of `/metrics` that failed during the level.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_scrapes: Option<u64>,
+}

@@ -1,0 +1,172 @@
+//! `summary.json` of a bench run: schema version, every parameter,
+//! provenance, prompt sizing, and the levels. Written once at the end of a
+//! run (also an interrupted one) and read back by `report` / `compare`.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::records::LevelSummary;
+use super::ResultsError;
+use crate::openai::Endpoint;
+use crate::target::Provenance;
+
+/// The `schema_version` this build writes and the newest it reads.
+pub const BENCH_SCHEMA_VERSION: u32 = 1;
+
+/// The `kind` of a bench `summary.json`.
+pub const BENCH_KIND: &str = "bench";
+
+/// How prompts were sized to their target token counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SizingMethod {
+    /// The server's `/tokenize` counted the prompt text.
+    Tokenize,
+    /// Characters per token calibrated from a probe request's
+    /// `usage.prompt_tokens`.
+    Probe,
+    /// A fixed characters-per-token guess (neither of the above worked).
+    Estimate,
+}
+
+/// The sizing of one shape's prompts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShapeSizing {
+    /// Shape name.
+    pub shape: String,
+    /// Target input tokens.
+    pub target_input_tokens: u64,
+    /// Characters of the prompt body (without the unique tag).
+    pub body_chars: u64,
+    /// Characters per token the sizing settled on.
+    pub chars_per_token: f64,
+    /// Tokens the server counted for the final body, when it was measured
+    /// (`tokenize` method only).
+    pub measured_tokens: Option<u64>,
+}
+
+/// How prompts were sized, for every shape of the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PromptSizing {
+    /// The method used (the same for all shapes).
+    pub method: SizingMethod,
+    /// One entry per shape, in run order.
+    pub shapes: Vec<ShapeSizing>,
+}
+
+/// Every parameter of a bench run (the CLI flags after validation).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchParameters {
+    /// Concurrency levels, in run order.
+    pub concurrency: Vec<u32>,
+    /// Shape names, in run order.
+    pub shapes: Vec<String>,
+    /// Output tokens per request (max_tokens = min_tokens, ignore_eos).
+    pub output_tokens: u32,
+    /// `--requests-per-level` as given; `None`: the default rule.
+    pub requests_per_level: Option<u64>,
+    /// Requests started per level, by concurrency (after the default rule).
+    pub requests_by_concurrency: BTreeMap<u32, u64>,
+    /// Cap on each level's time, simulated seconds.
+    pub level_duration_s: Option<f64>,
+    /// Chat or completions.
+    pub endpoint: Endpoint,
+    /// Seed of the prompt filler text.
+    pub seed: u64,
+    /// `--allow-busy`.
+    pub allow_busy: bool,
+    /// `--yes`.
+    pub yes: bool,
+    /// Per-request time limit, seconds.
+    pub timeout_s: f64,
+    /// Grace for in-flight requests after an interruption, simulated seconds.
+    pub cancel_grace_s: f64,
+    /// Simulated seconds per real second of the run's clock.
+    pub clock_scale: f64,
+}
+
+/// The server the run measured. Never holds an API key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerDescription {
+    /// Base URL without credentials, or `embedded twin`.
+    pub url: String,
+    /// The model id requested.
+    pub model: String,
+    /// The server's version, when it told.
+    pub server_version: Option<String>,
+    /// Whether `/metrics` was read during the run.
+    pub metrics: bool,
+}
+
+/// The whole `summary.json` of a bench run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchSummary {
+    /// Always [`BENCH_SCHEMA_VERSION`] when written by this build.
+    pub schema_version: u32,
+    /// Always [`BENCH_KIND`].
+    pub kind: String,
+    /// The run id (also inside every prompt tag).
+    pub run_id: String,
+    /// When the run started (UTC).
+    pub started_utc: DateTime<Utc>,
+    /// When the summary was written (UTC).
+    pub finished_utc: DateTime<Utc>,
+    /// Whether the run was interrupted (the levels are partial).
+    pub interrupted: bool,
+    /// Every parameter.
+    pub parameters: BenchParameters,
+    /// The server measured.
+    pub server: ServerDescription,
+    /// Profile, image digest, model revision, DGX OS and driver versions.
+    pub provenance: Provenance,
+    /// How prompts were sized.
+    pub prompt_sizing: PromptSizing,
+    /// One entry per level × shape, in run order.
+    pub levels: Vec<LevelSummary>,
+}
+
+/// Writes `summary.json` (pretty-printed, trailing newline).
+pub fn write_summary_json<W: Write>(
+    mut out: W,
+    summary: &BenchSummary,
+) -> Result<(), ResultsError> {
+    serde_json::to_writer_pretty(&mut out, summary).map_err(ResultsError::json_write)?;
+    out.write_all(b"\n").map_err(ResultsError::write)?;
+    out.flush().map_err(ResultsError::write)
+}
+
+/// Reads a bench `summary.json`, rejecting other kinds and schema versions
+/// newer than this build understands.
+pub fn read_summary_json<R: Read>(input: R) -> Result<BenchSummary, ResultsError> {
+    let value: serde_json::Value =
+        serde_json::from_reader(input).map_err(|e| ResultsError::BadJson {
+            file: "summary.json",
+            line: e.line(),
+            reason: e.to_string(),
+        })?;
+    let kind = value.get("kind").and_then(|k| k.as_str()).unwrap_or("");
+    if kind != BENCH_KIND {
+        return Err(ResultsError::WrongKind {
+            expected: BENCH_KIND,
+            found: kind.to_string(),
+        });
+    }
+    let version = value
+        .get("schema_version")
+        .and_then(|v| v.as_u64())
+        .ok_or(ResultsError::MissingSchemaVersion)?;
+    if version != u64::from(BENCH_SCHEMA_VERSION) {
+        return Err(ResultsError::UnsupportedSchema {
+            found: version,
+            supported: BENCH_SCHEMA_VERSION,
+        });
+    }
+    serde_json::from_value(value).map_err(|e| ResultsError::BadJson {
+        file: "summary.json",
+        line: 0,
+        reason: e.to_string(),
+    })
+}
