@@ -43,7 +43,12 @@ pub struct TargetArgs {
     #[arg(long, env = "CODENDUM_BASE_URL", value_name = "URL")]
     pub base_url: Option<String>,
     /// API key sent as a bearer token (never printed or written).
-    #[arg(long, env = "CODENDUM_API_KEY", value_name = "KEY", hide_env_values = true)]
+    #[arg(
+        long,
+        env = "CODENDUM_API_KEY",
+        value_name = "KEY",
+        hide_env_values = true
+    )]
     pub api_key: Option<String>,
     /// PEM bundle of the private CA; replaces the system roots, as curl's --cacert.
     #[arg(long, env = "CODENDUM_CACERT", value_name = "FILE")]
