@@ -2,20 +2,25 @@
 
 use std::time::Duration;
 
+use codendum::app::connect::{BENCH_TIME_SCALE, CLASSROOM_TIME_SCALE};
+use codendum::app::ConnectOptions;
 use codendum::error::{ConfigError, Error};
+use codendum::target::{Provenance, Target};
 
-use crate::cli::{Cli, Command, MetricsArgs, ServeArgs};
+use crate::cli::{
+    BenchArgs, ClassroomArgs, Cli, Command, CompareArgs, EndpointArg, MetricsArgs, ProvenanceArgs,
+    ReportArgs, ScenarioArg, ServeArgs, TargetArgs,
+};
 
 /// Runs one command.
 pub async fn run(cli: Cli) -> Result<(), Error> {
     match cli.command {
         Command::Metrics(args) => metrics(args).await,
         Command::Serve(args) => serve(args).await,
-        Command::Bench(_) | Command::Classroom(_) | Command::Report(_) | Command::Compare(_) => {
-            Err(Error::Failed(
-                "this command is being wired in this build".into(),
-            ))
-        }
+        Command::Bench(args) => bench(args).await,
+        Command::Classroom(args) => classroom(args).await,
+        Command::Report(args) => report(args),
+        Command::Compare(args) => compare(args),
     }
 }
 
@@ -140,5 +145,226 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
     );
     let _ = tokio::signal::ctrl_c().await;
     handle.shutdown().await;
+    Ok(())
+}
+
+fn target(args: &TargetArgs) -> Result<Target, ConfigError> {
+    let t = Target::new(
+        args.base_url.as_deref(),
+        args.api_key.as_deref(),
+        args.cacert.as_deref(),
+        args.metrics_url.as_deref(),
+        args.model.as_deref(),
+        positive_seconds("--timeout", args.timeout)?,
+    )?;
+    if t.sends_key_in_clear() {
+        eprintln!(
+            "codendum: warning: the API key goes in clear text over http:// to {}; use https://",
+            t.display_url()
+        );
+    }
+    Ok(t)
+}
+
+fn provenance(args: &ProvenanceArgs) -> Provenance {
+    let clean = |v: &Option<String>| {
+        v.as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+    };
+    Provenance {
+        profile: Some(args.profile.clone()),
+        image_digest: clean(&args.image_digest),
+        model_revision: clean(&args.model_revision),
+        dgx_os_version: clean(&args.dgx_os_version),
+        driver_version: clean(&args.driver_version),
+    }
+}
+
+/// A channel that turns true on Ctrl-C or SIGTERM.
+fn stop_signal() -> tokio::sync::watch::Receiver<bool> {
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            match signal(SignalKind::terminate()) {
+                Ok(mut term) => {
+                    tokio::select! {
+                        _ = tokio::signal::ctrl_c() => {}
+                        _ = term.recv() => {}
+                    }
+                }
+                Err(_) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
+        eprintln!("\ncodendum: stopping: no new requests; writing what was measured");
+        let _ = tx.send(true);
+    });
+    rx
+}
+
+/// Asks on the terminal; without one, refuses.
+fn confirm_on_terminal(_plan: &str) -> bool {
+    use std::io::{BufRead, IsTerminal, Write};
+    if !std::io::stdin().is_terminal() {
+        eprintln!("codendum: no terminal to confirm on; pass --yes");
+        return false;
+    }
+    eprint!("Start? [y/N] ");
+    let _ = std::io::stderr().flush();
+    let mut line = String::new();
+    if std::io::stdin().lock().read_line(&mut line).is_err() {
+        return false;
+    }
+    matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+}
+
+fn time_scale(value: Option<f64>, default: f64) -> Result<f64, ConfigError> {
+    let v = value.unwrap_or(default);
+    if v.is_finite() && v > 0.0 && v <= 10_000.0 {
+        Ok(v)
+    } else {
+        Err(ConfigError::invalid(
+            "--time-scale",
+            format!("{v} is not a speed-up between 0 and 10000"),
+        ))
+    }
+}
+
+fn seconds_or_zero(flag: &str, value: f64) -> Result<Duration, ConfigError> {
+    if value == 0.0 {
+        Ok(Duration::ZERO)
+    } else {
+        positive_seconds(flag, value)
+    }
+}
+
+async fn bench(args: BenchArgs) -> Result<(), Error> {
+    use codendum::bench::{parse_concurrency, parse_shapes, BenchConfig};
+    let target = target(&args.target)?;
+    let mut config = BenchConfig::new(target);
+    config.provenance = provenance(&args.provenance);
+    config.concurrency = parse_concurrency(&args.concurrency)?;
+    config.shapes = parse_shapes(&args.shapes)?;
+    config.requests_per_level = args.requests_per_level;
+    config.level_duration = args
+        .level_duration
+        .map(|d| positive_seconds("--level-duration", d))
+        .transpose()?;
+    config.output_tokens = args.output_tokens;
+    config.endpoint = match args.endpoint {
+        EndpointArg::Chat => codendum::openai::Endpoint::Chat,
+        EndpointArg::Completions => codendum::openai::Endpoint::Completions,
+    };
+    config.seed = args.seed;
+    config.results_dir = args.results_dir.clone();
+    config.allow_busy = args.allow_busy;
+    config.yes = args.yes;
+    config.validate()?;
+    let mut connect = ConnectOptions::new(
+        args.provenance.profile.clone(),
+        time_scale(args.twin.time_scale, BENCH_TIME_SCALE)?,
+    );
+    connect.seed = args.seed;
+    let run = codendum::app::bench::BenchRun {
+        config,
+        connect,
+        confirm: &confirm_on_terminal,
+        stop: stop_signal(),
+        show_progress: true,
+        write_report: !args.no_report,
+    };
+    codendum::app::bench::run(run).await.map(|_| ())
+}
+
+async fn classroom(args: ClassroomArgs) -> Result<(), Error> {
+    use codendum::classroom::{ClassroomConfig, PromptSet, Scenario};
+    use std::io::IsTerminal;
+    let target = target(&args.target)?;
+    let mut config = ClassroomConfig::new(String::new(), args.context_limit);
+    config.users = args.users as usize;
+    config.scenario = match args.scenario {
+        ScenarioArg::Java => Scenario::Java,
+        ScenarioArg::Python => Scenario::Python,
+    };
+    config.duration = positive_seconds("--duration", args.duration)?;
+    config.ramp_up = seconds_or_zero("--ramp-up", args.ramp_up)?;
+    config.pause_min = seconds_or_zero("--pause-min", args.pause_min)?;
+    config.pause_max = seconds_or_zero("--pause-max", args.pause_max)?;
+    config.follow_ups = args.follow_ups as usize;
+    config.output_limit = u64::from(args.output_limit);
+    config.seed = args.seed;
+    if let Some(path) = &args.api_keys_file {
+        config.api_keys = codendum::target::read_api_keys(path)?;
+    } else if let Some(k) = &target.api_key {
+        config.api_keys = vec![k.clone()];
+    }
+    if let Some(path) = &args.prompt_file {
+        config.prompt = PromptSet::from_file(path)?;
+    }
+    if let Some(model) = &target.model {
+        config.model = model.clone();
+    }
+    if let Some(path) = &args.server_timeline {
+        if !path.is_file() {
+            return Err(ConfigError::invalid(
+                "--server-timeline",
+                format!("{} is not a readable file", path.display()),
+            )
+            .into());
+        }
+    }
+    let mut connect = ConnectOptions::new(
+        args.provenance.profile.clone(),
+        time_scale(args.twin.time_scale, CLASSROOM_TIME_SCALE)?,
+    );
+    connect.seed = args.seed;
+    let run = codendum::app::classroom::ClassroomRun {
+        config,
+        target,
+        provenance: provenance(&args.provenance),
+        connect,
+        context_limit_given: args.context_limit.is_some(),
+        server_timeline: args.server_timeline.clone(),
+        prompt_file: args
+            .prompt_file
+            .as_ref()
+            .and_then(|p| p.file_name())
+            .map(|n| n.to_string_lossy().into_owned()),
+        results_dir: args.results_dir.clone(),
+        allow_busy: args.allow_busy,
+        yes: args.yes,
+        confirm: &confirm_on_terminal,
+        stop: stop_signal(),
+        show_progress: std::io::stderr().is_terminal(),
+        write_report: !args.no_report,
+    };
+    codendum::app::classroom::run(run).await.map(|_| ())
+}
+
+fn report(args: ReportArgs) -> Result<(), Error> {
+    let paths =
+        codendum::report::files::write_report(&args.folder, args.server_timeline.as_deref())?;
+    for p in paths {
+        println!("{}", p.display());
+    }
+    Ok(())
+}
+
+fn compare(args: CompareArgs) -> Result<(), Error> {
+    let out = match &args.out {
+        Some(o) => o.clone(),
+        None => args.folders.last().cloned().unwrap_or_default(),
+    };
+    let paths = codendum::report::files::write_comparison(&args.folders, args.force, &out)?;
+    for p in paths {
+        println!("{}", p.display());
+    }
     Ok(())
 }

@@ -11,6 +11,7 @@
 //!
 //! Everything that waits or measures time asks one [`clock::Clock`].
 
+pub mod app;
 pub mod bench;
 pub mod capacity;
 pub mod classroom;

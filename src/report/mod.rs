@@ -19,6 +19,7 @@ pub mod compare;
 mod compare_build;
 mod compare_doc;
 mod doc;
+pub mod files;
 pub mod format;
 pub mod html;
 pub mod markdown;

@@ -3,6 +3,7 @@
 //! any [`std::io::Write`]; readers any [`std::io::Read`] / [`std::io::BufRead`],
 //! so `report` and `compare` work from files alone. No tokio here.
 
+pub mod classroom;
 pub mod csv;
 pub mod jsonl;
 pub mod records;
@@ -14,6 +15,11 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 
+pub use self::classroom::{
+    read_classroom_folder_summary, read_classroom_summary, summary_kind, write_classroom_summary,
+    ClassroomParameters, ClassroomRunSummary, CLASSROOM_KIND, CLASSROOM_SCHEMA_VERSION,
+    TASKS_JSONL,
+};
 pub use self::csv::{write_summary_csv, SUMMARY_CSV_COLUMNS};
 pub use self::jsonl::{read_jsonl, JsonlContents, JsonlWriter};
 pub use self::records::{ErrorGroup, LevelEnd, LevelSummary, RequestRecord};

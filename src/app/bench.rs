@@ -1,0 +1,109 @@
+//! `codendum bench` end to end: connect (or start the twin), guard and
+//! confirm, sample `/metrics` every second, run the closed loop, write the
+//! results folder and its report.
+
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use super::connect::{ConnectOptions, Connection};
+use super::seams::SampledMetrics;
+use crate::bench::{
+    preflight, resolve_model, run_bench, BenchConfig, BenchDeps, BenchOutcome, GuardVerdict,
+};
+use crate::error::Error;
+use crate::prom::Sampler;
+
+/// Asks the operator to go ahead with a plan; `false` refuses (exit 3).
+pub type Confirm = dyn Fn(&str) -> bool + Send + Sync;
+
+/// Everything `codendum bench` needs besides the benchmark's own config.
+pub struct BenchRun<'a> {
+    /// The validated benchmark.
+    pub config: BenchConfig,
+    /// How to start the embedded twin when no server is named.
+    pub connect: ConnectOptions,
+    /// Asked before a live run without `--yes`.
+    pub confirm: &'a Confirm,
+    /// Becomes `true` on Ctrl-C / SIGTERM: stop starting requests.
+    pub stop: watch::Receiver<bool>,
+    /// Progress bars and the final table on stderr.
+    pub show_progress: bool,
+    /// Write `report.md` and `report.html` into the folder at the end.
+    pub write_report: bool,
+}
+
+/// Runs the benchmark; an interrupted run still writes its folder and
+/// returns [`Error::Interrupted`] naming it.
+pub async fn run(run: BenchRun<'_>) -> Result<BenchOutcome, Error> {
+    run.config.validate()?;
+    let max_conn = run.config.concurrency.iter().copied().max().unwrap_or(1) as usize + 8;
+    let mut connect = run.connect.clone();
+    connect.max_connections = connect.max_connections.max(max_conn);
+    let conn = Connection::open(&run.config.target, &connect).await?;
+    let result = run_connected(&run, &conn).await;
+    conn.close().await;
+    let outcome = result?;
+    if run.write_report {
+        match crate::report::files::write_report(&outcome.folder, None) {
+            Ok(paths) => {
+                for p in paths {
+                    eprintln!("Report: {}", p.display());
+                }
+            }
+            Err(e) => eprintln!("codendum: the report could not be written: {e}"),
+        }
+    }
+    if outcome.interrupted {
+        return Err(Error::Interrupted(outcome.folder));
+    }
+    Ok(outcome)
+}
+
+async fn run_connected(run: &BenchRun<'_>, conn: &Connection) -> Result<BenchOutcome, Error> {
+    let mut config = run.config.clone();
+    if conn.is_embedded() {
+        // Nothing real is loaded: no busy guard and no confirmation.
+        eprintln!("Target: {}", conn.label);
+        if let Some(p) = &conn.profile {
+            config.provenance.profile = Some(p.name.clone());
+        }
+    }
+    let sampler = conn
+        .scraper
+        .clone()
+        .map(|s| Sampler::start(s, conn.clock.clone(), Duration::from_secs(1)));
+    let metrics = match (&conn.scraper, &sampler) {
+        (Some(scraper), Some(sampler)) => Some(SampledMetrics::new(scraper, sampler)),
+        _ => None,
+    };
+    let metrics_dyn = metrics
+        .as_ref()
+        .map(|m| m as &dyn crate::bench::ServerMetrics);
+    if !conn.is_embedded() {
+        let model = resolve_model(&config, conn.client.as_ref()).await?;
+        let pre = preflight(&config, metrics_dyn, &model).await?;
+        if let GuardVerdict::Allowed(msg) = &pre.guard {
+            eprintln!("codendum: {msg}");
+        }
+        eprintln!("{}", pre.plan);
+        if !config.yes && !(run.confirm)(&pre.plan) {
+            return Err(Error::Refused(
+                "not confirmed: pass --yes to run without asking".into(),
+            ));
+        }
+    }
+    let deps = BenchDeps {
+        transport: conn.client.as_ref(),
+        info: conn.client.as_ref(),
+        metrics: metrics_dyn,
+        clock: conn.clock.clone(),
+        stop: run.stop.clone(),
+        show_progress: run.show_progress,
+    };
+    let outcome = run_bench(&config, deps).await;
+    if let Some(s) = sampler {
+        s.stop().await;
+    }
+    outcome
+}

@@ -1,0 +1,503 @@
+//! `codendum classroom` end to end: connect (or start the twin, with the
+//! lab's proxy when there are keys), guard and confirm, sample `/metrics`,
+//! run the students, fold in a host timeline, write the folder and report.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use super::bench::Confirm;
+use super::connect::{ConnectOptions, Connection};
+use crate::bench::{busy_guard, GuardVerdict, ServerInfo};
+use crate::classroom::{
+    run_classroom, ClassroomConfig, ClassroomSummary, LiveStatus, MemorySink, RecordSink,
+    RequestRecord, ServerFigures, TaskRecord,
+};
+use crate::error::Error;
+use crate::prom::{align_timeline, read_timeline, window_stats, Sampler, TimelineSample};
+use crate::results::{
+    self, ClassroomParameters, ClassroomRunSummary, JsonlWriter, ServerDescription,
+};
+use crate::target::{Provenance, Target};
+
+/// Everything `codendum classroom` needs.
+pub struct ClassroomRun<'a> {
+    /// The students (its `model` may be empty: then the server's first model;
+    /// its `context_limit` `None`: then the server's `max_model_len`).
+    pub config: ClassroomConfig,
+    /// The server (no base URL: the embedded twin).
+    pub target: Target,
+    /// Provenance recorded with the results.
+    pub provenance: Provenance,
+    /// How to start the embedded twin.
+    pub connect: ConnectOptions,
+    /// Whether `--context-limit` was given (else the server's limit is used).
+    pub context_limit_given: bool,
+    /// A host recording (`codendum metrics --watch 5 --json`) to fold in.
+    pub server_timeline: Option<PathBuf>,
+    /// The captured prompt file's name, for the parameters block.
+    pub prompt_file: Option<String>,
+    /// Results root (`bench-results`).
+    pub results_dir: PathBuf,
+    /// Start on a busy server.
+    pub allow_busy: bool,
+    /// Do not ask.
+    pub yes: bool,
+    /// Asked before a live run without `--yes`.
+    pub confirm: &'a Confirm,
+    /// Becomes `true` on Ctrl-C / SIGTERM.
+    pub stop: watch::Receiver<bool>,
+    /// Live status line and final table on stderr.
+    pub show_progress: bool,
+    /// Write `report.md` / `report.html` at the end.
+    pub write_report: bool,
+}
+
+/// What a classroom run produced.
+#[derive(Debug)]
+pub struct ClassroomResult {
+    /// The results folder.
+    pub folder: PathBuf,
+    /// `summary.json` as written.
+    pub summary: ClassroomRunSummary,
+}
+
+/// Runs the class; an interrupted run writes its folder and returns
+/// [`Error::Interrupted`].
+pub async fn run(run: ClassroomRun<'_>) -> Result<ClassroomResult, Error> {
+    let mut connect = run.connect.clone();
+    connect.max_connections = connect.max_connections.max(run.config.users * 2 + 8);
+    if run.target.is_embedded() {
+        connect.proxy_keys = run.config.api_keys.clone();
+    }
+    let conn = Connection::open(&run.target, &connect).await?;
+    let result = run_connected(&run, &conn).await;
+    conn.close().await;
+    let result = result?;
+    if run.write_report {
+        match crate::report::files::write_report(&result.folder, None) {
+            Ok(paths) => {
+                for p in paths {
+                    eprintln!("Report: {}", p.display());
+                }
+            }
+            Err(e) => eprintln!("codendum: the report could not be written: {e}"),
+        }
+    }
+    if result.summary.interrupted {
+        return Err(Error::Interrupted(result.folder));
+    }
+    Ok(result)
+}
+
+async fn run_connected(
+    run: &ClassroomRun<'_>,
+    conn: &Connection,
+) -> Result<ClassroomResult, Error> {
+    let mut config = run.config.clone();
+    let models = conn.client.models().await.map_err(|e| {
+        Error::Failed(format!(
+            "cannot list the server's models at /v1/models: {}",
+            e.message
+        ))
+    })?;
+    if config.model.trim().is_empty() {
+        config.model = match &run.target.model {
+            Some(m) => m.clone(),
+            None => models
+                .first()
+                .map(|m| m.id.clone())
+                .ok_or_else(|| Error::Failed("the server lists no model; pass --model".into()))?,
+        };
+    }
+    if !run.context_limit_given {
+        config.context_limit = models
+            .iter()
+            .find(|m| m.id == config.model)
+            .and_then(|m| m.max_model_len)
+            .or(config.context_limit);
+    }
+    config.validate()?;
+    let mut provenance = run.provenance.clone();
+    if conn.is_embedded() {
+        eprintln!("Target: {}", conn.label);
+        if let Some(p) = &conn.profile {
+            provenance.profile = Some(p.name.clone());
+        }
+    } else {
+        let load = match &conn.scraper {
+            Some(s) => super::seams::load_now(s).await,
+            None => None,
+        };
+        if let GuardVerdict::Allowed(msg) = busy_guard(load, run.allow_busy)? {
+            eprintln!("codendum: {msg}");
+        }
+        let plan = format!(
+            "Classroom: {} students ({} scenario) against {}, model {}, new requests for {:.0} s after a {:.0} s ramp-up; results in {}",
+            config.users,
+            config.scenario.name(),
+            conn.label,
+            config.model,
+            config.duration.as_secs_f64(),
+            config.ramp_up.as_secs_f64(),
+            run.results_dir.display()
+        );
+        eprintln!("{plan}");
+        if !run.yes && !(run.confirm)(&plan) {
+            return Err(Error::Refused(
+                "not confirmed: pass --yes to run without asking".into(),
+            ));
+        }
+    }
+    if let Some(note) = config.key_sharing_note() {
+        eprintln!("codendum: {note}");
+    }
+
+    let clock = conn.clock.clone();
+    let started_utc = clock.utc_now();
+    let folder = results::create_run_folder(&run.results_dir, "classroom-", started_utc)?;
+    let sink = Arc::new(TeeSink {
+        memory: MemorySink::default(),
+        requests: Mutex::new(results::open_append(&folder, results::REQUESTS_JSONL)?),
+        tasks: Mutex::new(results::open_append(&folder, results::TASKS_JSONL)?),
+    });
+    let (timeline_tx, timeline_rx) = tokio::sync::mpsc::unbounded_channel();
+    let sampler = match &conn.scraper {
+        Some(s) => {
+            let probe = s.scrape().await;
+            if probe.is_err() {
+                eprintln!(
+                    "codendum: /metrics is out of reach ({}); server figures stay empty unless you fold in a host recording with --server-timeline",
+                    s.urls().join(", ")
+                );
+                None
+            } else {
+                Some(Sampler::start_with_sink(
+                    s.clone(),
+                    clock.clone(),
+                    Duration::from_secs(1),
+                    timeline_tx,
+                ))
+            }
+        }
+        None => None,
+    };
+    let timeline_writer = tokio::spawn(write_timeline(folder.clone(), timeline_rx));
+    let status = Arc::new(LiveStatus::new(clock.clone()));
+    let status_task = run
+        .show_progress
+        .then(|| tokio::spawn(show_status(status.clone())));
+
+    let origin = clock.now_secs();
+    let mut stop = run.stop.clone();
+    let transport: Arc<dyn crate::openai::Transport> = conn.client.clone();
+    let outcome = tokio::select! {
+        r = run_classroom(&config, transport, clock.clone(), sink.clone(), status.clone()) => Some(r),
+        _ = stop.wait_for(|s| *s) => None,
+    };
+    if let Some(t) = status_task {
+        t.abort();
+        eprintln!();
+    }
+    let end = clock.now_secs();
+    let timeline = match sampler {
+        Some(s) => s.stop().await,
+        None => Vec::new(),
+    };
+    let _ = timeline_writer.await;
+    let (interrupted, mut summary, key_note) = match outcome {
+        Some(Ok(o)) => (false, o.summary, o.key_note),
+        Some(Err(Error::Io { context, source })) => {
+            eprintln!("codendum: {context}: {source}");
+            (false, summary_from(&config, &sink), None)
+        }
+        Some(Err(e)) => return Err(e),
+        None => (
+            true,
+            summary_from(&config, &sink),
+            config.key_sharing_note(),
+        ),
+    };
+
+    let (figures_source, timeline, t0) = match &run.server_timeline {
+        Some(path) => {
+            let samples = read_host_timeline(path, started_utc)?;
+            ("timeline-file", samples, 0.0)
+        }
+        None if timeline.is_empty() => ("none", timeline, origin),
+        None => ("sampler", timeline, origin),
+    };
+    summary.server = server_figures(&timeline, t0, end - origin, &config);
+    let server_version = if conn.is_embedded() {
+        Some("0.30.0 (twin)".to_string())
+    } else {
+        ServerInfo::server_version(conn.client.as_ref()).await
+    };
+    let run_summary = ClassroomRunSummary {
+        schema_version: results::CLASSROOM_SCHEMA_VERSION,
+        kind: results::CLASSROOM_KIND.into(),
+        run_id: format!("classroom-{}", started_utc.format("%Y%m%dT%H%M%SZ")),
+        started_utc,
+        finished_utc: clock.utc_now(),
+        interrupted,
+        parameters: parameters(&config, run, clock.scale()),
+        server: ServerDescription {
+            url: conn.label.clone(),
+            model: config.model.clone(),
+            server_version,
+            metrics: figures_source != "none",
+        },
+        provenance,
+        server_figures_source: figures_source.into(),
+        key_note,
+        summary,
+    };
+    let path = folder.join(results::SUMMARY_JSON);
+    let file = std::fs::File::create(&path)
+        .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))?;
+    results::write_classroom_summary(std::io::BufWriter::new(file), &run_summary)?;
+    if run.show_progress {
+        eprint!("{}", render_summary(&run_summary));
+        eprintln!("Results in {}", folder.display());
+    }
+    Ok(ClassroomResult {
+        folder,
+        summary: run_summary,
+    })
+}
+
+fn summary_from(config: &ClassroomConfig, sink: &TeeSink) -> ClassroomSummary {
+    ClassroomSummary::from_records(config.users, &sink.memory.requests(), &sink.memory.tasks())
+}
+
+fn parameters(config: &ClassroomConfig, run: &ClassroomRun<'_>, scale: f64) -> ClassroomParameters {
+    ClassroomParameters {
+        users: config.users as u32,
+        scenario: config.scenario.name().into(),
+        duration_s: config.duration.as_secs_f64(),
+        ramp_up_s: config.ramp_up.as_secs_f64(),
+        pause_min_s: config.pause_min.as_secs_f64(),
+        pause_max_s: config.pause_max.as_secs_f64(),
+        follow_ups: config.follow_ups as u32,
+        context_limit: config.context_limit,
+        output_limit: config.output_limit,
+        seed: config.seed,
+        prompt_file: run.prompt_file.clone(),
+        api_keys: config.api_keys.len(),
+        clock_scale: scale,
+    }
+}
+
+/// Server figures over the run: peaks over the whole run `[t0, t0 + span]`;
+/// steady-state output tokens/s over the window for new requests after the
+/// ramp-up (`[t0 + ramp_up, t0 + duration]`, clipped to the run).
+pub fn server_figures(
+    timeline: &[TimelineSample],
+    t0: f64,
+    span: f64,
+    config: &ClassroomConfig,
+) -> ServerFigures {
+    if timeline.iter().all(|s| s.snapshot.is_none()) {
+        return ServerFigures::default();
+    }
+    let whole = window_stats(timeline, t0, t0 + span);
+    let ramp = config.ramp_up.as_secs_f64();
+    let mut steady_end = config.duration.as_secs_f64().min(span);
+    let mut steady_start = ramp.min(steady_end);
+    if steady_end - steady_start < 60.0 {
+        steady_start = 0.0;
+        steady_end = span;
+    }
+    let steady = window_stats(timeline, t0 + steady_start, t0 + steady_end);
+    let output = match (steady.generation_tokens, steady_end - steady_start) {
+        (Some(tokens), dt) if dt > 0.0 => Some(tokens / dt),
+        _ => None,
+    };
+    ServerFigures {
+        peak_running: whole.peak_running,
+        peak_waiting: whole.peak_waiting,
+        peak_kv_cache_usage: whole.peak_kv_usage,
+        preemptions: whole.preemptions.map(|p| p.round() as u64),
+        prefix_cache_hit_rate: whole.prefix_hit_rate,
+        output_tokens_per_s: output,
+    }
+}
+
+/// Reads a host recording and puts it on the run's time axis (seconds since
+/// `run_start`, by UTC timestamps).
+pub fn read_host_timeline(
+    path: &Path,
+    run_start: chrono::DateTime<chrono::Utc>,
+) -> Result<Vec<TimelineSample>, Error> {
+    let samples = read_timeline(path).map_err(|e| {
+        Error::Config(crate::error::ConfigError::BadFile {
+            what: "server timeline",
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })
+    })?;
+    Ok(align_timeline(samples, run_start))
+}
+
+async fn write_timeline(
+    folder: PathBuf,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<TimelineSample>,
+) {
+    let mut writer: Option<JsonlWriter<std::fs::File, TimelineSample>> = None;
+    while let Some(sample) = rx.recv().await {
+        if writer.is_none() {
+            match results::open_append(&folder, results::SERVER_TIMELINE_JSONL) {
+                Ok(f) => writer = Some(JsonlWriter::new(f)),
+                Err(e) => {
+                    eprintln!("codendum: {e}");
+                    return;
+                }
+            }
+        }
+        if let Some(w) = writer.as_mut() {
+            if let Err(e) = w.append(&sample) {
+                eprintln!("codendum: cannot write the server timeline: {e}");
+                return;
+            }
+        }
+    }
+}
+
+async fn show_status(status: Arc<LiveStatus>) {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return;
+    }
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tick.tick().await;
+        let line = status.snapshot().to_string();
+        let mut err = std::io::stderr();
+        let _ = write!(err, "\r\x1b[2K{line}");
+        let _ = err.flush();
+    }
+}
+
+/// The final table on stderr: the seed's classroom figures.
+pub fn render_summary(s: &ClassroomRunSummary) -> String {
+    let m = &s.summary;
+    let secs = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.1} s"));
+    let mins = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{:.1} min", x / 60.0));
+    let num = |v: Option<f64>, d: usize| v.map_or("-".to_string(), |x| format!("{x:.d$}"));
+    let pct = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{:.1} %", x * 100.0));
+    let server_errors: u64 = m
+        .errors_by_kind
+        .iter()
+        .filter(|(k, _)| matches!(k.as_str(), "http_503" | "http_5xx"))
+        .map(|(_, n)| *n)
+        .sum();
+    let rows = [
+        (
+            "Server output, steady state",
+            format!("{} tok/s", num(m.server.output_tokens_per_s, 0)),
+        ),
+        (
+            "Time to first token, P50 / P95",
+            format!("{} / {}", secs(m.ttft_p50_s), secs(m.ttft_p95_s)),
+        ),
+        (
+            "Output speed per user, P50",
+            format!("{} tok/s", num(m.output_speed_p50_tok_s, 1)),
+        ),
+        (
+            "Time to complete a coding request, P50 / P95",
+            format!("{} / {}", mins(m.task_time_p50_s), mins(m.task_time_p95_s)),
+        ),
+        (
+            "Model time per coding request, P50 / P95",
+            format!(
+                "{} / {}",
+                mins(m.model_time_p50_s),
+                mins(m.model_time_p95_s)
+            ),
+        ),
+        (
+            "Coding requests completed",
+            format!(
+                "{} ({} per hour)",
+                m.completed,
+                num(m.completed_per_hour, 0)
+            ),
+        ),
+        (
+            "Requests / errors / retries after 429 or 503",
+            format!(
+                "{} / {} / {}",
+                m.requests, m.errors, m.retries_after_429_503
+            ),
+        ),
+        (
+            "Peak running / waiting requests",
+            format!(
+                "{} / {}",
+                num(m.server.peak_running, 0),
+                num(m.server.peak_waiting, 0)
+            ),
+        ),
+        ("Peak KV cache usage", pct(m.server.peak_kv_cache_usage)),
+        (
+            "Preemptions / server errors",
+            format!(
+                "{} / {}",
+                m.server.preemptions.map_or("-".into(), |p| p.to_string()),
+                server_errors
+            ),
+        ),
+        ("Prefix-cache hit rate", pct(m.server.prefix_cache_hit_rate)),
+        (
+            "Prompt tokens P50 / P95 / max",
+            format!(
+                "{} / {} / {}",
+                num(m.prompt_tokens_p50, 0),
+                num(m.prompt_tokens_p95, 0),
+                m.prompt_tokens_max.map_or("-".into(), |x| x.to_string())
+            ),
+        ),
+        (
+            "Compactions / tool errors",
+            format!("{} / {}", m.compactions, m.tool_errors),
+        ),
+    ];
+    let mut out = String::new();
+    for (name, value) in rows {
+        out.push_str(&format!("{name:<46} {value}\n"));
+    }
+    out
+}
+
+/// Keeps every record in memory (for a summary after an interruption) and
+/// writes it as a flushed JSON line at once (so `kill -9` loses nothing
+/// finished).
+struct TeeSink {
+    memory: MemorySink,
+    requests: Mutex<std::fs::File>,
+    tasks: Mutex<std::fs::File>,
+}
+
+fn append_line<T: serde::Serialize>(file: &Mutex<std::fs::File>, value: &T) -> std::io::Result<()> {
+    let mut line = serde_json::to_vec(value).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    let mut f = file.lock().unwrap_or_else(|e| e.into_inner());
+    f.write_all(&line)?;
+    f.flush()
+}
+
+impl RecordSink for TeeSink {
+    fn request(&self, record: &RequestRecord) -> std::io::Result<()> {
+        self.memory.request(record)?;
+        append_line(&self.requests, record)
+    }
+
+    fn task(&self, record: &TaskRecord) -> std::io::Result<()> {
+        self.memory.task(record)?;
+        append_line(&self.tasks, record)
+    }
+}

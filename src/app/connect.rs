@@ -1,0 +1,188 @@
+//! Reaching the model: a live server named by a [`Target`], or the embedded
+//! twin started in process on a loopback port when no server is named.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::clock::Clock;
+use crate::error::Error;
+use crate::openai::client::{build_http_client, ClientOptions, HttpClient};
+use crate::prom::Scraper;
+use crate::target::{Secret, Target};
+use crate::twin::persona::AgentPersona;
+use crate::twin::profile::Profile;
+use crate::twin::proxy::ProxyConfig;
+use crate::twin::{TwinHandle, TwinOptions};
+
+/// Default speed-up of the embedded twin for `bench` (simulated seconds per
+/// real second): the README's first command ends in about two minutes.
+pub const BENCH_TIME_SCALE: f64 = 4.0;
+/// Default speed-up of the embedded twin for `classroom`: a 15-minute class
+/// and its drain take about a minute.
+pub const CLASSROOM_TIME_SCALE: f64 = 25.0;
+
+/// How to reach the model when the target is the embedded twin.
+#[derive(Debug, Clone)]
+pub struct ConnectOptions {
+    /// The twin's profile (a name in `profiles/` or a `.toml` path).
+    pub profile: String,
+    /// Speed-up of the embedded twin (ignored for a live server).
+    pub time_scale: f64,
+    /// Seed of the twin's answers.
+    pub seed: u64,
+    /// Connections the client may keep open (at least the concurrency).
+    pub max_connections: usize,
+    /// With keys, the embedded twin is fronted by the lab's proxy: each key
+    /// is accepted and limited on its own, as in class.
+    pub proxy_keys: Vec<Secret>,
+}
+
+impl ConnectOptions {
+    /// Options with the given profile and speed-up.
+    pub fn new(profile: impl Into<String>, time_scale: f64) -> Self {
+        ConnectOptions {
+            profile: profile.into(),
+            time_scale,
+            seed: 1,
+            max_connections: 64,
+            proxy_keys: Vec::new(),
+        }
+    }
+}
+
+/// A reachable model: the client, the `/metrics` scraper, the clock that
+/// every wait and measurement uses, and the twin when it is embedded.
+pub struct Connection {
+    /// The OpenAI client.
+    pub client: Arc<HttpClient>,
+    /// The `/metrics` scraper (`None`: no URL to read).
+    pub scraper: Option<Scraper>,
+    /// Real time for a live server; scaled for the embedded twin.
+    pub clock: Clock,
+    /// The embedded twin, when no server was named.
+    pub twin: Option<TwinHandle>,
+    /// The twin's profile when embedded.
+    pub profile: Option<Profile>,
+    /// What to call the target in messages and results (no credentials).
+    pub label: String,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("label", &self.label)
+            .field("embedded", &self.twin.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Connection {
+    /// Connects to `target`, or starts the embedded twin when it names no
+    /// server.
+    pub async fn open(target: &Target, opts: &ConnectOptions) -> Result<Connection, Error> {
+        match &target.base_url {
+            Some(base) => Self::live(target, base, opts),
+            None => Self::embedded(target, opts).await,
+        }
+    }
+
+    fn live(target: &Target, base: &str, opts: &ConnectOptions) -> Result<Connection, Error> {
+        let clock = Clock::real();
+        let client = HttpClient::new(
+            base,
+            ClientOptions {
+                cacert: target.cacert.clone(),
+                timeout: target.request_timeout,
+                max_connections: opts.max_connections,
+                clock: clock.clone(),
+                api_key: target.api_key.clone(),
+            },
+        )?;
+        let scraper = if target.metrics_urls.is_empty() {
+            None
+        } else {
+            let http = build_http_client(target.cacert.as_deref(), 4)?;
+            Some(
+                Scraper::new(http, target.metrics_urls.clone())
+                    .with_timeout(Duration::from_secs(5)),
+            )
+        };
+        Ok(Connection {
+            client: Arc::new(client),
+            scraper,
+            clock,
+            twin: None,
+            profile: None,
+            label: target.display_url(),
+        })
+    }
+
+    async fn embedded(target: &Target, opts: &ConnectOptions) -> Result<Connection, Error> {
+        let profile = Profile::load(&opts.profile)?;
+        if !(opts.time_scale.is_finite() && opts.time_scale > 0.0 && opts.time_scale <= 10_000.0) {
+            return Err(crate::error::ConfigError::invalid(
+                "--time-scale",
+                format!("{} is not a speed-up between 0 and 10000", opts.time_scale),
+            )
+            .into());
+        }
+        let clock = Clock::scaled(opts.time_scale);
+        let mut twin_opts = TwinOptions::new(profile.clone());
+        twin_opts.clock = clock.clone();
+        twin_opts.responder = Arc::new(AgentPersona::new(opts.seed));
+        twin_opts.seed = opts.seed;
+        if !opts.proxy_keys.is_empty() {
+            twin_opts.proxy = Some(ProxyConfig {
+                keys: opts.proxy_keys.clone(),
+                per_key_in_flight: Some(4),
+                per_key_per_minute: Some(120),
+                global_in_flight: None,
+            });
+        }
+        let loopback = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+        let twin = crate::twin::start(twin_opts, loopback)
+            .await
+            .map_err(|e| Error::Failed(format!("cannot start the embedded twin: {e}")))?;
+        // Behind the proxy, side calls (/v1/models) need a key it accepts.
+        let side_key = target
+            .api_key
+            .clone()
+            .or_else(|| opts.proxy_keys.first().cloned());
+        let client = HttpClient::new(
+            &twin.base_url(),
+            ClientOptions {
+                cacert: None,
+                timeout: target.request_timeout,
+                max_connections: opts.max_connections,
+                clock: clock.clone(),
+                api_key: side_key,
+            },
+        )?;
+        let http = build_http_client(None, 4)?;
+        let scraper = Scraper::new(http, vec![twin.metrics_url()]);
+        let label = format!(
+            "embedded twin (vLLM 0.30 on a GB10, profile {}, {}x real time)",
+            profile.name, opts.time_scale
+        );
+        Ok(Connection {
+            client: Arc::new(client),
+            scraper: Some(scraper),
+            clock,
+            twin: Some(twin),
+            profile: Some(profile),
+            label,
+        })
+    }
+
+    /// Whether the target is the embedded twin.
+    pub fn is_embedded(&self) -> bool {
+        self.twin.is_some()
+    }
+
+    /// Stops the embedded twin, if any.
+    pub async fn close(self) {
+        if let Some(t) = self.twin {
+            t.shutdown().await;
+        }
+    }
+}

@@ -1,0 +1,13 @@
+//! What the commands do, end to end: reach the server (or start the embedded
+//! twin), run a workload through the library, write the results folder and its
+//! report. The CLI and the capacity suite both call these functions, so a
+//! workload is implemented once.
+//!
+//! The embedded twin is wired in one place: [`connect::Connection::open`].
+
+pub mod bench;
+pub mod classroom;
+pub mod connect;
+pub mod seams;
+
+pub use connect::{ConnectOptions, Connection};

@@ -1,0 +1,99 @@
+//! Glue between the drivers' small interfaces and the real parts: the HTTP
+//! client answers [`ServerInfo`], the `/metrics` sampler answers
+//! [`ServerMetrics`].
+
+use std::sync::Mutex;
+
+use futures::future::BoxFuture;
+
+use crate::bench::{ServerInfo, ServerLoad, ServerMetrics, ServerWindow};
+use crate::openai::client::HttpClient;
+use crate::prom::{SamplerHandle, Scraper};
+
+impl ServerInfo for HttpClient {
+    fn model_id(&self) -> BoxFuture<'_, Result<String, String>> {
+        Box::pin(async move {
+            let models = self.models().await.map_err(|e| e.message)?;
+            models
+                .into_iter()
+                .next()
+                .map(|m| m.id)
+                .ok_or_else(|| "the server lists no model at /v1/models".to_string())
+        })
+    }
+
+    fn tokenize<'a>(
+        &'a self,
+        model: &'a str,
+        prompt: &'a str,
+    ) -> BoxFuture<'a, Result<Option<u64>, String>> {
+        Box::pin(async move {
+            HttpClient::tokenize(self, model, prompt)
+                .await
+                .map_err(|e| e.message)
+        })
+    }
+
+    fn server_version(&self) -> BoxFuture<'_, Option<String>> {
+        Box::pin(self.version())
+    }
+}
+
+/// The 1 s sampler seen as the bench driver's [`ServerMetrics`]: a fresh
+/// scrape for the busy guard, windows over the recorded timeline, and the new
+/// samples for `server-timeline.jsonl`.
+pub struct SampledMetrics<'a> {
+    scraper: &'a Scraper,
+    sampler: &'a SamplerHandle,
+    written: Mutex<usize>,
+}
+
+impl<'a> SampledMetrics<'a> {
+    /// Wraps a scraper (for fresh readings) and a running sampler.
+    pub fn new(scraper: &'a Scraper, sampler: &'a SamplerHandle) -> Self {
+        SampledMetrics {
+            scraper,
+            sampler,
+            written: Mutex::new(0),
+        }
+    }
+}
+
+impl ServerMetrics for SampledMetrics<'_> {
+    fn load_now(&self) -> BoxFuture<'_, Option<ServerLoad>> {
+        Box::pin(async move { load_now(self.scraper).await })
+    }
+
+    fn window(&self, t0: f64, t1: f64) -> ServerWindow {
+        let w = self.sampler.window(t0, t1);
+        ServerWindow {
+            preemptions: w.preemptions,
+            peak_kv_usage: w.peak_kv_usage,
+            peak_running: w.peak_running,
+            peak_waiting: w.peak_waiting,
+            prefix_hit_rate: w.prefix_hit_rate,
+            failed_scrapes: w.failed_scrapes as u64,
+        }
+    }
+
+    fn drain_timeline(&self) -> Vec<serde_json::Value> {
+        let timeline = self.sampler.timeline();
+        let mut written = self.written.lock().unwrap_or_else(|e| e.into_inner());
+        let start = (*written).min(timeline.len());
+        *written = timeline.len();
+        timeline[start..]
+            .iter()
+            .filter_map(|s| serde_json::to_value(s).ok())
+            .collect()
+    }
+}
+
+/// One scrape's running and waiting requests; `None` when `/metrics` could not
+/// be read or has no vLLM gauges.
+pub async fn load_now(scraper: &Scraper) -> Option<ServerLoad> {
+    let snapshot = scraper.scrape().await.ok()?;
+    Some(ServerLoad {
+        running: snapshot.running?,
+        waiting: snapshot.waiting.unwrap_or(0.0),
+    })
+}

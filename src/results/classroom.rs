@@ -1,0 +1,150 @@
+//! The classroom results folder (`bench-results/classroom-<UTC timestamp>/`):
+//! `summary.json` (this module), `requests.jsonl` (a line per model call),
+//! `tasks.jsonl` (a line per coding request) and `server-timeline.jsonl`.
+
+use std::io::{Read, Write};
+use std::path::Path;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::summary::ServerDescription;
+use super::ResultsError;
+use crate::classroom::ClassroomSummary;
+use crate::target::Provenance;
+
+/// `kind` of a classroom `summary.json`.
+pub const CLASSROOM_KIND: &str = "classroom";
+/// The classroom summary format this build writes and reads.
+pub const CLASSROOM_SCHEMA_VERSION: u32 = 1;
+/// File name of the per-coding-request lines.
+pub const TASKS_JSONL: &str = "tasks.jsonl";
+
+/// The parameters a classroom ran with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassroomParameters {
+    /// Simulated students.
+    pub users: u32,
+    /// `java` or `python`.
+    pub scenario: String,
+    /// Window for new coding requests, seconds.
+    pub duration_s: f64,
+    /// Students start within this many seconds.
+    pub ramp_up_s: f64,
+    /// Shortest pause between a student's requests, seconds.
+    pub pause_min_s: f64,
+    /// Longest pause, seconds.
+    pub pause_max_s: f64,
+    /// Follow-up requests per student after the exercise.
+    pub follow_ups: u32,
+    /// Client context limit, tokens (`None`: never compacts).
+    pub context_limit: Option<u64>,
+    /// Client output limit (`max_tokens` of a step), tokens.
+    pub output_limit: u64,
+    /// Seed of every random choice.
+    pub seed: u64,
+    /// The captured prompt file, if one was given (its name only).
+    pub prompt_file: Option<String>,
+    /// API keys given (never the keys).
+    pub api_keys: usize,
+    /// Simulated seconds per real second (1 for a live server).
+    pub clock_scale: f64,
+}
+
+/// `summary.json` of a classroom run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassroomRunSummary {
+    /// [`CLASSROOM_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// Always [`CLASSROOM_KIND`].
+    pub kind: String,
+    /// Unique id of the run.
+    pub run_id: String,
+    /// When the run started (UTC).
+    pub started_utc: DateTime<Utc>,
+    /// When it ended (UTC).
+    pub finished_utc: DateTime<Utc>,
+    /// Whether it was stopped before the end.
+    pub interrupted: bool,
+    /// What it ran with.
+    pub parameters: ClassroomParameters,
+    /// The server (URL without credentials, model, version).
+    pub server: ServerDescription,
+    /// Profile, image digest, model revision, DGX OS, driver.
+    pub provenance: Provenance,
+    /// Where the server figures came from: `sampler` (live `/metrics`),
+    /// `timeline-file` (a host recording folded in), or `none`.
+    pub server_figures_source: String,
+    /// A note when students share keys (fewer keys than students).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_note: Option<String>,
+    /// The figures.
+    pub summary: ClassroomSummary,
+}
+
+/// Writes a classroom `summary.json`.
+pub fn write_classroom_summary<W: Write>(
+    mut out: W,
+    s: &ClassroomRunSummary,
+) -> Result<(), ResultsError> {
+    serde_json::to_writer_pretty(&mut out, s).map_err(ResultsError::JsonWrite)?;
+    out.write_all(b"\n").map_err(ResultsError::Write)?;
+    out.flush().map_err(ResultsError::Write)
+}
+
+/// Reads a classroom `summary.json`; another kind or schema version is an
+/// error.
+pub fn read_classroom_summary<R: Read>(input: R) -> Result<ClassroomRunSummary, ResultsError> {
+    let value: serde_json::Value =
+        serde_json::from_reader(input).map_err(|e| ResultsError::BadJson {
+            file: super::SUMMARY_JSON,
+            line: e.line(),
+            reason: e.to_string(),
+        })?;
+    check_kind_and_version(&value, CLASSROOM_KIND, CLASSROOM_SCHEMA_VERSION)?;
+    serde_json::from_value(value).map_err(|e| ResultsError::BadJson {
+        file: super::SUMMARY_JSON,
+        line: 0,
+        reason: e.to_string(),
+    })
+}
+
+/// Reads `summary.json` of a classroom folder.
+pub fn read_classroom_folder_summary(folder: &Path) -> Result<ClassroomRunSummary, ResultsError> {
+    let f = std::fs::File::open(folder.join(super::SUMMARY_JSON)).map_err(|source| {
+        ResultsError::Read {
+            file: super::SUMMARY_JSON,
+            source,
+        }
+    })?;
+    read_classroom_summary(std::io::BufReader::new(f))
+}
+
+/// The `kind` of a `summary.json` value (`bench`, `classroom`, ...).
+pub fn summary_kind(value: &serde_json::Value) -> Option<&str> {
+    value.get("kind").and_then(serde_json::Value::as_str)
+}
+
+fn check_kind_and_version(
+    value: &serde_json::Value,
+    kind: &str,
+    version: u32,
+) -> Result<(), ResultsError> {
+    let bad = |reason: String| ResultsError::BadJson {
+        file: super::SUMMARY_JSON,
+        line: 0,
+        reason,
+    };
+    match summary_kind(value) {
+        Some(k) if k == kind => {}
+        Some(k) => return Err(bad(format!("is a {k} summary, not a {kind} one"))),
+        None => return Err(bad("has no \"kind\"".into())),
+    }
+    match value.get("schema_version").and_then(serde_json::Value::as_u64) {
+        Some(v) if v == u64::from(version) => Ok(()),
+        Some(v) => Err(bad(format!(
+            "has schema_version {v}; this codendum reads version {version} (a newer codendum wrote it?)"
+        ))),
+        None => Err(bad("has no schema_version".into())),
+    }
+}
