@@ -177,6 +177,12 @@ pub async fn start(opts: TwinOptions, addr: SocketAddr) -> Result<TwinHandle, Tw
         None => router(state.clone()),
     };
     let server = tokio::spawn(async move {
+        // Each SSE chunk is a small write: without TCP_NODELAY, Nagle's
+        // algorithm holds it back until the client's delayed ACK (~40 ms),
+        // which would show up as client-side latency the twin never modelled.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         let _ = axum::serve(listener, app).await;
     });
     Ok(TwinHandle {
