@@ -89,7 +89,7 @@ pub struct ProvenanceArgs {
 #[derive(Debug, Args, Clone)]
 pub struct TwinArgs {
     /// Embedded twin only: run this many times faster than real time. Figures are
-    /// reported in simulated (real-run) seconds. [default: 20 for bench, 30 for classroom]
+    /// reported in simulated (real-run) seconds. [default: 4 for bench, 25 for classroom]
     #[arg(long, value_name = "N")]
     pub time_scale: Option<f64>,
 }

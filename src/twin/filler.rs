@@ -145,6 +145,10 @@ impl FillerResponder {
         if code {
             text.push_str(closing);
         }
+        // Pieces counted line by line can merge across line joins: top up.
+        while tokenizer::count(&text) < lo {
+            text.push_str(&sentence(&mut rng));
+        }
         text.trim_end_matches(' ').to_string()
     }
 }

@@ -4,8 +4,12 @@
 //! pieces concatenate back to the exact text.
 //!
 //! Pieces: a special marker `<|name|>`; a word (letters/digits/`_`) with at
-//! most one leading space, cut into pieces of up to 5 word characters; a run
-//! of spaces or tabs (up to 8); a newline; any other character alone.
+//! most one leading space, cut into pieces of up to 8 word characters; a run
+//! of spaces or tabs (up to 16); a newline with the indentation after it (up
+//! to 16 spaces, as BPE vocabularies merge them); a run of up to 3 other
+//! characters (punctuation such as `();` or `"}`). On this project's Java
+//! and Python sources and English prose that is 3.3 to 4.5 characters per
+//! token, close to Qwen3's tokenizer.
 //! A piece's id is a stable hash of its text, below [`VOCAB_SIZE`].
 
 use super::answer::PlannedAnswer;
@@ -13,8 +17,13 @@ use super::answer::PlannedAnswer;
 /// Ids are below this (Qwen3's vocabulary size).
 pub const VOCAB_SIZE: u32 = 151_936;
 
-const WORD_PIECE: usize = 5;
-const SPACE_RUN: usize = 8;
+const WORD_PIECE: usize = 8;
+const SPACE_RUN: usize = 16;
+const PUNCT_RUN: usize = 3;
+
+fn is_punct(c: char) -> bool {
+    !is_word(c) && !c.is_whitespace()
+}
 
 fn is_word(c: char) -> bool {
     c.is_alphanumeric() || c == '_'
@@ -75,6 +84,36 @@ fn piece_len(rest: &str) -> usize {
                 .next()
                 .is_some_and(is_word);
             if c == ' ' && next_is_word {
+                break;
+            }
+            end = after_first + idx + c.len_utf8();
+        }
+        return end;
+    }
+    if first == '\n' {
+        let indent = rest[1..]
+            .bytes()
+            .take(SPACE_RUN)
+            .take_while(|&b| b == b' ' || b == b'\t')
+            .count();
+        // leave a single space to lead the next word
+        let indent = if indent > 0
+            && rest
+                .as_bytes()
+                .get(1 + indent)
+                .is_some_and(|&b| is_word(char::from(b)))
+            && rest.as_bytes()[indent] == b' '
+        {
+            indent - 1
+        } else {
+            indent
+        };
+        return 1 + indent;
+    }
+    if is_punct(first) && !rest.starts_with("<|") {
+        let mut end = after_first;
+        for (n, (idx, c)) in (1..).zip(rest[after_first..].char_indices()) {
+            if !is_punct(c) || n == PUNCT_RUN || rest[after_first + idx..].starts_with("<|") {
                 break;
             }
             end = after_first + idx + c.len_utf8();
@@ -230,6 +269,40 @@ mod tests {
     }
 
     #[test]
+    fn project_sources_and_prompts_come_out_near_real_tokenizer_ratios() {
+        let cases = [
+            (
+                include_str!("../../fixtures/classroom/java/src/main/java/chat/ChatServer.java"),
+                3.0,
+                4.2,
+            ),
+            (
+                include_str!("../../fixtures/classroom/python/chat/server.py"),
+                3.0,
+                4.4,
+            ),
+            (
+                include_str!("../../fixtures/classroom/java/pom.xml"),
+                2.8,
+                4.2,
+            ),
+            (
+                include_str!("../../fixtures/classroom/prompt/system.md"),
+                3.8,
+                5.0,
+            ),
+        ];
+        for (text, low, high) in cases {
+            assert_eq!(pieces(text).concat(), text);
+            let ratio = text.chars().count() as f64 / count(text) as f64;
+            assert!(
+                (low..=high).contains(&ratio),
+                "{ratio:.2} chars/token, want {low}..{high}: {}", &text[..40]
+            );
+        }
+    }
+
+    #[test]
     fn special_markers_are_one_token() {
         assert_eq!(
             pieces("<|im_start|>user\n"),
@@ -238,7 +311,7 @@ mod tests {
         assert_eq!(pieces(" hello"), vec![" hello"]);
         assert_eq!(
             pieces("internationalization"),
-            vec!["inter", "natio", "naliz", "ation"]
+            vec!["internat", "ionaliza", "tion"]
         );
     }
 
