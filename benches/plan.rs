@@ -51,7 +51,8 @@ fn one_shot(cells: &str) {
         };
         for p in &profiles {
             let start = Instant::now();
-            let results = run_plan(&config(u, d, std::slice::from_ref(p)), &|_| {}).expect("plan runs");
+            let results =
+                run_plan(&config(u, d, std::slice::from_ref(p)), &|_| {}).expect("plan runs");
             let wall = start.elapsed().as_secs_f64();
             let r = &results.cells[0].result;
             println!(
@@ -73,7 +74,10 @@ fn one_shot(cells: &str) {
                 r.summary.errors,
             );
             if std::env::var_os("CODENDUM_PLAN_SUMMARY").is_some() {
-                println!("{}", serde_json::to_string_pretty(&r.summary).unwrap_or_default());
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&r.summary).unwrap_or_default()
+                );
             }
         }
     }
@@ -104,13 +108,18 @@ fn records(dir: &str, profile: &str) {
         let open = |n: &str| std::fs::File::create(format!("{dir}/{n}")).expect("create");
         let sink = Arc::new(JsonlSink::new(open("requests.jsonl"), open("tasks.jsonl")));
         let status = Arc::new(LiveStatus::new(clock.clone()));
-        run_classroom(&cc, t, clock, sink, status).await.expect("runs");
+        run_classroom(&cc, t, clock, sink, status)
+            .await
+            .expect("runs");
     });
 }
 
 fn main() {
     if let Ok(dir) = std::env::var("CODENDUM_PLAN_RECORDS") {
-        records(&dir, &std::env::var("CODENDUM_PLAN_PROFILES").unwrap_or_else(|_| "classroom-64k".into()));
+        records(
+            &dir,
+            &std::env::var("CODENDUM_PLAN_PROFILES").unwrap_or_else(|_| "classroom-64k".into()),
+        );
         return;
     }
     if std::env::args().any(|a| a == "--one-shot") {

@@ -24,9 +24,7 @@ fn options(clock: Clock) -> TwinOptions {
 }
 
 fn agent_body() -> Value {
-    let tool = |name: &str, params: Value| {
-        json!({"type": "function", "function": {"name": name, "description": name, "parameters": params}})
-    };
+    let tool = |name: &str, params: Value| json!({"type": "function", "function": {"name": name, "description": name, "parameters": params}});
     json!({
         "model": "qwen3-coder",
         "max_tokens": 8192,
@@ -98,13 +96,18 @@ async fn too_long_prompts_get_vllms_400_and_time_outs_abort() {
     let o = t.call(request(body)).await;
     let e = o.error.expect("refused");
     assert_eq!((e.kind, e.status), (ErrorKind::Http400, Some(400)));
-    assert!(e.message.contains("maximum context length is 65536"), "{}", e.message);
+    assert!(
+        e.message.contains("maximum context length is 65536"),
+        "{}",
+        e.message
+    );
     let mut body = agent_body();
     body["model"] = json!("other");
     assert_eq!(t.call(request(body)).await.status, Some(404));
 
     let t = Arc::new(
-        InProcTransport::start(options(clock.clone())).with_timeout(Some(Duration::from_millis(50))),
+        InProcTransport::start(options(clock.clone()))
+            .with_timeout(Some(Duration::from_millis(50))),
     );
     let sampler = StatsSampler::spawn(t.clone(), Duration::from_secs(1));
     let o = t.call(request(agent_body())).await;
@@ -115,7 +118,10 @@ async fn too_long_prompts_get_vllms_400_and_time_outs_abort() {
     assert!(timeline.len() >= 4, "{}", timeline.len());
     let stats = t.engine_stats();
     assert_eq!(stats.finished_abort, 1);
-    let last = timeline.last().and_then(|s| s.snapshot.clone()).expect("snapshot");
+    let last = timeline
+        .last()
+        .and_then(|s| s.snapshot.clone())
+        .expect("snapshot");
     let aborted = last.finished_requests.and_then(|m| m.get("abort").copied());
     assert_eq!(aborted, Some(1.0));
     let w = window_stats(&timeline, 0.0, 10.0);

@@ -88,7 +88,11 @@ impl RecordSink for NoSink {
 /// paused, so every wait (engine steps, builds, pauses) passes at once.
 /// `profile` is the cell's profile as loaded; its `max_num_seqs` is replaced
 /// by the cell's.
-pub fn run_cell(spec: &CellSpec, profile: &Profile, config: &PlanConfig) -> Result<CellResult, Error> {
+pub fn run_cell(
+    spec: &CellSpec,
+    profile: &Profile,
+    config: &PlanConfig,
+) -> Result<CellResult, Error> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .start_paused(true)
@@ -97,7 +101,11 @@ pub fn run_cell(spec: &CellSpec, profile: &Profile, config: &PlanConfig) -> Resu
     runtime.block_on(simulate(spec, profile, config))
 }
 
-async fn simulate(spec: &CellSpec, profile: &Profile, config: &PlanConfig) -> Result<CellResult, Error> {
+async fn simulate(
+    spec: &CellSpec,
+    profile: &Profile,
+    config: &PlanConfig,
+) -> Result<CellResult, Error> {
     let clock = Clock::scaled(1.0);
     let mut profile = profile.clone();
     profile.server.max_num_seqs = spec.max_num_seqs;
@@ -134,7 +142,13 @@ async fn simulate(spec: &CellSpec, profile: &Profile, config: &PlanConfig) -> Re
         ramp_up: config.ramp_up().as_secs_f64(),
         duration: config.duration.as_secs_f64(),
     };
-    Ok(figures(spec, outcome.summary, &outcome.requests, &timeline, window))
+    Ok(figures(
+        spec,
+        outcome.summary,
+        &outcome.requests,
+        &timeline,
+        window,
+    ))
 }
 
 /// Where a run sits on the clock: its origin, ramp-up and window, seconds.
@@ -202,7 +216,10 @@ pub fn figures(
     let server_errors = requests
         .iter()
         .map(|r| {
-            r.retried_kinds.iter().filter(|k| is_server_error(**k)).count() as u64
+            r.retried_kinds
+                .iter()
+                .filter(|k| is_server_error(**k))
+                .count() as u64
                 + u64::from(r.error_kind.is_some_and(is_server_error))
         })
         .sum();

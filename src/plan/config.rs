@@ -57,7 +57,10 @@ impl PlanConfig {
     /// Checks the values and loads the profiles; errors name the flag.
     pub fn validate(&self) -> Result<Vec<Profile>, ConfigError> {
         if self.users.is_empty() {
-            return Err(ConfigError::invalid("--users", "give at least one class size"));
+            return Err(ConfigError::invalid(
+                "--users",
+                "give at least one class size",
+            ));
         }
         if let Some(u) = self.users.iter().find(|u| **u == 0 || **u > 10_000) {
             return Err(ConfigError::invalid(
@@ -66,7 +69,10 @@ impl PlanConfig {
             ));
         }
         if self.profiles.is_empty() {
-            return Err(ConfigError::invalid("--profile", "give at least one profile"));
+            return Err(ConfigError::invalid(
+                "--profile",
+                "give at least one profile",
+            ));
         }
         if let Some(m) = self.max_num_seqs.iter().find(|m| **m == 0 || **m > 4096) {
             return Err(ConfigError::invalid(
@@ -190,11 +196,41 @@ mod tests {
         assert_eq!(cells[0].variant(), "classroom-64k @ 16 seqs");
         assert_eq!(cells[5].max_num_seqs, 32);
         for (field, bad) in [
-            ("--users", PlanConfig { users: vec![0], ..PlanConfig::new() }),
-            ("--profile", PlanConfig { profiles: vec!["nope".into()], ..PlanConfig::new() }),
-            ("--max-num-seqs", PlanConfig { max_num_seqs: vec![0], ..PlanConfig::new() }),
-            ("--duration", PlanConfig { duration: Duration::ZERO, ..PlanConfig::new() }),
-            ("--jobs", PlanConfig { jobs: 0, ..PlanConfig::new() }),
+            (
+                "--users",
+                PlanConfig {
+                    users: vec![0],
+                    ..PlanConfig::new()
+                },
+            ),
+            (
+                "--profile",
+                PlanConfig {
+                    profiles: vec!["nope".into()],
+                    ..PlanConfig::new()
+                },
+            ),
+            (
+                "--max-num-seqs",
+                PlanConfig {
+                    max_num_seqs: vec![0],
+                    ..PlanConfig::new()
+                },
+            ),
+            (
+                "--duration",
+                PlanConfig {
+                    duration: Duration::ZERO,
+                    ..PlanConfig::new()
+                },
+            ),
+            (
+                "--jobs",
+                PlanConfig {
+                    jobs: 0,
+                    ..PlanConfig::new()
+                },
+            ),
         ] {
             let e = bad.validate().expect_err(field).to_string();
             assert!(e.contains(field), "{e}");

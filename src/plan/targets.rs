@@ -55,7 +55,10 @@ impl ClassroomTargets {
             return Ok(Self::default());
         };
         let bad = |reason: String| {
-            ConfigError::invalid("--profile", format!("{profile}: [targets.classroom] {reason}"))
+            ConfigError::invalid(
+                "--profile",
+                format!("{profile}: [targets.classroom] {reason}"),
+            )
         };
         let Some(table) = table.as_table() else {
             return Err(bad("is not a table".into()));

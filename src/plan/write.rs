@@ -19,7 +19,11 @@ pub const PLAN_HTML: &str = "plan.html";
 
 /// Creates `root/plan-<UTC timestamp>/` and writes the three files into it.
 /// Returns the folder.
-pub fn write_plan(results: &PlanResults, root: &Path, utc: DateTime<Utc>) -> Result<PathBuf, Error> {
+pub fn write_plan(
+    results: &PlanResults,
+    root: &Path,
+    utc: DateTime<Utc>,
+) -> Result<PathBuf, Error> {
     let folder = crate::results::create_run_folder(root, "plan-", utc)?;
     write_plan_files(results, &folder)?;
     Ok(folder)
@@ -74,7 +78,11 @@ fn table(results: &PlanResults) -> (Vec<&'static str>, Vec<Vec<String>>) {
                 r.spec.variant(),
                 r.spec.users.to_string(),
                 opt_fixed(r.server_output_tok_per_s, 0),
-                format!("{} / {}", opt_fixed(r.ttft_p50_s, 1), opt_fixed(r.ttft_p95_s, 1)),
+                format!(
+                    "{} / {}",
+                    opt_fixed(r.ttft_p50_s, 1),
+                    opt_fixed(r.ttft_p95_s, 1)
+                ),
                 opt_fixed(r.output_speed_p50_tok_s, 1),
                 format!(
                     "{} / {}",
@@ -156,7 +164,12 @@ pub fn markdown(results: &PlanResults) -> String {
     s
 }
 
-fn chart(results: &PlanResults, title: &str, y: AxisTitle, pick: fn(&JudgedCell) -> Option<f64>) -> String {
+fn chart(
+    results: &PlanResults,
+    title: &str,
+    y: AxisTitle,
+    pick: fn(&JudgedCell) -> Option<f64>,
+) -> String {
     let series = results
         .verdicts
         .iter()

@@ -93,7 +93,9 @@ impl StreamState {
             let chunk = if self.g.chat {
                 self.g.head.chat_delta(piece, usage.as_deref())
             } else {
-                self.g.head.text_chunk(piece_text(piece), None, usage.as_deref())
+                self.g
+                    .head
+                    .text_chunk(piece_text(piece), None, usage.as_deref())
             };
             self.out.push_back(chunks::sse(&chunk));
         }

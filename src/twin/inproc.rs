@@ -132,10 +132,7 @@ impl InProcTransport {
                     error: Some(CallError {
                         kind: ErrorKind::Timeout,
                         status: None,
-                        message: format!(
-                            "no complete answer within {} s",
-                            limit.as_secs_f64()
-                        ),
+                        message: format!("no complete answer within {} s", limit.as_secs_f64()),
                         retry_after: None,
                     }),
                     ..CallOutcome::default()
@@ -291,10 +288,7 @@ impl Assembly {
 /// them from the twin's `/metrics` page (same fields, no text round trip).
 pub fn snapshot_from_stats(stats: &EngineStats, profile: &Profile) -> ServerSnapshot {
     let by_source = BTreeMap::from([
-        (
-            "external_kv_transfer".to_string(),
-            0.0,
-        ),
+        ("external_kv_transfer".to_string(), 0.0),
         (
             "local_cache_hit".to_string(),
             stats.prompt_tokens_cached as f64,
