@@ -18,6 +18,7 @@ pub mod classroom;
 pub mod clock;
 pub mod error;
 pub mod openai;
+pub mod plan;
 pub mod prom;
 pub mod report;
 pub mod results;

@@ -1,5 +1,7 @@
-//! One request in flight on the HTTP side: turns the engine's token events
-//! into vLLM's SSE chunks (one token per chunk) or into one JSON response.
+//! One request in flight: turns the engine's token events into answer
+//! pieces ([`Generation::next_delivery`]), and those into vLLM's SSE chunks
+//! (one token per chunk) or one JSON response. The in-process transport
+//! ([`super::inproc`]) reads the same deliveries without the bytes.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -35,6 +37,8 @@ pub struct Generation {
     pub events: mpsc::UnboundedReceiver<EngineEvent>,
     /// Aborts the request in the engine if this is dropped early.
     pub guard: AbortOnDrop,
+    /// Tokens delivered so far (0 when built).
+    pub produced: usize,
 }
 
 fn reason_text(reason: FinishReason, has_tools: bool, complete: bool) -> &'static str {
@@ -44,52 +48,65 @@ fn reason_text(reason: FinishReason, has_tools: bool, complete: bool) -> &'stati
     }
 }
 
+/// The text a piece adds to a `/v1/completions` answer (a tool call's
+/// header token shows its function name).
+pub fn piece_text(piece: &Piece) -> &str {
+    match piece {
+        Piece::Text(t) | Piece::ToolArgs { text: t, .. } => t,
+        Piece::ToolHead { name, .. } => name,
+    }
+}
+
+/// What one engine event brought a request: its new tokens (one
+/// [`Piece`] each, in order) and, with the last ones, the finish reason
+/// as the API names it (`stop`, `length`, `tool_calls`, `abort`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    /// The new tokens.
+    pub pieces: Vec<Piece>,
+    /// Tokens delivered before these (the index of the first new one).
+    pub before: usize,
+    /// Set when the request finished with this delivery.
+    pub finish: Option<&'static str>,
+}
+
 struct StreamState {
     g: Generation,
-    produced: usize,
     out: VecDeque<String>,
     done: bool,
 }
 
 impl StreamState {
-    fn usage(&self) -> Option<String> {
+    fn usage(&self, produced: usize) -> Option<String> {
         self.g
             .continuous_usage
-            .then(|| chunks::usage_json(self.g.prompt_tokens, self.produced as u64))
+            .then(|| chunks::usage_json(self.g.prompt_tokens, produced as u64))
     }
 
-    fn on_event(&mut self, ev: Option<EngineEvent>) {
-        match ev {
-            Some(EngineEvent::Tokens { count, finish }) => {
-                for _ in 0..count {
-                    let piece = piece_at(&self.g.pieces, self.produced);
-                    self.produced += 1;
-                    let usage = self.usage();
-                    let chunk = if self.g.chat {
-                        self.g.head.chat_delta(&piece, usage.as_deref())
-                    } else {
-                        let text = match &piece {
-                            Piece::Text(t) | Piece::ToolArgs { text: t, .. } => t.as_str(),
-                            Piece::ToolHead { name, .. } => name.as_str(),
-                        };
-                        self.g.head.text_chunk(text, None, usage.as_deref())
-                    };
-                    self.out.push_back(chunks::sse(&chunk));
-                }
-                if let Some(reason) = finish {
-                    self.finish(reason);
-                }
-            }
-            Some(EngineEvent::Rejected(msg)) => self.fail(&msg),
-            None => self.fail("the engine stopped"),
+    fn on_delivery(&mut self, d: Result<Delivery, String>) {
+        let d = match d {
+            Ok(d) => d,
+            Err(msg) => return self.fail(&msg),
+        };
+        for (i, piece) in d.pieces.iter().enumerate() {
+            let usage = self.usage(d.before + i + 1);
+            let chunk = if self.g.chat {
+                self.g.head.chat_delta(piece, usage.as_deref())
+            } else {
+                self.g
+                    .head
+                    .text_chunk(piece_text(piece), None, usage.as_deref())
+            };
+            self.out.push_back(chunks::sse(&chunk));
+        }
+        if let Some(text) = d.finish {
+            self.finish(text);
         }
     }
 
-    fn finish(&mut self, reason: FinishReason) {
-        self.g.guard.disarm();
-        let complete = self.produced >= self.g.pieces.len();
-        let text = reason_text(reason, self.g.has_tools, complete);
-        let usage = self.usage();
+    fn finish(&mut self, text: &str) {
+        let produced = self.g.produced;
+        let usage = self.usage(produced);
         let chunk = if self.g.chat {
             self.g.head.chat_finish(text, usage.as_deref())
         } else {
@@ -97,7 +114,7 @@ impl StreamState {
         };
         self.out.push_back(chunks::sse(&chunk));
         if self.g.include_usage {
-            let u = chunks::usage_json(self.g.prompt_tokens, self.produced as u64);
+            let u = chunks::usage_json(self.g.prompt_tokens, produced as u64);
             let c = self
                 .g
                 .head
@@ -109,7 +126,6 @@ impl StreamState {
     }
 
     fn fail(&mut self, msg: &str) {
-        self.g.guard.disarm();
         let body = chunks::error_body(msg, "InternalServerError", None, 500);
         self.out.push_back(chunks::sse(&body));
         self.out.push_back(chunks::sse("[DONE]"));
@@ -118,6 +134,41 @@ impl StreamState {
 }
 
 impl Generation {
+    /// Waits for the engine's next event for this request and turns it into
+    /// pieces: the one path from engine events to answer tokens, shared by
+    /// the HTTP stream, the non-streaming response and the in-process
+    /// transport. Past the planned answer the pieces are filler. The abort
+    /// guard is disarmed when the request finishes or fails. `Err` carries
+    /// a message when the engine refused the request or stopped.
+    pub async fn next_delivery(&mut self) -> Result<Delivery, String> {
+        let (count, finish) = match self.events.recv().await {
+            Some(EngineEvent::Tokens { count, finish }) => (count, finish),
+            Some(EngineEvent::Rejected(msg)) => {
+                self.guard.disarm();
+                return Err(msg);
+            }
+            None => {
+                self.guard.disarm();
+                return Err("the engine stopped".into());
+            }
+        };
+        let before = self.produced;
+        let pieces: Vec<Piece> = (before..before + count as usize)
+            .map(|i| piece_at(&self.pieces, i))
+            .collect();
+        self.produced += pieces.len();
+        let finish = finish.map(|reason| {
+            self.guard.disarm();
+            let complete = self.produced >= self.pieces.len();
+            reason_text(reason, self.has_tools, complete)
+        });
+        Ok(Delivery {
+            pieces,
+            before,
+            finish,
+        })
+    }
+
     /// The SSE body: role chunk (chat), a chunk per token, the finish chunk,
     /// the usage chunk if asked, `[DONE]`. Dropping it aborts the request.
     pub fn into_sse(self) -> impl Stream<Item = Result<Bytes, Infallible>> + Send {
@@ -130,7 +181,6 @@ impl Generation {
         }
         let state = StreamState {
             g: self,
-            produced: 0,
             out: first,
             done: false,
         };
@@ -142,8 +192,8 @@ impl Generation {
                 if st.done {
                     return None;
                 }
-                let ev = st.g.events.recv().await;
-                st.on_event(ev);
+                let d = st.g.next_delivery().await;
+                st.on_delivery(d);
             }
         })
     }
@@ -151,37 +201,26 @@ impl Generation {
     /// Waits for the whole answer and renders the non-streaming response.
     /// `Err` carries a message when the engine refused or stopped.
     pub async fn collect(mut self) -> Result<String, String> {
-        let mut produced = 0usize;
         let mut content = String::new();
         let mut calls: Vec<(String, String, String)> = Vec::new();
-        let reason = loop {
-            match self.events.recv().await {
-                Some(EngineEvent::Tokens { count, finish }) => {
-                    for _ in 0..count {
-                        match piece_at(&self.pieces, produced) {
-                            Piece::Text(t) => content.push_str(&t),
-                            Piece::ToolHead { id, name, .. } => {
-                                calls.push((id, name, String::new()))
-                            }
-                            Piece::ToolArgs { index, text } => {
-                                if let Some(c) = calls.get_mut(index) {
-                                    c.2.push_str(&text);
-                                }
-                            }
+        let finish = loop {
+            let d = self.next_delivery().await?;
+            for piece in d.pieces {
+                match piece {
+                    Piece::Text(t) => content.push_str(&t),
+                    Piece::ToolHead { id, name, .. } => calls.push((id, name, String::new())),
+                    Piece::ToolArgs { index, text } => {
+                        if let Some(c) = calls.get_mut(index) {
+                            c.2.push_str(&text);
                         }
-                        produced += 1;
-                    }
-                    if let Some(r) = finish {
-                        break r;
                     }
                 }
-                Some(EngineEvent::Rejected(msg)) => return Err(msg),
-                None => return Err("the engine stopped".into()),
+            }
+            if let Some(f) = d.finish {
+                break f;
             }
         };
-        self.guard.disarm();
-        let finish = reason_text(reason, self.has_tools, produced >= self.pieces.len());
-        let usage = chunks::usage_json(self.prompt_tokens, produced as u64);
+        let usage = chunks::usage_json(self.prompt_tokens, self.produced as u64);
         let usage = format!(
             "{},\"prompt_tokens_details\":null}}",
             &usage[..usage.len() - 1]

@@ -24,6 +24,7 @@ pub mod engine;
 pub mod engine_stats;
 pub mod filler;
 pub mod generation;
+pub mod inproc;
 pub mod kv;
 pub mod metrics;
 pub mod model;

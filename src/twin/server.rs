@@ -236,7 +236,7 @@ struct Params {
     continuous_usage: bool,
 }
 
-fn params(v: &Value, prompt_len: usize, max_model_len: u32) -> Result<Params, Box<Response>> {
+fn params(v: &Value, prompt_len: usize, max_model_len: u32) -> Result<Params, Refusal> {
     let requested = ["max_completion_tokens", "max_tokens"]
         .iter()
         .find_map(|k| v.get(*k).and_then(Value::as_u64));
@@ -248,13 +248,13 @@ fn params(v: &Value, prompt_len: usize, max_model_len: u32) -> Result<Params, Bo
             "This model's maximum context length is {limit} tokens. However, you requested {max_tokens} output tokens and your prompt contains {p} input tokens, for a total of {} tokens. Please reduce the length of the input prompt or the number of requested output tokens. (parameter=input_tokens, value={p})",
             p + max_tokens
         );
-        return Err(Box::new(bad_request(&msg, Some("input_tokens"))));
+        return Err(Refusal::bad_request(msg, Some("input_tokens")));
     }
     if max_tokens == 0 {
-        return Err(Box::new(bad_request(
+        return Err(Refusal::bad_request(
             "max_tokens must be at least 1, got 0.",
             Some("max_tokens"),
-        )));
+        ));
     }
     let opts = v.get("stream_options");
     let flag = |o: Option<&Value>, k: &str| o.and_then(|o| o.get(k)).and_then(Value::as_bool);
@@ -271,17 +271,14 @@ fn params(v: &Value, prompt_len: usize, max_model_len: u32) -> Result<Params, Bo
     })
 }
 
-fn check_model(st: &TwinState, v: &Value) -> Result<(), Box<Response>> {
+fn check_model(st: &TwinState, v: &Value) -> Result<(), Refusal> {
     match v.get("model").and_then(Value::as_str) {
-        Some(m) if m != st.profile.server.served_model_name => Err(Box::new(json(
-            StatusCode::NOT_FOUND,
-            chunks::error_body(
-                &format!("The model `{m}` does not exist."),
-                "NotFoundError",
-                Some("model"),
-                404,
-            ),
-        ))),
+        Some(m) if m != st.profile.server.served_model_name => Err(Refusal {
+            status: 404,
+            message: format!("The model `{m}` does not exist."),
+            error_type: "NotFoundError",
+            param: Some("model"),
+        }),
         _ => Ok(()),
     }
 }
@@ -329,36 +326,106 @@ async fn generate(st: &Arc<TwinState>, headers: &HeaderMap, body: &Bytes, chat: 
         Ok(v) => v,
         Err(e) => return bad_request(&format!("the body is not valid JSON: {e}"), None),
     };
-    if let Err(r) = check_model(st, &v) {
-        return *r;
+    let session = headers
+        .get("x-session-id")
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    let Admitted { generation, stream } = match admit(st, &v, chat, session) {
+        Ok(a) => a,
+        Err(r) => {
+            let status = StatusCode::from_u16(r.status).unwrap_or(StatusCode::BAD_REQUEST);
+            return json(status, r.body());
+        }
+    };
+    if stream {
+        return respond(
+            StatusCode::OK,
+            "text/event-stream; charset=utf-8",
+            Body::from_stream(generation.into_sse()),
+        );
     }
+    match generation.collect().await {
+        Ok(body) => json(StatusCode::OK, body),
+        Err(msg) => json(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            chunks::error_body(&msg, "InternalServerError", None, 500),
+        ),
+    }
+}
+
+/// Why the twin refused a generation request before it reached the engine:
+/// the HTTP status and the fields of vLLM's error body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// HTTP status (400 bad request, 404 unknown model, 503 engine down).
+    pub status: u16,
+    /// vLLM's message (for a prompt that is too long: "This model's maximum
+    /// context length is N tokens. However, ...").
+    pub message: String,
+    /// vLLM's error type (`BadRequestError`, ...).
+    pub error_type: &'static str,
+    /// The offending parameter, if vLLM names one.
+    pub param: Option<&'static str>,
+}
+
+impl Refusal {
+    fn bad_request(message: impl Into<String>, param: Option<&'static str>) -> Self {
+        Refusal {
+            status: 400,
+            message: message.into(),
+            error_type: "BadRequestError",
+            param,
+        }
+    }
+
+    /// vLLM's JSON error body.
+    pub fn body(&self) -> String {
+        chunks::error_body(&self.message, self.error_type, self.param, self.status)
+    }
+}
+
+/// A generation request the twin accepted and queued in the engine.
+#[derive(Debug)]
+pub struct Admitted {
+    /// The answer being generated: its pieces and the engine's events.
+    pub generation: Generation,
+    /// Whether the client asked for a stream (`"stream": true`).
+    pub stream: bool,
+}
+
+/// The one path from a request body to a queued engine request, shared by
+/// HTTP and the in-process transport: reads the body (chat `messages` +
+/// `tools`, or a completions `prompt`), renders and tokenizes the prompt,
+/// checks it against `max_model_len`, derives the answer seed (the twin's
+/// seed, the client's session id such as OpenCode's `x-session-id`, the
+/// request's `seed` and the prompt), plans the answer with the responder,
+/// cuts it into pieces and queues the engine request. Authentication is the
+/// caller's business. `session` is empty when the client sent none.
+pub fn admit(st: &TwinState, v: &Value, chat: bool, session: &str) -> Result<Admitted, Refusal> {
+    check_model(st, v)?;
     let empty = Vec::new();
     let tools = v.get("tools").and_then(Value::as_array).unwrap_or(&empty);
     let (messages, prompt_text) = if chat {
         let Some(m) = v.get("messages").and_then(Value::as_array) else {
-            return bad_request("messages is required", Some("messages"));
+            return Err(Refusal::bad_request(
+                "messages is required",
+                Some("messages"),
+            ));
         };
         (m.as_slice(), tokenizer::render_chat(m, tools))
     } else {
-        let Some(p) = completions_prompt(&v) else {
-            return bad_request("prompt is required", Some("prompt"));
+        let Some(p) = completions_prompt(v) else {
+            return Err(Refusal::bad_request("prompt is required", Some("prompt")));
         };
         (empty.as_slice(), p)
     };
     let ids = tokenizer::encode(&prompt_text);
     if ids.is_empty() {
-        return bad_request("the prompt is empty", Some("prompt"));
+        return Err(Refusal::bad_request("the prompt is empty", Some("prompt")));
     }
-    let p = match params(&v, ids.len(), st.profile.server.max_model_len) {
-        Ok(p) => p,
-        Err(r) => return *r,
-    };
-    // A client's session id (OpenCode's `x-session-id`) joins the seed, so two
-    // students with the same task still get different answers.
-    let session = headers
-        .get("x-session-id")
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("");
+    let p = params(v, ids.len(), st.profile.server.max_model_len)?;
+    // A client's session id joins the seed, so two students with the same
+    // task still get different answers.
     let seed = tokenizer::request_seed(
         st.seed ^ tokenizer::text_hash(session),
         v.get("seed").and_then(Value::as_u64),
@@ -397,15 +464,12 @@ async fn generate(st: &Arc<TwinState>, headers: &HeaderMap, body: &Bytes, chat: 
         events: events_tx,
     };
     if st.engine.send(cmd).is_err() {
-        return json(
-            StatusCode::SERVICE_UNAVAILABLE,
-            chunks::error_body(
-                "the engine is not running",
-                "ServiceUnavailableError",
-                None,
-                503,
-            ),
-        );
+        return Err(Refusal {
+            status: 503,
+            message: "the engine is not running".into(),
+            error_type: "ServiceUnavailableError",
+            param: None,
+        });
     }
     let id = if chat {
         format!("chatcmpl-{hex}")
@@ -427,19 +491,10 @@ async fn generate(st: &Arc<TwinState>, headers: &HeaderMap, body: &Bytes, chat: 
         fingerprint: format!("vllm-0.30.0-{:08x}", (st.seed as u32) ^ 0x3f9a_1c2e),
         events,
         guard: AbortOnDrop::new(n, st.engine.clone()),
+        produced: 0,
     };
-    if p.stream {
-        return respond(
-            StatusCode::OK,
-            "text/event-stream; charset=utf-8",
-            Body::from_stream(generation.into_sse()),
-        );
-    }
-    match generation.collect().await {
-        Ok(body) => json(StatusCode::OK, body),
-        Err(msg) => json(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            chunks::error_body(&msg, "InternalServerError", None, 500),
-        ),
-    }
+    Ok(Admitted {
+        generation,
+        stream: p.stream,
+    })
 }

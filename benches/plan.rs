@@ -1,0 +1,131 @@
+//! `codendum plan` speed: one small cell under criterion, and (with
+//! `CODENDUM_PLAN_CELLS`) one-shot timings of big plans.
+//!
+//! ```text
+//! cargo bench --bench plan                       # criterion: 8 users x 300 s
+//! CODENDUM_PLAN_CELLS="40x900,400x3600" CODENDUM_PLAN_PROFILES=classroom-64k \
+//!     cargo bench --bench plan -- --one-shot     # timings and figures of each plan
+//! ```
+
+use std::time::{Duration, Instant};
+
+use codendum::plan::{run_plan, PlanConfig};
+use criterion::{criterion_group, Criterion};
+
+fn config(users: u32, duration_s: u64, profiles: &[String]) -> PlanConfig {
+    PlanConfig {
+        users: vec![users],
+        profiles: profiles.to_vec(),
+        duration: Duration::from_secs(duration_s),
+        jobs: 1,
+        ..PlanConfig::new()
+    }
+}
+
+fn small_cell(c: &mut Criterion) {
+    let mut g = c.benchmark_group("plan");
+    g.sample_size(10);
+    let profiles = vec!["classroom-64k".to_string()];
+    g.bench_function("cell_8_users_300_s", |b| {
+        b.iter(|| run_plan(&config(8, 300, &profiles), &|_| {}).expect("plan runs"))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, small_cell);
+
+fn one_shot(cells: &str) {
+    let profiles: Vec<String> = std::env::var("CODENDUM_PLAN_PROFILES")
+        .unwrap_or_else(|_| "classroom-64k".into())
+        .split(',')
+        .map(str::to_string)
+        .collect();
+    for cell in cells.split(',') {
+        let Some((u, d)) = cell.split_once('x') else {
+            eprintln!("skipping {cell:?}: expected USERSxSECONDS");
+            continue;
+        };
+        let (Ok(u), Ok(d)) = (u.trim().parse::<u32>(), d.trim().parse::<u64>()) else {
+            eprintln!("skipping {cell:?}: expected USERSxSECONDS");
+            continue;
+        };
+        for p in &profiles {
+            let start = Instant::now();
+            let results =
+                run_plan(&config(u, d, std::slice::from_ref(p)), &|_| {}).expect("plan runs");
+            let wall = start.elapsed().as_secs_f64();
+            let r = &results.cells[0].result;
+            println!(
+                "{p} {u} users x {d} s: {wall:.2} s real; tok/s {:.1}, TTFT p50 {:.1} p95 {:.1}, speed p50 {:.1}, coding p50 {:.1} p95 {:.1} min, completed {} of {}, peak running {:?} waiting {:?}, peak KV {:.1} %, preemptions {:?}, hit {:.1} %, calls {}, errors {}",
+                r.server_output_tok_per_s.unwrap_or(f64::NAN),
+                r.ttft_p50_s.unwrap_or(f64::NAN),
+                r.ttft_p95_s.unwrap_or(f64::NAN),
+                r.output_speed_p50_tok_s.unwrap_or(f64::NAN),
+                r.coding_request_p50_s.unwrap_or(f64::NAN) / 60.0,
+                r.coding_request_p95_s.unwrap_or(f64::NAN) / 60.0,
+                r.completed,
+                r.coding_requests,
+                r.peak_running,
+                r.peak_waiting,
+                r.peak_kv_usage.unwrap_or(f64::NAN) * 100.0,
+                r.preemptions,
+                r.prefix_hit_rate.unwrap_or(f64::NAN) * 100.0,
+                r.summary.requests,
+                r.summary.errors,
+            );
+            if std::env::var_os("CODENDUM_PLAN_SUMMARY").is_some() {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&r.summary).unwrap_or_default()
+                );
+            }
+        }
+    }
+}
+
+/// Runs one 40-user java class against the in-process twin and writes its
+/// records (requests.jsonl, tasks.jsonl) to `dir`, for analysis.
+fn records(dir: &str, profile: &str) {
+    use codendum::classroom::{run_classroom, ClassroomConfig, JsonlSink, LiveStatus};
+    use codendum::twin::inproc::InProcTransport;
+    use codendum::twin::{persona::AgentPersona, profile::Profile, TwinOptions};
+    use std::sync::Arc;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let clock = codendum::clock::Clock::scaled(1.0);
+        let p = Profile::load(profile).expect("profile");
+        let mut cc = ClassroomConfig::new(p.server.served_model_name.clone(), Some(65_536));
+        cc.seed = 1;
+        let mut opts = TwinOptions::new(p);
+        opts.clock = clock.clone();
+        opts.responder = Arc::new(AgentPersona::new(1));
+        opts.seed = 1;
+        let t = Arc::new(InProcTransport::start(opts));
+        let open = |n: &str| std::fs::File::create(format!("{dir}/{n}")).expect("create");
+        let sink = Arc::new(JsonlSink::new(open("requests.jsonl"), open("tasks.jsonl")));
+        let status = Arc::new(LiveStatus::new(clock.clone()));
+        run_classroom(&cc, t, clock, sink, status)
+            .await
+            .expect("runs");
+    });
+}
+
+fn main() {
+    if let Ok(dir) = std::env::var("CODENDUM_PLAN_RECORDS") {
+        records(
+            &dir,
+            &std::env::var("CODENDUM_PLAN_PROFILES").unwrap_or_else(|_| "classroom-64k".into()),
+        );
+        return;
+    }
+    if std::env::args().any(|a| a == "--one-shot") {
+        one_shot(&std::env::var("CODENDUM_PLAN_CELLS").unwrap_or_else(|_| "40x900".into()));
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

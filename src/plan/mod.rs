@@ -1,0 +1,40 @@
+//! `codendum plan`: plan a class without the hardware. Every combination of
+//! class size, server profile and `max_num_seqs` (a *cell*) is a full
+//! classroom simulation ([`crate::classroom::run_classroom`], unchanged)
+//! against the embedded twin reached in-process
+//! ([`crate::twin::inproc::InProcTransport`]), in virtual time: each cell
+//! runs on its own current-thread tokio runtime with paused time, so engine
+//! steps, builds and student pauses pass without waiting.
+//!
+//! The answer people want is in [`Verdict`]: for each server variant, the
+//! largest class tried that meets the profile's `[targets.classroom]`, and
+//! where the limit comes from ([`Limit`]). Results are deterministic for a
+//! seed, whatever the number of threads.
+
+pub mod cell;
+pub mod config;
+pub mod run;
+pub mod targets;
+pub mod write;
+
+pub use cell::{run_cell, CellResult};
+pub use config::{CellSpec, PlanConfig};
+pub use run::{run_plan, JudgedCell, PlanParameters, PlanResults, Verdict};
+pub use targets::{classify, Check, ClassroomTargets, Limit};
+pub use write::{write_plan, write_plan_files};
+
+use std::path::PathBuf;
+
+use crate::error::Error;
+
+/// Runs a plan and writes `plan.md`, `plan.json` and `plan.html` into
+/// `config.results_dir/plan-<UTC timestamp>/`. Returns the results and the
+/// folder. `on_cell` is called as each cell finishes.
+pub fn plan(
+    config: &PlanConfig,
+    on_cell: &(dyn Fn(&CellResult) + Sync),
+) -> Result<(PlanResults, PathBuf), Error> {
+    let results = run_plan(config, on_cell)?;
+    let folder = write_plan(&results, &config.results_dir, chrono::Utc::now())?;
+    Ok((results, folder))
+}

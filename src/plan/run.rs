@@ -1,0 +1,276 @@
+//! Runs every cell of a plan over `jobs` OS threads (one current-thread
+//! runtime each) and judges the results against the profiles' targets.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+use super::cell::{run_cell, CellResult};
+use super::config::{cells, variant_name, PlanConfig};
+use super::targets::{classify, Check, ClassroomTargets, Limit};
+use crate::error::Error;
+use crate::twin::profile::Profile;
+
+/// Name of the `kind` field of `plan.json`.
+pub const PLAN_KIND: &str = "plan";
+/// Version of the `plan.json` layout.
+pub const PLAN_SCHEMA_VERSION: u32 = 1;
+
+/// The parameters a plan ran with (everything that shapes its results;
+/// `jobs` does not).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanParameters {
+    /// Class sizes tried, ascending.
+    pub users: Vec<u32>,
+    /// Profiles, as given.
+    pub profiles: Vec<String>,
+    /// `max_num_seqs` overrides (empty: the profiles' own).
+    pub max_num_seqs: Vec<u32>,
+    /// Scenario name.
+    pub scenario: String,
+    /// Window for new coding requests, seconds.
+    pub duration_s: f64,
+    /// Ramp-up, seconds.
+    pub ramp_up_s: f64,
+    /// Seed.
+    pub seed: u64,
+}
+
+/// A cell with its target checks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JudgedCell {
+    /// The cell's figures.
+    pub result: CellResult,
+    /// One check per target of its profile.
+    pub checks: Vec<Check>,
+    /// Whether every check passed (true when the profile has no targets).
+    pub meets_targets: bool,
+}
+
+/// The answer for one server variant (a profile, with its `max_num_seqs`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// `classroom-64k` or `classroom-64k @ 32 seqs`.
+    pub variant: String,
+    /// Profile name.
+    pub profile: String,
+    /// `max_num_seqs` of the variant.
+    pub max_num_seqs: u32,
+    /// The profile's classroom targets.
+    pub targets: ClassroomTargets,
+    /// The largest class size tried such that it and every smaller size
+    /// tried met the targets; `None` when the smallest already missed.
+    pub largest_class: Option<u32>,
+    /// The smallest class size tried that missed the targets.
+    pub first_miss: Option<u32>,
+    /// Where the limit comes from, judged at `first_miss`.
+    pub limit: Option<Limit>,
+    /// One sentence for people.
+    pub summary: String,
+}
+
+/// Everything a plan found: the contents of `plan.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanResults {
+    /// Always [`PLAN_KIND`].
+    pub kind: String,
+    /// [`PLAN_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// What was run.
+    pub parameters: PlanParameters,
+    /// Every cell, in report order (profile, `max_num_seqs`, users).
+    pub cells: Vec<JudgedCell>,
+    /// One answer per server variant.
+    pub verdicts: Vec<Verdict>,
+}
+
+/// Runs a plan: validates `config`, simulates every cell (in parallel over
+/// `config.jobs` threads; the results do not depend on the number) and
+/// judges them. `on_cell` is called as each cell finishes (from worker
+/// threads, in completion order), e.g. for a progress line.
+pub fn run_plan(
+    config: &PlanConfig,
+    on_cell: &(dyn Fn(&CellResult) + Sync),
+) -> Result<PlanResults, Error> {
+    let profiles = config.validate()?;
+    let targets = profiles
+        .iter()
+        .map(|p| ClassroomTargets::from_profile_targets(&p.name, &p.targets))
+        .collect::<Result<Vec<_>, _>>()?;
+    let specs = cells(config, &profiles);
+    let profile_of = |name: &str| profiles.iter().position(|p| p.name == name).unwrap_or(0);
+    // Largest classes first: they take longest, so the threads finish together.
+    let mut order: Vec<usize> = (0..specs.len()).collect();
+    order.sort_by_key(|i| std::cmp::Reverse(specs[*i].users));
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let slots: Mutex<Vec<Option<Result<CellResult, Error>>>> =
+        Mutex::new((0..specs.len()).map(|_| None).collect());
+    let worker = || loop {
+        let k = next.fetch_add(1, Ordering::Relaxed);
+        if k >= order.len() || failed.load(Ordering::Relaxed) {
+            break;
+        }
+        let i = order[k];
+        let spec = &specs[i];
+        let result = run_cell(spec, &profiles[profile_of(&spec.profile)], config);
+        match &result {
+            Ok(r) => on_cell(r),
+            Err(_) => failed.store(true, Ordering::Relaxed),
+        }
+        if let Ok(mut s) = slots.lock() {
+            s[i] = Some(result);
+        }
+    };
+    let threads = config.jobs.clamp(1, specs.len().max(1));
+    std::thread::scope(|scope| -> Result<(), Error> {
+        let mut handles = Vec::with_capacity(threads);
+        for n in 0..threads {
+            let h = std::thread::Builder::new()
+                .name(format!("plan-{n}"))
+                .stack_size(16 * 1024 * 1024)
+                .spawn_scoped(scope, worker)
+                .map_err(|e| Error::io("cannot start a plan thread", e))?;
+            handles.push(h);
+        }
+        for h in handles {
+            h.join()
+                .map_err(|_| Error::Failed("a plan thread stopped unexpectedly".into()))?;
+        }
+        Ok(())
+    })?;
+    let slots = slots
+        .into_inner()
+        .map_err(|_| Error::Failed("plan results were lost".into()))?;
+    let mut results = Vec::with_capacity(specs.len());
+    for slot in slots {
+        match slot {
+            Some(Ok(r)) => results.push(r),
+            Some(Err(e)) => return Err(e),
+            None => return Err(Error::Failed("a plan cell did not run".into())),
+        }
+    }
+    let judged: Vec<JudgedCell> = results
+        .into_iter()
+        .map(|result| {
+            let t = &targets[profile_of(&result.spec.profile)];
+            let checks = t.judge(&result);
+            let meets_targets = checks.iter().all(|c| c.met);
+            JudgedCell {
+                result,
+                checks,
+                meets_targets,
+            }
+        })
+        .collect();
+    let verdicts = verdicts(&judged, &profiles, &targets);
+    let mut users = config.users.clone();
+    users.sort_unstable();
+    users.dedup();
+    Ok(PlanResults {
+        kind: PLAN_KIND.into(),
+        schema_version: PLAN_SCHEMA_VERSION,
+        parameters: PlanParameters {
+            users,
+            profiles: config.profiles.clone(),
+            max_num_seqs: config.max_num_seqs.clone(),
+            scenario: config.scenario.name().into(),
+            duration_s: config.duration.as_secs_f64(),
+            ramp_up_s: config.ramp_up().as_secs_f64(),
+            seed: config.seed,
+        },
+        cells: judged,
+        verdicts,
+    })
+}
+
+/// The answer per server variant, from judged cells (plain function).
+/// `targets[i]` belongs to `profiles[i]`.
+pub fn verdicts(
+    cells: &[JudgedCell],
+    profiles: &[Profile],
+    targets: &[ClassroomTargets],
+) -> Vec<Verdict> {
+    let mut variants: Vec<(String, u32, bool)> = Vec::new();
+    for c in cells {
+        let s = &c.result.spec;
+        let key = (s.profile.clone(), s.max_num_seqs, s.overridden);
+        if !variants.contains(&key) {
+            variants.push(key);
+        }
+    }
+    variants
+        .into_iter()
+        .map(|(profile, seqs, overridden)| {
+            let mut mine: Vec<&JudgedCell> = cells
+                .iter()
+                .filter(|c| c.result.spec.profile == profile && c.result.spec.max_num_seqs == seqs)
+                .collect();
+            mine.sort_by_key(|c| c.result.spec.users);
+            let miss = mine.iter().find(|c| !c.meets_targets);
+            let largest_class = mine
+                .iter()
+                .take_while(|c| c.meets_targets)
+                .last()
+                .map(|c| c.result.spec.users);
+            let limit = miss.map(|m| {
+                let more_seats_met = cells.iter().any(|o| {
+                    let s = &o.result.spec;
+                    s.profile == profile
+                        && s.users == m.result.spec.users
+                        && s.max_num_seqs > seqs
+                        && o.meets_targets
+                });
+                classify(&m.result, more_seats_met)
+            });
+            let t = profiles
+                .iter()
+                .position(|p| p.name == profile)
+                .and_then(|i| targets.get(i))
+                .cloned()
+                .unwrap_or_default();
+            let variant = variant_name(&profile, seqs, overridden);
+            let first_miss = miss.map(|m| m.result.spec.users);
+            let summary = sentence(&variant, &t, largest_class, first_miss, limit);
+            Verdict {
+                variant,
+                profile,
+                max_num_seqs: seqs,
+                targets: t,
+                largest_class,
+                first_miss,
+                limit,
+                summary,
+            }
+        })
+        .collect()
+}
+
+fn sentence(
+    variant: &str,
+    targets: &ClassroomTargets,
+    largest: Option<u32>,
+    miss: Option<u32>,
+    limit: Option<Limit>,
+) -> String {
+    let no_targets = if targets.targets.is_empty() {
+        " (the profile has no [targets.classroom]: nothing was judged)"
+    } else {
+        ""
+    };
+    match (largest, miss, limit) {
+        (Some(l), None, _) => format!(
+            "{variant}: every class size tried met the targets, up to {l} students{no_targets}."
+        ),
+        (Some(l), Some(m), Some(limit)) => format!(
+            "{variant}: {l} students meet the targets; {m} do not, limited by {}.",
+            limit.describe()
+        ),
+        (None, Some(m), Some(limit)) => format!(
+            "{variant}: even the smallest class tried ({m} students) misses the targets, limited by {}.",
+            limit.describe()
+        ),
+        _ => format!("{variant}: no cells."),
+    }
+}

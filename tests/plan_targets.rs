@@ -1,0 +1,152 @@
+//! Judging cells against `[targets.classroom]` and classifying the limit,
+//! on synthetic cell results.
+
+use codendum::classroom::ClassroomSummary;
+use codendum::plan::run::verdicts;
+use codendum::plan::{classify, CellResult, CellSpec, ClassroomTargets, JudgedCell, Limit};
+use codendum::twin::profile::Profile;
+
+fn cell(users: u32, seqs: u32) -> CellResult {
+    CellResult {
+        spec: CellSpec {
+            profile: "classroom-64k".into(),
+            max_num_seqs: seqs,
+            overridden: true,
+            users,
+        },
+        server_output_tok_per_s: Some(110.0),
+        ttft_p50_s: Some(10.0),
+        ttft_p95_s: Some(40.0),
+        output_speed_p50_tok_s: Some(7.0),
+        coding_request_p50_s: Some(600.0),
+        coding_request_p95_s: Some(1200.0),
+        coding_requests: 50,
+        completed: 45,
+        peak_running: Some(f64::from(seqs)),
+        peak_waiting: Some(10.0),
+        peak_kv_usage: Some(0.1),
+        preemptions: Some(0),
+        prefix_hit_rate: Some(0.98),
+        server_errors: 0,
+        pinned_share: Some(0.6),
+        blocked_share: Some(0.0),
+        summary: ClassroomSummary::from_records(users as usize, &[], &[]),
+    }
+}
+
+fn embedded_targets() -> ClassroomTargets {
+    let p = Profile::load("classroom-64k").expect("profile");
+    ClassroomTargets::from_profile_targets(&p.name, &p.targets).expect("targets")
+}
+
+#[test]
+fn the_profiles_targets_are_read_and_judged() {
+    let t = embedded_targets();
+    let keys: Vec<&str> = t.targets.iter().map(|x| x.key.as_str()).collect();
+    assert_eq!(
+        keys,
+        [
+            "ttft_p95_s",
+            "coding_request_p50_s",
+            "server_output_tok_per_s",
+            "preemptions",
+            "server_errors"
+        ]
+    );
+    assert!(t.judge(&cell(40, 16)).iter().all(|c| c.met));
+    let mut slow = cell(40, 16);
+    slow.ttft_p95_s = Some(80.0);
+    slow.server_output_tok_per_s = Some(90.0);
+    slow.preemptions = None;
+    let missed: Vec<String> = t
+        .judge(&slow)
+        .into_iter()
+        .filter(|c| !c.met)
+        .map(|c| c.key)
+        .collect();
+    assert_eq!(
+        missed,
+        ["ttft_p95_s", "server_output_tok_per_s", "preemptions"]
+    );
+
+    let table: toml::Table =
+        toml::from_str("[classroom]\nttft_p95_s = 30\nnew_key = 1\n").expect("toml");
+    let t = ClassroomTargets::from_profile_targets("x", &table).expect("targets");
+    assert_eq!(t.targets.len(), 1);
+    assert_eq!(t.ignored, ["new_key"]);
+    assert!(
+        ClassroomTargets::from_profile_targets("x", &toml::Table::new())
+            .expect("none")
+            .targets
+            .is_empty()
+    );
+    let bad: toml::Table = toml::from_str("[classroom]\nttft_p95_s = \"fast\"\n").expect("toml");
+    let e = ClassroomTargets::from_profile_targets("x", &bad)
+        .expect_err("not a number")
+        .to_string();
+    assert!(e.contains("--profile") && e.contains("ttft_p95_s"), "{e}");
+}
+
+#[test]
+fn limits_are_classified_from_the_server_figures() {
+    let pinned = cell(80, 16);
+    assert_eq!(classify(&pinned, false), Limit::DecodeThroughput);
+    assert_eq!(classify(&pinned, true), Limit::Seats);
+    let mut kv = cell(80, 16);
+    kv.preemptions = Some(3);
+    assert_eq!(classify(&kv, true), Limit::KvMemory);
+    let mut full = cell(80, 16);
+    full.peak_kv_usage = Some(0.95);
+    assert_eq!(classify(&full, false), Limit::KvMemory);
+    let mut blocked = cell(80, 16);
+    blocked.pinned_share = Some(0.1);
+    blocked.blocked_share = Some(0.5);
+    assert_eq!(classify(&blocked, false), Limit::KvMemory);
+    let mut idle = cell(80, 16);
+    idle.pinned_share = Some(0.0);
+    assert_eq!(classify(&idle, false), Limit::RequestSpeed);
+}
+
+#[test]
+fn verdicts_give_the_largest_class_and_the_limit() {
+    let t = embedded_targets();
+    let profile = Profile::load("classroom-64k").expect("profile");
+    let judge = |c: CellResult| {
+        let checks = t.judge(&c);
+        let meets_targets = checks.iter().all(|k| k.met);
+        JudgedCell {
+            result: c,
+            checks,
+            meets_targets,
+        }
+    };
+    let mut c80 = cell(80, 16);
+    c80.ttft_p95_s = Some(200.0);
+    let mut c120 = cell(120, 16);
+    c120.ttft_p95_s = Some(400.0);
+    let mut c120_32 = cell(120, 32);
+    c120_32.ttft_p95_s = Some(300.0);
+    let cells = vec![
+        judge(cell(20, 16)),
+        judge(cell(40, 16)),
+        judge(c80),
+        judge(c120),
+        judge(cell(20, 32)),
+        judge(cell(40, 32)),
+        judge(cell(80, 32)),
+        judge(c120_32),
+    ];
+    let v = verdicts(&cells, &[profile], &[t]);
+    assert_eq!(v.len(), 2);
+    assert_eq!(v[0].variant, "classroom-64k @ 16 seqs");
+    assert_eq!((v[0].largest_class, v[0].first_miss), (Some(40), Some(80)));
+    // 80 students meet the targets with 32 seats: the 16-seat variant is limited by seats.
+    assert_eq!(v[0].limit, Some(Limit::Seats));
+    assert_eq!((v[1].largest_class, v[1].first_miss), (Some(80), Some(120)));
+    assert_eq!(v[1].limit, Some(Limit::DecodeThroughput));
+    assert!(
+        v[1].summary.contains("80 students meet the targets"),
+        "{}",
+        v[1].summary
+    );
+}
