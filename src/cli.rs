@@ -33,6 +33,8 @@ pub enum Command {
     Report(ReportArgs),
     /// Compare two or more results folders side by side.
     Compare(CompareArgs),
+    /// Plan a class without the hardware: the classroom against the twin in virtual time.
+    Plan(PlanArgs),
 }
 
 /// Where the server is. Flags win over the environment, the environment over `.env`.
@@ -307,4 +309,37 @@ pub struct CompareArgs {
     /// Where to write compare.md and compare.html [default: the last folder].
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+}
+
+/// `codendum plan`.
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// Class sizes to try, comma-separated.
+    #[arg(long, default_value = "20,40,80", value_name = "N,N,...")]
+    pub users: String,
+    /// Server profiles to try (names in profiles/ or .toml paths), comma-separated.
+    #[arg(
+        long,
+        default_value = "classroom-64k,classroom-64k-high-concurrency",
+        value_name = "NAME,..."
+    )]
+    pub profile: String,
+    /// Also try these max_num_seqs values for every profile, comma-separated.
+    #[arg(long, value_name = "N,N,...")]
+    pub max_num_seqs: Option<String>,
+    /// Project and tools the students work with.
+    #[arg(long, value_enum, default_value = "java")]
+    pub scenario: ScenarioArg,
+    /// Window for new coding requests, seconds.
+    #[arg(long, default_value_t = 900.0, value_name = "SECONDS")]
+    pub duration: f64,
+    /// Seed of every random choice (the same seed gives identical results).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Threads to run cells on [default: the machine's cores].
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Folder under which the plan's folder is created.
+    #[arg(long, default_value = "bench-results", value_name = "DIR")]
+    pub results_dir: PathBuf,
 }

@@ -8,8 +8,8 @@ use codendum::error::{ConfigError, Error};
 use codendum::target::{Provenance, Target};
 
 use crate::cli::{
-    BenchArgs, ClassroomArgs, Cli, Command, CompareArgs, EndpointArg, MetricsArgs, ProvenanceArgs,
-    ReportArgs, ScenarioArg, ServeArgs, TargetArgs,
+    BenchArgs, ClassroomArgs, Cli, Command, CompareArgs, EndpointArg, MetricsArgs, PlanArgs,
+    ProvenanceArgs, ReportArgs, ScenarioArg, ServeArgs, TargetArgs,
 };
 
 /// Runs one command.
@@ -21,6 +21,7 @@ pub async fn run(cli: Cli) -> Result<(), Error> {
         Command::Classroom(args) => classroom(args).await,
         Command::Report(args) => report(args),
         Command::Compare(args) => compare(args),
+        Command::Plan(args) => plan(args).await,
     }
 }
 
@@ -366,5 +367,67 @@ fn compare(args: CompareArgs) -> Result<(), Error> {
     for p in paths {
         println!("{}", p.display());
     }
+    Ok(())
+}
+
+fn number_list(flag: &str, raw: &str) -> Result<Vec<u32>, ConfigError> {
+    raw.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse::<u32>()
+                .map_err(|_| ConfigError::invalid(flag, format!("{s:?} is not a whole number")))
+        })
+        .collect()
+}
+
+async fn plan(args: PlanArgs) -> Result<(), Error> {
+    use codendum::classroom::Scenario;
+    use codendum::plan::{plan, PlanConfig};
+    let mut config = PlanConfig::new();
+    config.users = number_list("--users", &args.users)?;
+    config.profiles = args
+        .profile
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect();
+    config.max_num_seqs = match &args.max_num_seqs {
+        Some(raw) => number_list("--max-num-seqs", raw)?,
+        None => Vec::new(),
+    };
+    config.scenario = match args.scenario {
+        ScenarioArg::Java => Scenario::Java,
+        ScenarioArg::Python => Scenario::Python,
+    };
+    config.duration = positive_seconds("--duration", args.duration)?;
+    config.seed = args.seed;
+    if let Some(j) = args.jobs {
+        config.jobs = j;
+    }
+    config.results_dir = args.results_dir.clone();
+    config.validate()?;
+    let (results, folder) =
+        tokio::task::spawn_blocking(move || {
+            plan(&config, &|cell| {
+                eprintln!(
+                "  {} users, {} (max_num_seqs {}): {} tok/s, TTFT P95 {}, coding request P50 {}",
+                cell.spec.users,
+                cell.spec.profile,
+                cell.spec.max_num_seqs,
+                cell.server_output_tok_per_s.map_or("-".into(), |v| format!("{v:.0}")),
+                cell.ttft_p95_s.map_or("-".into(), |v| format!("{v:.1} s")),
+                cell.coding_request_p50_s.map_or("-".into(), |v| format!("{:.1} min", v / 60.0)),
+            );
+            })
+        })
+        .await
+        .map_err(|e| Error::Failed(format!("the plan stopped: {e}")))??;
+    for v in &results.verdicts {
+        eprintln!("{}", v.summary);
+    }
+    eprintln!("Plan in {}", folder.display());
+    println!("{}", folder.join("plan.md").display());
     Ok(())
 }

@@ -146,10 +146,11 @@ impl FillerResponder {
             text.push_str(closing);
         }
         // Pieces counted line by line can merge across line joins: top up.
+        let mut text = text.trim_end_matches(' ').to_string();
         while tokenizer::count(&text) < lo {
-            text.push_str(&sentence(&mut rng));
+            text.push_str(sentence(&mut rng).trim_end_matches(' '));
         }
-        text.trim_end_matches(' ').to_string()
+        text
     }
 }
 

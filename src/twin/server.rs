@@ -452,11 +452,8 @@ pub fn admit(st: &TwinState, v: &Value, chat: bool, session: &str) -> Result<Adm
         min_tokens: p.min_tokens,
         ignore_eos: p.ignore_eos,
         natural_len: u32::try_from(pieces.len()).unwrap_or(u32::MAX),
-        answer_ids: pieces
-            .iter()
-            .take(p.max_tokens as usize)
-            .map(|x| x.token_id())
-            .collect(),
+        // What the next prompt will hold of this answer (see render_answer).
+        answer_ids: tokenizer::encode(&tokenizer::render_answer(&answer)),
     };
     let (events_tx, events) = mpsc::unbounded_channel();
     let cmd = EngineCmd::Add {

@@ -220,6 +220,30 @@ pub fn render_chat(messages: &[serde_json::Value], tools: &[serde_json::Value]) 
     out
 }
 
+/// The assistant turn as [`render_chat`] renders it when the client sends the
+/// answer back in its next request (text, then each tool call, then the end
+/// marker). Its token ids are what the engine caches for generated blocks, so
+/// the next step of an agent hits the prefix cache through the answer, as
+/// vLLM does when the chat template re-renders what the model wrote.
+pub fn render_answer(answer: &PlannedAnswer) -> String {
+    use super::answer::AnswerPart;
+    let mut out = String::new();
+    for part in &answer.parts {
+        if let AnswerPart::Text(t) = part {
+            out.push_str(t);
+        }
+    }
+    for part in &answer.parts {
+        if let AnswerPart::ToolCall { name, arguments } = part {
+            out.push_str("\n<tool_call>\n");
+            out.push_str(&serde_json::json!({"name": name, "arguments": arguments}).to_string());
+            out.push_str("\n</tool_call>");
+        }
+    }
+    out.push_str("<|im_end|>\n");
+    out
+}
+
 /// The token pieces of a planned answer as they would stream: text pieces
 /// as they are; a tool call as one header token (carrying the name) and then
 /// its arguments' pieces.
@@ -297,9 +321,33 @@ mod tests {
             let ratio = text.chars().count() as f64 / count(text) as f64;
             assert!(
                 (low..=high).contains(&ratio),
-                "{ratio:.2} chars/token, want {low}..{high}: {}", &text[..40]
+                "{ratio:.2} chars/token, want {low}..{high}: {}",
+                &text[..40]
             );
         }
+    }
+
+    #[test]
+    fn an_answer_renders_as_the_next_prompt_renders_it() {
+        use crate::twin::answer::AnswerPart;
+        let answer = PlannedAnswer {
+            parts: vec![
+                AnswerPart::Text("I'll read it.".into()),
+                AnswerPart::ToolCall {
+                    name: "read".into(),
+                    arguments: "{\"filePath\":\"a.java\"}".into(),
+                },
+            ],
+        };
+        let first = vec![serde_json::json!({"role":"user","content":"go"})];
+        let before = render_chat(&first, &[]);
+        let mut next = first.clone();
+        next.push(serde_json::json!({"role":"assistant","content":"I'll read it.","tool_calls":[
+            {"id":"x","type":"function","function":{"name":"read","arguments":"{\"filePath\":\"a.java\"}"}}]}));
+        next.push(serde_json::json!({"role":"tool","tool_call_id":"x","content":"1: class A {}"}));
+        let after = render_chat(&next, &[]);
+        let expected = format!("{before}{}", render_answer(&answer));
+        assert!(after.starts_with(&expected), "{after}");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use super::paths::{basename, dirname, is_test_path, lang_of, Lang};
 use super::tools::{Slot, ToolRole};
 use super::transcript::{Event, Outcome};
 use super::writing;
-use super::{answer, mix, Ctx};
+use super::{answer, mix, Ctx, CODE_CHARS_PER_TOKEN};
 use crate::twin::answer::{AnswerPart, PlannedAnswer};
 
 /// After this many steps in one request the agent wraps up whatever state it is in.
@@ -303,7 +303,7 @@ fn fix_step(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng, failed: &Event, since: &[Event]
         files.dedup();
         return read(ctx, rng, &files);
     }
-    let size = rng.gen_range(150..400) * 4;
+    let size = rng.gen_range(150..400) * CODE_CHARS_PER_TOKEN;
     match edit_call(ctx, rng, &target, size) {
         Some(call) => answer(writing::before_fix(rng, &target), vec![call]),
         None => finish(ctx, rng, false),
@@ -353,14 +353,14 @@ fn change_step(
     }
 }
 
-/// Characters of new code in an edit: 200–900 tokens, most of them short.
+/// Characters of new code in an edit: 150–700 tokens, most of them short.
 fn edit_size(rng: &mut ChaCha8Rng) -> usize {
     let tokens = if rng.gen_bool(0.6) {
-        rng.gen_range(200..450)
+        rng.gen_range(150..350)
     } else {
-        rng.gen_range(450..900)
+        rng.gen_range(350..700)
     };
-    tokens * 4
+    tokens * CODE_CHARS_PER_TOKEN
 }
 
 /// An edit that inserts code before a line that appears exactly once in the
@@ -452,7 +452,7 @@ fn write_new(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng, tests: bool) -> PlannedAnswer 
         path = path.replacen(&name, &format!("{n}{name}"), 1);
         n += 1;
     }
-    let size = rng.gen_range(300..900) * 4;
+    let size = rng.gen_range(300..900) * CODE_CHARS_PER_TOKEN;
     let content = code::new_file(ctx.lang, &path, tests, rng, topic, size);
     let call = tool.call(vec![
         (Slot::Path, json!(path)),
@@ -472,7 +472,7 @@ fn finish(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng, passed: bool) -> PlannedAnswer {
         }
     }
     let tested = passed && ctx.t.last_test().is_some();
-    let size = rng.gen_range(150..400) * 4;
+    let size = rng.gen_range(150..400) * CODE_CHARS_PER_TOKEN;
     let mut text = writing::final_summary(
         rng,
         &changed,

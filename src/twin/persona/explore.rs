@@ -93,6 +93,6 @@ fn findings(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
             .cloned()
             .collect::<Vec<_>>(),
     );
-    let size = rng.gen_range(150..350) * 4;
+    let size = rng.gen_range(150..350) * super::CODE_CHARS_PER_TOKEN;
     PlannedAnswer::text(writing::findings(rng, &files, ctx.topic, size))
 }

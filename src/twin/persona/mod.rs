@@ -237,6 +237,12 @@ pub fn answer(text: String, calls: Vec<AnswerPart>) -> PlannedAnswer {
     PlannedAnswer { parts }
 }
 
+/// Characters per token of code written into tool-call arguments (JSON
+/// escaping adds punctuation): sizes planned in tokens are multiplied by this
+/// to get characters. Measured with the twin's tokenizer on the persona's
+/// edits: about 3 (see `tests/persona_sessions.rs`).
+pub const CODE_CHARS_PER_TOKEN: usize = 3;
+
 /// FNV-1a hash of a text (stable across builds and platforms).
 pub fn fnv1a(text: &str) -> u64 {
     crate::twin::tokenizer::text_hash(text)
