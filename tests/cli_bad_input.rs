@@ -337,7 +337,10 @@ fn usage_mistakes_are_one_line_too() {
     let dir = tempfile::tempdir().expect("tempdir");
     for (args, culprit) in [
         (vec!["bench", "--concurency", "1"], "--concurency"),
-        (vec!["bench", "--requests-per-level", "many"], "--requests-per-level"),
+        (
+            vec!["bench", "--requests-per-level", "many"],
+            "--requests-per-level",
+        ),
         (vec!["bench", "--output-tokens"], "--output-tokens"),
         (vec!["classroom", "--users", "-3"], "-3"),
         (vec!["compare", "only-one"], "FOLDERS"),

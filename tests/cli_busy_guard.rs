@@ -144,7 +144,10 @@ fn a_busy_server_is_refused_and_nothing_is_written() {
     assert_refused(&f, &["16 running", "12 waiting", "--allow-busy"]);
     let f = classroom(dir.path(), &base, &["--yes"]);
     assert_refused(&f, &["16 running", "12 waiting", "--allow-busy"]);
-    assert!(holds_no_file(&dir.path().join("results")), "nothing written");
+    assert!(
+        holds_no_file(&dir.path().join("results")),
+        "nothing written"
+    );
     assert_eq!(chat_calls(&rt, &server), 0, "no request was sent");
 }
 
@@ -192,10 +195,17 @@ fn an_idle_server_still_needs_yes_without_a_terminal() {
     let dir = tempfile::tempdir().expect("tempdir");
     let f = bench(dir.path(), &base, &[]);
     assert_refused(&f, &["--yes"]);
-    assert!(f.stderr.contains("Benchmark plan"), "the plan is shown: {}", f.stderr);
+    assert!(
+        f.stderr.contains("Benchmark plan"),
+        "the plan is shown: {}",
+        f.stderr
+    );
     let f = classroom(dir.path(), &base, &[]);
     assert_refused(&f, &["--yes"]);
-    assert!(holds_no_file(&dir.path().join("results")), "nothing written");
+    assert!(
+        holds_no_file(&dir.path().join("results")),
+        "nothing written"
+    );
     assert_eq!(chat_calls(&rt, &server), 0, "no request was sent");
 
     // With --yes the idle server is benchmarked.

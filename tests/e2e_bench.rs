@@ -154,7 +154,11 @@ fn bench_against_a_live_server_writes_the_whole_folder() {
     .env("CODENDUM_MODEL_REVISION", "from-env-loses");
     let f = run(cmd);
     assert_eq!(f.code, Some(0), "{}", f.both());
-    assert!(f.stderr.contains("Benchmark plan"), "plan shown: {}", f.stderr);
+    assert!(
+        f.stderr.contains("Benchmark plan"),
+        "plan shown: {}",
+        f.stderr
+    );
 
     let folder = only_folder(&results);
     let name = folder.file_name().expect("name").to_string_lossy();
@@ -215,10 +219,16 @@ fn bench_against_a_live_server_writes_the_whole_folder() {
         assert_eq!(level["errors"], serde_json::json!({}));
         assert_eq!(level["mean_output_tokens"], 8.0);
         let input = level["mean_input_tokens"].as_f64().expect("input");
-        assert!((500.0..600.0).contains(&input), "about 512 input tokens: {input}");
+        assert!(
+            (500.0..600.0).contains(&input),
+            "about 512 input tokens: {input}"
+        );
         let n = level["concurrency"].as_f64().expect("n");
         let peak = level["peak_running"].as_f64().expect("peak running");
-        assert!((0.0..=n).contains(&peak), "peak running {peak} within N={n}");
+        assert!(
+            (0.0..=n).contains(&peak),
+            "peak running {peak} within N={n}"
+        );
         let kv = level["peak_kv_usage"].as_f64().expect("kv");
         assert!((0.0..=1.0).contains(&kv), "kv usage is a fraction: {kv}");
         assert_eq!(level["preemptions"], 0.0);
@@ -241,7 +251,10 @@ fn bench_against_a_live_server_writes_the_whole_folder() {
     let mut lines = csv.lines();
     let header: Vec<&str> = lines.next().expect("header").split(',').collect();
     for column in CSV_COLUMNS {
-        assert!(header.contains(column), "summary.csv has {column}: {header:?}");
+        assert!(
+            header.contains(column),
+            "summary.csv has {column}: {header:?}"
+        );
     }
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
     assert_eq!(rows.len(), 2);
@@ -255,7 +268,10 @@ fn bench_against_a_live_server_writes_the_whole_folder() {
     }
 
     let md = std::fs::read_to_string(folder.join("report.md")).expect("md");
-    assert!(md.contains("0.30.0") && md.contains("sha256:0123abcd"), "{md}");
+    assert!(
+        md.contains("0.30.0") && md.contains("sha256:0123abcd"),
+        "{md}"
+    );
     let html = std::fs::read_to_string(folder.join("report.html")).expect("html");
     assert!(html.contains("<html") && html.contains("sha256:0123abcd"));
     rt.block_on(twin.shutdown());
@@ -301,7 +317,12 @@ fn bench_without_a_server_runs_the_embedded_twin() {
     assert_eq!(requests.len(), 2);
     assert!(requests.iter().all(|r| r["ok"] == true));
     check_levels_against_requests(&summary, &requests);
-    for file in ["summary.csv", "server-timeline.jsonl", "report.md", "report.html"] {
+    for file in [
+        "summary.csv",
+        "server-timeline.jsonl",
+        "report.md",
+        "report.html",
+    ] {
         assert!(folder.join(file).is_file(), "{file}");
     }
 }
@@ -414,7 +435,10 @@ fn scripts_pass_their_arguments_through() {
         let printed = String::from_utf8_lossy(&out.stdout);
         let given: Vec<&str> = printed.lines().collect();
         let dashes = given.iter().position(|a| *a == "--").expect("-- separator");
-        assert!(given.contains(&"run") && given.contains(&"--release"), "{given:?}");
+        assert!(
+            given.contains(&"run") && given.contains(&"--release"),
+            "{given:?}"
+        );
         let mut want = vec![command];
         want.extend(args.iter().copied());
         assert_eq!(&given[dashes + 1..], want.as_slice(), "{script}");
