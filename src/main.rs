@@ -4,6 +4,7 @@
 mod cli;
 mod commands;
 
+use clap::error::ErrorKind;
 use clap::Parser;
 
 fn main() {
@@ -12,7 +13,10 @@ fn main() {
         eprintln!("codendum: {e}");
         std::process::exit(2);
     }
-    let cli = cli::Cli::parse();
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => usage_error(e),
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -44,4 +48,33 @@ fn load_dotenv() -> Result<(), String> {
         }
         Err(e) => Err(format!(".env: {e}")),
     }
+}
+
+/// Help and version go out as clap writes them; a usage mistake becomes one
+/// line naming the flag (exit 2), like every other bad input.
+fn usage_error(e: clap::Error) -> ! {
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        e.exit();
+    }
+    eprintln!("codendum: {}", one_line(&e.render().to_string()));
+    std::process::exit(2);
+}
+
+/// clap's multi-line message on one line: without the usage block and the
+/// "try --help" hint.
+fn one_line(rendered: &str) -> String {
+    let parts: Vec<&str> = rendered
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more information")
+        })
+        .collect();
+    let text = parts.join(" ").replace(" tip: ", "; tip: ");
+    text.strip_prefix("error: ").unwrap_or(&text).to_string()
 }

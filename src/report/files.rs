@@ -36,6 +36,16 @@ fn bad_folder(folder: &Path, reason: impl Into<String>) -> Error {
 /// Reads a results folder (and optionally a host timeline to use instead of
 /// the folder's own).
 pub fn load_run(folder: &Path, server_timeline: Option<&Path>) -> Result<LoadedRun, Error> {
+    if super::rebuild::is_bench_without_summary(folder) {
+        let summary = super::rebuild::bench_summary_from_requests(folder)
+            .map_err(|e| bad_folder(folder, e))?;
+        let timeline = timeline_for(folder, server_timeline, summary.started_utc)?;
+        let mut report = bench_report(&summary, &timeline);
+        report.parameters = super::rebuild::known_parameters(&summary);
+        report.run.model = None;
+        report.run.target_url = None;
+        return Ok(LoadedRun::Bench(Box::new(report), Box::new(summary)));
+    }
     let path = folder.join(results::SUMMARY_JSON);
     let text = std::fs::read_to_string(&path).map_err(|e| {
         bad_folder(

@@ -24,6 +24,7 @@ pub mod format;
 pub mod html;
 pub mod markdown;
 pub mod model;
+pub mod rebuild;
 mod run_docs;
 pub mod svg;
 
