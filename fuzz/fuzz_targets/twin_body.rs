@@ -14,7 +14,9 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(b) = parse_generation_body(body, chat, "qwen3-coder", max_model_len) {
         assert!(!b.prompt_ids.is_empty());
         assert!(b.params.max_tokens >= 1);
-        assert!(b.prompt_ids.len() as u64 + u64::from(b.params.max_tokens) <= u64::from(max_model_len));
+        assert!(
+            b.prompt_ids.len() as u64 + u64::from(b.params.max_tokens) <= u64::from(max_model_len)
+        );
         let _ = (b.messages().len(), b.tools().len(), b.seed());
     }
 });
