@@ -134,7 +134,7 @@ pub struct FaultPlan {
     requests: AtomicU64,
 }
 
-pub(crate) fn bad(term: &str, reason: impl std::fmt::Display) -> ConfigError {
+fn bad(term: &str, reason: impl std::fmt::Display) -> ConfigError {
     ConfigError::invalid("--faults", format!("term {term:?}: {reason}"))
 }
 
