@@ -22,6 +22,7 @@ pub mod answer;
 pub mod chunks;
 pub mod engine;
 pub mod engine_stats;
+pub mod faults;
 pub mod filler;
 pub mod generation;
 pub mod inproc;
@@ -31,6 +32,7 @@ pub mod model;
 pub mod persona;
 pub mod profile;
 pub mod proxy;
+pub mod request_body;
 pub mod runner;
 pub mod server;
 pub mod tokenizer;
@@ -63,6 +65,8 @@ pub struct TwinOptions {
     pub seed: u64,
     /// The lab's proxy in front of the twin (per-key limits, 429s), if any.
     pub proxy: Option<proxy::ProxyConfig>,
+    /// Injected faults (`--faults`, see [`faults`]); `None`: a healthy twin.
+    pub faults: Option<Arc<faults::FaultPlan>>,
 }
 
 impl TwinOptions {
@@ -75,6 +79,7 @@ impl TwinOptions {
             api_keys: Vec::new(),
             seed: 0,
             proxy: None,
+            faults: None,
         }
     }
 }
@@ -109,7 +114,7 @@ pub fn build_state(opts: TwinOptions) -> (Arc<TwinState>, tokio::task::JoinHandl
     let engine = Engine::new(EngineConfig::from_profile(&opts.profile));
     let stats = Arc::new(Mutex::new(engine.stats().clone()));
     let (tx, task) = runner::spawn_engine(engine, opts.clock.clone(), stats.clone());
-    let state = TwinState::new(
+    let mut state = TwinState::new(
         Arc::new(opts.profile),
         opts.clock,
         opts.responder,
@@ -118,6 +123,7 @@ pub fn build_state(opts: TwinOptions) -> (Arc<TwinState>, tokio::task::JoinHandl
         tx,
         stats,
     );
+    state.faults = opts.faults;
     (Arc::new(state), task)
 }
 

@@ -17,9 +17,11 @@ use tokio::sync::mpsc;
 use super::answer::{AnswerRequest, Responder};
 use super::chunks::{self, plan_pieces, ChunkHead};
 use super::engine::EngineRequest;
+use super::faults::{self, FaultPlan, Injection, StreamContext};
 use super::generation::Generation;
 use super::metrics::{self, MetricsContext};
 use super::profile::Profile;
+use super::request_body::{completions_prompt, generation_body_from_value};
 use super::runner::{AbortOnDrop, EngineCmd, SharedStats};
 use super::tokenizer;
 use crate::clock::Clock;
@@ -43,6 +45,8 @@ pub struct TwinState {
     pub stats: SharedStats,
     /// Unix seconds at start.
     pub started_unix: f64,
+    /// Injected faults (`--faults`); `None`: none.
+    pub faults: Option<Arc<FaultPlan>>,
     next_id: AtomicU64,
     http: Mutex<BTreeMap<(String, String, String), u64>>,
 }
@@ -77,6 +81,7 @@ impl TwinState {
             engine,
             stats,
             started_unix,
+            faults: None,
             next_id: AtomicU64::new(1),
             http: Mutex::new(BTreeMap::new()),
         }
@@ -194,17 +199,6 @@ async fn metrics_page(State(st): State<Arc<TwinState>>) -> Response {
     )
 }
 
-fn completions_prompt(v: &Value) -> Option<String> {
-    match v.get("prompt")? {
-        Value::String(s) => Some(s.clone()),
-        Value::Array(items) => match items.first()? {
-            Value::String(s) => Some(s.clone()),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
 async fn tokenize(State(st): State<Arc<TwinState>>, body: Bytes) -> Response {
     let Ok(v) = serde_json::from_slice::<Value>(&body) else {
         return bad_request("the body is not valid JSON", None);
@@ -224,63 +218,6 @@ async fn tokenize(State(st): State<Arc<TwinState>>, body: Bytes) -> Response {
         "tokens": ids, "token_strs": null
     });
     json(StatusCode::OK, body.to_string())
-}
-
-/// Sampling and stream parameters of a request.
-struct Params {
-    max_tokens: u32,
-    min_tokens: u32,
-    ignore_eos: bool,
-    stream: bool,
-    include_usage: bool,
-    continuous_usage: bool,
-}
-
-fn params(v: &Value, prompt_len: usize, max_model_len: u32) -> Result<Params, Refusal> {
-    let requested = ["max_completion_tokens", "max_tokens"]
-        .iter()
-        .find_map(|k| v.get(*k).and_then(Value::as_u64));
-    let limit = u64::from(max_model_len);
-    let p = prompt_len as u64;
-    let max_tokens = requested.unwrap_or(limit.saturating_sub(p));
-    if p + max_tokens > limit || p >= limit {
-        let msg = format!(
-            "This model's maximum context length is {limit} tokens. However, you requested {max_tokens} output tokens and your prompt contains {p} input tokens, for a total of {} tokens. Please reduce the length of the input prompt or the number of requested output tokens. (parameter=input_tokens, value={p})",
-            p + max_tokens
-        );
-        return Err(Refusal::bad_request(msg, Some("input_tokens")));
-    }
-    if max_tokens == 0 {
-        return Err(Refusal::bad_request(
-            "max_tokens must be at least 1, got 0.",
-            Some("max_tokens"),
-        ));
-    }
-    let opts = v.get("stream_options");
-    let flag = |o: Option<&Value>, k: &str| o.and_then(|o| o.get(k)).and_then(Value::as_bool);
-    Ok(Params {
-        max_tokens: u32::try_from(max_tokens).unwrap_or(u32::MAX),
-        min_tokens: v
-            .get("min_tokens")
-            .and_then(Value::as_u64)
-            .map_or(0, |m| u32::try_from(m).unwrap_or(u32::MAX)),
-        ignore_eos: flag(Some(v), "ignore_eos").unwrap_or(false),
-        stream: flag(Some(v), "stream").unwrap_or(false),
-        include_usage: flag(opts, "include_usage").unwrap_or(false),
-        continuous_usage: flag(opts, "continuous_usage_stats").unwrap_or(false),
-    })
-}
-
-fn check_model(st: &TwinState, v: &Value) -> Result<(), Refusal> {
-    match v.get("model").and_then(Value::as_str) {
-        Some(m) if m != st.profile.server.served_model_name => Err(Refusal {
-            status: 404,
-            message: format!("The model `{m}` does not exist."),
-            error_type: "NotFoundError",
-            param: Some("model"),
-        }),
-        _ => Ok(()),
-    }
 }
 
 fn mix(a: u64, b: u64) -> u64 {
@@ -313,12 +250,22 @@ async fn serve_generation(
     } else {
         "/v1/completions"
     };
-    let resp = generate(&st, &headers, &body, chat).await;
+    let injection = st.faults.as_ref().and_then(|f| f.next_request());
+    let resp = match faults::before_headers(injection.as_ref(), &st.clock).await {
+        Some(r) => r,
+        None => generate(&st, &headers, &body, chat, injection.as_ref()).await,
+    };
     st.count(handler, "POST", resp.status());
     resp
 }
 
-async fn generate(st: &Arc<TwinState>, headers: &HeaderMap, body: &Bytes, chat: bool) -> Response {
+async fn generate(
+    st: &Arc<TwinState>,
+    headers: &HeaderMap,
+    body: &Bytes,
+    chat: bool,
+    injection: Option<&Injection>,
+) -> Response {
     if !st.authorized(headers) {
         return unauthorized();
     }
@@ -338,11 +285,18 @@ async fn generate(st: &Arc<TwinState>, headers: &HeaderMap, body: &Bytes, chat: 
         }
     };
     if stream {
-        return respond(
-            StatusCode::OK,
-            "text/event-stream; charset=utf-8",
-            Body::from_stream(generation.into_sse()),
-        );
+        let body = match injection {
+            Some(i) => {
+                let ctx = StreamContext {
+                    head: generation.head.clone(),
+                    chat,
+                    clock: st.clock.clone(),
+                };
+                Body::from_stream(faults::inject_stream(generation.into_sse(), i, ctx))
+            }
+            None => Body::from_stream(generation.into_sse()),
+        };
+        return respond(StatusCode::OK, "text/event-stream; charset=utf-8", body);
     }
     match generation.collect().await {
         Ok(body) => json(StatusCode::OK, body),
@@ -369,15 +323,6 @@ pub struct Refusal {
 }
 
 impl Refusal {
-    fn bad_request(message: impl Into<String>, param: Option<&'static str>) -> Self {
-        Refusal {
-            status: 400,
-            message: message.into(),
-            error_type: "BadRequestError",
-            param,
-        }
-    }
-
     /// vLLM's JSON error body.
     pub fn body(&self) -> String {
         chunks::error_body(&self.message, self.error_type, self.param, self.status)
@@ -402,39 +347,31 @@ pub struct Admitted {
 /// cuts it into pieces and queues the engine request. Authentication is the
 /// caller's business. `session` is empty when the client sent none.
 pub fn admit(st: &TwinState, v: &Value, chat: bool, session: &str) -> Result<Admitted, Refusal> {
-    check_model(st, v)?;
-    let empty = Vec::new();
-    let tools = v.get("tools").and_then(Value::as_array).unwrap_or(&empty);
-    let (messages, prompt_text) = if chat {
-        let Some(m) = v.get("messages").and_then(Value::as_array) else {
-            return Err(Refusal::bad_request(
-                "messages is required",
-                Some("messages"),
-            ));
-        };
-        (m.as_slice(), tokenizer::render_chat(m, tools))
-    } else {
-        let Some(p) = completions_prompt(v) else {
-            return Err(Refusal::bad_request("prompt is required", Some("prompt")));
-        };
-        (empty.as_slice(), p)
-    };
-    let ids = tokenizer::encode(&prompt_text);
-    if ids.is_empty() {
-        return Err(Refusal::bad_request("the prompt is empty", Some("prompt")));
-    }
-    let p = params(v, ids.len(), st.profile.server.max_model_len)?;
-    // A client's session id joins the seed, so two students with the same
-    // task still get different answers.
+    let server = &st.profile.server;
+    let parsed = generation_body_from_value(
+        v.clone(),
+        chat,
+        &server.served_model_name,
+        server.max_model_len,
+    )
+    .map_err(|e| Refusal {
+        status: e.status,
+        message: e.message,
+        error_type: e.kind,
+        param: e.param,
+    })?;
+    let (messages, tools, p) = (parsed.messages(), parsed.tools(), parsed.params);
+    let prompt_text = &parsed.prompt_text;
+    let ids = parsed.prompt_ids.clone();
     let seed = tokenizer::request_seed(
         st.seed ^ tokenizer::text_hash(session),
-        v.get("seed").and_then(Value::as_u64),
-        &prompt_text,
+        parsed.seed(),
+        prompt_text,
     );
     let answer = st.responder.plan(&AnswerRequest {
         messages,
         tools,
-        prompt: if chat { "" } else { &prompt_text },
+        prompt: if chat { "" } else { prompt_text },
         max_tokens: p.max_tokens,
         ignore_eos: p.ignore_eos,
         seed,
