@@ -431,3 +431,7 @@ pub fn judge_classroom(
     }
     out
 }
+
+#[cfg(test)]
+#[path = "judge_tests.rs"]
+mod tests;

@@ -185,6 +185,7 @@ fn parse_mode_key(
 ) -> Result<(), ConfigError> {
     let path = format!("{prefix}.{key}");
     if key == "classroom" {
+        check_types(&path, value, CLASSROOM_KEYS)?;
         let t: ClassroomTargets = value
             .clone()
             .try_into()
@@ -198,6 +199,7 @@ fn parse_mode_key(
         .ok_or_else(|| bad(&path, "must be an array of tables ([[...bench]])"))?;
     for (i, item) in items.iter().enumerate() {
         let at = format!("{path}[{i}]");
+        check_types(&at, item, BENCH_KEYS)?;
         let t: BenchLevelTargets = item
             .clone()
             .try_into()
@@ -210,6 +212,74 @@ fn parse_mode_key(
             ));
         }
         mode.bench.push(t);
+    }
+    Ok(())
+}
+
+/// What a known key must hold.
+#[derive(Clone, Copy)]
+enum KeyKind {
+    /// A number ≥ 0 (integer or float).
+    Number,
+    /// A whole number ≥ 0.
+    Count,
+    /// Text.
+    Text,
+}
+
+const CLASSROOM_KEYS: &[(&str, KeyKind)] = &[
+    ("ttft_p95_s", KeyKind::Number),
+    ("coding_request_p50_s", KeyKind::Number),
+    ("server_output_tok_per_s", KeyKind::Number),
+    ("preemptions", KeyKind::Count),
+    ("server_errors", KeyKind::Count),
+];
+
+const BENCH_KEYS: &[(&str, KeyKind)] = &[
+    ("shape", KeyKind::Text),
+    ("concurrency", KeyKind::Count),
+    ("ttft_p50_s", KeyKind::Number),
+    ("ttft_p95_s", KeyKind::Number),
+    ("ttft_p99_s", KeyKind::Number),
+    ("e2e_p50_s", KeyKind::Number),
+    ("e2e_p95_s", KeyKind::Number),
+    ("tpot_mean_s", KeyKind::Number),
+    ("output_tok_per_s", KeyKind::Number),
+    ("total_tok_per_s", KeyKind::Number),
+    ("errors", KeyKind::Count),
+    ("preemptions", KeyKind::Count),
+];
+
+/// Checks the type of every known key, so that errors name the key (serde's
+/// own type errors do not); unknown keys are left to serde.
+fn check_types(
+    path: &str,
+    value: &toml::Value,
+    keys: &[(&str, KeyKind)],
+) -> Result<(), ConfigError> {
+    let table = value
+        .as_table()
+        .ok_or_else(|| bad(path, "must be a table"))?;
+    for (key, v) in table {
+        let Some((_, kind)) = keys.iter().find(|(k, _)| k == key) else {
+            continue;
+        };
+        let ok = match kind {
+            KeyKind::Number => v
+                .as_float()
+                .or_else(|| v.as_integer().map(|i| i as f64))
+                .is_some_and(|x| x.is_finite() && x >= 0.0),
+            KeyKind::Count => v.as_integer().is_some_and(|i| i >= 0),
+            KeyKind::Text => v.is_str(),
+        };
+        if !ok {
+            let want = match kind {
+                KeyKind::Number => "a number ≥ 0",
+                KeyKind::Count => "a whole number ≥ 0",
+                KeyKind::Text => "text",
+            };
+            return Err(bad(path, &format!("{key} = {v} is not {want}")));
+        }
     }
     Ok(())
 }
