@@ -226,3 +226,40 @@ fn a_profile_with_a_bad_target_becomes_a_failing_trial() {
         "{msg}"
     );
 }
+
+#[test]
+fn a_server_that_cannot_be_seen_idle_is_refused_without_allow_busy() {
+    use wiremock::matchers::any;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let server = rt.block_on(async {
+        let server = MockServer::start().await;
+        Mock::given(any())
+            .respond_with(ResponseTemplate::new(503))
+            .mount(&server)
+            .await;
+        server
+    });
+    let dir = tempfile::tempdir().expect("tempdir");
+    let profile = write_profile(
+        dir.path(),
+        "guarded",
+        "[[targets.quick.bench]]\nshape = \"short\"\nconcurrency = 1\nerrors = 0\n",
+    );
+    let base = format!("{}/v1", server.uri());
+    let results = dir.path().join("results");
+    let s = settings(&[
+        ("CODENDUM_BASE_URL", &base),
+        ("CODENDUM_PROFILE", profile.to_str().expect("utf8")),
+        ("CODENDUM_MODEL", "qwen3-coder"),
+        ("CODENDUM_RESULTS_DIR", results.to_str().expect("utf8")),
+    ]);
+    let suite = Suite::new(s, capacity_support::cache_dir());
+    let msg = failure_of(&suite, "guarded::bench-short-c1::errors");
+    assert!(
+        msg.contains("did not start") && msg.contains("CODENDUM_ALLOW_BUSY=1"),
+        "{msg}"
+    );
+    assert!(!results.exists(), "nothing ran");
+    drop(server);
+}

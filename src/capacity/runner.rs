@@ -24,9 +24,9 @@ use crate::results::{BenchSummary, ClassroomRunSummary};
 #[derive(Debug, Clone)]
 pub enum WorkloadSummary {
     /// A bench run's `summary.json`.
-    Bench(BenchSummary),
+    Bench(Box<BenchSummary>),
     /// A classroom run's `summary.json`.
-    Classroom(ClassroomRunSummary),
+    Classroom(Box<ClassroomRunSummary>),
 }
 
 /// A finished workload.
@@ -198,7 +198,7 @@ async fn run_bench(
     let outcome = crate::app::bench::run(run).await?;
     Ok(WorkloadResults {
         folder: outcome.folder,
-        summary: WorkloadSummary::Bench(outcome.summary),
+        summary: WorkloadSummary::Bench(Box::new(outcome.summary)),
         reused: false,
     })
 }
@@ -232,7 +232,7 @@ async fn run_classroom(
     let result = crate::app::classroom::run(run).await?;
     Ok(WorkloadResults {
         folder: result.folder,
-        summary: WorkloadSummary::Classroom(result.summary),
+        summary: WorkloadSummary::Classroom(Box::new(result.summary)),
         reused: false,
     })
 }
@@ -244,10 +244,10 @@ pub fn load_summary(folder: &Path, kind: WorkloadKind) -> Result<WorkloadSummary
     };
     match kind {
         WorkloadKind::Bench => crate::results::read_bench_summary(folder)
-            .map(WorkloadSummary::Bench)
+            .map(|s| WorkloadSummary::Bench(Box::new(s)))
             .map_err(read_err),
         WorkloadKind::Classroom => crate::results::read_classroom_folder_summary(folder)
-            .map(WorkloadSummary::Classroom)
+            .map(|s| WorkloadSummary::Classroom(Box::new(s)))
             .map_err(read_err),
     }
 }
