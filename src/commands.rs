@@ -136,6 +136,10 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
     opts.api_keys = if proxy.is_some() { Vec::new() } else { keys };
     opts.seed = args.seed;
     opts.proxy = proxy;
+    if let Some(spec) = &args.faults {
+        let plan = codendum::twin::faults::FaultPlan::parse(spec)?.with_seed(args.seed);
+        opts.faults = Some(Arc::new(plan));
+    }
     let handle = twin::start(opts, addr)
         .await
         .map_err(|e| Error::Failed(e.to_string()))?;

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use codendum::twin::answer::{AnswerPart, AnswerRequest, Responder};
 use codendum::twin::persona::{fnv1a, mix, AgentPersona};
-use persona_support::{check_calls, output_chars, tools};
+use persona_support::{check_calls, tools};
 use serde_json::{json, Value};
 
 const SYSTEM: &str = "You are a coding agent working in the user's project. Use the tools to \
@@ -187,7 +187,8 @@ impl Project {
                 panic!("invalid call: {e}");
             }
             tally.calls += 1;
-            tally.chars += output_chars(&answer);
+            // Output tokens as the twin counts them in `usage`: one per streamed piece.
+            tally.chars += codendum::twin::chunks::plan_pieces(&answer, |_| String::new()).len();
             let mut text = String::new();
             let mut calls = Vec::new();
             for (i, part) in answer.parts.iter().enumerate() {
@@ -267,7 +268,7 @@ fn fifty_sessions_match_the_calibration() {
         per_session.push(tally.calls);
     }
     let mean_calls = calls as f64 / n as f64;
-    let mean_tokens = chars as f64 / 4.0 / n as f64;
+    let mean_tokens = chars as f64 / n as f64;
     eprintln!(
         "mean calls {mean_calls:.1}, mean output tokens {mean_tokens:.0}, subagent calls {sub}, calls per session {per_session:?}"
     );
