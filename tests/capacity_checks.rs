@@ -36,9 +36,16 @@ fn settings(vars: &[(&str, &str)]) -> Settings {
     Settings::from_lookup(|k| map.get(k).cloned()).expect("settings")
 }
 
+/// One thread, and the inner run's lines (its expected FAILED trials) in a
+/// log file rather than in this test's output.
 fn one_thread() -> Arguments {
+    let log = std::env::temp_dir().join(format!(
+        "codendum-capacity-checks-{}.log",
+        std::process::id()
+    ));
     Arguments {
         test_threads: Some(1),
+        logfile: Some(log.to_string_lossy().into_owned()),
         ..Arguments::default()
     }
 }

@@ -33,7 +33,7 @@ fn plan_of(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> Plan {
     let seed = ctx.t.plan_seed.unwrap_or_else(|| rng.gen());
     let mut p = ChaCha8Rng::seed_from_u64(mix(seed, ctx.config.seed));
     Plan {
-        read_steps: p.gen_range(2..=6),
+        read_steps: p.gen_range(3..=7),
         edits: p.gen_range(2..=4),
         write_new: p.gen_bool(0.3),
         baseline_test: p.gen_bool(0.2),
@@ -353,12 +353,12 @@ fn change_step(
     }
 }
 
-/// Characters of new code in an edit: 150–700 tokens, most of them short.
+/// Characters of new code in an edit: 180–800 tokens, most of them short.
 fn edit_size(rng: &mut ChaCha8Rng) -> usize {
     let tokens = if rng.gen_bool(0.6) {
-        rng.gen_range(150..350)
+        rng.gen_range(180..400)
     } else {
-        rng.gen_range(350..700)
+        rng.gen_range(400..800)
     };
     tokens * CODE_CHARS_PER_TOKEN
 }

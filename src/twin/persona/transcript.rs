@@ -162,11 +162,24 @@ impl Transcript {
         t
     }
 
+    /// Adds file names seen in the conversation. A bare name (`Message.java`
+    /// from a stack trace) stands for a known path ending in it, so it is not
+    /// added beside that path, and a full path replaces a bare name seen before.
     fn add_files(&mut self, files: Vec<String>) {
         for f in files {
-            if !self.files.contains(&f) {
-                self.files.push(f);
+            if self.files.contains(&f) {
+                continue;
             }
+            if f.contains('/') {
+                let base = super::paths::basename(&f).to_string();
+                self.files.retain(|k| *k != base);
+            } else {
+                let suffix = format!("/{f}");
+                if self.files.iter().any(|k| k.ends_with(&suffix)) {
+                    continue;
+                }
+            }
+            self.files.push(f);
         }
     }
 

@@ -1,0 +1,84 @@
+//! The persona driven through HTTP by the classroom's own OpenCode-like
+//! client and built-in scenario tools: 50 students, one coding request each,
+//! against the twin on a loopback port. Checks the seed's calibration (a
+//! coding request ≈ 15 model calls and ≈ 2,700 output tokens, within ±20 %)
+//! and that the persona's tool calls are valid for the offered schemas.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use codendum::classroom::{
+    run_classroom, CallKind, ClassroomConfig, LiveStatus, MemorySink, TaskOutcome,
+};
+use codendum::clock::Clock;
+use codendum::openai::client::{ClientOptions, HttpClient};
+use codendum::openai::Transport;
+use codendum::twin::persona::AgentPersona;
+use codendum::twin::profile::Profile;
+use codendum::twin::{start, TwinOptions};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_sessions_over_http_match_the_seed_calibration() {
+    // Fast enough for CI; the counts checked here do not depend on timing.
+    let clock = Clock::scaled(200.0);
+    let profile = Profile::load("classroom-64k-high-concurrency").expect("profile");
+    let mut opts = TwinOptions::new(profile);
+    opts.clock = clock.clone();
+    opts.responder = Arc::new(AgentPersona::new(11));
+    opts.seed = 11;
+    let twin = start(opts, "127.0.0.1:0".parse().unwrap())
+        .await
+        .expect("twin");
+    let client = HttpClient::new(
+        &twin.base_url(),
+        ClientOptions {
+            clock: clock.clone(),
+            max_connections: 128,
+            ..ClientOptions::default()
+        },
+    )
+    .expect("client");
+    let transport: Arc<dyn Transport> = Arc::new(client);
+
+    let mut config = ClassroomConfig::new("qwen3-coder", Some(65_536));
+    config.users = 50;
+    config.follow_ups = 0;
+    config.duration = Duration::from_secs(60);
+    config.ramp_up = Duration::from_secs(30);
+    config.seed = 5;
+    let sink = Arc::new(MemorySink::default());
+    let status = Arc::new(LiveStatus::new(clock.clone()));
+    let outcome = run_classroom(&config, transport, clock, sink, status)
+        .await
+        .expect("class");
+    twin.shutdown().await;
+
+    let done: Vec<_> = outcome
+        .tasks
+        .iter()
+        .filter(|t| t.outcome == TaskOutcome::Completed)
+        .collect();
+    assert!(done.len() >= 45, "{} of 50 coding requests completed", done.len());
+    let n = done.len() as f64;
+    let calls = done.iter().map(|t| t.calls as f64).sum::<f64>() / n;
+    let tokens = done.iter().map(|t| t.output_tokens as f64).sum::<f64>() / n;
+    let tool_calls: usize = done.iter().map(|t| t.tool_calls).sum();
+    let tool_errors: usize = done.iter().map(|t| t.tool_errors).sum();
+    eprintln!(
+        "{} coding requests: {calls:.1} model calls and {tokens:.0} output tokens each; {tool_calls} tool calls, {tool_errors} tool errors",
+        done.len()
+    );
+    assert!((12.0..=18.0).contains(&calls), "calls per coding request {calls:.1}");
+    assert!((2160.0..=3240.0).contains(&tokens), "output tokens per coding request {tokens:.0}");
+    // Every call parses against its schema: no invalid-argument errors. An
+    // edit may still miss when a file changed under it; allow a few.
+    assert!(
+        (tool_errors as f64) <= 0.03 * tool_calls as f64,
+        "{tool_errors} tool errors of {tool_calls} calls"
+    );
+    assert!(outcome.summary.errors == 0, "model call errors: {:?}", outcome.summary.errors_by_kind);
+    assert!(outcome
+        .requests
+        .iter()
+        .any(|r| r.kind == CallKind::Subagent), "no subagent was ever used");
+}
