@@ -23,6 +23,7 @@ pub mod chunks;
 pub mod engine;
 pub mod engine_stats;
 pub mod filler;
+pub mod firehose;
 pub mod generation;
 pub mod kv;
 pub mod metrics;
@@ -107,7 +108,9 @@ pub enum TwinError {
 pub fn build_state(opts: TwinOptions) -> (Arc<TwinState>, tokio::task::JoinHandle<()>) {
     let engine = Engine::new(EngineConfig::from_profile(&opts.profile));
     let stats = Arc::new(Mutex::new(engine.stats().clone()));
-    let (tx, task) = runner::spawn_engine(engine, opts.clock.clone(), stats.clone());
+    let lateness = runner::SharedLateness::default();
+    let (tx, task) =
+        runner::spawn_engine_timed(engine, opts.clock.clone(), stats.clone(), lateness.clone());
     let state = TwinState::new(
         Arc::new(opts.profile),
         opts.clock,
@@ -116,7 +119,8 @@ pub fn build_state(opts: TwinOptions) -> (Arc<TwinState>, tokio::task::JoinHandl
         opts.seed,
         tx,
         stats,
-    );
+    )
+    .with_step_lateness(lateness);
     (Arc::new(state), task)
 }
 
