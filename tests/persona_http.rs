@@ -58,7 +58,11 @@ async fn fifty_sessions_over_http_match_the_seed_calibration() {
         .iter()
         .filter(|t| t.outcome == TaskOutcome::Completed)
         .collect();
-    assert!(done.len() >= 45, "{} of 50 coding requests completed", done.len());
+    assert!(
+        done.len() >= 45,
+        "{} of 50 coding requests completed",
+        done.len()
+    );
     let n = done.len() as f64;
     let calls = done.iter().map(|t| t.calls as f64).sum::<f64>() / n;
     let tokens = done.iter().map(|t| t.output_tokens as f64).sum::<f64>() / n;
@@ -68,17 +72,30 @@ async fn fifty_sessions_over_http_match_the_seed_calibration() {
         "{} coding requests: {calls:.1} model calls and {tokens:.0} output tokens each; {tool_calls} tool calls, {tool_errors} tool errors",
         done.len()
     );
-    assert!((12.0..=18.0).contains(&calls), "calls per coding request {calls:.1}");
-    assert!((2160.0..=3240.0).contains(&tokens), "output tokens per coding request {tokens:.0}");
+    assert!(
+        (12.0..=18.0).contains(&calls),
+        "calls per coding request {calls:.1}"
+    );
+    assert!(
+        (2160.0..=3240.0).contains(&tokens),
+        "output tokens per coding request {tokens:.0}"
+    );
     // Every call parses against its schema: no invalid-argument errors. An
     // edit may still miss when a file changed under it; allow a few.
     assert!(
         (tool_errors as f64) <= 0.03 * tool_calls as f64,
         "{tool_errors} tool errors of {tool_calls} calls"
     );
-    assert!(outcome.summary.errors == 0, "model call errors: {:?}", outcome.summary.errors_by_kind);
-    assert!(outcome
-        .requests
-        .iter()
-        .any(|r| r.kind == CallKind::Subagent), "no subagent was ever used");
+    assert!(
+        outcome.summary.errors == 0,
+        "model call errors: {:?}",
+        outcome.summary.errors_by_kind
+    );
+    assert!(
+        outcome
+            .requests
+            .iter()
+            .any(|r| r.kind == CallKind::Subagent),
+        "no subagent was ever used"
+    );
 }

@@ -24,6 +24,7 @@ pub mod engine;
 pub mod engine_stats;
 pub mod faults;
 pub mod filler;
+pub mod firehose;
 pub mod generation;
 pub mod inproc;
 pub mod kv;
@@ -113,7 +114,9 @@ pub enum TwinError {
 pub fn build_state(opts: TwinOptions) -> (Arc<TwinState>, tokio::task::JoinHandle<()>) {
     let engine = Engine::new(EngineConfig::from_profile(&opts.profile));
     let stats = Arc::new(Mutex::new(engine.stats().clone()));
-    let (tx, task) = runner::spawn_engine(engine, opts.clock.clone(), stats.clone());
+    let lateness = runner::SharedLateness::default();
+    let (tx, task) =
+        runner::spawn_engine_timed(engine, opts.clock.clone(), stats.clone(), lateness.clone());
     let mut state = TwinState::new(
         Arc::new(opts.profile),
         opts.clock,
@@ -122,7 +125,8 @@ pub fn build_state(opts: TwinOptions) -> (Arc<TwinState>, tokio::task::JoinHandl
         opts.seed,
         tx,
         stats,
-    );
+    )
+    .with_step_lateness(lateness);
     state.faults = opts.faults;
     (Arc::new(state), task)
 }

@@ -2,6 +2,8 @@
 //! channel; while there is work it runs a step, sleeps the modelled duration
 //! on the [`Clock`] (until the step's end on the engine's own timeline, so
 //! timer overshoot never accumulates) and then hands each request its tokens.
+//! How late each hand-over is, against the step's scheduled end, is kept in a
+//! [`StepLateness`].
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -9,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
 use super::engine::{Engine, EngineRequest, RequestId};
-use super::engine_stats::{EngineStats, FinishReason};
+use super::engine_stats::{EngineStats, FinishReason, Histogram};
 use crate::clock::Clock;
 
 /// What the HTTP layer sends the engine task.
@@ -42,6 +44,109 @@ pub enum EngineEvent {
 
 /// The latest engine statistics, shared with `/metrics`.
 pub type SharedStats = Arc<Mutex<EngineStats>>;
+
+/// Upper bounds of the step-lateness histogram, seconds (simulated).
+pub const LATENESS_BUCKETS: &[f64] = &[
+    0.0001, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1.0,
+];
+
+/// A step counts as on time when it starts at most this share of its
+/// modelled duration after the previous step's scheduled end (0.05 = 5 %).
+pub const ON_TIME_SHARE: f64 = 0.05;
+
+/// How late the engine task woke after each step, against the step's
+/// scheduled end on the engine's timeline: the test of whether the twin
+/// keeps up with its own model. Times are simulated seconds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepLateness {
+    /// Steps measured.
+    pub steps: u64,
+    /// Steps whose lateness was at most [`ON_TIME_SHARE`] of their modelled
+    /// duration.
+    pub on_time: u64,
+    /// Lateness per step, seconds ([`LATENESS_BUCKETS`]).
+    pub histogram: Histogram,
+    /// The largest lateness seen, seconds.
+    pub max_seconds: f64,
+    /// The largest lateness as a share of its step's duration (0..).
+    pub max_share: f64,
+    /// The first [`MAX_LATE_STEPS`] steps that were not on time: step number
+    /// (0 = the first step measured) and lateness as a share of the step.
+    pub late_steps: Vec<(u64, f64)>,
+}
+
+/// Most late steps listed in [`StepLateness::late_steps`].
+pub const MAX_LATE_STEPS: usize = 32;
+
+impl Default for StepLateness {
+    fn default() -> Self {
+        StepLateness {
+            steps: 0,
+            on_time: 0,
+            histogram: Histogram::new(LATENESS_BUCKETS),
+            max_seconds: 0.0,
+            max_share: 0.0,
+            late_steps: Vec::new(),
+        }
+    }
+}
+
+impl StepLateness {
+    /// Records one step of modelled `duration` that woke `late` seconds
+    /// after its scheduled end (both simulated seconds).
+    pub fn record(&mut self, duration: f64, late: f64) {
+        let late = late.max(0.0);
+        let share = if duration > 0.0 { late / duration } else { 0.0 };
+        if share <= ON_TIME_SHARE {
+            self.on_time += 1;
+        } else if self.late_steps.len() < MAX_LATE_STEPS {
+            self.late_steps.push((self.steps, share));
+        }
+        self.steps += 1;
+        self.histogram.observe(late);
+        self.max_seconds = self.max_seconds.max(late);
+        self.max_share = self.max_share.max(share);
+    }
+
+    /// Share of steps on time (0..1; 1 when none were measured).
+    pub fn on_time_share(&self) -> f64 {
+        if self.steps == 0 {
+            1.0
+        } else {
+            self.on_time as f64 / self.steps as f64
+        }
+    }
+
+    /// The Prometheus text of `codendum_twin_step_lateness_seconds` (a
+    /// histogram) and `codendum_twin_steps_on_time_total`.
+    pub fn render(&self) -> String {
+        let name = "codendum_twin_step_lateness_seconds";
+        let mut s = format!(
+            "# HELP {name} Engine task wake-up after a step's scheduled end (simulated seconds).\n# TYPE {name} histogram\n"
+        );
+        for (bound, count) in self
+            .histogram
+            .bounds
+            .iter()
+            .zip(self.histogram.cumulative())
+        {
+            s.push_str(&format!("{name}_bucket{{le=\"{bound}\"}} {count}\n"));
+        }
+        s.push_str(&format!(
+            "{name}_bucket{{le=\"+Inf\"}} {}\n{name}_sum {}\n{name}_count {}\n",
+            self.histogram.count, self.histogram.sum, self.histogram.count
+        ));
+        let on = "codendum_twin_steps_on_time_total";
+        s.push_str(&format!(
+            "# HELP {on} Steps started within 5 % of their modelled duration.\n# TYPE {on} counter\n{on} {}\n",
+            self.on_time
+        ));
+        s
+    }
+}
+
+/// Step lateness shared with `/metrics` and the twin's handle.
+pub type SharedLateness = Arc<Mutex<StepLateness>>;
 
 /// Sends an abort when dropped, unless disarmed: a stream or handler that is
 /// dropped before the request finished means the client went away.
@@ -85,8 +190,21 @@ pub fn spawn_engine(
     mpsc::UnboundedSender<EngineCmd>,
     tokio::task::JoinHandle<()>,
 ) {
+    spawn_engine_timed(engine, clock, stats, SharedLateness::default())
+}
+
+/// [`spawn_engine`], recording each step's lateness into `lateness`.
+pub fn spawn_engine_timed(
+    engine: Engine,
+    clock: Clock,
+    stats: SharedStats,
+    lateness: SharedLateness,
+) -> (
+    mpsc::UnboundedSender<EngineCmd>,
+    tokio::task::JoinHandle<()>,
+) {
     let (tx, rx) = mpsc::unbounded_channel();
-    let handle = tokio::spawn(run(engine, clock, rx, stats));
+    let handle = tokio::spawn(run(engine, clock, rx, stats, lateness));
     (tx, handle)
 }
 
@@ -126,6 +244,7 @@ async fn run(
     clock: Clock,
     mut rx: mpsc::UnboundedReceiver<EngineCmd>,
     stats: SharedStats,
+    lateness: SharedLateness,
 ) {
     let mut senders = HashMap::new();
     loop {
@@ -145,7 +264,8 @@ async fn run(
         }
         let report = engine.step();
         publish(&engine, &stats);
-        clock.sleep_until(engine.now()).await;
+        let end = engine.now();
+        clock.sleep_until(end).await;
         for t in report.tokens {
             let event = EngineEvent::Tokens {
                 count: t.new_tokens,
@@ -161,6 +281,11 @@ async fn run(
                 senders.remove(&t.id);
                 engine.abort(t.id);
             }
+        }
+        // Late = every token of the step handed over after its scheduled end.
+        let late = clock.now().saturating_sub(end).as_secs_f64();
+        if let Ok(mut l) = lateness.lock() {
+            l.record(report.duration.as_secs_f64(), late);
         }
     }
 }

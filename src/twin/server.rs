@@ -22,7 +22,7 @@ use super::generation::Generation;
 use super::metrics::{self, MetricsContext};
 use super::profile::Profile;
 use super::request_body::{completions_prompt, generation_body_from_value};
-use super::runner::{AbortOnDrop, EngineCmd, SharedStats};
+use super::runner::{AbortOnDrop, EngineCmd, SharedLateness, SharedStats, StepLateness};
 use super::tokenizer;
 use crate::clock::Clock;
 use crate::target::Secret;
@@ -49,6 +49,7 @@ pub struct TwinState {
     pub faults: Option<Arc<FaultPlan>>,
     next_id: AtomicU64,
     http: Mutex<BTreeMap<(String, String, String), u64>>,
+    lateness: SharedLateness,
 }
 
 impl std::fmt::Debug for TwinState {
@@ -84,7 +85,19 @@ impl TwinState {
             faults: None,
             next_id: AtomicU64::new(1),
             http: Mutex::new(BTreeMap::new()),
+            lateness: SharedLateness::default(),
         }
+    }
+
+    /// Shares the engine task's step-lateness record (shown on `/metrics`).
+    pub fn with_step_lateness(mut self, lateness: SharedLateness) -> Self {
+        self.lateness = lateness;
+        self
+    }
+
+    /// A copy of the engine task's step-lateness record so far.
+    pub fn step_lateness(&self) -> StepLateness {
+        self.lateness.lock().map(|l| l.clone()).unwrap_or_default()
     }
 
     fn count(&self, handler: &str, method: &str, status: StatusCode) {
@@ -192,10 +205,12 @@ async fn metrics_page(State(st): State<Arc<TwinState>>) -> Response {
         started_unix: st.started_unix,
         http_requests: &http,
     };
+    let mut page = metrics::render(&stats, &ctx);
+    page.push_str(&st.step_lateness().render());
     respond(
         StatusCode::OK,
         "text/plain; version=0.0.4; charset=utf-8",
-        metrics::render(&stats, &ctx),
+        page,
     )
 }
 

@@ -1,0 +1,164 @@
+//! Twin capacity: 1,000 concurrent streams against the real twin over HTTP
+//! at time scale 1 (GB10 profile with max_num_seqs raised to 1,024), driven
+//! by the real `HttpClient` recording TTFT and gaps. Reports how late the
+//! engine task handed over each step's tokens against the step's scheduled
+//! end (`StepLateness`, also on `/metrics` as
+//! `codendum_twin_step_lateness_seconds`), and the share of steps within 5 %
+//! of their modelled duration.
+//!
+//! The twin and the client run on separate tokio runtimes (two worker
+//! threads each) in this one process.
+//!
+//! `cargo bench --bench twin_capacity` (about a minute).
+
+use std::sync::Arc;
+
+use codendum::clock::Clock;
+use codendum::openai::client::{ClientOptions, HttpClient};
+use codendum::openai::{CallRequest, Endpoint, Transport};
+use codendum::stats::{percentile, sorted_finite};
+use codendum::twin::profile::Profile;
+use codendum::twin::runner::ON_TIME_SHARE;
+use codendum::twin::{start, TwinOptions};
+use serde_json::json;
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(default)
+}
+
+fn main() {
+    let streams = env_usize("CODENDUM_STREAMS", 1000);
+    let tokens = env_usize("CODENDUM_TOKENS", 256);
+    let mut profile = Profile::load("classroom-64k").expect("embedded profile");
+    profile.server.max_num_seqs = 1024;
+    let twin_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("twin")
+        .enable_all()
+        .build()
+        .expect("twin runtime");
+    let client_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("client")
+        .enable_all()
+        .build()
+        .expect("client runtime");
+    let clock = Clock::real();
+    let mut opts = TwinOptions::new(profile);
+    opts.clock = clock.clone();
+    let twin = twin_rt
+        .block_on(start(opts, "127.0.0.1:0".parse().expect("addr")))
+        .expect("start the twin");
+    let client = Arc::new(
+        HttpClient::new(
+            &twin.base_url(),
+            ClientOptions {
+                max_connections: streams,
+                clock: clock.clone(),
+                ..ClientOptions::default()
+            },
+        )
+        .expect("client"),
+    );
+    let load_before = loadavg();
+    let t0 = clock.now_secs();
+    let outcomes = client_rt.block_on(async {
+        let mut tasks = Vec::with_capacity(streams);
+        for i in 0..streams {
+            let client = client.clone();
+            let body = json!({"model": "qwen3-coder",
+                "messages": [{"role": "user", "content": format!("Student {i}: why does my build fail?")}],
+                "max_tokens": tokens, "ignore_eos": true, "stream": true,
+                "stream_options": {"include_usage": true}});
+            tasks.push(tokio::spawn(async move {
+                client
+                    .call(CallRequest {
+                        endpoint: Endpoint::Chat,
+                        body,
+                        api_key: None,
+                        headers: Vec::new(),
+                        record_gaps: true,
+                    })
+                    .await
+            }));
+        }
+        let mut out = Vec::with_capacity(streams);
+        for t in tasks {
+            out.push(t.await.expect("task"));
+        }
+        out
+    });
+    let wall = clock.now_secs() - t0;
+    let page = client_rt
+        .block_on(async {
+            reqwest::get(twin.metrics_url())
+                .await
+                .expect("metrics")
+                .text()
+                .await
+        })
+        .expect("metrics text");
+    let lateness = twin.state().step_lateness();
+    twin_rt.block_on(twin.shutdown());
+
+    let ok = outcomes.iter().filter(|o| o.is_ok()).count();
+    let out_tokens: u64 = outcomes.iter().map(|o| o.output_tokens().0).sum();
+    let tpot = sorted_finite(outcomes.iter().filter_map(|o| o.tpot()));
+    let ttft = sorted_finite(outcomes.iter().filter_map(|o| o.ttft));
+    let p = |v: &[f64], q: f64| percentile(v, q).unwrap_or(f64::NAN);
+    let h = &lateness.histogram;
+    let bucket_line: Vec<String> = h
+        .bounds
+        .iter()
+        .zip(h.cumulative())
+        .map(|(b, c)| format!("<={b}s:{c}"))
+        .collect();
+    println!(
+        "twin capacity: {streams} streams x {tokens} tokens, {ok} ok, {out_tokens} tokens in {wall:.1} s ({:.0} tok/s)",
+        out_tokens as f64 / wall
+    );
+    println!(
+        "  TTFT s P50 {:.3} P99 {:.3}; TPOT ms P50 {:.1} P99 {:.1}",
+        p(&ttft, 50.0),
+        p(&ttft, 99.0),
+        p(&tpot, 50.0) * 1e3,
+        p(&tpot, 99.0) * 1e3
+    );
+    println!(
+        "  steps {}, on time (lateness <= {:.0} % of the step) {} = {:.2} %; lateness mean {:.3} ms, max {:.3} ms = {:.2} % of its step",
+        lateness.steps,
+        ON_TIME_SHARE * 100.0,
+        lateness.on_time,
+        lateness.on_time_share() * 100.0,
+        h.sum / h.count.max(1) as f64 * 1e3,
+        lateness.max_seconds * 1e3,
+        lateness.max_share * 100.0
+    );
+    println!(
+        "  lateness histogram (cumulative): {}",
+        bucket_line.join(" ")
+    );
+    let late: Vec<String> = lateness
+        .late_steps
+        .iter()
+        .map(|(i, share)| format!("#{i}:{:.1}%", share * 100.0))
+        .collect();
+    println!("  late steps (number: lateness/step): {}", late.join(" "));
+    println!(
+        "  /metrics has the lateness histogram: {}; load before {load_before}, after {}",
+        page.contains("codendum_twin_step_lateness_seconds_count"),
+        loadavg()
+    );
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
