@@ -50,7 +50,7 @@ pub struct ClassroomRun<'a> {
     pub confirm: &'a Confirm,
     /// Becomes `true` on Ctrl-C / SIGTERM.
     pub stop: watch::Receiver<bool>,
-    /// Live status line and final table on stderr.
+    /// The live status line on stderr (the final table is always printed).
     pub show_progress: bool,
     /// Write `report.md` / `report.html` at the end.
     pub write_report: bool,
@@ -259,10 +259,9 @@ async fn run_connected(
     let file = std::fs::File::create(&path)
         .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))?;
     results::write_classroom_summary(std::io::BufWriter::new(file), &run_summary)?;
-    if run.show_progress {
-        eprint!("{}", render_summary(&run_summary));
-        eprintln!("Results in {}", folder.display());
-    }
+    // The final table is the human output of the run: always on stderr.
+    eprint!("{}", render_summary(&run_summary));
+    eprintln!("Results in {}", folder.display());
     Ok(ClassroomResult {
         folder,
         summary: run_summary,
