@@ -107,16 +107,42 @@ pub enum TwinError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// The engine's thread could not be started.
+    #[error("cannot start the engine thread: {source}")]
+    EngineThread {
+        /// The I/O error.
+        source: std::io::Error,
+    },
 }
 
 /// Builds the shared state and spawns the engine task (needs a tokio
-/// runtime). For wrapping [`router`] in another layer; [`start`] does this.
+/// runtime). For wrapping [`router`] in another layer; [`start`] does this
+/// with the engine on its own thread.
 pub fn build_state(opts: TwinOptions) -> (Arc<TwinState>, tokio::task::JoinHandle<()>) {
+    assemble(opts, |engine, clock, stats, lateness| {
+        Ok::<_, std::convert::Infallible>(runner::spawn_engine_timed(
+            engine, clock, stats, lateness,
+        ))
+    })
+    .unwrap_or_else(|never| match never {})
+}
+
+type Spawned<R> = (tokio::sync::mpsc::UnboundedSender<runner::EngineCmd>, R);
+
+/// The state around an engine started by `spawn`.
+fn assemble<R, E>(
+    opts: TwinOptions,
+    spawn: impl FnOnce(
+        Engine,
+        Clock,
+        runner::SharedStats,
+        runner::SharedLateness,
+    ) -> Result<Spawned<R>, E>,
+) -> Result<(Arc<TwinState>, R), E> {
     let engine = Engine::new(EngineConfig::from_profile(&opts.profile));
     let stats = Arc::new(Mutex::new(engine.stats().clone()));
     let lateness = runner::SharedLateness::default();
-    let (tx, task) =
-        runner::spawn_engine_timed(engine, opts.clock.clone(), stats.clone(), lateness.clone());
+    let (tx, runner) = spawn(engine, opts.clock.clone(), stats.clone(), lateness.clone())?;
     let mut state = TwinState::new(
         Arc::new(opts.profile),
         opts.clock,
@@ -128,7 +154,7 @@ pub fn build_state(opts: TwinOptions) -> (Arc<TwinState>, tokio::task::JoinHandl
     )
     .with_step_lateness(lateness);
     state.faults = opts.faults;
-    (Arc::new(state), task)
+    Ok((Arc::new(state), runner))
 }
 
 /// A running twin.
@@ -136,7 +162,7 @@ pub fn build_state(opts: TwinOptions) -> (Arc<TwinState>, tokio::task::JoinHandl
 pub struct TwinHandle {
     addr: SocketAddr,
     server: tokio::task::JoinHandle<()>,
-    engine: tokio::task::JoinHandle<()>,
+    engine: runner::EngineThread,
     state: Arc<TwinState>,
 }
 
@@ -165,8 +191,8 @@ impl TwinHandle {
     pub async fn shutdown(self) {
         self.server.abort();
         let _ = self.server.await;
-        self.engine.abort();
-        let _ = self.engine.await;
+        let engine = self.engine;
+        let _ = tokio::task::spawn_blocking(move || engine.stop()).await;
     }
 }
 
@@ -182,7 +208,11 @@ pub async fn start(opts: TwinOptions, addr: SocketAddr) -> Result<TwinHandle, Tw
         .proxy
         .clone()
         .map(|config| proxy::ProxyState::new(config, opts.clock.clone()));
-    let (state, engine) = build_state(opts);
+    // The engine runs on its own thread: stream tasks never delay a step.
+    let (state, engine) = assemble(opts, |engine, clock, stats, lateness| {
+        runner::spawn_engine_thread(engine, clock, stats, lateness)
+    })
+    .map_err(|source| TwinError::EngineThread { source })?;
     let app = match &proxy {
         Some(p) => p.wrap(router(state.clone())),
         None => router(state.clone()),

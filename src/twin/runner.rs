@@ -208,6 +208,71 @@ pub fn spawn_engine_timed(
     (tx, handle)
 }
 
+/// The engine loop running on its own OS thread (see [`spawn_engine_thread`]).
+/// Dropping it, or [`EngineThread::stop`], ends the loop.
+#[derive(Debug)]
+pub struct EngineThread {
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    join: Option<std::thread::JoinHandle<()>>,
+}
+
+impl EngineThread {
+    /// Ends the loop and waits for the thread (briefly: it ends at once).
+    pub fn stop(mut self) {
+        self.halt();
+    }
+
+    fn halt(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(j) = self.join.take() {
+            let _ = j.join();
+        }
+    }
+}
+
+impl Drop for EngineThread {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}
+
+/// Like [`spawn_engine_timed`], but the loop runs on a dedicated OS thread
+/// with its own single-threaded runtime, so the thousands of HTTP stream
+/// tasks that wake on every step can never delay the next step's start. For
+/// a real-time or scaled clock only: under tokio's paused (virtual) time the
+/// loop must share the caller's runtime ([`spawn_engine_timed`]).
+pub fn spawn_engine_thread(
+    engine: Engine,
+    clock: Clock,
+    stats: SharedStats,
+    lateness: SharedLateness,
+) -> std::io::Result<(mpsc::UnboundedSender<EngineCmd>, EngineThread)> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let join = std::thread::Builder::new()
+        .name("codendum-twin-engine".into())
+        .spawn(move || {
+            runtime.block_on(async move {
+                tokio::select! {
+                    _ = run(engine, clock, rx, stats, lateness) => {}
+                    _ = stop_rx => {}
+                }
+            });
+        })?;
+    Ok((
+        tx,
+        EngineThread {
+            stop: Some(stop_tx),
+            join: Some(join),
+        },
+    ))
+}
+
 fn publish(engine: &Engine, stats: &SharedStats) {
     if let Ok(mut s) = stats.lock() {
         s.clone_from(engine.stats());
