@@ -331,6 +331,13 @@ async fn run(
         publish(&engine, &stats);
         let end = engine.now();
         clock.sleep_until(end).await;
+        // Late = how long after its scheduled end this step's work resumed:
+        // the start of the next step (handing over this step's tokens is the
+        // first thing it does).
+        let late = clock.now().saturating_sub(end).as_secs_f64();
+        if let Ok(mut l) = lateness.lock() {
+            l.record(report.duration.as_secs_f64(), late);
+        }
         for t in report.tokens {
             let event = EngineEvent::Tokens {
                 count: t.new_tokens,
@@ -346,11 +353,6 @@ async fn run(
                 senders.remove(&t.id);
                 engine.abort(t.id);
             }
-        }
-        // Late = every token of the step handed over after its scheduled end.
-        let late = clock.now().saturating_sub(end).as_secs_f64();
-        if let Ok(mut l) = lateness.lock() {
-            l.record(report.duration.as_secs_f64(), late);
         }
     }
 }
