@@ -109,7 +109,8 @@ impl ErrorKind {
     }
 
     /// Whether an OpenCode-like client retries this failure (408, 409, 429,
-    /// 5xx, connection problems and time-outs). A 400 is never retried.
+    /// 5xx, connection problems and time-outs; a stream cut off before its
+    /// end counts as a connection reset). A 400 is never retried.
     pub fn is_retryable(self) -> bool {
         matches!(
             self,
@@ -119,6 +120,7 @@ impl ErrorKind {
                 | ErrorKind::Timeout
                 | ErrorKind::Connect
                 | ErrorKind::StreamError
+                | ErrorKind::Incomplete
         )
     }
 }
