@@ -110,11 +110,11 @@ async fn malformed_streams_and_stalls_are_recorded_not_fatal() {
         .flat_map(|r| r.retried_kinds.iter().copied().chain(r.error_kind))
         .collect();
     assert!(
-        kinds.iter().any(|k| *k == ErrorKind::BadJson),
+        kinds.contains(&ErrorKind::BadJson),
         "no bad_json seen: {kinds:?}"
     );
     assert!(
-        kinds.iter().any(|k| *k == ErrorKind::Timeout),
+        kinds.contains(&ErrorKind::Timeout),
         "the stall did not time out: {kinds:?}"
     );
 }
