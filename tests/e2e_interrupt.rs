@@ -159,6 +159,10 @@ fn after_kill_9_the_folder_is_still_readable() {
     assert!(!folder.join("summary.json").exists(), "no time to write it");
     let requests = read_jsonl(&folder.join("requests.jsonl"), true);
     assert!(requests.len() >= 3);
+    // The /metrics samples were written as the run went, not only at the
+    // end of a level.
+    let samples = read_jsonl(&folder.join("server-timeline.jsonl"), true);
+    assert!(!samples.is_empty(), "no server samples kept after kill -9");
 
     let mut report = codendum(dir.path());
     report.arg("report").arg(&folder);

@@ -55,6 +55,7 @@ pub(crate) async fn run_level(
     prompt: &ShapePrompt,
     n: u32,
     requests: &mut JsonlWriter<File, RequestRecord>,
+    mut timeline: Option<&mut JsonlWriter<File, serde_json::Value>>,
 ) -> Result<LevelSummary, Error> {
     let shape = prompt.shape.name();
     let planned = ctx.config.requests_for(n);
@@ -65,10 +66,18 @@ pub(crate) async fn run_level(
     let mut in_flight: FuturesUnordered<BoxFuture<'_, Finished>> = FuturesUnordered::new();
     let mut records: Vec<RequestRecord> = Vec::new();
     let mut errors = 0u64;
+    let mut timeline_written = level_t0;
     let mut finish = |done: Finished, records: &mut Vec<RequestRecord>| -> Result<(), Error> {
         let (index, started_at, outcome) = done;
         let record = record_from_outcome(shape, n, index, started_at, &outcome);
         requests.append(&record)?;
+        // The /metrics samples go to server-timeline.jsonl as the run goes
+        // (at most once a simulated second), so a killed run keeps them too.
+        let now = ctx.clock.now_secs();
+        if now - timeline_written >= 1.0 {
+            super::drain_timeline(ctx.metrics, timeline.as_deref_mut())?;
+            timeline_written = now;
+        }
         if !record.ok {
             errors += 1;
         }

@@ -166,7 +166,7 @@ pub async fn run_bench(config: &BenchConfig, deps: BenchDeps<'_>) -> Result<Benc
                 interrupted = true;
                 break 'shapes;
             }
-            let level = run_level(&ctx, prompt, n, &mut requests).await?;
+            let level = run_level(&ctx, prompt, n, &mut requests, timeline.as_mut()).await?;
             drain_timeline(deps.metrics, timeline.as_mut())?;
             let stop_here = level.ended_by == LevelEnd::Interrupted;
             levels.push(level);
@@ -209,7 +209,7 @@ pub async fn run_bench(config: &BenchConfig, deps: BenchDeps<'_>) -> Result<Benc
     })
 }
 
-fn drain_timeline(
+pub(crate) fn drain_timeline(
     metrics: Option<&dyn ServerMetrics>,
     writer: Option<&mut JsonlWriter<std::fs::File, serde_json::Value>>,
 ) -> Result<(), Error> {
