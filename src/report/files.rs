@@ -285,7 +285,7 @@ pub fn classroom_report(
         parameters,
         figures,
         ttft_s: requests.iter().filter_map(|r| r.ttft_s).collect(),
-        user_output_tok_per_s: requests.iter().filter_map(|r| r.output_speed()).collect(),
+        user_output_tok_per_s: speed_per_user(&requests),
         coding_request_s: tasks
             .iter()
             .filter(|t| matches!(t.outcome, crate::classroom::TaskOutcome::Completed))
@@ -294,6 +294,24 @@ pub fn classroom_report(
         timeline: points(timeline),
         verdicts: Vec::<Verdict>::new(),
     }
+}
+
+/// Output speed of each student, tokens/s: the student's output tokens over
+/// the time its successful calls spent generating (duration − TTFT).
+fn speed_per_user(requests: &[crate::classroom::RequestRecord]) -> Vec<f64> {
+    let mut per_user: std::collections::BTreeMap<usize, (f64, f64)> = Default::default();
+    for r in requests {
+        if let (Some(_), Some(ttft)) = (r.output_speed(), r.ttft_s) {
+            let e = per_user.entry(r.user).or_default();
+            e.0 += r.output_tokens as f64;
+            e.1 += r.duration_s - ttft;
+        }
+    }
+    per_user
+        .values()
+        .filter(|(_, t)| *t > 0.0)
+        .map(|(n, t)| n / t)
+        .collect()
 }
 
 fn read_lines<T: serde::de::DeserializeOwned>(folder: &Path, name: &'static str) -> Vec<T> {
