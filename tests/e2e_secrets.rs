@@ -18,7 +18,7 @@ use codendum::twin::{start, TwinOptions};
 
 const FLAG_KEY: &str = "sk-test-flag-0001";
 const ENV_KEY: &str = "sk-test-env-0002";
-const DOTENV_KEY: &str = "sk-test-dotenv-0003";
+const DOTENV_KEY: &str = "sk-test-dotenv-3";
 const STUDENT_KEYS: [&str; 2] = ["sk-test-student-01", "sk-test-student-02"];
 const SERVE_KEY: &str = "sk-test-serve-0004";
 const WRONG_KEY: &str = "sk-test-wrong-0005";

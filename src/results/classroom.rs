@@ -95,18 +95,7 @@ pub fn write_classroom_summary<W: Write>(
 /// Reads a classroom `summary.json`; another kind or schema version is an
 /// error.
 pub fn read_classroom_summary<R: Read>(input: R) -> Result<ClassroomRunSummary, ResultsError> {
-    let value: serde_json::Value =
-        serde_json::from_reader(input).map_err(|e| ResultsError::BadJson {
-            file: super::SUMMARY_JSON,
-            line: e.line(),
-            reason: e.to_string(),
-        })?;
-    check_kind_and_version(&value, CLASSROOM_KIND, CLASSROOM_SCHEMA_VERSION)?;
-    serde_json::from_value(value).map_err(|e| ResultsError::BadJson {
-        file: super::SUMMARY_JSON,
-        line: 0,
-        reason: e.to_string(),
-    })
+    super::summary::read_versioned_summary(input, CLASSROOM_KIND, CLASSROOM_SCHEMA_VERSION)
 }
 
 /// Reads `summary.json` of a classroom folder.
@@ -123,28 +112,4 @@ pub fn read_classroom_folder_summary(folder: &Path) -> Result<ClassroomRunSummar
 /// The `kind` of a `summary.json` value (`bench`, `classroom`, ...).
 pub fn summary_kind(value: &serde_json::Value) -> Option<&str> {
     value.get("kind").and_then(serde_json::Value::as_str)
-}
-
-fn check_kind_and_version(
-    value: &serde_json::Value,
-    kind: &str,
-    version: u32,
-) -> Result<(), ResultsError> {
-    let bad = |reason: String| ResultsError::BadJson {
-        file: super::SUMMARY_JSON,
-        line: 0,
-        reason,
-    };
-    match summary_kind(value) {
-        Some(k) if k == kind => {}
-        Some(k) => return Err(bad(format!("is a {k} summary, not a {kind} one"))),
-        None => return Err(bad("has no \"kind\"".into())),
-    }
-    match value.get("schema_version").and_then(serde_json::Value::as_u64) {
-        Some(v) if v == u64::from(version) => Ok(()),
-        Some(v) => Err(bad(format!(
-            "has schema_version {v}; this codendum reads version {version} (a newer codendum wrote it?)"
-        ))),
-        None => Err(bad("has no schema_version".into())),
-    }
 }

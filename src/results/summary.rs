@@ -141,27 +141,37 @@ pub fn write_summary_json<W: Write>(
 /// Reads a bench `summary.json`, rejecting other kinds and schema versions
 /// newer than this build understands.
 pub fn read_summary_json<R: Read>(input: R) -> Result<BenchSummary, ResultsError> {
+    read_versioned_summary(input, BENCH_KIND, BENCH_SCHEMA_VERSION)
+}
+
+/// Reads a `summary.json` of the given `kind`, rejecting other kinds and any
+/// `schema_version` but `version`.
+pub(crate) fn read_versioned_summary<T: serde::de::DeserializeOwned, R: Read>(
+    input: R,
+    kind: &'static str,
+    version: u32,
+) -> Result<T, ResultsError> {
     let value: serde_json::Value =
         serde_json::from_reader(input).map_err(|e| ResultsError::BadJson {
             file: "summary.json",
             line: e.line(),
             reason: e.to_string(),
         })?;
-    let kind = value.get("kind").and_then(|k| k.as_str()).unwrap_or("");
-    if kind != BENCH_KIND {
+    let found = value.get("kind").and_then(|k| k.as_str()).unwrap_or("");
+    if found != kind {
         return Err(ResultsError::WrongKind {
-            expected: BENCH_KIND,
-            found: kind.to_string(),
+            expected: kind,
+            found: found.to_string(),
         });
     }
-    let version = value
+    let found = value
         .get("schema_version")
         .and_then(|v| v.as_u64())
         .ok_or(ResultsError::MissingSchemaVersion)?;
-    if version != u64::from(BENCH_SCHEMA_VERSION) {
+    if found != u64::from(version) {
         return Err(ResultsError::UnsupportedSchema {
-            found: version,
-            supported: BENCH_SCHEMA_VERSION,
+            found,
+            supported: version,
         });
     }
     serde_json::from_value(value).map_err(|e| ResultsError::BadJson {
