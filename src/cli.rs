@@ -87,6 +87,27 @@ pub struct ProvenanceArgs {
     pub driver_version: Option<String>,
 }
 
+/// How a bench or classroom run starts and where it writes.
+#[derive(Debug, Args, Clone)]
+pub struct RunArgs {
+    /// Start even if the server has requests running or waiting.
+    #[arg(long)]
+    pub allow_busy: bool,
+    /// Do not ask for confirmation.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Seed of every random choice (bench: prompt text, which stays cache-cold
+    /// through unique tags; classroom: the students). The same seed repeats a run.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Folder under which the run's folder is created.
+    #[arg(long, default_value = "bench-results", value_name = "DIR")]
+    pub results_dir: PathBuf,
+    /// Do not write report.md / report.html at the end.
+    #[arg(long)]
+    pub no_report: bool,
+}
+
 /// Options for runs against the embedded twin.
 #[derive(Debug, Args, Clone)]
 pub struct TwinArgs {
@@ -126,21 +147,9 @@ pub struct BenchArgs {
     /// OpenAI endpoint.
     #[arg(long, value_enum, default_value = "chat")]
     pub endpoint: EndpointArg,
-    /// Start even if the server has requests running or waiting.
-    #[arg(long)]
-    pub allow_busy: bool,
-    /// Do not ask for confirmation.
-    #[arg(long, short = 'y')]
-    pub yes: bool,
-    /// Seed for prompt text (results stay cache-cold: every prompt has a unique tag).
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Folder under which the run's folder is created.
-    #[arg(long, default_value = "bench-results", value_name = "DIR")]
-    pub results_dir: PathBuf,
-    /// Do not write report.md / report.html at the end.
-    #[arg(long)]
-    pub no_report: bool,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub run: RunArgs,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub target: TargetArgs,
@@ -200,21 +209,9 @@ pub struct ClassroomArgs {
     /// A server timeline recorded on the host (codendum metrics --watch 5 --json) to fold in.
     #[arg(long, value_name = "FILE")]
     pub server_timeline: Option<PathBuf>,
-    /// Start even if the server has requests running or waiting.
-    #[arg(long)]
-    pub allow_busy: bool,
-    /// Do not ask for confirmation.
-    #[arg(long, short = 'y')]
-    pub yes: bool,
-    /// Seed for every random choice of the simulation.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Folder under which the run's folder is created.
-    #[arg(long, default_value = "bench-results", value_name = "DIR")]
-    pub results_dir: PathBuf,
-    /// Do not write report.md / report.html at the end.
-    #[arg(long)]
-    pub no_report: bool,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub run: RunArgs,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub target: TargetArgs,

@@ -267,23 +267,23 @@ async fn bench(args: BenchArgs) -> Result<(), Error> {
         EndpointArg::Chat => codendum::openai::Endpoint::Chat,
         EndpointArg::Completions => codendum::openai::Endpoint::Completions,
     };
-    config.seed = args.seed;
-    config.results_dir = args.results_dir.clone();
-    config.allow_busy = args.allow_busy;
-    config.yes = args.yes;
+    config.seed = args.run.seed;
+    config.results_dir = args.run.results_dir.clone();
+    config.allow_busy = args.run.allow_busy;
+    config.yes = args.run.yes;
     config.validate()?;
     let mut connect = ConnectOptions::new(
         args.provenance.profile.clone(),
         time_scale(args.twin.time_scale, BENCH_TIME_SCALE)?,
     );
-    connect.seed = args.seed;
+    connect.seed = args.run.seed;
     let run = codendum::app::bench::BenchRun {
         config,
         connect,
         confirm: &confirm_on_terminal,
         stop: stop_signal(),
         show_progress: true,
-        write_report: !args.no_report,
+        write_report: !args.run.no_report,
     };
     codendum::app::bench::run(run).await.map(|_| ())
 }
@@ -304,7 +304,7 @@ async fn classroom(args: ClassroomArgs) -> Result<(), Error> {
     config.pause_max = seconds_or_zero("--pause-max", args.pause_max)?;
     config.follow_ups = args.follow_ups as usize;
     config.output_limit = u64::from(args.output_limit);
-    config.seed = args.seed;
+    config.seed = args.run.seed;
     if let Some(path) = &args.api_keys_file {
         config.api_keys = codendum::target::read_api_keys(path)?;
     } else if let Some(k) = &target.api_key {
@@ -329,7 +329,7 @@ async fn classroom(args: ClassroomArgs) -> Result<(), Error> {
         args.provenance.profile.clone(),
         time_scale(args.twin.time_scale, CLASSROOM_TIME_SCALE)?,
     );
-    connect.seed = args.seed;
+    connect.seed = args.run.seed;
     let run = codendum::app::classroom::ClassroomRun {
         config,
         target,
@@ -342,13 +342,13 @@ async fn classroom(args: ClassroomArgs) -> Result<(), Error> {
             .as_ref()
             .and_then(|p| p.file_name())
             .map(|n| n.to_string_lossy().into_owned()),
-        results_dir: args.results_dir.clone(),
-        allow_busy: args.allow_busy,
-        yes: args.yes,
+        results_dir: args.run.results_dir.clone(),
+        allow_busy: args.run.allow_busy,
+        yes: args.run.yes,
         confirm: &confirm_on_terminal,
         stop: stop_signal(),
         show_progress: std::io::stderr().is_terminal(),
-        write_report: !args.no_report,
+        write_report: !args.run.no_report,
     };
     codendum::app::classroom::run(run).await.map(|_| ())
 }
