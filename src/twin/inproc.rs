@@ -122,7 +122,7 @@ impl InProcTransport {
     pub async fn call_direct(&self, request: CallRequest) -> CallOutcome {
         let clock = self.state.clock.clone();
         let sent_at = clock.now_secs();
-        let measured = self.exchange(&request, sent_at);
+        let measured = self.exchange(request, sent_at);
         let mut outcome = match self.timeout {
             Some(limit) => match clock.timeout(limit, measured).await {
                 Ok(o) => o,
@@ -153,12 +153,12 @@ impl InProcTransport {
                 .is_some_and(|given| keys.iter().any(|k| k.expose() == given.expose()))
     }
 
-    async fn exchange(&self, request: &CallRequest, sent_at: f64) -> CallOutcome {
+    async fn exchange(&self, request: CallRequest, sent_at: f64) -> CallOutcome {
         let mut outcome = CallOutcome {
             sent_at,
             ..CallOutcome::default()
         };
-        if !self.authorized(request) {
+        if !self.authorized(&request) {
             outcome.status = Some(401);
             outcome.error = Some(refused(401, "Unauthorized"));
             return outcome;
@@ -169,7 +169,7 @@ impl InProcTransport {
             .find(|(k, _)| k.eq_ignore_ascii_case("x-session-id"))
             .map_or("", |(_, v)| v.as_str());
         let chat = request.endpoint == Endpoint::Chat;
-        let mut generation = match admit(&self.state, &request.body, chat, session) {
+        let mut generation = match admit(&self.state, request.body, chat, session) {
             Ok(a) => a.generation,
             Err(r) => {
                 outcome.status = Some(r.status);

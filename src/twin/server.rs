@@ -292,7 +292,7 @@ async fn generate(
         .get("x-session-id")
         .and_then(|h| h.to_str().ok())
         .unwrap_or("");
-    let Admitted { generation, stream } = match admit(st, &v, chat, session) {
+    let Admitted { generation, stream } = match admit(st, v, chat, session) {
         Ok(a) => a,
         Err(r) => {
             let status = StatusCode::from_u16(r.status).unwrap_or(StatusCode::BAD_REQUEST);
@@ -361,20 +361,16 @@ pub struct Admitted {
 /// request's `seed` and the prompt), plans the answer with the responder,
 /// cuts it into pieces and queues the engine request. Authentication is the
 /// caller's business. `session` is empty when the client sent none.
-pub fn admit(st: &TwinState, v: &Value, chat: bool, session: &str) -> Result<Admitted, Refusal> {
+pub fn admit(st: &TwinState, v: Value, chat: bool, session: &str) -> Result<Admitted, Refusal> {
     let server = &st.profile.server;
-    let parsed = generation_body_from_value(
-        v.clone(),
-        chat,
-        &server.served_model_name,
-        server.max_model_len,
-    )
-    .map_err(|e| Refusal {
-        status: e.status,
-        message: e.message,
-        error_type: e.kind,
-        param: e.param,
-    })?;
+    let parsed =
+        generation_body_from_value(v, chat, &server.served_model_name, server.max_model_len)
+            .map_err(|e| Refusal {
+                status: e.status,
+                message: e.message,
+                error_type: e.kind,
+                param: e.param,
+            })?;
     let (messages, tools, p) = (parsed.messages(), parsed.tools(), parsed.params);
     let prompt_text = &parsed.prompt_text;
     let ids = parsed.prompt_ids.clone();
