@@ -92,6 +92,23 @@ pub fn test_log(
     }
 }
 
+/// A log as a quiet run (`mvn -q`, `pytest -q`) prints it: Maven drops its
+/// `[INFO]` lines (a passing run prints nothing), pytest drops the session
+/// header.
+pub fn quiet(scenario: Scenario, log: &str) -> String {
+    match scenario {
+        Scenario::Java => log
+            .lines()
+            .filter(|l| !l.starts_with("[INFO]"))
+            .map(|l| format!("{l}\n"))
+            .collect(),
+        Scenario::Python => match log.find("\n\n") {
+            Some(at) if log.starts_with("=====") => log[at + 2..].to_string(),
+            _ => log.to_string(),
+        },
+    }
+}
+
 fn surefire(tests: &[FoundTest], failed: Option<usize>, seconds: f64) -> String {
     let mut log = build_log(Scenario::Java, seconds);
     let cut = log.find("[INFO] ------------------------------------------------------------------------\n[INFO] BUILD").unwrap_or(log.len());
@@ -221,5 +238,23 @@ mod tests {
         assert!(bad.contains("FAILED tests/test_protocol.py::test_encodes_and_parses"));
         let ok = test_log(&ws, Scenario::Python, 4.0, false, 0);
         assert!(ok.contains("5 passed"));
+    }
+
+    #[test]
+    fn quiet_runs_print_only_what_matters() {
+        let ws = Workspace::new(Scenario::Java);
+        let ok = test_log(&ws, Scenario::Java, 7.5, false, 0);
+        assert_eq!(quiet(Scenario::Java, &ok), "");
+        let bad = quiet(Scenario::Java, &test_log(&ws, Scenario::Java, 7.5, true, 2));
+        assert!(bad.starts_with("[ERROR] Tests run:"), "{bad}");
+        assert!(bad.contains("AssertionFailedError") && bad.contains("There are test failures"));
+        assert!(!bad.contains("[INFO]"));
+        let ws = Workspace::new(Scenario::Python);
+        let bad = quiet(
+            Scenario::Python,
+            &test_log(&ws, Scenario::Python, 4.0, true, 0),
+        );
+        assert!(bad.starts_with("tests/"), "{bad}");
+        assert!(bad.contains("1 failed, 4 passed") && !bad.contains("platform linux"));
     }
 }

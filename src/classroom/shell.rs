@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use rand::Rng;
 
-use super::buildlog::{build_log, test_log};
+use super::buildlog::{self, build_log, test_log};
 use super::scenario::Scenario;
 use super::workspace::Workspace;
 
@@ -230,15 +230,26 @@ fn run_one(
         return (String::new(), 0, 0.0);
     };
     let secs = rng.gen_range(BUILD_SECONDS.0..=BUILD_SECONDS.1);
+    let quiet = words[1..].iter().any(|w| w == "-q" || w == "--quiet");
     match classify(words) {
         Some(Kind::Test) => {
             state.test_runs += 1;
             let fail = state.test_runs == 1 && state.first_test_fails;
             let pick = rng.gen_range(0..1000);
-            let log = test_log(ws, state.scenario, secs, fail, pick);
+            let mut log = test_log(ws, state.scenario, secs, fail, pick);
+            if quiet {
+                log = buildlog::quiet(state.scenario, &log);
+            }
             return (log, i32::from(fail), secs);
         }
-        Some(Kind::Build) => return (build_log(state.scenario, secs), 0, secs),
+        Some(Kind::Build) => {
+            let log = if quiet {
+                String::new()
+            } else {
+                build_log(state.scenario, secs)
+            };
+            return (log, 0, secs);
+        }
         Some(Kind::Hang(banner)) => return (banner.to_string(), 0, f64::INFINITY),
         None => {}
     }
@@ -277,7 +288,8 @@ mod tests {
         let t = Duration::from_secs(120);
         let a = run(&mut ws, &mut st, &mut rng, "mvn -q test", "", t);
         assert_eq!(a.exit_code, 1);
-        assert!(a.output.contains("BUILD FAILURE"));
+        assert!(a.output.contains("There are test failures"), "{}", a.output);
+        assert!(!a.output.contains("[INFO]"), "-q keeps only errors");
         let secs = a.elapsed.as_secs_f64();
         assert!((3.0..=12.0).contains(&secs), "{secs}");
         let b = run(&mut ws, &mut st, &mut rng, "mvn test", "", t);

@@ -118,7 +118,30 @@ pub fn execute<R: Rng>(ctx: &mut ToolContext<'_, R>, name: &str, arguments: &str
         "webfetch" => Err("the network is not reachable from the lab workstation".into()),
         other => Err(format!("the tool {other:?} is not available in this lab")),
     };
-    ToolStep::Done(result.unwrap_or_else(ToolResult::error))
+    let mut r = result.unwrap_or_else(ToolResult::error);
+    if r.elapsed.is_zero() {
+        r.elapsed = client_time(name, ctx.rng);
+    }
+    ToolStep::Done(r)
+}
+
+/// Simulated seconds (low, high) that OpenCode spends on a file tool call
+/// before it sends the next step: reading or searching the project.
+pub const FILE_TOOL_SECONDS: (f64, f64) = (0.05, 0.5);
+
+/// Simulated seconds (low, high) after an edit or a write: OpenCode formats
+/// the file and waits for the language server's diagnostics before it sends
+/// the next step.
+pub const CHANGE_TOOL_SECONDS: (f64, f64) = (1.0, 4.0);
+
+/// The client-side time of a tool call that did not simulate its own (bash
+/// simulates builds, tests and simple commands itself).
+fn client_time(name: &str, rng: &mut impl Rng) -> Duration {
+    let (low, high) = match name {
+        "edit" | "write" => CHANGE_TOOL_SECONDS,
+        _ => FILE_TOOL_SECONDS,
+    };
+    Duration::from_secs_f64(rng.gen_range(low..=high))
 }
 
 fn parse_args(name: &str, arguments: &str) -> Result<Map<String, Value>, String> {

@@ -154,8 +154,22 @@ fn bash_builds_take_simulated_time_and_file_commands_answer() {
     let mut w = World::new(Scenario::Java);
     let r = w.call("bash", json!({"command": "mvn -q test"}));
     assert!(!r.is_error);
-    assert!(r.content.contains("BUILD SUCCESS"));
+    assert_eq!(
+        r.content, "(no output)\n",
+        "a quiet passing run prints nothing"
+    );
     assert!((3.0..=12.0).contains(&r.elapsed.as_secs_f64()));
+    let r = w.call("bash", json!({"command": "mvn test"}));
+    assert!(r.content.contains("BUILD SUCCESS"));
+    let r = w.call("bash", json!({"command": "mvn -q compile"}));
+    assert_eq!(r.content, "(no output)\n");
+    assert!((3.0..=12.0).contains(&r.elapsed.as_secs_f64()));
+    let r = w.call("read", json!({"filePath": "pom.xml"}));
+    let (low, high) = super::tools::FILE_TOOL_SECONDS;
+    assert!(
+        (low..=high).contains(&r.elapsed.as_secs_f64()),
+        "file tools take client time"
+    );
     let r = w.call(
         "bash",
         json!({"command": "grep -rn PRIVATE src || echo none"}),

@@ -114,7 +114,7 @@ impl ScriptedModel {
             ]),
             1 => tools(vec![self.call("task", json!({"description": "find parse callers", "prompt": "Where is Message.parse called?", "subagent_type": "explore"}))]),
             2 => tools(vec![self.call("edit", json!({"filePath": "src/main/java/chat/Message.java", "oldString": "public enum Type { MSG, JOIN, LEAVE }", "newString": "public enum Type { MSG, JOIN, LEAVE, PRIVATE }"}))]),
-            3 => tools(vec![self.call("bash", json!({"command": "mvn -q test", "timeout": 300000}))]),
+            3 => tools(vec![self.call("bash", json!({"command": "mvn test", "timeout": 300000}))]),
             _ => text("Added the PRIVATE type; the tests pass."),
         }
     }

@@ -27,16 +27,19 @@ struct Plan {
     edits: usize,
     write_new: bool,
     baseline_test: bool,
+    /// Probability (0..1) of compiling right after a change.
+    compile_after_change: f64,
 }
 
 fn plan_of(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> Plan {
     let seed = ctx.t.plan_seed.unwrap_or_else(|| rng.gen());
     let mut p = ChaCha8Rng::seed_from_u64(mix(seed, ctx.config.seed));
     Plan {
-        read_steps: p.gen_range(3..=7),
-        edits: p.gen_range(2..=4),
+        read_steps: p.gen_range(1..=3),
+        edits: p.gen_range(3..=5),
         write_new: p.gen_bool(0.3),
         baseline_test: p.gen_bool(0.2),
+        compile_after_change: p.gen_range(0.3..0.8),
     }
 }
 
@@ -72,6 +75,12 @@ pub fn next_step(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
             _ => {}
         }
     }
+    let just_changed = t.events.last().is_some_and(is_change);
+    if just_changed && rng.gen_bool(plan.compile_after_change) {
+        if let Some(a) = compile(ctx, rng) {
+            return a;
+        }
+    }
     if t.files.is_empty() {
         let listed = t.events.iter().any(|e| {
             matches!(e.role, ToolRole::List | ToolRole::Glob | ToolRole::Shell)
@@ -85,14 +94,17 @@ pub fn next_step(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
     }
     let read_steps = read_steps(ctx);
     let unread = unread_files(ctx);
-    if read_steps < plan.read_steps && !unread.is_empty() && ctx.kit.has(ToolRole::Read) {
+    // A subagent that explored the code already reported on it.
+    let delegated = usize::from(t.count(ToolRole::Task) > 0);
+    if read_steps + delegated < plan.read_steps && !unread.is_empty() && ctx.kit.has(ToolRole::Read)
+    {
         if plan.baseline_test && t.last_test().is_none() && read_steps >= 1 {
             return run_tests(ctx, rng, false);
         }
-        if ctx.kit.has(ToolRole::Grep) && t.count(ToolRole::Grep) == 0 && rng.gen_bool(0.25) {
+        if ctx.kit.has(ToolRole::Grep) && t.count(ToolRole::Grep) == 0 && rng.gen_bool(0.5) {
             return grep(ctx, rng);
         }
-        let n = rng.gen_range(1..=3).min(unread.len());
+        let n = (1 + usize::from(rng.gen_bool(0.3))).min(unread.len());
         return read(ctx, rng, &unread[..n]);
     }
     if changes < plan.edits {
@@ -144,7 +156,7 @@ fn first_step(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
     let unread = unread_files(ctx);
     let sources = unread.iter().filter(|f| lang_of(f).is_some()).count();
     if sources >= 2 && kit.has(ToolRole::Read) {
-        let n = rng.gen_range(2..=4).min(unread.len());
+        let n = rng.gen_range(1..=2).min(unread.len());
         return read(ctx, rng, &unread[..n]);
     }
     listing(ctx, rng)
@@ -187,7 +199,9 @@ fn relevance(ctx: &Ctx<'_>, path: &str) -> i32 {
     score
 }
 
-/// Files worth reading that were not read in this request, most relevant first.
+/// Files worth reading whose content the conversation does not hold yet
+/// (not read or written in this request or an earlier one), most relevant
+/// first.
 fn unread_files(ctx: &Ctx<'_>) -> Vec<String> {
     let build = [
         "pom.xml",
@@ -200,6 +214,7 @@ fn unread_files(ctx: &Ctx<'_>) -> Vec<String> {
         .files
         .iter()
         .filter(|f| lang_of(f).is_some() || build.contains(&basename(f)))
+        .filter(|f| !ctx.t.contents.contains_key(f.as_str()))
         .filter(|f| {
             !ctx.t
                 .events
@@ -261,6 +276,22 @@ fn run_tests(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng, again: bool) -> PlannedAnswer 
         ),
         None => finish(ctx, rng, false),
     }
+}
+
+/// Compiles the project after a change (`None` when there is no shell or no
+/// known compile command for the project).
+fn compile(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> Option<PlannedAnswer> {
+    let sh = ctx.kit.get(ToolRole::Shell)?;
+    let command = match ctx.test_command.split_whitespace().next()? {
+        "mvn" => "mvn -q compile",
+        "./gradlew" => "./gradlew -q compileJava",
+        "pytest" => "python -m compileall -q .",
+        _ => return None,
+    };
+    Some(answer(
+        writing::before_compile(rng, command),
+        vec![sh.call(vec![(Slot::Command, json!(command))])],
+    ))
 }
 
 /// After a failed test run: read the files the log names, then edit the source.

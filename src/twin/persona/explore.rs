@@ -59,7 +59,7 @@ pub fn next_step(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
     if let Some(read) = kit.get(ToolRole::Read) {
         let mut files = unread;
         files.sort_by_key(|f| !basename(f).to_ascii_lowercase().contains(ctx.topic));
-        files.truncate(rng.gen_range(1..=3));
+        files.truncate(1 + usize::from(rng.gen_bool(0.25)));
         let calls = files
             .iter()
             .map(|f| read.call(vec![(Slot::Path, json!(f))]))

@@ -45,7 +45,7 @@ impl Default for PersonaConfig {
     fn default() -> Self {
         PersonaConfig {
             seed: 0,
-            delegate_probability: 0.3,
+            delegate_probability: 0.5,
             todo_probability: 0.25,
         }
     }

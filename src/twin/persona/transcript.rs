@@ -75,11 +75,19 @@ pub fn content_text(message: &Value) -> String {
     }
 }
 
-/// Whether a shell command runs a build or tests.
+/// Whether a shell command runs the tests (a build that also tests counts).
 pub fn is_test_command(command: &str) -> bool {
-    ["test", "pytest", "mvn", "gradle", "unittest", "verify"]
-        .iter()
-        .any(|w| command.contains(w))
+    !is_compile_command(command)
+        && ["test", "pytest", "mvn", "gradle", "unittest", "verify"]
+            .iter()
+            .any(|w| command.contains(w))
+}
+
+/// Whether a shell command only compiles (`mvn -q compile`,
+/// `python -m compileall`): its log says whether the code builds, not
+/// whether the tests pass.
+pub fn is_compile_command(command: &str) -> bool {
+    command.contains("compile") && !command.contains("test")
 }
 
 /// Whether a test log shows a failure (`FAIL`, `ERROR`, `failed`, a traceback).
@@ -260,6 +268,10 @@ impl Transcript {
                     } else {
                         Outcome::TestPassed
                     };
+                } else if is_compile_command(&command) {
+                    if log_failed(text) {
+                        outcome = Outcome::Error;
+                    }
                 } else {
                     self.add_files(listing_paths(text, None));
                 }

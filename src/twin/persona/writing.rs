@@ -124,6 +124,21 @@ pub fn before_tests(rng: &mut ChaCha8Rng, command: &str, again: bool) -> String 
     }
 }
 
+/// Before compiling after a change.
+pub fn before_compile(rng: &mut ChaCha8Rng, command: &str) -> String {
+    format!(
+        "{} `{command}`.",
+        pick(
+            rng,
+            &[
+                "Let me check that it compiles with",
+                "Compiling to catch mistakes early:",
+                "Quick compile check:"
+            ]
+        )
+    )
+}
+
 /// Before delegating to a subagent.
 pub fn before_task(rng: &mut ChaCha8Rng, topic: &str) -> String {
     let s = format!("I'll have an explore agent find the code that deals with {topic}s.");
