@@ -291,7 +291,7 @@ async fn interruption_lets_in_flight_finish_and_writes_partial_results() {
     // 4 at 0 s, 4 more at 2 s; stop at 3 s; those 4 finish at 4 s.
     assert_eq!((l.requests, l.abandoned), (8, 0));
     let summary = results::read_bench_summary(&out.folder).unwrap();
-    assert!(summary.interrupted);
+    assert!(summary.header.interrupted);
     assert_eq!(
         results::read_bench_requests(&out.folder)
             .unwrap()

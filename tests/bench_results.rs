@@ -12,7 +12,7 @@ use codendum::openai::{Endpoint, TokenSource};
 use codendum::results::{
     read_bench_requests, read_bench_summary, read_summary_json, write_summary_csv,
     write_summary_json, BenchParameters, BenchSummary, LevelEnd, PromptSizing, RequestRecord,
-    ResultsError, ServerDescription, ShapeSizing, SizingMethod,
+    ResultsError, RunHeader, ServerDescription, ShapeSizing, SizingMethod,
 };
 use codendum::target::Provenance;
 
@@ -115,12 +115,14 @@ fn fixed_summary() -> BenchSummary {
         ),
     ];
     BenchSummary {
-        schema_version: 1,
-        kind: "bench".into(),
-        run_id: "20261130T041233Z-0000abcd".into(),
-        started_utc: Utc.with_ymd_and_hms(2026, 11, 30, 4, 12, 33).unwrap(),
-        finished_utc: Utc.with_ymd_and_hms(2026, 11, 30, 4, 13, 23).unwrap(),
-        interrupted: false,
+        header: RunHeader {
+            schema_version: 1,
+            kind: "bench".into(),
+            run_id: "20261130T041233Z-0000abcd".into(),
+            started_utc: Utc.with_ymd_and_hms(2026, 11, 30, 4, 12, 33).unwrap(),
+            finished_utc: Utc.with_ymd_and_hms(2026, 11, 30, 4, 13, 23).unwrap(),
+            interrupted: false,
+        },
         parameters: BenchParameters {
             concurrency: vec![1, 8],
             shapes: vec!["short".into()],

@@ -19,7 +19,7 @@ use crate::classroom::{
 use crate::error::Error;
 use crate::prom::{align_timeline, read_timeline, window_stats, Sampler, TimelineSample};
 use crate::results::{
-    self, ClassroomParameters, ClassroomRunSummary, JsonlWriter, ServerDescription,
+    self, ClassroomParameters, ClassroomRunSummary, JsonlWriter, RunHeader, ServerDescription,
 };
 use crate::target::{Provenance, Target};
 
@@ -87,7 +87,7 @@ pub async fn run(run: ClassroomRun<'_>) -> Result<ClassroomResult, Error> {
             Err(e) => eprintln!("codendum: the report could not be written: {e}"),
         }
     }
-    if result.summary.interrupted {
+    if result.summary.header.interrupted {
         return Err(Error::Interrupted(result.folder));
     }
     Ok(result)
@@ -237,12 +237,14 @@ async fn run_connected(
         ServerInfo::server_version(conn.client.as_ref()).await
     };
     let run_summary = ClassroomRunSummary {
-        schema_version: results::CLASSROOM_SCHEMA_VERSION,
-        kind: results::CLASSROOM_KIND.into(),
-        run_id: format!("classroom-{}", started_utc.format("%Y%m%dT%H%M%SZ")),
-        started_utc,
-        finished_utc: clock.utc_now(),
-        interrupted,
+        header: RunHeader {
+            schema_version: results::CLASSROOM_SCHEMA_VERSION,
+            kind: results::CLASSROOM_KIND.into(),
+            run_id: format!("classroom-{}", started_utc.format("%Y%m%dT%H%M%SZ")),
+            started_utc,
+            finished_utc: clock.utc_now(),
+            interrupted,
+        },
         parameters: parameters(&config, run, clock.scale()),
         server: ServerDescription {
             url: conn.label.clone(),

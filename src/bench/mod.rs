@@ -33,7 +33,7 @@ use crate::error::Error;
 use crate::openai::Transport;
 use crate::results::{
     self, BenchParameters, BenchSummary, JsonlWriter, LevelEnd, LevelSummary, RequestRecord,
-    ServerDescription,
+    RunHeader, ServerDescription,
 };
 
 /// The outside world of a run.
@@ -179,12 +179,14 @@ pub async fn run_bench(config: &BenchConfig, deps: BenchDeps<'_>) -> Result<Benc
     drain_timeline(deps.metrics, timeline.as_mut())?;
 
     let summary = BenchSummary {
-        schema_version: results::BENCH_SCHEMA_VERSION,
-        kind: results::BENCH_KIND.to_string(),
-        run_id,
-        started_utc,
-        finished_utc: clock.utc_now(),
-        interrupted,
+        header: RunHeader {
+            schema_version: results::BENCH_SCHEMA_VERSION,
+            kind: results::BENCH_KIND.to_string(),
+            run_id,
+            started_utc,
+            finished_utc: clock.utc_now(),
+            interrupted,
+        },
         parameters: parameters(config, &clock),
         server: ServerDescription {
             url: config.target.display_url(),

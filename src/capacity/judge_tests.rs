@@ -3,7 +3,7 @@ use std::path::{Path, PathBuf};
 use super::*;
 use crate::classroom::ClassroomSummary;
 use crate::openai::ErrorKind;
-use crate::results::{ClassroomParameters, ServerDescription};
+use crate::results::{ClassroomParameters, RunHeader, ServerDescription};
 
 fn sample_folder() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/bench/sample-run")
@@ -95,12 +95,14 @@ fn a_level_that_did_not_run_fails_every_check() {
 fn class(summary: ClassroomSummary) -> ClassroomRunSummary {
     let now = chrono::Utc::now();
     ClassroomRunSummary {
-        schema_version: 1,
-        kind: "classroom".into(),
-        run_id: "classroom-x".into(),
-        started_utc: now,
-        finished_utc: now,
-        interrupted: false,
+        header: RunHeader {
+            schema_version: 1,
+            kind: "classroom".into(),
+            run_id: "classroom-x".into(),
+            started_utc: now,
+            finished_utc: now,
+            interrupted: false,
+        },
         parameters: ClassroomParameters {
             users: 40,
             scenario: "java".into(),

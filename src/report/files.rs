@@ -39,7 +39,7 @@ pub fn load_run(folder: &Path, server_timeline: Option<&Path>) -> Result<LoadedR
     if super::rebuild::is_bench_without_summary(folder) {
         let summary = super::rebuild::bench_summary_from_requests(folder)
             .map_err(|e| bad_folder(folder, e))?;
-        let timeline = timeline_for(folder, server_timeline, summary.started_utc)?;
+        let timeline = timeline_for(folder, server_timeline, summary.header.started_utc)?;
         let mut report = bench_report(&summary, &timeline);
         report.parameters = super::rebuild::known_parameters(&summary);
         report.run.model = None;
@@ -64,14 +64,14 @@ pub fn load_run(folder: &Path, server_timeline: Option<&Path>) -> Result<LoadedR
         "bench" => {
             let summary = results::read_summary_json(text.as_bytes())
                 .map_err(|e| bad_folder(folder, e.to_string()))?;
-            let timeline = timeline_for(folder, server_timeline, summary.started_utc)?;
+            let timeline = timeline_for(folder, server_timeline, summary.header.started_utc)?;
             let report = bench_report(&summary, &timeline);
             Ok(LoadedRun::Bench(Box::new(report), Box::new(summary)))
         }
         "classroom" => {
             let summary = results::read_classroom_summary(text.as_bytes())
                 .map_err(|e| bad_folder(folder, e.to_string()))?;
-            let timeline = timeline_for(folder, server_timeline, summary.started_utc)?;
+            let timeline = timeline_for(folder, server_timeline, summary.header.started_utc)?;
             let report = classroom_report(folder, &summary, &timeline);
             Ok(LoadedRun::Classroom(Box::new(report), Box::new(summary)))
         }
@@ -210,9 +210,9 @@ pub fn bench_report(s: &BenchSummary, timeline: &[TimelineSample]) -> BenchRepor
         run: run_info(
             &s.provenance,
             &s.server,
-            s.started_utc,
-            s.finished_utc,
-            s.interrupted,
+            s.header.started_utc,
+            s.header.finished_utc,
+            s.header.interrupted,
         ),
         parameters,
         levels,
@@ -278,9 +278,9 @@ pub fn classroom_report(
         run: run_info(
             &s.provenance,
             &s.server,
-            s.started_utc,
-            s.finished_utc,
-            s.interrupted,
+            s.header.started_utc,
+            s.header.finished_utc,
+            s.header.interrupted,
         ),
         parameters,
         figures,

@@ -16,7 +16,7 @@ use crate::bench::level::{summarize_level, LevelFrame};
 use crate::openai::Endpoint;
 use crate::results::{
     self, BenchParameters, BenchSummary, LevelEnd, LevelSummary, PromptSizing, RequestRecord,
-    ServerDescription, SizingMethod,
+    RunHeader, ServerDescription, SizingMethod,
 };
 use crate::target::Provenance;
 
@@ -107,15 +107,17 @@ pub fn bench_summary_from_requests(folder: &Path) -> Result<BenchSummary, String
         .round()
         .clamp(0.0, f64::from(u32::MAX)) as u32;
     Ok(BenchSummary {
-        schema_version: results::BENCH_SCHEMA_VERSION,
-        kind: results::BENCH_KIND.to_string(),
-        run_id: folder
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        started_utc,
-        finished_utc,
-        interrupted: true,
+        header: RunHeader {
+            schema_version: results::BENCH_SCHEMA_VERSION,
+            kind: results::BENCH_KIND.to_string(),
+            run_id: folder
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            started_utc,
+            finished_utc,
+            interrupted: true,
+        },
         parameters: BenchParameters {
             concurrency,
             shapes,
@@ -221,7 +223,7 @@ mod tests {
         std::fs::write(folder.join(results::REQUESTS_JSONL), text).expect("write");
         assert!(is_bench_without_summary(&folder));
         let s = bench_summary_from_requests(&folder).expect("rebuilt");
-        assert!(s.interrupted);
+        assert!(s.header.interrupted);
         assert_eq!(s.parameters.concurrency, vec![1, 2]);
         assert_eq!(s.parameters.output_tokens, 64);
         assert_eq!(s.levels.len(), 2);
@@ -234,7 +236,10 @@ mod tests {
             s.levels[0].peak_running.is_none(),
             "no invented server figures"
         );
-        assert_eq!(s.started_utc.to_rfc3339(), "2026-11-30T04:12:33+00:00");
+        assert_eq!(
+            s.header.started_utc.to_rfc3339(),
+            "2026-11-30T04:12:33+00:00"
+        );
     }
 
     #[test]

@@ -5,10 +5,9 @@
 use std::io::{Read, Write};
 use std::path::Path;
 
-use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::summary::ServerDescription;
+use super::summary::{RunHeader, ServerDescription};
 use super::ResultsError;
 use crate::classroom::ClassroomSummary;
 use crate::target::Provenance;
@@ -54,18 +53,10 @@ pub struct ClassroomParameters {
 /// `summary.json` of a classroom run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClassroomRunSummary {
-    /// [`CLASSROOM_SCHEMA_VERSION`].
-    pub schema_version: u32,
-    /// Always [`CLASSROOM_KIND`].
-    pub kind: String,
-    /// Unique id of the run.
-    pub run_id: String,
-    /// When the run started (UTC).
-    pub started_utc: DateTime<Utc>,
-    /// When it ended (UTC).
-    pub finished_utc: DateTime<Utc>,
-    /// Whether it was stopped before the end.
-    pub interrupted: bool,
+    /// Kind [`CLASSROOM_KIND`], schema [`CLASSROOM_SCHEMA_VERSION`], run id,
+    /// times, and whether it was stopped before the end.
+    #[serde(flatten)]
+    pub header: RunHeader,
     /// What it ran with.
     pub parameters: ClassroomParameters,
     /// The server (URL without credentials, model, version).

@@ -24,7 +24,7 @@ pub use self::csv::{write_summary_csv, SUMMARY_CSV_COLUMNS};
 pub use self::jsonl::{read_jsonl, JsonlContents, JsonlWriter};
 pub use self::records::{ErrorGroup, LevelEnd, LevelSummary, RequestRecord};
 pub use self::summary::{
-    read_summary_json, write_summary_json, BenchParameters, BenchSummary, PromptSizing,
+    read_summary_json, write_summary_json, BenchParameters, BenchSummary, PromptSizing, RunHeader,
     ServerDescription, ShapeSizing, SizingMethod, BENCH_KIND, BENCH_SCHEMA_VERSION,
 };
 

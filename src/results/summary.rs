@@ -101,21 +101,31 @@ pub struct ServerDescription {
     pub metrics: bool,
 }
 
-/// The whole `summary.json` of a bench run.
+/// The fields every `summary.json` starts with, bench or classroom.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BenchSummary {
-    /// Always [`BENCH_SCHEMA_VERSION`] when written by this build.
+pub struct RunHeader {
+    /// The schema version of the file (each kind has its own).
     pub schema_version: u32,
-    /// Always [`BENCH_KIND`].
+    /// What wrote it: `bench` or `classroom`.
     pub kind: String,
-    /// The run id (also inside every prompt tag).
+    /// Unique id of the run.
     pub run_id: String,
     /// When the run started (UTC).
     pub started_utc: DateTime<Utc>,
     /// When the summary was written (UTC).
     pub finished_utc: DateTime<Utc>,
-    /// Whether the run was interrupted (the levels are partial).
+    /// Whether the run was stopped before its end.
     pub interrupted: bool,
+}
+
+/// The whole `summary.json` of a bench run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchSummary {
+    /// Kind [`BENCH_KIND`], schema [`BENCH_SCHEMA_VERSION`], run id (also
+    /// inside every prompt tag), times, and whether it was interrupted (the
+    /// levels are then partial).
+    #[serde(flatten)]
+    pub header: RunHeader,
     /// Every parameter.
     pub parameters: BenchParameters,
     /// The server measured.
