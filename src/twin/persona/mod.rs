@@ -10,6 +10,7 @@
 //! model calls and 2,700 output tokens (≈ 4 characters per token).
 
 pub mod agent;
+mod changes;
 pub mod code;
 pub mod explore;
 pub mod paths;
