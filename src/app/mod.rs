@@ -7,6 +7,7 @@
 
 pub mod bench;
 pub mod classroom;
+mod classroom_output;
 pub mod connect;
 pub mod seams;
 

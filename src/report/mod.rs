@@ -21,6 +21,7 @@ mod compare_doc;
 mod doc;
 pub mod files;
 pub mod format;
+mod from_results;
 pub mod html;
 pub mod markdown;
 pub mod model;
