@@ -3,9 +3,12 @@
 
 use std::time::Duration;
 
-use codendum::openai::body::{chat_body, BodyOptions};
+mod client_support;
+
+use client_support::chat_request;
+
 use codendum::openai::client::{ClientOptions, HttpClient};
-use codendum::openai::{CallRequest, Endpoint, ErrorKind, TokenSource, Transport};
+use codendum::openai::{CallRequest, ErrorKind, TokenSource, Transport};
 use codendum::target::Secret;
 use serde_json::json;
 use wiremock::matchers::{body_partial_json, header, method, path};
@@ -24,18 +27,7 @@ fn client(server: &MockServer, key: Option<&str>) -> HttpClient {
 }
 
 fn request(key: Option<&str>) -> CallRequest {
-    CallRequest {
-        endpoint: Endpoint::Chat,
-        body: chat_body(
-            "m",
-            vec![json!({"role": "user", "content": "hi"})],
-            8,
-            &BodyOptions::default(),
-        ),
-        api_key: key.map(Secret::new),
-        headers: vec![("x-session-id".into(), "s-1".into())],
-        record_gaps: false,
-    }
+    chat_request(key, false)
 }
 
 fn sse_ok(body: &str) -> ResponseTemplate {

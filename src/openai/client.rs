@@ -1,6 +1,8 @@
-//! The HTTP client: an OpenAI-compatible streaming [`Transport`] over reqwest
-//! (rustls, HTTP/1.1), plus the small side calls a run needs (`/v1/models`,
-//! `/tokenize`, `/version`).
+//! The HTTP client: an OpenAI-compatible streaming [`Transport`], plus the
+//! small side calls a run needs (`/v1/models`, `/tokenize`, `/version`).
+//! Streaming calls to `https://` and every side call go through reqwest
+//! (rustls, HTTP/1.1); streaming calls to plain `http://` through our own
+//! HTTP/1.1 connections (`h1`), which read each socket in the call's task.
 //!
 //! Every time is taken on the run's [`Clock`] (simulated seconds), and the
 //! per-request time limit is simulated time too.
@@ -12,6 +14,7 @@ use futures::future::BoxFuture;
 use futures::StreamExt;
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
 
+use super::h1::{self, H1Pool};
 use super::http_error::{error_message, retry_after};
 use super::stream::{truncate_message, Flow, StreamMeter};
 use super::{CallError, CallOutcome, CallRequest, ErrorKind, Transport};
@@ -21,10 +24,10 @@ use crate::target::{normalize_base_url, origin, read_pem_bundle, Secret};
 
 /// How long to keep reading after `[DONE]` so the connection can go back to
 /// the pool (simulated time; vLLM ends the body right after `[DONE]`).
-const DRAIN_AFTER_DONE: Duration = Duration::from_secs(1);
+pub(super) const DRAIN_AFTER_DONE: Duration = Duration::from_secs(1);
 
 /// Most bytes of an error body read for its message.
-const MAX_ERROR_BODY: usize = 64 * 1024;
+pub(super) const MAX_ERROR_BODY: usize = 64 * 1024;
 
 /// Settings of an [`HttpClient`].
 #[derive(Debug, Clone)]
@@ -99,6 +102,9 @@ pub fn build_http_client(
 #[derive(Debug, Clone)]
 pub struct HttpClient {
     http: reqwest::Client,
+    /// Streaming calls to a plain `http://` base URL go through our own
+    /// HTTP/1.1 client (see `h1`); https through reqwest.
+    h1: Option<std::sync::Arc<H1Pool>>,
     base_url: String,
     origin: String,
     timeout: Duration,
@@ -114,7 +120,9 @@ impl HttpClient {
             return Err(ConfigError::invalid("--timeout", "must be more than 0 s"));
         }
         let http = build_http_client(opts.cacert.as_deref(), opts.max_connections)?;
+        let h1 = H1Pool::for_base_url(&base_url, opts.max_connections)?.map(std::sync::Arc::new);
         Ok(Self {
+            h1,
             origin: origin(&base_url),
             base_url,
             http,
@@ -169,6 +177,17 @@ impl HttpClient {
                 return failed(sent_at, now, ErrorKind::BadJson, None, msg, None);
             }
         };
+        if let Some(pool) = &self.h1 {
+            let ended = h1::exchange(pool, &self.clock, request, &body, sent_at, slot).await;
+            let now = self.clock.now_secs();
+            return match ended {
+                h1::Ended::Failed(kind, message) => failed(sent_at, now, kind, None, message, None),
+                h1::Ended::Status(e) => {
+                    failed(sent_at, now, e.kind, e.status, e.message, e.retry_after)
+                }
+                h1::Ended::Streamed => finished(slot, sent_at, now),
+            };
+        }
         let mut rb = self
             .http
             .post(url)
@@ -242,18 +261,7 @@ impl HttpClient {
             let drain = async { while let Some(Ok(_)) = stream.next().await {} };
             let _ = self.clock.timeout(DRAIN_AFTER_DONE, drain).await;
         }
-        let now = self.clock.now_secs();
-        match slot.take() {
-            Some((status, meter)) => meter.finish(status, now),
-            None => failed(
-                sent_at,
-                now,
-                ErrorKind::StreamError,
-                Some(status),
-                "lost".into(),
-                None,
-            ),
-        }
+        finished(slot, sent_at, self.clock.now_secs())
     }
 
     /// The served models (`GET {base}/models`).
@@ -415,6 +423,21 @@ fn bad_json(message: &str) -> CallError {
         status: None,
         message: truncate_message(message),
         retry_after: None,
+    }
+}
+
+/// The outcome of a measured stream (the meter in `slot`).
+fn finished(slot: &mut Option<(u16, StreamMeter)>, sent_at: f64, now: f64) -> CallOutcome {
+    match slot.take() {
+        Some((status, meter)) => meter.finish(status, now),
+        None => failed(
+            sent_at,
+            now,
+            ErrorKind::StreamError,
+            None,
+            "the stream was not measured".into(),
+            None,
+        ),
     }
 }
 

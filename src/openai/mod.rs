@@ -6,7 +6,9 @@
 
 pub mod body;
 pub mod chunk;
+mod chunked;
 pub mod client;
+mod h1;
 pub mod http_error;
 pub mod sse;
 pub mod stream;

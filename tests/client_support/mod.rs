@@ -7,7 +7,27 @@
 use std::time::Duration;
 
 use codendum::clock::Clock;
+use codendum::openai::body::{chat_body, BodyOptions};
+use codendum::openai::{CallRequest, Endpoint};
+use codendum::target::Secret;
+use serde_json::json;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+/// A one-message chat request with an `x-session-id` header.
+pub fn chat_request(key: Option<&str>, record_gaps: bool) -> CallRequest {
+    CallRequest {
+        endpoint: Endpoint::Chat,
+        body: chat_body(
+            "m",
+            vec![json!({"role": "user", "content": "hi"})],
+            8,
+            &BodyOptions::default(),
+        ),
+        api_key: key.map(Secret::new),
+        headers: vec![("x-session-id".into(), "s-1".into())],
+        record_gaps,
+    }
+}
 
 /// One step of a response script.
 #[derive(Debug, Clone)]
