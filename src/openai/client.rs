@@ -14,6 +14,10 @@ use futures::future::BoxFuture;
 use futures::StreamExt;
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
 
+mod side_calls;
+
+pub use side_calls::ModelInfo;
+
 use super::h1::{self, H1Pool};
 use super::http_error::{error_message, retry_after};
 use super::stream::{truncate_message, Flow, StreamMeter};
@@ -57,15 +61,6 @@ impl Default for ClientOptions {
             api_key: None,
         }
     }
-}
-
-/// One served model, from `GET /v1/models`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ModelInfo {
-    /// The model name to send.
-    pub id: String,
-    /// The context limit in tokens, when the server says (vLLM does).
-    pub max_model_len: Option<u64>,
 }
 
 /// Builds the reqwest client every HTTP user of a target shares: rustls,
@@ -263,93 +258,6 @@ impl HttpClient {
         }
         finished(slot, sent_at, self.clock.now_secs())
     }
-
-    /// The served models (`GET {base}/models`).
-    pub async fn models(&self) -> Result<Vec<ModelInfo>, CallError> {
-        let url = format!("{}/models", self.base_url);
-        let (_, v) = self.json_call(self.http.get(url)).await?;
-        let data = v
-            .get("data")
-            .and_then(|d| d.as_array())
-            .ok_or_else(|| bad_json("/v1/models answer has no data list"))?;
-        let models = data
-            .iter()
-            .filter_map(|m| {
-                Some(ModelInfo {
-                    id: m.get("id")?.as_str()?.to_string(),
-                    max_model_len: m.get("max_model_len").and_then(|l| l.as_u64()),
-                })
-            })
-            .collect();
-        Ok(models)
-    }
-
-    /// The exact prompt length in tokens (`POST {origin}/tokenize`, vLLM
-    /// only). `Ok(None)` when the server has no such endpoint (404).
-    pub async fn tokenize(&self, model: &str, prompt: &str) -> Result<Option<u64>, CallError> {
-        let url = format!("{}/tokenize", self.origin);
-        let body = serde_json::json!({ "model": model, "prompt": prompt });
-        match self.json_call(self.http.post(url).json(&body)).await {
-            Ok((_, v)) => v
-                .get("count")
-                .and_then(|c| c.as_u64())
-                .map(Some)
-                .ok_or_else(|| bad_json("/tokenize answer has no count")),
-            Err(e) if e.status == Some(404) => Ok(None),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// The server's version (`GET {origin}/version`), if it tells.
-    pub async fn version(&self) -> Option<String> {
-        let url = format!("{}/version", self.origin);
-        let (_, v) = self.json_call(self.http.get(url)).await.ok()?;
-        v.get("version")?.as_str().map(str::to_string)
-    }
-
-    /// Sends a non-streaming request with the side-call key and reads a
-    /// JSON answer, within the time limit.
-    async fn json_call(
-        &self,
-        rb: reqwest::RequestBuilder,
-    ) -> Result<(u16, serde_json::Value), CallError> {
-        let rb = match &self.api_key {
-            Some(k) => rb.bearer_auth(k.expose()),
-            None => rb,
-        };
-        let work = async {
-            let response = rb.send().await.map_err(|e| CallError {
-                kind: send_error_kind(&e),
-                status: None,
-                message: truncate_message(&error_chain(&e)),
-                retry_after: None,
-            })?;
-            let status = response.status().as_u16();
-            if !response.status().is_success() {
-                return Err(read_error(response).await);
-            }
-            let bytes = response.bytes().await.map_err(|e| CallError {
-                kind: ErrorKind::StreamError,
-                status: Some(status),
-                message: truncate_message(&error_chain(&e)),
-                retry_after: None,
-            })?;
-            let v = serde_json::from_slice(&bytes).map_err(|e| CallError {
-                status: Some(status),
-                ..bad_json(&format!("answer is not JSON: {e}"))
-            })?;
-            Ok((status, v))
-        };
-        match self.clock.timeout(self.timeout, work).await {
-            Ok(r) => r,
-            Err(_) => Err(CallError {
-                kind: ErrorKind::Timeout,
-                status: None,
-                message: format!("no answer within {:.1} s", self.timeout.as_secs_f64()),
-                retry_after: None,
-            }),
-        }
-    }
 }
 
 impl Transport for HttpClient {
@@ -415,15 +323,6 @@ fn error_chain(e: &reqwest::Error) -> String {
         source = s.source();
     }
     text
-}
-
-fn bad_json(message: &str) -> CallError {
-    CallError {
-        kind: ErrorKind::BadJson,
-        status: None,
-        message: truncate_message(message),
-        retry_after: None,
-    }
 }
 
 /// The outcome of a measured stream (the meter in `slot`).
