@@ -72,9 +72,7 @@ pub struct ClassroomResult {
 pub async fn run(run: ClassroomRun<'_>) -> Result<ClassroomResult, Error> {
     let mut connect = run.connect.clone();
     connect.max_connections = connect.max_connections.max(run.config.users * 2 + 8);
-    if run.target.is_embedded() {
-        connect.proxy_keys = run.config.api_keys.clone();
-    }
+    connect.student_keys = run.config.api_keys.clone();
     let conn = Connection::open(&run.target, &connect).await?;
     let result = run_connected(&run, &conn).await;
     conn.close().await;

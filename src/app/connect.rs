@@ -32,9 +32,11 @@ pub struct ConnectOptions {
     pub seed: u64,
     /// Connections the client may keep open (at least the concurrency).
     pub max_connections: usize,
-    /// With keys, the embedded twin is fronted by the lab's proxy: each key
-    /// is accepted and limited on its own, as in class.
-    pub proxy_keys: Vec<Secret>,
+    /// The students' keys. With keys, the embedded twin is fronted by the
+    /// lab's proxy: each key is accepted and limited on its own, as in
+    /// class. Against either server, the first one signs the side calls
+    /// (`/v1/models`) when no `--api-key` is given.
+    pub student_keys: Vec<Secret>,
 }
 
 impl ConnectOptions {
@@ -45,7 +47,7 @@ impl ConnectOptions {
             time_scale,
             seed: 1,
             max_connections: 64,
-            proxy_keys: Vec::new(),
+            student_keys: Vec::new(),
         }
     }
 }
@@ -95,7 +97,7 @@ impl Connection {
                 timeout: target.request_timeout,
                 max_connections: opts.max_connections,
                 clock: clock.clone(),
-                api_key: target.api_key.clone(),
+                api_key: side_key(target, opts),
             },
         )?;
         let scraper = if target.metrics_urls.is_empty() {
@@ -131,9 +133,9 @@ impl Connection {
         twin_opts.clock = clock.clone();
         twin_opts.responder = Arc::new(AgentPersona::new(opts.seed));
         twin_opts.seed = opts.seed;
-        if !opts.proxy_keys.is_empty() {
+        if !opts.student_keys.is_empty() {
             twin_opts.proxy = Some(ProxyConfig {
-                keys: opts.proxy_keys.clone(),
+                keys: opts.student_keys.clone(),
                 per_key_in_flight: Some(4),
                 per_key_per_minute: Some(120),
                 global_in_flight: None,
@@ -143,11 +145,6 @@ impl Connection {
         let twin = crate::twin::start(twin_opts, loopback)
             .await
             .map_err(|e| Error::Failed(format!("cannot start the embedded twin: {e}")))?;
-        // Behind the proxy, side calls (/v1/models) need a key it accepts.
-        let side_key = target
-            .api_key
-            .clone()
-            .or_else(|| opts.proxy_keys.first().cloned());
         let client = HttpClient::new(
             &twin.base_url(),
             ClientOptions {
@@ -155,7 +152,7 @@ impl Connection {
                 timeout: target.request_timeout,
                 max_connections: opts.max_connections,
                 clock: clock.clone(),
-                api_key: side_key,
+                api_key: side_key(target, opts),
             },
         )?;
         let http = build_http_client(None, 4)?;
@@ -184,5 +181,41 @@ impl Connection {
         if let Some(t) = self.twin {
             t.shutdown().await;
         }
+    }
+}
+
+/// The key of the side calls (`/v1/models`): `--api-key`, else the first
+/// student key (a proxy in front of the server accepts no other).
+fn side_key(target: &Target, opts: &ConnectOptions) -> Option<Secret> {
+    target
+        .api_key
+        .clone()
+        .or_else(|| opts.student_keys.first().cloned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn side_calls_use_the_api_key_else_the_first_student_key() {
+        let t = |key: Option<&str>| {
+            Target::new(
+                Some("http://127.0.0.1:9/v1"),
+                key,
+                None,
+                None,
+                None,
+                Duration::from_secs(5),
+            )
+            .expect("target")
+        };
+        let mut opts = ConnectOptions::new("classroom-64k", 1.0);
+        assert!(side_key(&t(None), &opts).is_none());
+        opts.student_keys = vec![Secret::new("student-1"), Secret::new("student-2")];
+        let key = side_key(&t(None), &opts).expect("a key");
+        assert_eq!(key.expose(), "student-1");
+        let key = side_key(&t(Some("operator")), &opts).expect("a key");
+        assert_eq!(key.expose(), "operator");
     }
 }
