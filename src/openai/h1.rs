@@ -320,7 +320,11 @@ pub async fn exchange(
         let complete = read_body(&mut conn, &mut decoder, |d| {
             let room = super::client::MAX_ERROR_BODY.saturating_sub(text.len());
             text.extend_from_slice(&d[..d.len().min(room)]);
-            Flow::Continue
+            if text.len() >= super::client::MAX_ERROR_BODY {
+                Flow::Stop
+            } else {
+                Flow::Continue
+            }
         })
         .await
         .is_ok();
