@@ -209,4 +209,44 @@ mod tests {
         assert_eq!((data.as_slice(), ended), (&b"all of it"[..], true));
         assert!(!BodyDecoder::new(Framing::Close).is_done());
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config {
+            cases: 256,
+            rng_seed: proptest::test_runner::RngSeed::Fixed(0xc4_0ced),
+            ..proptest::test_runner::Config::default()
+        })]
+
+        #[test]
+        fn any_chunking_and_any_read_sizes_give_the_data_back(
+            data in proptest::collection::vec(proptest::num::u8::ANY, 0..600),
+            sizes in proptest::collection::vec(1usize..80, 1..20),
+            step in 1usize..50,
+        ) {
+            let mut body = Vec::new();
+            let mut rest = &data[..];
+            let mut i = 0;
+            while !rest.is_empty() {
+                let n = sizes[i % sizes.len()].min(rest.len());
+                body.extend_from_slice(format!("{n:X}\r\n").as_bytes());
+                body.extend_from_slice(&rest[..n]);
+                body.extend_from_slice(b"\r\n");
+                rest = &rest[n..];
+                i += 1;
+            }
+            body.extend_from_slice(b"0\r\n\r\n");
+            let (out, ended) = decode(Framing::Chunked, &body, step).unwrap();
+            proptest::prop_assert_eq!(out, data);
+            proptest::prop_assert!(ended);
+        }
+
+        #[test]
+        fn garbage_never_panics(
+            input in proptest::collection::vec(proptest::num::u8::ANY, 0..300),
+            step in 1usize..40,
+        ) {
+            let _ = decode(Framing::Chunked, &input, step);
+            let _ = decode(Framing::Length(17), &input, step);
+        }
+    }
 }
