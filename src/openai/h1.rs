@@ -15,23 +15,19 @@ use std::sync::Mutex;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::chunked::{BodyDecoder, Framing, Piece};
+use super::h1_wire::{parse_response_head, BodyDecoder, Piece, ResponseHead};
 use super::http_error::{error_message, retry_after};
 use super::stream::{Flow, StreamMeter};
 use super::{CallError, CallRequest, ErrorKind};
 use crate::clock::Clock;
 use crate::error::ConfigError;
 
-/// Most bytes of a response head.
-const MAX_HEAD: usize = 64 * 1024;
 /// Bytes read from the socket at a time, at first; a read that fills its
 /// room doubles it, up to [`MAX_READ_SIZE`] (streams of many small events
 /// stay small, a firehose gets large reads).
 const READ_SIZE: usize = 8 * 1024;
 /// The largest read.
 const MAX_READ_SIZE: usize = 256 * 1024;
-/// Most headers of a response head.
-const MAX_HEADERS: usize = 64;
 
 /// Where a plain-HTTP base URL points, and its idle connections.
 #[derive(Debug)]
@@ -138,15 +134,6 @@ impl Conn {
     }
 }
 
-/// The parsed status line and headers.
-struct Head {
-    status: u16,
-    framing: Framing,
-    keep_alive: bool,
-    retry_after: Option<String>,
-    retry_after_ms: Option<String>,
-}
-
 /// The request head for `request` with a body of `body_len` bytes.
 fn request_head(pool: &H1Pool, request: &CallRequest, body_len: usize) -> Result<Vec<u8>, String> {
     let mut head = format!(
@@ -177,57 +164,18 @@ fn request_head(pool: &H1Pool, request: &CallRequest, body_len: usize) -> Result
     Ok(head.into_bytes())
 }
 
-fn parse_head(conn: &mut Conn) -> Result<Option<Head>, String> {
-    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut response = httparse::Response::new(&mut headers);
-    let used = match response.parse(conn.pending()) {
-        Ok(httparse::Status::Complete(n)) => n,
-        Ok(httparse::Status::Partial) if conn.pending().len() > MAX_HEAD => {
-            return Err("the response head is too large".into())
-        }
-        Ok(httparse::Status::Partial) => return Ok(None),
-        Err(e) => return Err(format!("malformed response head: {e}")),
-    };
-    let status = response.code.unwrap_or(0);
-    let get = |name: &str| {
-        response
-            .headers
-            .iter()
-            .find(|h| h.name.eq_ignore_ascii_case(name))
-            .and_then(|h| std::str::from_utf8(h.value).ok())
-            .map(|v| v.trim().to_string())
-    };
-    let chunked =
-        get("transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
-    let framing = if chunked {
-        Framing::Chunked
-    } else if let Some(len) = get("content-length") {
-        Framing::Length(
-            len.parse()
-                .map_err(|_| format!("bad Content-Length {len:?}"))?,
-        )
-    } else if status == 204 || status == 304 {
-        Framing::Length(0)
-    } else {
-        Framing::Close
-    };
-    let keep_alive = response.version == Some(1)
-        && !get("connection").is_some_and(|v| v.eq_ignore_ascii_case("close"));
-    let head = Head {
-        status,
-        framing,
-        keep_alive,
-        retry_after: get("retry-after"),
-        retry_after_ms: get("retry-after-ms"),
-    };
-    conn.start += used;
-    Ok(Some(head))
+fn parse_head(conn: &mut Conn) -> Result<Option<ResponseHead>, String> {
+    let parsed = parse_response_head(conn.pending())?;
+    Ok(parsed.map(|(used, head)| {
+        conn.start += used;
+        head
+    }))
 }
 
 /// Writes the request on `stream` and reads the answer's head. `Err(None)`:
 /// the connection ended before a single byte came back (a stale reused
 /// connection).
-async fn try_send(stream: TcpStream, bytes: &[u8]) -> Result<(Conn, Head), Option<String>> {
+async fn try_send(stream: TcpStream, bytes: &[u8]) -> Result<(Conn, ResponseHead), Option<String>> {
     let mut conn = Conn::new(stream);
     if let Err(e) = conn.stream.write_all(bytes).await {
         return Err((e.kind() != std::io::ErrorKind::BrokenPipe
@@ -258,7 +206,7 @@ async fn try_send(stream: TcpStream, bytes: &[u8]) -> Result<(Conn, Head), Optio
     }
 }
 
-async fn send(pool: &H1Pool, bytes: &[u8]) -> Result<(Conn, Head), SendError> {
+async fn send(pool: &H1Pool, bytes: &[u8]) -> Result<(Conn, ResponseHead), SendError> {
     if let Some(stream) = pool.checkout() {
         match try_send(stream, bytes).await {
             Ok(answer) => return Ok(answer),

@@ -6,9 +6,9 @@
 
 pub mod body;
 pub mod chunk;
-mod chunked;
 pub mod client;
 mod h1;
+pub mod h1_wire;
 pub mod http_error;
 pub mod sse;
 pub mod stream;

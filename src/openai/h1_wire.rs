@@ -1,11 +1,82 @@
-//! HTTP/1.1 body framing for [`super::h1`]: `Transfer-Encoding: chunked`,
-//! `Content-Length`, or a body that ends when the connection closes. A
-//! decoder is fed the unconsumed bytes and says what the next ones are.
+//! HTTP/1.1 on the wire, for the streaming client's own connections
+//! (`h1`): the response head (status, framing, keep-alive, retry hints) and
+//! the body framing (`Transfer-Encoding: chunked`, `Content-Length`, or a
+//! body that ends when the connection closes). Plain functions over bytes:
+//! a decoder is fed the unconsumed bytes and says what the next ones are.
 
 use std::ops::Range;
 
 /// Longest chunk-size or trailer line accepted (bytes).
 const MAX_LINE: usize = 4096;
+/// Most bytes of a response head.
+pub const MAX_HEAD: usize = 64 * 1024;
+/// Most headers of a response head.
+const MAX_HEADERS: usize = 64;
+
+/// The parts of a response head the client acts on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResponseHead {
+    /// The HTTP status code.
+    pub status: u16,
+    /// How the body ends.
+    pub framing: Framing,
+    /// Whether the connection may carry another request afterwards
+    /// (HTTP/1.1 without `Connection: close`).
+    pub keep_alive: bool,
+    /// `Retry-After` (seconds or an HTTP date), as sent.
+    pub retry_after: Option<String>,
+    /// `retry-after-ms`, as sent.
+    pub retry_after_ms: Option<String>,
+}
+
+/// Parses a response head at the start of `input`: `Ok(None)` until it is
+/// complete, else its length in bytes and its parts. `Err` on a malformed or
+/// oversized head, or a bad `Content-Length`.
+pub fn parse_response_head(input: &[u8]) -> Result<Option<(usize, ResponseHead)>, String> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut response = httparse::Response::new(&mut headers);
+    let used = match response.parse(input) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) if input.len() > MAX_HEAD => {
+            return Err("the response head is too large".into())
+        }
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(e) => return Err(format!("malformed response head: {e}")),
+    };
+    let status = response.code.unwrap_or(0);
+    let get = |name: &str| {
+        response
+            .headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case(name))
+            .and_then(|h| std::str::from_utf8(h.value).ok())
+            .map(|v| v.trim().to_string())
+    };
+    let chunked =
+        get("transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
+    let framing = if chunked {
+        Framing::Chunked
+    } else if let Some(len) = get("content-length") {
+        Framing::Length(
+            len.parse()
+                .map_err(|_| format!("bad Content-Length {len:?}"))?,
+        )
+    } else if status == 204 || status == 304 {
+        Framing::Length(0)
+    } else {
+        Framing::Close
+    };
+    let keep_alive = response.version == Some(1)
+        && !get("connection").is_some_and(|v| v.eq_ignore_ascii_case("close"));
+    let head = ResponseHead {
+        status,
+        framing,
+        keep_alive,
+        retry_after: get("retry-after"),
+        retry_after_ms: get("retry-after-ms"),
+    };
+    Ok(Some((used, head)))
+}
 
 /// How a body's end is known.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -197,6 +268,37 @@ mod tests {
         assert!(decode(Framing::Chunked, b"zz\r\n", 4).is_err());
         assert!(decode(Framing::Chunked, b"2\r\nabc\r\n", 8).is_err());
         assert!(decode(Framing::Chunked, &[b'1'; 5000], 5000).is_err());
+    }
+
+    #[test]
+    fn response_heads_give_status_framing_and_hints() {
+        let head =
+            b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 2\r\ncontent-length: 5\r\n\r\nbody!";
+        let (used, h) = parse_response_head(head).unwrap().unwrap();
+        assert_eq!(&head[used..], b"body!");
+        assert_eq!(
+            (h.status, h.framing, h.keep_alive),
+            (429, Framing::Length(5), true)
+        );
+        assert_eq!(h.retry_after.as_deref(), Some("2"));
+        let h = parse_response_head(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+        )
+        .unwrap()
+        .unwrap()
+        .1;
+        assert_eq!((h.framing, h.keep_alive), (Framing::Chunked, false));
+        let h = parse_response_head(b"HTTP/1.0 200 OK\r\n\r\n")
+            .unwrap()
+            .unwrap()
+            .1;
+        assert_eq!((h.framing, h.keep_alive), (Framing::Close, false));
+        assert_eq!(
+            parse_response_head(b"HTTP/1.1 200 OK\r\nConte").unwrap(),
+            None
+        );
+        assert!(parse_response_head(b"HTTP/1.1 200 OK\r\ncontent-length: x\r\n\r\n").is_err());
+        assert!(parse_response_head(b"NOPE\r\n\r\n").is_err());
     }
 
     #[test]
