@@ -265,7 +265,7 @@ pub async fn exchange(
     let mut decoder = BodyDecoder::new(head.framing);
     if !(200..300).contains(&head.status) {
         let mut text = Vec::new();
-        let complete = read_body(&mut conn, &mut decoder, |d| {
+        let complete = read_body(&mut conn, &mut decoder, clock, |d, _| {
             let room = super::client::MAX_ERROR_BODY.saturating_sub(text.len());
             text.extend_from_slice(&d[..d.len().min(room)]);
             if text.len() >= super::client::MAX_ERROR_BODY {
@@ -291,47 +291,21 @@ pub async fn exchange(
         });
     }
     let (_, meter) = slot.insert((head.status, StreamMeter::new(sent_at, request.record_gaps)));
-    let mut now = clock.now_secs();
-    let result = loop {
-        match decoder.next(conn.pending()) {
-            Ok((used, Piece::Data(range))) => {
-                let flow = meter.on_bytes(
-                    &conn.buf[conn.start + range.start..conn.start + range.end],
-                    now,
-                );
-                conn.start += used;
-                if flow == Flow::Stop {
-                    break Ok(());
-                }
-            }
-            Ok((used, Piece::Skip)) => conn.start += used,
-            Ok((_, Piece::End)) => {
-                meter.on_end(now);
-                break Ok(());
-            }
-            Ok((_, Piece::NeedMore)) => match conn.fill().await {
-                Ok(0) if decoder.ends_at_close() => {
-                    decoder.close();
-                    now = clock.now_secs();
-                }
-                Ok(0) => {
-                    break Err(
-                        "reading the stream: the connection closed before the body ended"
-                            .to_string(),
-                    )
-                }
-                Ok(_) => now = clock.now_secs(),
-                Err(e) => break Err(format!("reading the stream: {e}")),
-            },
-            Err(e) => break Err(format!("reading the stream: {e}")),
+    match read_body(&mut conn, &mut decoder, clock, |d, now| {
+        meter.on_bytes(d, now)
+    })
+    .await
+    {
+        Ok(BodyEnd::Ended(now)) => meter.on_end(now),
+        Ok(BodyEnd::Stopped) => {}
+        Err(e) => {
+            let message = format!("reading the stream: {e}");
+            meter.fail(ErrorKind::StreamError, &message, clock.now_secs());
+            return Ended::Streamed;
         }
-    };
-    if let Err(message) = result {
-        meter.fail(ErrorKind::StreamError, &message, clock.now_secs());
-        return Ended::Streamed;
     }
     if meter.saw_done() && !decoder.is_done() {
-        let drain = read_body(&mut conn, &mut decoder, |_| Flow::Continue);
+        let drain = read_body(&mut conn, &mut decoder, clock, |_, _| Flow::Continue);
         let _ = clock.timeout(super::client::DRAIN_AFTER_DONE, drain).await;
     }
     if head.keep_alive && decoder.is_done() {
@@ -340,30 +314,46 @@ pub async fn exchange(
     Ended::Streamed
 }
 
-/// Reads the rest of a body, handing each piece of data to `on_data` until it
-/// says stop. `Err` on a broken connection or framing.
+/// How [`read_body`] ended.
+enum BodyEnd {
+    /// The body is complete; its last bytes arrived at this time.
+    Ended(f64),
+    /// `on_data` said stop.
+    Stopped,
+}
+
+/// Reads the rest of a body, handing each piece of data to `on_data` with
+/// the time (on `clock`) its read returned, until it says stop or the body
+/// ends. `Err` on a broken connection or framing.
 async fn read_body(
     conn: &mut Conn,
     decoder: &mut BodyDecoder,
-    mut on_data: impl FnMut(&[u8]) -> Flow,
-) -> Result<(), String> {
+    clock: &Clock,
+    mut on_data: impl FnMut(&[u8], f64) -> Flow,
+) -> Result<BodyEnd, String> {
+    let mut now = clock.now_secs();
     loop {
         match decoder.next(conn.pending())? {
             (used, Piece::Data(range)) => {
-                let flow = on_data(&conn.buf[conn.start + range.start..conn.start + range.end]);
+                let data = &conn.buf[conn.start + range.start..conn.start + range.end];
+                let flow = on_data(data, now);
                 conn.start += used;
                 if flow == Flow::Stop {
-                    return Ok(());
+                    return Ok(BodyEnd::Stopped);
                 }
             }
             (used, Piece::Skip) => conn.start += used,
-            (_, Piece::End) => return Ok(()),
-            (_, Piece::NeedMore) => match conn.fill().await {
-                Ok(0) if decoder.ends_at_close() => decoder.close(),
-                Ok(0) => return Err("the connection closed before the body ended".into()),
-                Ok(_) => {}
-                Err(e) => return Err(e.to_string()),
-            },
+            (_, Piece::End) => return Ok(BodyEnd::Ended(now)),
+            (_, Piece::NeedMore) => {
+                let read = conn.fill().await;
+                now = clock.now_secs();
+                match read {
+                    Ok(0) if decoder.ends_at_close() => decoder.close(),
+                    Ok(0) => return Err("the connection closed before the body ended".into()),
+                    Ok(_) => {}
+                    Err(e) => return Err(e.to_string()),
+                }
+            }
         }
     }
 }
