@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use codendum::app::connect::{BENCH_TIME_SCALE, CLASSROOM_TIME_SCALE};
+use codendum::app::signals::stop_on_signal;
 use codendum::app::ConnectOptions;
 use codendum::error::{ConfigError, Error};
 use codendum::target::{Provenance, Target};
@@ -80,9 +81,11 @@ async fn metrics(args: MetricsArgs) -> Result<(), Error> {
     let clock = codendum::clock::Clock::real();
     let mut out = std::io::stdout();
     let mut err = std::io::stderr();
+    let mut stop = stop_on_signal();
     tokio::select! {
         r = run_metrics(&opts, &scraper, &clock, &mut out, &mut err) => r,
-        _ = tokio::signal::ctrl_c() => Ok(()),
+        // Ctrl-C (or SIGTERM) is how a watch ends: a normal stop.
+        _ = stop.wait_for(|s| *s) => Ok(()),
     }
 }
 
@@ -148,8 +151,10 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
         args.time_scale,
         handle.base_url()
     );
-    let _ = tokio::signal::ctrl_c().await;
-    handle.shutdown().await;
+    let mut stop = stop_on_signal();
+    let _ = stop.wait_for(|s| *s).await;
+    // Streams still open get the grace; then the twin is dropped.
+    let _ = tokio::time::timeout(Duration::from_secs(5), handle.shutdown()).await;
     Ok(())
 }
 
@@ -185,33 +190,6 @@ fn provenance(args: &ProvenanceArgs) -> Provenance {
         dgx_os_version: clean(&args.dgx_os_version),
         driver_version: clean(&args.driver_version),
     }
-}
-
-/// A channel that turns true on Ctrl-C or SIGTERM.
-fn stop_signal() -> tokio::sync::watch::Receiver<bool> {
-    let (tx, rx) = tokio::sync::watch::channel(false);
-    tokio::spawn(async move {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{signal, SignalKind};
-            match signal(SignalKind::terminate()) {
-                Ok(mut term) => {
-                    tokio::select! {
-                        _ = tokio::signal::ctrl_c() => {}
-                        _ = term.recv() => {}
-                    }
-                }
-                Err(_) => {
-                    let _ = tokio::signal::ctrl_c().await;
-                }
-            }
-        }
-        #[cfg(not(unix))]
-        let _ = tokio::signal::ctrl_c().await;
-        eprintln!("\ncodendum: stopping: no new requests; writing what was measured");
-        let _ = tx.send(true);
-    });
-    rx
 }
 
 /// Asks on the terminal; without one, refuses.
@@ -281,7 +259,7 @@ async fn bench(args: BenchArgs) -> Result<(), Error> {
         config,
         connect,
         confirm: &confirm_on_terminal,
-        stop: stop_signal(),
+        stop: stop_on_signal(),
         show_progress: true,
         write_report: !args.run.no_report,
     };
@@ -346,7 +324,7 @@ async fn classroom(args: ClassroomArgs) -> Result<(), Error> {
         allow_busy: args.run.allow_busy,
         yes: args.run.yes,
         confirm: &confirm_on_terminal,
-        stop: stop_signal(),
+        stop: stop_on_signal(),
         show_progress: std::io::stderr().is_terminal(),
         write_report: !args.run.no_report,
     };

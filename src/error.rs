@@ -65,6 +65,7 @@ pub enum Error {
     /// The run was interrupted; partial results were written (exit 130).
     #[error("interrupted: partial results in {0}")]
     Interrupted(PathBuf),
+
     /// An I/O error outside a run (exit 1).
     #[error("{context}: {source}")]
     Io {

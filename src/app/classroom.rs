@@ -15,15 +15,22 @@ use super::classroom_output::show_status;
 use super::connect::{ConnectOptions, Connection};
 use crate::bench::{busy_guard, GuardVerdict, ServerInfo};
 use crate::classroom::{
-    run_classroom, ClassroomConfig, ClassroomSummary, LiveStatus, MemorySink, RecordSink,
+    run_classroom_until, ClassroomConfig, ClassroomSummary, LiveStatus, MemorySink, RecordSink,
     RequestRecord, ServerFigures, TaskRecord,
 };
+use crate::clock::Clock;
 use crate::error::Error;
-use crate::prom::{align_timeline, read_timeline, window_stats, Sampler, TimelineSample};
+use crate::prom::{
+    align_timeline, read_timeline, window_stats, Sampler, SamplerHandle, Scraper, TimelineSample,
+};
 use crate::results::{
     self, ClassroomParameters, ClassroomRunSummary, JsonlWriter, RunHeader, ServerDescription,
 };
 use crate::target::{Provenance, Target};
+
+/// How long the calls in flight may go on after Ctrl-C or SIGTERM
+/// (simulated seconds), as bench's cancel grace.
+pub const STOP_GRACE: Duration = crate::bench::config::DEFAULT_CANCEL_GRACE;
 
 /// Everything `codendum classroom` needs.
 pub struct ClassroomRun<'a> {
@@ -122,6 +129,8 @@ async fn run_connected(
     }
     config.validate()?;
     let mut provenance = run.provenance.clone();
+    // Whether the busy guard could read /metrics (None: not asked).
+    let mut metrics_reachable = None;
     if conn.is_embedded() {
         eprintln!("Target: {}", conn.label);
         if let Some(p) = &conn.profile {
@@ -132,6 +141,7 @@ async fn run_connected(
             Some(s) => super::seams::load_now(s).await,
             None => None,
         };
+        metrics_reachable = Some(load.is_some());
         if let GuardVerdict::Allowed(msg) = busy_guard(load, run.allow_busy)? {
             eprintln!("codendum: {msg}");
         }
@@ -164,40 +174,25 @@ async fn run_connected(
         requests: Mutex::new(results::open_append(&folder, results::REQUESTS_JSONL)?),
         tasks: Mutex::new(results::open_append(&folder, results::TASKS_JSONL)?),
     });
-    let (timeline_tx, timeline_rx) = tokio::sync::mpsc::unbounded_channel();
     let sampler = match &conn.scraper {
-        Some(s) => {
-            let probe = s.scrape().await;
-            if probe.is_err() {
-                eprintln!(
-                    "codendum: /metrics is out of reach ({}); server figures stay empty unless you fold in a host recording with --server-timeline",
-                    s.urls().join(", ")
-                );
-                None
-            } else {
-                Some(Sampler::start_with_sink(
-                    s.clone(),
-                    clock.clone(),
-                    Duration::from_secs(1),
-                    timeline_tx,
-                ))
-            }
-        }
+        Some(s) => start_sampler(s, &clock, &folder, metrics_reachable).await?,
         None => None,
     };
-    let timeline_writer = tokio::spawn(write_timeline(folder.clone(), timeline_rx));
     let status = Arc::new(LiveStatus::new(clock.clone()));
     let status_task = run
         .show_progress
         .then(|| tokio::spawn(show_status(status.clone())));
 
     let origin = clock.now_secs();
-    let mut stop = run.stop.clone();
-    let transport: Arc<dyn crate::openai::Transport> = conn.client.clone();
-    let outcome = tokio::select! {
-        r = run_classroom(&config, transport, clock.clone(), sink.clone(), status.clone()) => Some(r),
-        _ = stop.wait_for(|s| *s) => None,
-    };
+    let outcome = run_until_stopped(
+        &config,
+        conn,
+        &clock,
+        sink.clone(),
+        status.clone(),
+        run.stop.clone(),
+    )
+    .await;
     if let Some(t) = status_task {
         t.abort();
         eprintln!();
@@ -207,7 +202,6 @@ async fn run_connected(
         Some(s) => s.stop().await,
         None => Vec::new(),
     };
-    let _ = timeline_writer.await;
     let (interrupted, mut summary, key_note) = match outcome {
         Some(Ok(o)) => (false, o.summary, o.key_note),
         Some(Err(Error::Io { context, source })) => {
@@ -343,28 +337,65 @@ pub fn read_host_timeline(
     Ok(align_timeline(samples, run_start))
 }
 
-async fn write_timeline(
-    folder: PathBuf,
-    mut rx: tokio::sync::mpsc::UnboundedReceiver<TimelineSample>,
-) {
-    let mut writer: Option<JsonlWriter<std::fs::File, TimelineSample>> = None;
-    while let Some(sample) = rx.recv().await {
-        if writer.is_none() {
-            match results::open_append(&folder, results::SERVER_TIMELINE_JSONL) {
-                Ok(f) => writer = Some(JsonlWriter::new(f)),
-                Err(e) => {
-                    eprintln!("codendum: {e}");
-                    return;
-                }
-            }
-        }
-        if let Some(w) = writer.as_mut() {
-            if let Err(e) = w.append(&sample) {
-                eprintln!("codendum: cannot write the server timeline: {e}");
-                return;
-            }
-        }
+/// Starts the 1 s `/metrics` sampler, which appends every sample to the
+/// folder's `server-timeline.jsonl` as it is taken. `reachable` is what the
+/// busy guard found (`None`: not asked, so one scrape decides). An
+/// unreachable `/metrics` is said once and the class runs without it.
+async fn start_sampler(
+    scraper: &Scraper,
+    clock: &Clock,
+    folder: &Path,
+    reachable: Option<bool>,
+) -> Result<Option<SamplerHandle>, Error> {
+    let reachable = match reachable {
+        Some(r) => r,
+        None => scraper.scrape().await.is_ok(),
+    };
+    if !reachable {
+        eprintln!(
+            "codendum: /metrics is out of reach ({}); server figures stay empty unless you fold in a host recording with --server-timeline",
+            scraper.urls().join(", ")
+        );
+        return Ok(None);
     }
+    let file = results::open_append(folder, results::SERVER_TIMELINE_JSONL)?;
+    Ok(Some(Sampler::start_recording(
+        scraper.clone(),
+        clock.clone(),
+        Duration::from_secs(1),
+        JsonlWriter::new(file),
+    )))
+}
+
+/// Runs the students until the class ends by itself (`Some`) or a stop is
+/// asked for (`None`): then no student starts another call, and the calls
+/// in flight get [`STOP_GRACE`] (simulated) to finish and be recorded.
+async fn run_until_stopped(
+    config: &ClassroomConfig,
+    conn: &Connection,
+    clock: &Clock,
+    sink: Arc<TeeSink>,
+    status: Arc<LiveStatus>,
+    mut stop: watch::Receiver<bool>,
+) -> Option<Result<crate::classroom::ClassroomOutcome, Error>> {
+    let transport: Arc<dyn crate::openai::Transport> = conn.client.clone();
+    let class = run_classroom_until(
+        config,
+        transport,
+        clock.clone(),
+        sink,
+        status,
+        Some(stop.clone()),
+    );
+    tokio::pin!(class);
+    tokio::select! {
+        r = &mut class => return Some(r),
+        _ = stop.wait_for(|s| *s) => {}
+    }
+    // Whatever the students finish within the grace is already recorded by
+    // the sink; the class is marked interrupted either way.
+    let _ = clock.timeout(STOP_GRACE, class).await;
+    None
 }
 
 /// Keeps every record in memory (for a summary after an interruption) and

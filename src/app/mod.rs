@@ -10,5 +10,6 @@ pub mod classroom;
 mod classroom_output;
 pub mod connect;
 pub mod seams;
+pub mod signals;
 
 pub use connect::{ConnectOptions, Connection};

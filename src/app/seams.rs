@@ -8,6 +8,7 @@ use futures::future::BoxFuture;
 
 use crate::bench::{ServerInfo, ServerLoad, ServerMetrics, ServerWindow};
 use crate::openai::client::HttpClient;
+use crate::openai::Endpoint;
 use crate::prom::{SamplerHandle, Scraper};
 
 impl ServerInfo for HttpClient {
@@ -29,6 +30,19 @@ impl ServerInfo for HttpClient {
     ) -> BoxFuture<'a, Result<Option<u64>, String>> {
         Box::pin(async move {
             HttpClient::tokenize(self, model, prompt)
+                .await
+                .map_err(|e| e.message)
+        })
+    }
+
+    fn prompt_tokens_unstreamed<'a>(
+        &'a self,
+        endpoint: Endpoint,
+        model: &'a str,
+        prompt: &'a str,
+    ) -> BoxFuture<'a, Result<Option<u64>, String>> {
+        Box::pin(async move {
+            HttpClient::prompt_tokens_unstreamed(self, endpoint, model, prompt)
                 .await
                 .map_err(|e| e.message)
         })

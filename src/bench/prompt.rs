@@ -272,7 +272,7 @@ async fn size_with_tokenize(
 }
 
 /// Sends one short request and derives characters per token from the
-/// server's `usage.prompt_tokens`.
+/// server's `usage.prompt_tokens` (streamed, else non-streamed).
 async fn probe(ctx: &SizingContext<'_>, calibration: &str) -> Option<f64> {
     let prompt = format!("[codendum-bench run={} probe]\n{calibration}", ctx.run_id);
     let request = CallRequest {
@@ -283,8 +283,21 @@ async fn probe(ctx: &SizingContext<'_>, calibration: &str) -> Option<f64> {
         record_gaps: false,
     };
     let outcome = ctx.transport.call(request).await;
-    let tokens = outcome.usage.filter(|_| outcome.is_ok())?.prompt_tokens;
-    (tokens > 0).then(|| prompt.len() as f64 / tokens as f64)
+    let streamed = outcome
+        .usage
+        .filter(|u| outcome.is_ok() && u.prompt_tokens > 0)
+        .map(|u| u.prompt_tokens);
+    let tokens = match streamed {
+        Some(t) => t,
+        // No usage in the stream (llama.cpp): ask once without streaming.
+        None => ctx
+            .info
+            .prompt_tokens_unstreamed(ctx.endpoint, ctx.model, &prompt)
+            .await
+            .ok()
+            .flatten()?,
+    };
+    Some(prompt.len() as f64 / tokens as f64)
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@
 //! }
 //! ```
 
+use crate::openai::Endpoint;
 use futures::future::BoxFuture;
 
 /// Facts about the server apart from generating text.
@@ -38,6 +39,18 @@ pub trait ServerInfo: Send + Sync {
         model: &'a str,
         prompt: &'a str,
     ) -> BoxFuture<'a, Result<Option<u64>, String>>;
+
+    /// Prompt tokens the server counts for `prompt`, from the `usage` of a
+    /// non-streamed request (for servers without usage in streams).
+    /// `Ok(None)`: the server does not say.
+    fn prompt_tokens_unstreamed<'a>(
+        &'a self,
+        _endpoint: Endpoint,
+        _model: &'a str,
+        _prompt: &'a str,
+    ) -> BoxFuture<'a, Result<Option<u64>, String>> {
+        Box::pin(async { Ok(None) })
+    }
 
     /// The server's version (vLLM's `/version`), when it tells.
     fn server_version(&self) -> BoxFuture<'_, Option<String>> {

@@ -3,6 +3,7 @@
 //! the report with the verdicts; or reusing a run another process made.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use tokio::sync::watch;
@@ -43,6 +44,10 @@ pub struct WorkloadResults {
 /// One workload at a time in this process (the run lock does the same
 /// across processes).
 static RUNNING: Mutex<()> = Mutex::new(());
+
+/// Set once a workload was stopped by Ctrl-C or SIGTERM: no further
+/// workload starts in this process (their trials fail saying so).
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 /// The run-cache key of a workload: profile, workload, mode, and a hash of
 /// everything that shapes the run (target, profile settings, checked levels,
@@ -85,6 +90,12 @@ pub fn run_workload(
     cache: &RunCache,
 ) -> Result<WorkloadResults, String> {
     let _one_at_a_time = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
+    if INTERRUPTED.load(Ordering::Relaxed) {
+        return Err(format!(
+            "the {} workload was not started: the suite was interrupted",
+            kind.name()
+        ));
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -127,12 +138,16 @@ async fn run_locked(
         p.profile.name,
         settings.target.display_url()
     );
-    let (tx, stop) = watch::channel(false);
+    // Ctrl-C or SIGTERM during a workload stops it as it stops the command:
+    // its folder is written and every trial of it fails as interrupted.
+    let stop = crate::app::signals::stop_on_signal();
     let outcome = match kind {
-        WorkloadKind::Bench => run_bench(settings, p, targets, stop).await,
-        WorkloadKind::Classroom => run_classroom(settings, p, stop).await,
+        WorkloadKind::Bench => run_bench(settings, p, targets, stop.clone()).await,
+        WorkloadKind::Classroom => run_classroom(settings, p, stop.clone()).await,
     };
-    drop(tx);
+    if *stop.borrow() {
+        INTERRUPTED.store(true, Ordering::Relaxed);
+    }
     let results = outcome.map_err(|e| explain(kind, e))?;
     let verdicts: Vec<Verdict> = judge_all(targets, kind, &results)
         .into_iter()

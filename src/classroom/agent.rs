@@ -114,7 +114,7 @@ pub(crate) fn run_loop<'a>(
         let config = &shared.config;
         let mut overflows = 0;
         for step in 0..conv.step_cap {
-            if shared.past_drain_limit() {
+            if shared.past_drain_limit() || shared.stopping() {
                 return LoopEnd::CutOff;
             }
             let b = body(
@@ -252,7 +252,7 @@ async fn run_tool(
         LoopEnd::Answered(text) if text.trim().is_empty() => Some(ToolResult { content: format!("(task {description:?} finished without an answer)"), is_error: false, elapsed: Duration::ZERO }),
         LoopEnd::Answered(text) => Some(ToolResult { content: text, is_error: false, elapsed: Duration::ZERO }),
         LoopEnd::Failed(kind) => Some(error(format!("Error: the {subagent_type} task {description:?} failed: {kind}"))),
-        LoopEnd::CutOff if shared.past_drain_limit() => None,
+        LoopEnd::CutOff if shared.past_drain_limit() || shared.stopping() => None,
         LoopEnd::CutOff => Some(error(format!("Error: the {subagent_type} task {description:?} stopped after {} steps without an answer", shared.config.subagent_step_cap))),
     }
 }

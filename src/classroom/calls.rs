@@ -103,7 +103,7 @@ pub(crate) async fn call_model(
             .in_flight
             .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
         match &outcome.error {
-            Some(e) if e.kind.is_retryable() && retries < MAX_RETRIES => {
+            Some(e) if e.kind.is_retryable() && retries < MAX_RETRIES && !shared.stopping() => {
                 let delay = e
                     .retry_after
                     .unwrap_or_else(|| retry_delay(retries, &mut rng));

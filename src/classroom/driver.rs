@@ -69,7 +69,7 @@ async fn run_student(shared: Arc<Shared>, user: usize) {
         let Some(text) = config.scenario.request(index) else {
             break;
         };
-        if shared.now() >= window {
+        if shared.now() >= window || shared.stopping() {
             break;
         }
         coding_request(&shared, &mut st, &mut conv, index, text).await;
@@ -86,7 +86,10 @@ async fn run_student(shared: Arc<Shared>, user: usize) {
             .status
             .pausing
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        shared.clock.sleep(Duration::from_secs_f64(pause)).await;
+        tokio::select! {
+            _ = shared.clock.sleep(Duration::from_secs_f64(pause)) => {}
+            _ = shared.stopped() => {}
+        }
         shared
             .status
             .pausing
@@ -113,6 +116,22 @@ pub async fn run_classroom(
     sink: Arc<dyn RecordSink>,
     status: Arc<LiveStatus>,
 ) -> Result<ClassroomOutcome, Error> {
+    run_classroom_until(config, transport, clock, sink, status, None).await
+}
+
+/// [`run_classroom`] that also ends early once `stop` turns true (Ctrl-C):
+/// from then on no student starts another model call or coding request and
+/// a student pausing between requests leaves; the calls in flight go on to
+/// their end (the caller bounds that with its grace). A dropped sender is
+/// read as "never stop".
+pub async fn run_classroom_until(
+    config: &ClassroomConfig,
+    transport: Arc<dyn Transport>,
+    clock: Clock,
+    sink: Arc<dyn RecordSink>,
+    status: Arc<LiveStatus>,
+    stop: Option<tokio::sync::watch::Receiver<bool>>,
+) -> Result<ClassroomOutcome, Error> {
     config.validate()?;
     let origin = clock.now_secs();
     status.start_at(origin);
@@ -126,6 +145,7 @@ pub async fn run_classroom(
         requests: Mutex::new(Vec::new()),
         tasks: Mutex::new(Vec::new()),
         sink_error: Mutex::new(None),
+        stop,
     });
     let mut students = tokio::task::JoinSet::new();
     for user in 0..config.users {

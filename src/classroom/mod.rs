@@ -36,7 +36,7 @@ pub mod workspace;
 
 pub use calls::{retry_delay, MAX_RETRIES};
 pub use config::{ClassroomConfig, DEFAULT_OUTPUT_LIMIT};
-pub use driver::{run_classroom, ClassroomOutcome};
+pub use driver::{run_classroom, run_classroom_until, ClassroomOutcome};
 pub use prompt::{PromptSet, PromptSource};
 pub use records::{
     CallKind, JsonlSink, MemorySink, RecordSink, RequestRecord, TaskOutcome, TaskRecord,

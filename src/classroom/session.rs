@@ -28,12 +28,30 @@ pub(crate) struct Shared {
     pub requests: Mutex<Vec<RequestRecord>>,
     pub tasks: Mutex<Vec<TaskRecord>>,
     pub sink_error: Mutex<Option<std::io::Error>>,
+    /// Turns true when the run is asked to stop (Ctrl-C); `None`: never.
+    pub stop: Option<tokio::sync::watch::Receiver<bool>>,
 }
 
 impl Shared {
     /// Simulated seconds since the run started.
     pub fn now(&self) -> f64 {
         self.clock.now_secs() - self.origin
+    }
+
+    /// Whether a stop was asked for: start nothing new.
+    pub fn stopping(&self) -> bool {
+        self.stop.as_ref().is_some_and(|r| *r.borrow())
+    }
+
+    /// Completes when a stop is asked for; pends forever without one (or
+    /// when its sender is gone).
+    pub async fn stopped(&self) {
+        if let Some(mut r) = self.stop.clone() {
+            if r.wait_for(|s| *s).await.is_ok() {
+                return;
+            }
+        }
+        std::future::pending::<()>().await
     }
 
     pub fn past_drain_limit(&self) -> bool {

@@ -78,6 +78,11 @@ pub enum ErrorKind {
     /// The body ended without `[DONE]` and without a finish reason.
     #[serde(rename = "incomplete")]
     Incomplete,
+    /// The stream ended properly (`[DONE]` or a finish reason) without any
+    /// text, reasoning or tool call: an answer with nothing in it (seen from
+    /// llama.cpp's server as a role chunk followed by `[DONE]`).
+    #[serde(rename = "empty_answer")]
+    EmptyAnswer,
 }
 
 impl ErrorKind {
@@ -95,6 +100,7 @@ impl ErrorKind {
             ErrorKind::StreamError => "stream_error",
             ErrorKind::BadJson => "bad_json",
             ErrorKind::Incomplete => "incomplete",
+            ErrorKind::EmptyAnswer => "empty_answer",
         }
     }
 

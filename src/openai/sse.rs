@@ -17,7 +17,11 @@
 //! The decoder keeps one buffer for unconsumed input and one for the data of
 //! the event being assembled; both are reused, so decoding allocates nothing
 //! per byte or per event once the buffers have grown to the longest line.
-//! There is no line-length limit.
+//!
+//! One event (or one line still waiting for its end) may hold at most
+//! [`MAX_EVENT_BYTES`]: past that the decoder gives [`SseEvent::Oversized`]
+//! once and then nothing more, so a server that never ends a line cannot
+//! grow the client's memory without bound.
 
 /// One decoded event. `Data` borrows from the decoder until the next call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,7 +30,19 @@ pub enum SseEvent<'a> {
     Data(&'a [u8]),
     /// The `data: [DONE]` sentinel that ends an OpenAI stream.
     Done,
+    /// An event or a line grew past the decoder's limit: the stream cannot
+    /// be read further (the decoder yields nothing after this).
+    Oversized {
+        /// The limit that was passed, bytes.
+        limit: usize,
+    },
 }
+
+/// The largest event the decoder takes, bytes (4 MiB). vLLM's largest
+/// chunks are tool calls whose arguments come in one delta: a `write` of a
+/// whole file at the 32,768-token output cap is about 130 KB of text, twice
+/// that JSON-escaped; this leaves more than ten times that room.
+pub const MAX_EVENT_BYTES: usize = 4 << 20;
 
 impl SseEvent<'_> {
     /// An owned copy, for collecting events (tests, tools).
@@ -34,6 +50,7 @@ impl SseEvent<'_> {
         match self {
             SseEvent::Data(d) => OwnedSseEvent::Data(d.to_vec()),
             SseEvent::Done => OwnedSseEvent::Done,
+            SseEvent::Oversized { limit } => OwnedSseEvent::Oversized { limit: *limit },
         }
     }
 }
@@ -45,13 +62,23 @@ pub enum OwnedSseEvent {
     Data(Vec<u8>),
     /// `data: [DONE]`.
     Done,
+    /// See [`SseEvent::Oversized`].
+    Oversized {
+        /// The limit that was passed, bytes.
+        limit: usize,
+    },
 }
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// The incremental decoder. See the module documentation.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SseDecoder {
+    /// The most bytes one event or one unfinished line may hold.
+    limit: usize,
+    /// The limit was passed: [`SseEvent::Oversized`] is due (`Some(false)`)
+    /// or was given (`Some(true)`).
+    oversized: Option<bool>,
     /// Unconsumed input; `buf[pos..]` is what is left to scan.
     buf: Vec<u8>,
     pos: usize,
@@ -71,16 +98,57 @@ pub struct SseDecoder {
     started: bool,
 }
 
+impl Default for SseDecoder {
+    fn default() -> Self {
+        Self::with_limit(MAX_EVENT_BYTES)
+    }
+}
+
 impl SseDecoder {
-    /// A fresh decoder.
+    /// A fresh decoder with the [`MAX_EVENT_BYTES`] limit.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A fresh decoder whose events and lines may hold at most `limit`
+    /// bytes.
+    pub fn with_limit(limit: usize) -> Self {
+        SseDecoder {
+            limit,
+            oversized: None,
+            buf: Vec::new(),
+            pos: 0,
+            scan: 0,
+            data: Vec::new(),
+            has_data: false,
+            skip_lf: false,
+            dispatched: false,
+            started: false,
+        }
+    }
+
+    /// Gives up on the stream: frees the buffers and reports the limit once.
+    fn overflow(&mut self) -> Option<SseEvent<'_>> {
+        match self.oversized {
+            Some(true) => None,
+            _ => {
+                self.oversized = Some(true);
+                self.buf = Vec::new();
+                self.data = Vec::new();
+                self.pos = 0;
+                self.scan = 0;
+                Some(SseEvent::Oversized { limit: self.limit })
+            }
+        }
     }
 
     /// Appends a piece of the body. Call [`Self::next_event`] until it
     /// returns `None` before pushing the next piece (events not pulled stay
     /// buffered, so nothing is lost if you don't).
     pub fn push(&mut self, input: &[u8]) {
+        if self.oversized.is_some() {
+            return;
+        }
         if self.pos > 0 {
             self.buf.drain(..self.pos);
             self.scan = self.scan.saturating_sub(self.pos);
@@ -91,6 +159,9 @@ impl SseDecoder {
 
     /// The next complete event, or `None` when more input is needed.
     pub fn next_event(&mut self) -> Option<SseEvent<'_>> {
+        if self.oversized.is_some() {
+            return self.overflow();
+        }
         if self.dispatched {
             self.dispatched = false;
             self.data.clear();
@@ -117,6 +188,9 @@ impl SseDecoder {
                 .position(|&b| b == b'\n' || b == b'\r')
             else {
                 self.scan = self.buf.len();
+                if self.buf.len() - line_start > self.limit {
+                    return self.overflow();
+                }
                 return None;
             };
             let line_end = from + found;
@@ -135,6 +209,9 @@ impl SseDecoder {
                 }
             } else {
                 self.process_line(line_start, line_end);
+                if self.oversized.is_some() {
+                    return self.overflow();
+                }
             }
         }
     }
@@ -143,6 +220,9 @@ impl SseDecoder {
     /// an event not followed by a blank line is delivered. Returns at most
     /// one event; call it after [`Self::next_event`] has returned `None`.
     pub fn finish(&mut self) -> Option<SseEvent<'_>> {
+        if self.oversized.is_some() {
+            return self.overflow();
+        }
         if self.dispatched {
             self.dispatched = false;
             self.data.clear();
@@ -153,6 +233,9 @@ impl SseDecoder {
             let (start, end) = (self.pos, self.buf.len());
             self.process_line(start, end);
             self.pos = end;
+            if self.oversized.is_some() {
+                return self.overflow();
+            }
         }
         self.scan = self.pos;
         self.skip_lf = false;
@@ -193,6 +276,10 @@ impl SseDecoder {
             None => (line, &line[line.len()..]),
         };
         if field == b"data" {
+            if self.data.len() + value.len() + 1 > self.limit {
+                self.oversized = Some(false);
+                return;
+            }
             if self.has_data {
                 self.data.push(b'\n');
             }
@@ -243,6 +330,45 @@ mod tests {
 
     fn data(s: &str) -> OwnedSseEvent {
         OwnedSseEvent::Data(s.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn an_event_past_the_limit_ends_the_stream_once() {
+        let mut d = SseDecoder::with_limit(64);
+        d.push(b"data: small\n\n");
+        assert_eq!(d.next_event(), Some(SseEvent::Data(b"small")));
+        // Many data lines of one event: their sum passes the limit.
+        for _ in 0..10 {
+            d.push(b"data: 0123456789\n");
+        }
+        assert_eq!(d.next_event(), Some(SseEvent::Oversized { limit: 64 }));
+        d.push(b"\ndata: after\n\n");
+        assert_eq!(d.next_event(), None);
+        assert_eq!(d.finish(), None);
+    }
+
+    #[test]
+    fn a_line_that_never_ends_is_cut_at_the_limit() {
+        let mut d = SseDecoder::with_limit(1000);
+        let mut given = None;
+        for _ in 0..100 {
+            d.push(&[b'x'; 64]);
+            if let Some(ev) = d.next_event() {
+                given = Some(ev.to_owned_event());
+                break;
+            }
+        }
+        assert_eq!(given, Some(OwnedSseEvent::Oversized { limit: 1000 }));
+        assert!(d.buf.capacity() == 0, "the buffer is freed");
+    }
+
+    #[test]
+    fn events_up_to_the_limit_pass() {
+        let payload = "y".repeat(MAX_EVENT_BYTES - 10);
+        let body = format!("data: {payload}\n\ndata: [DONE]\n\n");
+        let ev = decode_all(body.as_bytes());
+        assert_eq!(ev.len(), 2);
+        assert_eq!(ev[1], OwnedSseEvent::Done);
     }
 
     #[test]

@@ -67,6 +67,10 @@ impl StreamMeter {
                     Ok(chunk) => Ok(self.assembler.apply(&chunk)),
                     Err(e) => Err(Some(e)),
                 },
+                Some(SseEvent::Oversized { limit }) => {
+                    self.fail(ErrorKind::StreamError, &oversized_message(limit), now);
+                    return Flow::Stop;
+                }
             };
             if self.handle(result, now) == Flow::Stop {
                 return Flow::Stop;
@@ -87,6 +91,10 @@ impl StreamMeter {
                 Ok(chunk) => Ok(self.assembler.apply(&chunk)),
                 Err(e) => Err(Some(e)),
             },
+            Some(SseEvent::Oversized { limit }) => {
+                self.fail(ErrorKind::StreamError, &oversized_message(limit), now);
+                Ok(false)
+            }
         };
         self.handle(result, now);
         if self.ended_at.is_none() {
@@ -130,6 +138,20 @@ impl StreamMeter {
                 kind: ErrorKind::Incomplete,
                 status: Some(status),
                 message: "the body ended without [DONE] and without a finish reason".into(),
+                retry_after: None,
+            });
+        }
+        let m = &self.assembler.message;
+        if error.is_none()
+            && self.assembler.text_chunks == 0
+            && m.content.is_empty()
+            && m.reasoning.is_empty()
+            && m.tool_calls.is_empty()
+        {
+            error = Some(CallError {
+                kind: ErrorKind::EmptyAnswer,
+                status: Some(status),
+                message: "the stream ended without any text, reasoning or tool call".into(),
                 retry_after: None,
             });
         }
@@ -182,6 +204,10 @@ impl StreamMeter {
             }
         }
     }
+}
+
+fn oversized_message(limit: usize) -> String {
+    format!("an SSE event or line passed the limit of {limit} bytes; the stream was abandoned")
 }
 
 /// Cuts a message to [`MAX_MESSAGE_CHARS`] characters (adding `…`).

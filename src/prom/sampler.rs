@@ -4,13 +4,14 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use tokio::sync::{mpsc::UnboundedSender, oneshot};
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use super::parse::{parse, ParseError};
 use super::snapshot::ServerSnapshot;
 use super::window::{window_stats, TimelineSample, WindowStats};
 use crate::clock::Clock;
+use crate::results::JsonlWriter;
 
 /// Why a scrape failed. The message names the URL and fits on one line.
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +45,12 @@ pub enum ScrapeError {
     NoUrls,
 }
 
+/// How long one scrape may take (real seconds) before it counts as failed:
+/// vLLM answers in milliseconds even when busy, so a `/metrics` that takes
+/// longer is out of reach (a proxy holding the connection, a firewall
+/// dropping packets).
+pub const SCRAPE_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Reads one or several `/metrics` URLs (several replicas) and sums them.
 #[derive(Debug, Clone)]
 pub struct Scraper {
@@ -68,13 +75,13 @@ fn one_line(error: &dyn std::error::Error) -> String {
 }
 
 impl Scraper {
-    /// A scraper of `urls` (full `/metrics` URLs) with a 10 s real-time
-    /// limit per request.
+    /// A scraper of `urls` (full `/metrics` URLs) with a limit of
+    /// [`SCRAPE_TIMEOUT`] per request.
     pub fn new(client: reqwest::Client, urls: Vec<String>) -> Self {
         Self {
             client,
             urls,
-            timeout: Duration::from_secs(10),
+            timeout: SCRAPE_TIMEOUT,
         }
     }
 
@@ -183,23 +190,24 @@ impl Sampler {
         Self::spawn(scraper, clock, interval, None)
     }
 
-    /// Like [`Sampler::start`], and also sends each sample to `sink` as it is
-    /// taken (e.g. to append it to `server-timeline.jsonl`). A closed sink is
-    /// ignored.
-    pub fn start_with_sink(
+    /// Like [`Sampler::start`], and also appends each sample to `file` as a
+    /// flushed JSON line the moment it is taken (`server-timeline.jsonl`:
+    /// `kill -9` keeps every sample). After a failed write the sampler says
+    /// so once on stderr and goes on sampling without the file.
+    pub fn start_recording(
         scraper: Scraper,
         clock: Clock,
         interval: Duration,
-        sink: UnboundedSender<TimelineSample>,
+        file: JsonlWriter<std::fs::File, TimelineSample>,
     ) -> SamplerHandle {
-        Self::spawn(scraper, clock, interval, Some(sink))
+        Self::spawn(scraper, clock, interval, Some(file))
     }
 
     fn spawn(
         scraper: Scraper,
         clock: Clock,
         interval: Duration,
-        sink: Option<UnboundedSender<TimelineSample>>,
+        mut file: Option<JsonlWriter<std::fs::File, TimelineSample>>,
     ) -> SamplerHandle {
         let interval = interval.max(Duration::from_millis(1));
         let timeline = Arc::new(Mutex::new(Vec::new()));
@@ -217,8 +225,11 @@ impl Sampler {
                     _ = &mut stopped => break,
                     sample = step => sample,
                 };
-                if let Some(sink) = &sink {
-                    let _ = sink.send(sample.clone());
+                if let Some(writer) = file.as_mut() {
+                    if let Err(e) = writer.append(&sample) {
+                        eprintln!("codendum: cannot write the server timeline: {e}");
+                        file = None;
+                    }
                 }
                 lock(&shared).push(sample);
                 next += interval;

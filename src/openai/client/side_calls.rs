@@ -4,7 +4,7 @@
 
 use super::{error_chain, read_error, send_error_kind, HttpClient};
 use crate::openai::stream::truncate_message;
-use crate::openai::{CallError, ErrorKind};
+use crate::openai::{CallError, Endpoint, ErrorKind};
 
 /// One served model, from `GET /v1/models`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,6 +50,34 @@ impl HttpClient {
             Err(e) if e.status == Some(404) => Ok(None),
             Err(e) => Err(e),
         }
+    }
+
+    /// The prompt tokens the server counts for `prompt`, from the `usage` of
+    /// one non-streamed request for a single output token: for servers that
+    /// send no usage in streams (llama.cpp's). `Ok(None)`: no usage in the
+    /// answer either.
+    pub async fn prompt_tokens_unstreamed(
+        &self,
+        endpoint: Endpoint,
+        model: &str,
+        prompt: &str,
+    ) -> Result<Option<u64>, CallError> {
+        let (path, body) = match endpoint {
+            Endpoint::Chat => (
+                "chat/completions",
+                serde_json::json!({"model": model, "max_tokens": 1, "stream": false,
+                    "messages": [{"role": "user", "content": prompt}]}),
+            ),
+            Endpoint::Completions => (
+                "completions",
+                serde_json::json!({"model": model, "max_tokens": 1, "stream": false, "prompt": prompt}),
+            ),
+        };
+        let url = format!("{}/{path}", self.base_url);
+        let (_, v) = self.json_call(self.http.post(url).json(&body)).await?;
+        Ok(v.pointer("/usage/prompt_tokens")
+            .and_then(|t| t.as_u64())
+            .filter(|&t| t > 0))
     }
 
     /// The server's version (`GET {origin}/version`), if it tells.

@@ -1,7 +1,7 @@
 //! A small class (3 students) against a scripted fake model on a paused
 //! clock: the records, the summary, the live status and repeatability.
 
-mod classroom_support;
+use crate::classroom_support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! Compaction in the classroom agent: at the threshold, after a final
 //! answer, and when the server rejects a prompt as too long.
 
-mod classroom_support;
+use crate::classroom_support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! The comparison model: headings naming what differs, change words that
 //! know which direction is good, and runs that lack a figure.
 
-mod report_support;
+use crate::report_support;
 
 use codendum::report::{
     markdown, Assessment, BenchReport, Better, ComparedFigure, Comparison, LevelRow, RunInfo, Unit,

@@ -1,7 +1,7 @@
 //! The client against a paced loopback server: TTFT and gaps measured to the
 //! millisecond scale, and the stream failures (incomplete, dropped, stalled).
 
-mod client_support;
+use crate::client_support;
 
 use std::time::Duration;
 
@@ -147,4 +147,53 @@ async fn times_are_simulated_seconds_on_a_scaled_clock() {
     assert!(o.is_ok(), "{:?}", o.error);
     let ttft = o.ttft.expect("ttft");
     assert!((0.19..0.8).contains(&ttft), "ttft {ttft} simulated s");
+}
+
+#[tokio::test]
+async fn an_event_past_the_sse_limit_is_a_stream_error_naming_it() {
+    use codendum::openai::sse::MAX_EVENT_BYTES;
+    // A tool call whose arguments never end: one data line over the limit,
+    // sent in 64 KiB chunks.
+    let mut script = vec![Step::Chunk(chat_event(
+        r#"{"role":"assistant","content":""}"#,
+        None,
+    ))];
+    let piece = "x".repeat(64 * 1024);
+    script.push(Step::Chunk(
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"".into(),
+    ));
+    for _ in 0..(MAX_EVENT_BYTES / piece.len() + 2) {
+        script.push(Step::Chunk(piece.clone()));
+    }
+    script.push(Step::Stall(5_000));
+    let base = spawn_plain(script).await;
+    let o = client(&base, Duration::from_secs(20)).call(request()).await;
+    let e = o.error.clone().expect("error");
+    assert_eq!(e.kind, ErrorKind::StreamError);
+    assert!(
+        e.message.contains(&MAX_EVENT_BYTES.to_string()),
+        "{}",
+        e.message
+    );
+    assert!(
+        o.e2e < 4.0,
+        "abandoned at once, not after the stall: {}",
+        o.e2e
+    );
+}
+
+#[tokio::test]
+async fn a_role_chunk_then_done_is_an_empty_answer() {
+    let script = vec![
+        Step::Chunk(chat_event(r#"{"role":"assistant","content":""}"#, None)),
+        Step::Chunk(chat_event("{}", Some("stop"))),
+        Step::Chunk("data: [DONE]\n\n".into()),
+        Step::End,
+    ];
+    let base = spawn_plain(script).await;
+    let o = client(&base, Duration::from_secs(20)).call(request()).await;
+    let e = o.error.clone().expect("an empty answer is an error");
+    assert_eq!(e.kind, ErrorKind::EmptyAnswer);
+    assert_eq!(e.kind.as_str(), "empty_answer");
+    assert!(o.ttft.is_none());
 }

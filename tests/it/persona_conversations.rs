@@ -2,7 +2,7 @@
 //! (fixtures/conversations): every tool call is checked against the offered
 //! schema, and the step fits the phase of the conversation.
 
-mod persona_support;
+use crate::persona_support;
 
 use codendum::twin::answer::{AnswerRequest, PlannedAnswer, Responder};
 use codendum::twin::persona::{AgentPersona, PersonaConfig};

@@ -4,7 +4,7 @@
 //! server answering 503 to everything fails the suite with the errors
 //! counted; listing a live suite touches no network.
 
-mod capacity_support;
+use crate::capacity_support;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! reaches the network: validation fails first (the base URLs point at
 //! loopback port 9 or at a documentation address that is never contacted).
 
-mod cli_support;
+use crate::cli_support;
 
 use std::path::Path;
 

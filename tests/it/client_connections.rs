@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-mod client_support;
+use crate::client_support;
 
 use client_support::chat_request;
 

@@ -1,7 +1,7 @@
 //! Snapshots of each chart kind from fixed values, and the edge cases
 //! (empty, one point, non-finite values) that must still give valid SVG.
 
-mod report_support;
+use crate::report_support;
 
 use codendum::report::svg::{
     AxisTitle, CdfChart, Chart, Distribution, HistogramChart, LineChart, Series, TimelineChart,

@@ -5,7 +5,7 @@
 //! folders, reports, comparisons, stdout and stderr — is searched for
 //! every key.
 
-mod cli_support;
+use crate::cli_support;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -4,7 +4,7 @@
 //! serves the recorded vLLM 0.30 /metrics pages, /v1/models, a short valid
 //! chat stream, and no /tokenize.
 
-mod cli_support;
+use crate::cli_support;
 
 use std::path::Path;
 
@@ -12,8 +12,8 @@ use cli_support::{codendum, holds_no_file, only_folder, read_json, run, runtime,
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-const BUSY: &str = include_str!("../fixtures/metrics/vllm-0.30-metrics-busy.txt");
-const IDLE: &str = include_str!("../fixtures/metrics/vllm-0.30-metrics-idle.txt");
+const BUSY: &str = include_str!("../../fixtures/metrics/vllm-0.30-metrics-busy.txt");
+const IDLE: &str = include_str!("../../fixtures/metrics/vllm-0.30-metrics-idle.txt");
 
 /// A chat stream as vLLM 0.30 sends it: role, four text chunks, finish,
 /// usage, `[DONE]`.

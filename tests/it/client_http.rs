@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-mod client_support;
+use crate::client_support;
 
 use client_support::chat_request;
 

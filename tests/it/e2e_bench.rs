@@ -4,7 +4,7 @@
 //! with requests.jsonl, provenance from flags, environment and `.env`, and
 //! the seed's `scripts/bench.sh` command line.
 
-mod cli_support;
+use crate::cli_support;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! HTTPS with a private CA: the client trusts exactly the CA file it is
 //! given (curl's --cacert), and fails to connect without it.
 
-mod client_support;
+use crate::client_support;
 
 use std::io::Write;
 use std::sync::Arc;

@@ -4,7 +4,7 @@
 //! Set CODENDUM_REPORT_SAMPLE_DIR to a directory to also keep the rendered
 //! sample reports there (to look at them in a browser).
 
-mod report_support;
+use crate::report_support;
 
 use codendum::report::{html, markdown, Comparison, TooFewRuns, DISCLAIMER};
 use report_support::{assert_no_nan, bench, check_markup, classroom, references, settings};

@@ -1,7 +1,7 @@
 //! The classroom agent against a scripted fake model on a paused clock:
 //! retries, per-user keys and sessions, and the OpenCode-like request shape.
 
-mod classroom_support;
+use crate::classroom_support;
 
 use std::sync::Arc;
 use std::time::Duration;

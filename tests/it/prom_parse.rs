@@ -3,13 +3,13 @@
 use codendum::prom::{parse, LineProblem, MetricType, ParseError, ServerSnapshot};
 use proptest::prelude::*;
 
-const BUSY: &str = include_str!("../fixtures/metrics/vllm-0.30-metrics-busy.txt");
-const IDLE: &str = include_str!("../fixtures/metrics/vllm-0.30-metrics-idle.txt");
-const OLD_NAMES: &str = include_str!("../fixtures/metrics/vllm-old-names.txt");
-const TWO_ENGINES: &str = include_str!("../fixtures/metrics/vllm-two-engines.txt");
-const NOT_VLLM: &str = include_str!("../fixtures/metrics/not-vllm-exporter.txt");
-const HTML: &str = include_str!("../fixtures/metrics/broken-proxy-error.html");
-const UNTERMINATED: &str = include_str!("../fixtures/metrics/broken-unterminated-label.txt");
+const BUSY: &str = include_str!("../../fixtures/metrics/vllm-0.30-metrics-busy.txt");
+const IDLE: &str = include_str!("../../fixtures/metrics/vllm-0.30-metrics-idle.txt");
+const OLD_NAMES: &str = include_str!("../../fixtures/metrics/vllm-old-names.txt");
+const TWO_ENGINES: &str = include_str!("../../fixtures/metrics/vllm-two-engines.txt");
+const NOT_VLLM: &str = include_str!("../../fixtures/metrics/not-vllm-exporter.txt");
+const HTML: &str = include_str!("../../fixtures/metrics/broken-proxy-error.html");
+const UNTERMINATED: &str = include_str!("../../fixtures/metrics/broken-unterminated-label.txt");
 
 const MODEL: &str = "Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8";
 

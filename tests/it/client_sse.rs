@@ -42,6 +42,7 @@ fn data_texts(events: &[OwnedSseEvent]) -> Vec<String> {
         .map(|e| match e {
             OwnedSseEvent::Data(d) => String::from_utf8(d.clone()).unwrap(),
             OwnedSseEvent::Done => "[DONE]".to_string(),
+            OwnedSseEvent::Oversized { limit } => format!("<oversized {limit}>"),
         })
         .collect()
 }

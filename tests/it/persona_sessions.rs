@@ -4,7 +4,7 @@
 //! with a failure log, later runs pass). Checks calibration (calls and output
 //! tokens per coding request) and that every call is valid.
 
-mod persona_support;
+use crate::persona_support;
 
 use std::collections::BTreeMap;
 

@@ -5,14 +5,12 @@ use std::time::Duration;
 
 use codendum::clock::Clock;
 use codendum::error::Error;
-use codendum::prom::{
-    parse_timeline, run_metrics, MetricsOptions, Sampler, ScrapeError, Scraper, TimelineSample,
-};
+use codendum::prom::{parse_timeline, run_metrics, MetricsOptions, Sampler, ScrapeError, Scraper};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-const BUSY: &str = include_str!("../fixtures/metrics/vllm-0.30-metrics-busy.txt");
-const HTML: &str = include_str!("../fixtures/metrics/broken-proxy-error.html");
+const BUSY: &str = include_str!("../../fixtures/metrics/vllm-0.30-metrics-busy.txt");
+const HTML: &str = include_str!("../../fixtures/metrics/broken-proxy-error.html");
 
 /// A small vLLM page whose counters advance with every call `k`:
 /// prompt +1000, generation +100, queries +1000, hits +750, preemptions +1.
@@ -317,12 +315,14 @@ async fn sampler_records_a_timeline_on_a_scaled_clock() {
     let server = advancing_server().await;
     let urls = vec![format!("{}/metrics", server.uri())];
     let clock = Clock::scaled(20.0);
-    let (sink, mut received) = tokio::sync::mpsc::unbounded_channel::<TimelineSample>();
-    let handle = Sampler::start_with_sink(
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file_path = dir.path().join("server-timeline.jsonl");
+    let file = std::fs::File::create(&file_path).expect("timeline file");
+    let handle = Sampler::start_recording(
         scraper_for(&urls),
         clock.clone(),
         Duration::from_secs(1),
-        sink,
+        codendum::results::JsonlWriter::new(file),
     );
     // Wait (in simulated time) until at least 4 samples exist; generous bound.
     let mut waited = 0;
@@ -351,11 +351,9 @@ async fn sampler_records_a_timeline_on_a_scaled_clock() {
     assert_eq!(stats.prompt_tokens, Some(1000.0 * last as f64));
     assert_eq!(stats.prefix_hit_rate, Some(0.75));
     assert_eq!(stats.peak_running, Some(2.0 + last as f64));
-    let mut sent = Vec::new();
-    while let Ok(s) = received.try_recv() {
-        sent.push(s);
-    }
-    assert_eq!(sent, timeline);
+    // The file holds every sample, written as it was taken.
+    let written = codendum::prom::read_timeline(&file_path).expect("timeline reads");
+    assert_eq!(written, timeline);
 }
 
 #[tokio::test]

@@ -4,7 +4,7 @@
 //! line; after `kill -9` requests.jsonl is valid up to its last complete
 //! line and `codendum report` can still read the folder.
 
-mod cli_support;
+use crate::cli_support;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -1,0 +1,51 @@
+//! Every integration test in one binary (one link of the crate instead of
+//! one per file). Each module is one area; the support modules are shared.
+//! The capacity suite (its own harness) and the timing checks in
+//! `tests/perf/` stay separate binaries.
+
+// The harness self-tests in it are used by tests/capacity.rs only.
+#[allow(dead_code)]
+#[path = "../capacity_support/mod.rs"]
+mod capacity_support;
+mod classroom_support;
+mod cli_support;
+mod client_support;
+mod persona_support;
+mod report_support;
+
+mod bench_driver;
+mod bench_results;
+mod bench_stats;
+mod capacity_checks;
+mod classroom_agent;
+mod classroom_class;
+mod classroom_compaction;
+mod cli_bad_input;
+mod cli_busy_guard;
+mod client_chunk;
+mod client_connections;
+mod client_http;
+mod client_sse;
+mod client_stream;
+mod client_tls;
+mod e2e_bench;
+mod e2e_interrupt;
+mod e2e_secrets;
+mod faults_bench;
+mod faults_classroom;
+mod fuzz_props;
+mod persona_conversations;
+mod persona_http;
+mod persona_sessions;
+mod plan_inproc;
+mod plan_run;
+mod plan_targets;
+mod prom_http;
+mod prom_parse;
+mod prom_window;
+mod proxy_http;
+mod report_compare;
+mod report_documents;
+mod report_svg;
+mod twin_http;
+mod twin_throughput;

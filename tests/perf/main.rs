@@ -1,0 +1,6 @@
+//! Timing checks of the client and the twin (paced streams, step lateness),
+//! in a binary of their own so that no other test shares the cores while they
+//! measure.
+
+mod firehose;
+mod twin_lateness;
