@@ -2,18 +2,44 @@
 //! named `<profile>::<workload>::<metric>`. Against `CODENDUM_BASE_URL` when
 //! set (from the environment or `.env`), else against the embedded twin.
 //! See docs/capacity.md.
+//!
+//! It also lists `selftest::…` trials: the harness run as a process of its
+//! own against a server that is not vLLM, with `/metrics` in each of the
+//! ways a lab meets it, to end by itself and within its grace after Ctrl-C
+//! (they reach loopback only, whatever the target is).
 
 mod capacity_support;
+mod servers;
 
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use codendum::capacity::Suite;
-use libtest_mimic::Arguments;
+use libtest_mimic::{Arguments, Trial};
 
 fn main() -> ExitCode {
     let args = Arguments::from_args();
+    if std::env::var_os(capacity_support::CHILD_ENV).is_some() {
+        let suite = Arc::new(Suite::from_env(capacity_support::cache_dir()));
+        return libtest_mimic::run(&args, capacity_support::trials(&suite)).exit_code();
+    }
     let suite = Arc::new(Suite::from_env(capacity_support::cache_dir()));
-    let trials = capacity_support::trials(&suite);
+    let mut trials = capacity_support::trials(&suite);
+    trials.extend(selftests());
     libtest_mimic::run(&args, trials).exit_code()
+}
+
+fn selftests() -> Vec<Trial> {
+    let mut trials = Vec::new();
+    for case in servers::MetricsCase::ALL {
+        trials.push(Trial::test(
+            format!("selftest::metrics-{}::ends", case.name()),
+            move || capacity_support::selftest::ends_by_itself(case).map_err(Into::into),
+        ));
+        trials.push(Trial::test(
+            format!("selftest::metrics-{}::ctrl-c", case.name()),
+            move || capacity_support::selftest::ends_after_ctrl_c(case).map_err(Into::into),
+        ));
+    }
+    trials
 }

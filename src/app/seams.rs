@@ -90,6 +90,12 @@ impl ServerMetrics for SampledMetrics<'_> {
         }
     }
 
+    fn sample_now(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            self.sampler.sample_now().await;
+        })
+    }
+
     fn drain_timeline(&self) -> Vec<serde_json::Value> {
         let timeline = self.sampler.timeline();
         let mut written = self.written.lock().unwrap_or_else(|e| e.into_inner());

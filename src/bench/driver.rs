@@ -60,6 +60,9 @@ pub(crate) async fn run_level(
     let shape = prompt.shape.name();
     let planned = ctx.config.requests_for(n);
     let level_t0 = ctx.clock.now_secs();
+    if let Some(m) = ctx.metrics {
+        m.sample_now().await;
+    }
     let deadline = ctx.config.level_duration.map(|d| ctx.clock.now() + d);
     let progress = LevelProgress::new(shape, n, planned, ctx.show_progress);
     let start = |index: u64| start_request(ctx, prompt, n, index);
@@ -151,6 +154,9 @@ pub(crate) async fn run_level(
     }
     drop(in_flight);
     progress.finish();
+    if let Some(m) = ctx.metrics {
+        m.sample_now().await;
+    }
     let level_t1 = ctx.clock.now_secs();
     let window = ctx.metrics.map(|m| m.window(level_t0, level_t1));
     let frame = LevelFrame {

@@ -95,6 +95,13 @@ pub trait ServerMetrics: Send + Sync {
     /// (the same clock the sampler stamps samples with).
     fn window(&self, t0: f64, t1: f64) -> ServerWindow;
 
+    /// Takes one extra reading now (at a level's start and end, so that a
+    /// level shorter than the sampling interval still has its figures). The
+    /// default takes none.
+    fn sample_now(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+
     /// Samples taken since the last call, to append to
     /// `server-timeline.jsonl` (the sampler's `TimelineSample`s as JSON).
     /// The default writes none.

@@ -169,6 +169,8 @@ pub struct Sampler;
 /// A running sampler: read its timeline at any time, stop it at the end.
 #[derive(Debug)]
 pub struct SamplerHandle {
+    scraper: Scraper,
+    clock: Clock,
     timeline: Arc<Mutex<Vec<TimelineSample>>>,
     stop: oneshot::Sender<()>,
     task: JoinHandle<()>,
@@ -179,6 +181,13 @@ fn lock(timeline: &Mutex<Vec<TimelineSample>>) -> MutexGuard<'_, Vec<TimelineSam
     timeline
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Puts a sample in its place by time (an extra sample may land between
+/// a periodic scrape's start and its answer).
+fn file_by_time(timeline: &mut Vec<TimelineSample>, sample: TimelineSample) {
+    let at = timeline.partition_point(|s| s.t <= sample.t);
+    timeline.insert(at, sample);
 }
 
 impl Sampler {
@@ -213,6 +222,8 @@ impl Sampler {
         let timeline = Arc::new(Mutex::new(Vec::new()));
         let (stop, mut stopped) = oneshot::channel();
         let shared = Arc::clone(&timeline);
+        let handle_scraper = scraper.clone();
+        let handle_clock = clock.clone();
         let task = tokio::spawn(async move {
             let mut next = clock.now();
             loop {
@@ -231,7 +242,7 @@ impl Sampler {
                         file = None;
                     }
                 }
-                lock(&shared).push(sample);
+                file_by_time(&mut lock(&shared), sample);
                 next += interval;
                 let now = clock.now();
                 while next <= now {
@@ -240,6 +251,8 @@ impl Sampler {
             }
         });
         SamplerHandle {
+            scraper: handle_scraper,
+            clock: handle_clock,
             timeline,
             stop,
             task,
@@ -256,6 +269,22 @@ impl SamplerHandle {
     /// The figures of the window [t0, t1] (simulated seconds) so far.
     pub fn window(&self, t0: f64, t1: f64) -> WindowStats {
         window_stats(&lock(&self.timeline), t0, t1)
+    }
+
+    /// Takes one extra sample now and files it in the timeline by time, so
+    /// that a window shorter than the interval still has a first and a last
+    /// reading. Skipped (returns `false`) while the latest scrape failed: an
+    /// unreachable `/metrics` would cost a whole scrape timeout each time.
+    pub async fn sample_now(&self) -> bool {
+        let last_failed = lock(&self.timeline)
+            .last()
+            .is_some_and(|s| s.snapshot.is_none());
+        if last_failed {
+            return false;
+        }
+        let sample = sample_once(&self.scraper, &self.clock).await;
+        file_by_time(&mut lock(&self.timeline), sample);
+        true
     }
 
     /// The most recent successful snapshot.

@@ -1,6 +1,11 @@
 //! Turns the library's capacity suite into libtest-mimic trials (shared by
 //! the harness and the suite's own checks).
 
+/// Set in the harness's own child processes: list only the suite's trials.
+pub const CHILD_ENV: &str = "CODENDUM_CAPACITY_SELFTEST_CHILD";
+
+pub mod selftest;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 

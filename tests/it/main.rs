@@ -12,6 +12,8 @@ mod cli_support;
 mod client_support;
 mod persona_support;
 mod report_support;
+#[path = "../servers/mod.rs"]
+mod servers;
 
 mod bench_driver;
 mod bench_results;
@@ -34,6 +36,8 @@ mod e2e_secrets;
 mod faults_bench;
 mod faults_classroom;
 mod fuzz_props;
+mod llama_cpp;
+mod metrics_reach;
 mod persona_conversations;
 mod persona_http;
 mod persona_sessions;
