@@ -71,8 +71,10 @@ pub struct TargetArgs {
 pub struct ProvenanceArgs {
     /// Server profile: the embedded twin's profile (a name in profiles/ or a .toml
     /// path), or the live server's profile recorded as provenance.
-    #[arg(long, env = "CODENDUM_PROFILE", default_value = "classroom-64k")]
-    pub profile: String,
+    /// Default for the twin: classroom-64k; for a live server none is recorded
+    /// unless given.
+    #[arg(long, env = "CODENDUM_PROFILE")]
+    pub profile: Option<String>,
     /// vLLM image digest (provenance).
     #[arg(long, env = "CODENDUM_IMAGE_DIGEST")]
     pub image_digest: Option<String>,
@@ -85,6 +87,18 @@ pub struct ProvenanceArgs {
     /// NVIDIA driver version (provenance).
     #[arg(long, env = "CODENDUM_DRIVER_VERSION")]
     pub driver_version: Option<String>,
+}
+
+impl ProvenanceArgs {
+    /// The profile the embedded twin runs: the one given, else
+    /// `classroom-64k`.
+    pub fn twin_profile(&self) -> &str {
+        self.profile
+            .as_deref()
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .unwrap_or("classroom-64k")
+    }
 }
 
 /// How a bench or classroom run starts and where it writes.

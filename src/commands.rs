@@ -184,7 +184,9 @@ fn provenance(args: &ProvenanceArgs) -> Provenance {
             .map(String::from)
     };
     Provenance {
-        profile: Some(args.profile.clone()),
+        // Only what the user stated: a live server's profile is unknown
+        // unless given (the embedded twin records the one it runs).
+        profile: clean(&args.profile),
         image_digest: clean(&args.image_digest),
         model_revision: clean(&args.model_revision),
         dgx_os_version: clean(&args.dgx_os_version),
@@ -251,7 +253,7 @@ async fn bench(args: BenchArgs) -> Result<(), Error> {
     config.yes = args.run.yes;
     config.validate()?;
     let mut connect = ConnectOptions::new(
-        args.provenance.profile.clone(),
+        args.provenance.twin_profile().to_string(),
         time_scale(args.twin.time_scale, BENCH_TIME_SCALE)?,
     );
     connect.seed = args.run.seed;
@@ -263,7 +265,37 @@ async fn bench(args: BenchArgs) -> Result<(), Error> {
         show_progress: true,
         write_report: !args.run.no_report,
     };
-    codendum::app::bench::run(run).await.map(|_| ())
+    let outcome = codendum::app::bench::run(run).await?;
+    match unmet_requests(&outcome.summary) {
+        Some(what) => Err(Error::Failed(format!(
+            "{what}; results in {}",
+            outcome.folder.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Why a finished bench did not do what was asked: shapes that could not
+/// run, or levels where no request succeeded (exit 1, as AIPerf's parity
+/// notes ask of a run that failed throughout).
+fn unmet_requests(summary: &codendum::results::BenchSummary) -> Option<String> {
+    let mut problems: Vec<String> = summary
+        .skipped_shapes
+        .iter()
+        .map(|s| {
+            format!(
+                "shape {} did not fit in max_model_len {}",
+                s.shape, s.max_model_len
+            )
+        })
+        .collect();
+    for l in summary.levels.iter().filter(|l| l.successes == 0) {
+        problems.push(format!(
+            "no request succeeded at {} concurrent ({})",
+            l.concurrency, l.shape
+        ));
+    }
+    (!problems.is_empty()).then(|| problems.join("; "))
 }
 
 async fn classroom(args: ClassroomArgs) -> Result<(), Error> {
@@ -304,7 +336,7 @@ async fn classroom(args: ClassroomArgs) -> Result<(), Error> {
         }
     }
     let mut connect = ConnectOptions::new(
-        args.provenance.profile.clone(),
+        args.provenance.twin_profile().to_string(),
         time_scale(args.twin.time_scale, CLASSROOM_TIME_SCALE)?,
     );
     connect.seed = args.run.seed;

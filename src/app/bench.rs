@@ -82,7 +82,8 @@ async fn run_connected(run: &BenchRun<'_>, conn: &Connection) -> Result<BenchOut
         .map(|m| m as &dyn crate::bench::ServerMetrics);
     if !conn.is_embedded() {
         let model = resolve_model(&config, conn.client.as_ref()).await?;
-        let pre = preflight(&config, metrics_dyn, &model).await?;
+        let limit = crate::bench::ServerInfo::max_model_len(conn.client.as_ref(), &model).await;
+        let pre = preflight(&config, metrics_dyn, &model, limit).await?;
         if let GuardVerdict::Allowed(msg) = &pre.guard {
             eprintln!("codendum: {msg}");
         }

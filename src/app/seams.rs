@@ -35,6 +35,28 @@ impl ServerInfo for HttpClient {
         })
     }
 
+    fn tokenize_as_sent<'a>(
+        &'a self,
+        endpoint: Endpoint,
+        model: &'a str,
+        prompt: &'a str,
+    ) -> BoxFuture<'a, Result<Option<u64>, String>> {
+        Box::pin(async move {
+            let counted = match endpoint {
+                Endpoint::Chat => HttpClient::tokenize_chat(self, model, prompt).await,
+                Endpoint::Completions => HttpClient::tokenize(self, model, prompt).await,
+            };
+            counted.map_err(|e| e.message)
+        })
+    }
+
+    fn max_model_len<'a>(&'a self, model: &'a str) -> BoxFuture<'a, Option<u64>> {
+        Box::pin(async move {
+            let models = self.models().await.ok()?;
+            models.into_iter().find(|m| m.id == model)?.max_model_len
+        })
+    }
+
     fn prompt_tokens_unstreamed<'a>(
         &'a self,
         endpoint: Endpoint,

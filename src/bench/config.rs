@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::error::ConfigError;
 use crate::openai::Endpoint;
+use crate::results::SkippedShape;
 use crate::target::{Provenance, Target};
 
 /// Default concurrency levels (`--concurrency`).
@@ -17,6 +18,32 @@ pub const MAX_CONCURRENCY: u32 = 4096;
 pub const DEFAULT_OUTPUT_TOKENS: u32 = 256;
 /// Default grace for in-flight requests after an interruption, simulated s.
 pub const DEFAULT_CANCEL_GRACE: Duration = Duration::from_secs(5);
+
+/// Splits `shapes` into those whose prompt plus `output_tokens` fit in
+/// `max_model_len` (all of them when the server states no limit) and those
+/// that cannot, in order.
+pub fn fit_shapes(
+    shapes: &[Shape],
+    output_tokens: u32,
+    max_model_len: Option<u64>,
+) -> (Vec<Shape>, Vec<SkippedShape>) {
+    let mut fit = Vec::new();
+    let mut skipped = Vec::new();
+    for &shape in shapes {
+        match max_model_len {
+            Some(limit) if shape.input_tokens() + u64::from(output_tokens) > limit => {
+                skipped.push(SkippedShape {
+                    shape: shape.name().to_string(),
+                    input_tokens: shape.input_tokens(),
+                    output_tokens,
+                    max_model_len: limit,
+                })
+            }
+            _ => fit.push(shape),
+        }
+    }
+    (fit, skipped)
+}
 
 /// A prompt shape: a name and a target input size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

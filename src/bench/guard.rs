@@ -138,11 +138,21 @@ pub fn plan_text(config: &BenchConfig, model: &str, speed: &SpeedGuess) -> Strin
     let est = estimate_duration(config, speed).as_secs_f64();
     let _ = writeln!(
         t,
-        "  estimated duration: about {:.0} min ({:.0} s), under sustained load",
-        (est / 60.0).ceil(),
-        est
+        "  estimated duration: {}, under sustained load",
+        about_duration(est)
     );
     t
+}
+
+/// A duration estimate for people: seconds under two minutes, else minutes
+/// with the seconds beside them (`about 40 s`, `about 6 min (331 s)`).
+pub fn about_duration(seconds: f64) -> String {
+    let s = seconds.max(0.0);
+    if s < 120.0 {
+        format!("about {:.0} s", s.ceil().max(1.0))
+    } else {
+        format!("about {:.0} min ({:.0} s)", (s / 60.0).round(), s)
+    }
 }
 
 #[cfg(test)]
@@ -192,6 +202,14 @@ mod tests {
             GuardVerdict::Allowed(m) => assert!(m.contains("/metrics")),
             GuardVerdict::Idle => panic!("unknown load must not count as idle"),
         }
+    }
+
+    #[test]
+    fn estimates_read_as_a_person_would_say_them() {
+        assert_eq!(about_duration(0.4), "about 1 s");
+        assert_eq!(about_duration(1.0), "about 1 s");
+        assert_eq!(about_duration(59.2), "about 60 s");
+        assert_eq!(about_duration(331.0), "about 6 min (331 s)");
     }
 
     #[test]

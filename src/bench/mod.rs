@@ -22,7 +22,7 @@ use std::path::PathBuf;
 
 use tokio::sync::watch;
 
-pub use self::config::{parse_concurrency, parse_shapes, BenchConfig, Shape};
+pub use self::config::{fit_shapes, parse_concurrency, parse_shapes, BenchConfig, Shape};
 pub use self::guard::{busy_guard, estimate_duration, plan_text, GuardVerdict, SpeedGuess};
 pub use self::seams::{ServerInfo, ServerLoad, ServerMetrics, ServerWindow};
 
@@ -82,6 +82,7 @@ pub async fn preflight(
     config: &BenchConfig,
     metrics: Option<&dyn ServerMetrics>,
     model: &str,
+    max_model_len: Option<u64>,
 ) -> Result<Preflight, Error> {
     config.validate()?;
     let load = match metrics {
@@ -89,10 +90,14 @@ pub async fn preflight(
         None => None,
     };
     let guard = busy_guard(load, config.allow_busy)?;
-    Ok(Preflight {
-        plan: plan_text(config, model, &SpeedGuess::default()),
-        guard,
-    })
+    let (fit, skipped) = fit_shapes(&config.shapes, config.output_tokens, max_model_len);
+    let mut shown = config.clone();
+    shown.shapes = fit;
+    let mut plan = plan_text(&shown, model, &SpeedGuess::default());
+    for s in &skipped {
+        plan.push_str(&format!("  {}\n", s.reason()));
+    }
+    Ok(Preflight { plan, guard })
 }
 
 /// The model to request: `--model`, else the server's first model.
@@ -114,6 +119,11 @@ pub async fn run_bench(config: &BenchConfig, deps: BenchDeps<'_>) -> Result<Benc
     config.validate()?;
     let model = resolve_model(config, deps.info).await?;
     let server_version = deps.info.server_version().await;
+    let max_model_len = deps.info.max_model_len(&model).await;
+    let (shapes, skipped_shapes) = fit_shapes(&config.shapes, config.output_tokens, max_model_len);
+    for s in &skipped_shapes {
+        eprintln!("codendum: {}", s.reason());
+    }
     let clock = deps.clock.clone();
     let run_t0 = clock.now_secs();
     let started_utc = clock.utc_now();
@@ -145,7 +155,7 @@ pub async fn run_bench(config: &BenchConfig, deps: BenchDeps<'_>) -> Result<Benc
         run_id: &run_id,
         api_key: config.target.api_key.clone(),
     };
-    let (prompt_sizing, prompts) = size_prompts(&sizing_ctx, &config.shapes).await;
+    let (prompt_sizing, prompts) = size_prompts(&sizing_ctx, &shapes).await;
 
     let ctx = LevelContext {
         config,
@@ -197,6 +207,7 @@ pub async fn run_bench(config: &BenchConfig, deps: BenchDeps<'_>) -> Result<Benc
         provenance: config.provenance.clone(),
         prompt_sizing,
         levels: levels.clone(),
+        skipped_shapes,
     };
     write_summaries(&folder, &summary)?;
     if deps.show_progress {

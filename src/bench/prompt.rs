@@ -185,7 +185,11 @@ pub async fn size_prompts(
 ) -> (PromptSizing, Vec<ShapePrompt>) {
     let calibration = filler_text(ctx.seed, CALIBRATION_CHARS);
     let tag_example = prompt_tag(ctx.run_id, Shape::Long, 4096, 99_999);
-    if let Ok(Some(tokens)) = ctx.info.tokenize(ctx.model, &calibration).await {
+    if let Ok(Some(tokens)) = ctx
+        .info
+        .tokenize_as_sent(ctx.endpoint, ctx.model, &calibration)
+        .await
+    {
         if tokens > 0 {
             let cpt = CALIBRATION_CHARS as f64 / tokens as f64;
             let mut prompts = Vec::new();
@@ -253,7 +257,11 @@ async fn size_with_tokenize(
     let mut best = make(ctx.seed, shape, chars, cpt, None);
     for _ in 0..TOKENIZE_ROUNDS {
         let text = format!("{tag}{}", filler_text(ctx.seed, chars));
-        let Ok(Some(count)) = ctx.info.tokenize(ctx.model, &text).await else {
+        let Ok(Some(count)) = ctx
+            .info
+            .tokenize_as_sent(ctx.endpoint, ctx.model, &text)
+            .await
+        else {
             break;
         };
         best = make(

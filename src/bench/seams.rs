@@ -40,6 +40,26 @@ pub trait ServerInfo: Send + Sync {
         prompt: &'a str,
     ) -> BoxFuture<'a, Result<Option<u64>, String>>;
 
+    /// Tokens the server counts for `prompt` sent as `endpoint` sends it:
+    /// for chat, as one user message with the chat template applied (vLLM's
+    /// `/tokenize` with `messages`), so sizing matches what the server will
+    /// count per request. The default asks [`Self::tokenize`] for the raw
+    /// text.
+    fn tokenize_as_sent<'a>(
+        &'a self,
+        _endpoint: Endpoint,
+        model: &'a str,
+        prompt: &'a str,
+    ) -> BoxFuture<'a, Result<Option<u64>, String>> {
+        self.tokenize(model, prompt)
+    }
+
+    /// The context limit the server states for `model` (`max_model_len`
+    /// in vLLM's `/v1/models`), tokens; `None` when it does not say.
+    fn max_model_len<'a>(&'a self, _model: &'a str) -> BoxFuture<'a, Option<u64>> {
+        Box::pin(async { None })
+    }
+
     /// Prompt tokens the server counts for `prompt`, from the `usage` of a
     /// non-streamed request (for servers without usage in streams).
     /// `Ok(None)`: the server does not say.

@@ -115,6 +115,7 @@ pub fn bench_report(s: &BenchSummary, timeline: &[TimelineSample]) -> BenchRepor
         timeline: points(timeline),
         boundaries,
         verdicts: Vec::new(),
+        not_run: s.skipped_shapes.iter().map(|k| k.reason()).collect(),
     }
 }
 

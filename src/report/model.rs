@@ -160,6 +160,9 @@ pub struct BenchReport {
     pub boundaries: Vec<LevelBoundary>,
     /// Target checks; empty when none were evaluated.
     pub verdicts: Vec<Verdict>,
+    /// What was asked for and not run, one sentence each (a shape that
+    /// cannot fit in the server's context).
+    pub not_run: Vec<String>,
 }
 
 impl BenchReport {

@@ -145,6 +145,7 @@ pub fn bench_summary_from_requests(folder: &Path) -> Result<BenchSummary, String
             shapes: Vec::new(),
         },
         levels,
+        skipped_shapes: Vec::new(),
     })
 }
 

@@ -24,6 +24,10 @@ pub(crate) fn bench_doc(r: &BenchReport) -> Doc {
         super::doc::title_date(&r.run)
     ));
     push_run_blocks(&mut doc, &r.run, &r.parameters);
+    if !r.not_run.is_empty() {
+        doc.paragraph("Not run:");
+        doc.blocks.push(super::doc::Block::List(r.not_run.clone()));
+    }
     let mut charts = bench_charts(r).into_iter();
     let throughput_chart = charts.next();
     for shape in r.shapes() {

@@ -25,7 +25,7 @@ pub use self::jsonl::{read_jsonl, JsonlContents, JsonlWriter};
 pub use self::records::{ErrorGroup, LevelEnd, LevelSummary, RequestRecord};
 pub use self::summary::{
     read_summary_json, write_summary_json, BenchParameters, BenchSummary, PromptSizing, RunHeader,
-    ServerDescription, ShapeSizing, SizingMethod, BENCH_KIND, BENCH_SCHEMA_VERSION,
+    ServerDescription, ShapeSizing, SizingMethod, SkippedShape, BENCH_KIND, BENCH_SCHEMA_VERSION,
 };
 
 /// File name of the per-level summary table.

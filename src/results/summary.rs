@@ -136,6 +136,33 @@ pub struct BenchSummary {
     pub prompt_sizing: PromptSizing,
     /// One entry per level × shape, in run order.
     pub levels: Vec<LevelSummary>,
+    /// Requested shapes that were not run because prompt plus output cannot
+    /// fit in the server's context (absent when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped_shapes: Vec<SkippedShape>,
+}
+
+/// A requested shape the benchmark did not run, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SkippedShape {
+    /// The shape's name (`long`).
+    pub shape: String,
+    /// Its prompt size, tokens.
+    pub input_tokens: u64,
+    /// Output tokens asked per request.
+    pub output_tokens: u32,
+    /// The server's context limit (`max_model_len` of `/v1/models`), tokens.
+    pub max_model_len: u64,
+}
+
+impl SkippedShape {
+    /// One line for people: what does not fit where.
+    pub fn reason(&self) -> String {
+        format!(
+            "shape {} not run: {} prompt + {} output tokens exceed the server's max_model_len of {}",
+            self.shape, self.input_tokens, self.output_tokens, self.max_model_len
+        )
+    }
 }
 
 /// Writes `summary.json` (pretty-printed, trailing newline).

@@ -432,19 +432,19 @@ async fn preflight_refuses_a_busy_server() {
             waiting: 1.0,
         }),
     };
-    let e = preflight(&c, Some(&busy), "m").await.unwrap_err();
+    let e = preflight(&c, Some(&busy), "m", None).await.unwrap_err();
     assert!(matches!(e, Error::Refused(_)));
     assert_eq!(e.exit_code(), 3);
-    let e = preflight(&c, None, "m").await.unwrap_err();
+    let e = preflight(&c, None, "m", None).await.unwrap_err();
     assert_eq!(e.exit_code(), 3);
     c.allow_busy = true;
-    let p = preflight(&c, Some(&busy), "m").await.unwrap();
+    let p = preflight(&c, Some(&busy), "m", None).await.unwrap();
     assert!(p.plan.contains("N=1: 1"), "{}", p.plan);
     let idle = FakeMetrics {
         load: Some(ServerLoad::default()),
     };
     c.allow_busy = false;
-    assert!(preflight(&c, Some(&idle), "m").await.is_ok());
+    assert!(preflight(&c, Some(&idle), "m", None).await.is_ok());
 }
 
 #[tokio::test(start_paused = true)]

@@ -162,6 +162,7 @@ fn fixed_summary() -> BenchSummary {
             }],
         },
         levels,
+        skipped_shapes: Vec::new(),
     }
 }
 

@@ -53,3 +53,4 @@ mod report_documents;
 mod report_svg;
 mod twin_http;
 mod twin_throughput;
+mod vllm_032;

@@ -39,17 +39,8 @@ impl HttpClient {
     /// The exact prompt length in tokens (`POST {origin}/tokenize`, vLLM
     /// only). `Ok(None)` when the server has no such endpoint (404).
     pub async fn tokenize(&self, model: &str, prompt: &str) -> Result<Option<u64>, CallError> {
-        let url = format!("{}/tokenize", self.origin);
-        let body = serde_json::json!({ "model": model, "prompt": prompt });
-        match self.json_call(self.http.post(url).json(&body)).await {
-            Ok((_, v)) => v
-                .get("count")
-                .and_then(|c| c.as_u64())
-                .map(Some)
-                .ok_or_else(|| bad_json("/tokenize answer has no count")),
-            Err(e) if e.status == Some(404) => Ok(None),
-            Err(e) => Err(e),
-        }
+        self.count_tokens(serde_json::json!({ "model": model, "prompt": prompt }))
+            .await
     }
 
     /// The prompt tokens the server counts for `prompt`, from the `usage` of
@@ -78,6 +69,31 @@ impl HttpClient {
         Ok(v.pointer("/usage/prompt_tokens")
             .and_then(|t| t.as_u64())
             .filter(|&t| t > 0))
+    }
+
+    /// The prompt length in tokens of `prompt` sent as one user message,
+    /// chat template included (`POST {origin}/tokenize` with `messages`, as
+    /// vLLM takes it). `Ok(None)` when the server has no such endpoint.
+    pub async fn tokenize_chat(&self, model: &str, prompt: &str) -> Result<Option<u64>, CallError> {
+        self.count_tokens(serde_json::json!({
+            "model": model,
+            "messages": [{"role": "user", "content": prompt}],
+        }))
+        .await
+    }
+
+    /// `POST {origin}/tokenize` with `body`: its `count`, or `None` on 404.
+    async fn count_tokens(&self, body: serde_json::Value) -> Result<Option<u64>, CallError> {
+        let url = format!("{}/tokenize", self.origin);
+        match self.json_call(self.http.post(url).json(&body)).await {
+            Ok((_, v)) => v
+                .get("count")
+                .and_then(|c| c.as_u64())
+                .map(Some)
+                .ok_or_else(|| bad_json("/tokenize answer has no count")),
+            Err(e) if e.status == Some(404) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// The server's version (`GET {origin}/version`), if it tells.
