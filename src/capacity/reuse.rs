@@ -3,10 +3,15 @@
 //! workload, not start another.
 //!
 //! A cache directory (`target/capacity-cache/`) holds:
-//! - `run.lock`: created exclusively by the process that runs a workload and
-//!   removed when it is done; other processes wait for it (one workload at a
-//!   time, so two workloads never disturb each other's figures or load a
-//!   live server together). A lock whose process is gone is taken over.
+//! - `run.lock`: a file that the process running a workload holds an
+//!   exclusive OS lock on (`flock` on Unix, `LockFileEx` on Windows, through
+//!   the `fs4` crate) for the length of the run; other processes wait for it
+//!   (one workload at a time, so two workloads never disturb each other's
+//!   figures or load a live server together). The OS drops the lock when its
+//!   file closes, however the holder ends (`kill -9` and crashes included),
+//!   so a lock never outlives its process and no PID is ever trusted. The
+//!   file stays (removing it would let two processes lock two different
+//!   files); it holds the last holder's PID, for people only.
 //! - `<profile>--<workload>--<mode>--<target hash>.json`: the results folder
 //!   of the last finished run of that workload, when it finished, and the
 //!   nextest run it belonged to.
@@ -15,6 +20,7 @@
 //! (`NEXTEST_RUN_ID`), or when it finished within the reuse window
 //! (`CODENDUM_CAPACITY_REUSE_S`), and its folder still exists.
 
+use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -23,7 +29,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::Clock;
 
-/// How long to wait between looks at a held lock, real time.
+/// The lock file's name in the cache directory.
+pub const LOCK_FILE: &str = "run.lock";
+
+/// How long to wait between tries at a held lock, real time.
 const LOCK_POLL: Duration = Duration::from_millis(250);
 
 /// What the cache remembers of a finished run.
@@ -48,16 +57,12 @@ pub struct RunCache {
     pub window_s: u64,
 }
 
-/// A held `run.lock`; removed on drop.
+/// A held run lock: an exclusive OS lock on [`LOCK_FILE`] that lasts as long
+/// as this value's open file. Dropping it releases the lock, and so does the
+/// end of the process, whatever the way.
 #[derive(Debug)]
 pub struct RunLock {
-    path: PathBuf,
-}
-
-impl Drop for RunLock {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-    }
+    _file: File,
 }
 
 impl RunCache {
@@ -107,60 +112,62 @@ impl RunCache {
         std::fs::rename(tmp, self.record_path(key))
     }
 
-    /// Takes `run.lock`, waiting while another live process holds it.
+    /// The lock file, [`LOCK_FILE`] in the cache directory.
+    pub fn lock_path(&self) -> PathBuf {
+        self.dir.join(LOCK_FILE)
+    }
+
+    /// Takes the run lock, waiting while another process (or another open
+    /// of the file in this one) holds it. The wait tries the lock without
+    /// blocking every 250 ms real time on `clock`, so no thread of the
+    /// runtime is blocked and dropping the future (a timeout, Ctrl-C)
+    /// leaves nothing waiting behind.
     pub async fn lock(&self, clock: &Clock) -> std::io::Result<RunLock> {
-        std::fs::create_dir_all(&self.dir)?;
-        let path = self.dir.join("run.lock");
         let mut told = false;
         loop {
-            match std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&path)
-            {
-                Ok(mut f) => {
-                    writeln!(f, "{}", std::process::id())?;
-                    return Ok(RunLock { path });
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    if holder_is_gone(&path) {
-                        let _ = std::fs::remove_file(&path);
-                        continue;
-                    }
-                    if !told {
-                        eprintln!(
-                            "capacity: waiting for another process's workload ({})",
-                            path.display()
-                        );
-                        told = true;
-                    }
-                    clock.sleep(LOCK_POLL).await;
-                }
-                Err(e) => return Err(e),
+            if let Some(held) = self.try_lock()? {
+                return Ok(held);
             }
+            if !told {
+                let holder = std::fs::read_to_string(self.lock_path())
+                    .ok()
+                    .and_then(|t| t.trim().parse::<u32>().ok())
+                    .map(|pid| format!(", held by pid {pid}"))
+                    .unwrap_or_default();
+                eprintln!(
+                    "capacity: waiting for another process's workload ({}{holder})",
+                    self.lock_path().display()
+                );
+                told = true;
+            }
+            clock.sleep(LOCK_POLL.mul_f64(clock.scale())).await;
         }
     }
-}
 
-/// Whether the process named in a lock file no longer runs.
-fn holder_is_gone(path: &Path) -> bool {
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return false;
-    };
-    let Ok(pid) = text.trim().parse::<u32>() else {
-        // Being written right now, or garbage: judge by age.
-        return lock_age(path).is_some_and(|a| a > Duration::from_secs(60));
-    };
-    if cfg!(target_os = "linux") {
-        !Path::new(&format!("/proc/{pid}")).exists()
-    } else {
-        lock_age(path).is_some_and(|a| a > Duration::from_secs(6 * 3600))
+    /// Takes the run lock if it is free: `None` while someone holds it.
+    /// Creates the cache directory and the lock file as needed.
+    pub fn try_lock(&self) -> std::io::Result<Option<RunLock>> {
+        std::fs::create_dir_all(&self.dir)?;
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(self.lock_path())?;
+        // Called by path: std's own `File::try_lock` (Rust 1.89) would shadow
+        // the trait's method on newer compilers.
+        match fs4::FileExt::try_lock(&file) {
+            Ok(()) => {}
+            Err(fs4::TryLockError::WouldBlock) => return Ok(None),
+            Err(fs4::TryLockError::Error(e)) => return Err(e),
+        }
+        // For people looking: who holds it. Never read back to decide, so
+        // a failure to write it is no failure to lock.
+        let _ = file
+            .set_len(0)
+            .and_then(|()| writeln!(file, "{}", std::process::id()));
+        Ok(Some(RunLock { _file: file }))
     }
-}
-
-fn lock_age(path: &Path) -> Option<Duration> {
-    let modified = std::fs::metadata(path).ok()?.modified().ok()?;
-    std::time::SystemTime::now().duration_since(modified).ok()
 }
 
 fn sanitize(key: &str) -> String {
@@ -221,23 +228,30 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_lock_is_exclusive_and_a_dead_holder_is_taken_over() {
+    async fn the_lock_is_exclusive_per_open_file_and_released_on_drop() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let cache = RunCache::new(dir.path().to_path_buf(), 0);
+        let cache = RunCache::new(dir.path().join("cache"), 0);
         let clock = Clock::real();
         let held = cache.lock(&clock).await.expect("lock");
-        let path = dir.path().join("run.lock");
-        assert!(path.exists());
-        assert!(!holder_is_gone(&path), "our own process holds it");
+        let path = cache.lock_path();
+        assert_eq!(
+            std::fs::read_to_string(&path).expect("read").trim(),
+            std::process::id().to_string()
+        );
+        // A second open of the file in this very process is refused too.
+        assert!(cache.try_lock().expect("try").is_none());
+        let waited = clock
+            .timeout(Duration::from_millis(600), cache.lock(&clock))
+            .await;
+        assert!(waited.is_err(), "waits while held");
         drop(held);
-        assert!(!path.exists());
-        if !cfg!(target_os = "linux") {
-            return;
-        }
-        // A lock left by a process that is gone (pid beyond the Linux limit).
+        assert!(path.exists(), "the file stays; only the lock goes");
+        let again = cache.try_lock().expect("try").expect("free again");
+        drop(again);
+        // Whatever an older version or a crash left in the file is no lock.
         std::fs::write(&path, "4194305\n").expect("write");
         let again = clock
-            .timeout(Duration::from_secs(30), cache.lock(&clock))
+            .timeout(Duration::from_secs(5), cache.lock(&clock))
             .await
             .expect("not stuck")
             .expect("lock");
