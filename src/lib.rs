@@ -7,7 +7,10 @@
 //! - [`prom`]: the vLLM `/metrics` parser, server snapshots and the 1 s sampler;
 //! - [`twin`]: the embedded twin, vLLM on a GB10 in software;
 //! - [`report`]: Markdown and HTML reports and comparisons from results folders;
-//! - [`capacity`]: profile targets and their evaluation.
+//! - [`targets`]: what a profile's `[targets]` mean, one definition for
+//!   the capacity suite and `codendum plan`;
+//! - [`capacity`]: the acceptance suite judging a profile's targets;
+//! - [`plan`]: the classroom in virtual time, judged by the same targets.
 //!
 //! Everything that waits or measures time asks one [`clock::Clock`].
 
@@ -24,4 +27,5 @@ pub mod report;
 pub mod results;
 pub mod stats;
 pub mod target;
+pub mod targets;
 pub mod twin;

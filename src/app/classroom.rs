@@ -225,6 +225,12 @@ async fn run_connected(
         None => ("sampler", timeline, origin),
     };
     summary.server = server_figures(&timeline, t0, end - origin, &config);
+    if let Some(split) = summary.server.time_split.as_mut() {
+        let calls = sink.memory.requests();
+        let ok = calls.iter().filter(|r| r.error_kind.is_none());
+        split.client_ttft_mean_s = crate::stats::mean(ok.clone().filter_map(|r| r.ttft_s));
+        split.client_e2e_mean_s = crate::stats::mean(ok.map(|r| r.duration_s));
+    }
     let server_version = if conn.is_embedded() {
         Some("0.30.0 (twin)".to_string())
     } else {
@@ -318,6 +324,7 @@ pub fn server_figures(
         preemptions: whole.preemptions.map(|p| p.round() as u64),
         prefix_cache_hit_rate: whole.prefix_hit_rate,
         output_tokens_per_s: output,
+        time_split: whole.time_split,
     }
 }
 

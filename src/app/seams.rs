@@ -109,6 +109,7 @@ impl ServerMetrics for SampledMetrics<'_> {
             peak_waiting: w.peak_waiting,
             prefix_hit_rate: w.prefix_hit_rate,
             failed_scrapes: w.failed_scrapes as u64,
+            time_split: w.time_split,
         }
     }
 

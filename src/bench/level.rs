@@ -107,5 +107,10 @@ pub fn summarize_level(
         peak_waiting: window.and_then(|w| w.peak_waiting),
         prefix_hit_rate: window.and_then(|w| w.prefix_hit_rate),
         failed_scrapes: window.map(|w| w.failed_scrapes),
+        time_split: window.and_then(|w| w.time_split).map(|mut split| {
+            split.client_ttft_mean_s = mean(ok.iter().filter_map(|r| r.ttft_s));
+            split.client_e2e_mean_s = mean(ok.iter().map(|r| r.e2e_s));
+            split
+        }),
     }
 }

@@ -103,6 +103,8 @@ pub struct ServerWindow {
     pub prefix_hit_rate: Option<f64>,
     /// Scrapes that failed in the window.
     pub failed_scrapes: u64,
+    /// The server's own timings of the requests that ended in the window.
+    pub time_split: Option<crate::results::TimeSplit>,
 }
 
 /// The `/metrics` side of a run (the 1 s sampler). Pass `None` instead of an

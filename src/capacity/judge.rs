@@ -1,20 +1,15 @@
 //! Judging results against targets: plain functions from a summary and a
-//! target table to one [`Judgement`] per checked figure.
+//! target table to one [`Judgement`] per checked figure. A class is judged
+//! by [`crate::targets::classroom`] (the verdicts `codendum plan` gives
+//! too); this module adds the messages and report rows.
 
 use std::path::Path;
 
 use super::targets::{BenchLevelTargets, ClassroomTargets};
 use crate::report::model::Verdict;
 use crate::results::{BenchSummary, ClassroomRunSummary, LevelSummary};
-
-/// Whether a target is a ceiling or a floor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Bound {
-    /// The figure must not exceed the limit.
-    Max,
-    /// The figure must not fall below the limit.
-    Min,
-}
+pub use crate::targets::Bound;
+use crate::targets::{ClassroomCheck, ClassroomKey};
 
 /// One figure judged against one target.
 #[derive(Debug, Clone, PartialEq)]
@@ -95,15 +90,16 @@ fn with_unit(number: String, unit: &str) -> String {
     }
 }
 
+/// Judges a figure by its bound ([`Bound::is_met`]).
 fn judge(spec: Spec<'_>, figure: Figure) -> Judgement {
+    let passed = spec.bound.is_met(figure.value, spec.limit);
+    judgement(spec, figure, passed)
+}
+
+/// The judgement of a figure whose verdict is `passed`: the failure
+/// message and the report row.
+fn judgement(spec: Spec<'_>, figure: Figure, passed: bool) -> Judgement {
     let limit_text = with_unit(format!("{}", spec.limit), spec.unit);
-    let passed = match figure.value {
-        Some(v) => match spec.bound {
-            Bound::Max => v <= spec.limit,
-            Bound::Min => v >= spec.limit,
-        },
-        None => false,
-    };
     let where_ = format!("{}; {}", spec.context, spec.folder.display());
     let failure = (!passed).then(|| match figure.value {
         Some(v) => {
@@ -131,10 +127,7 @@ fn judge(spec: Spec<'_>, figure: Figure) -> Judgement {
                 .unwrap_or("no figure in the results")
         ),
     });
-    let sign = match spec.bound {
-        Bound::Max => "≤",
-        Bound::Min => "≥",
-    };
+    let sign = spec.bound.sign();
     let verdict = Verdict {
         name: format!("{} {}", spec.label, spec.scope),
         figure: figure
@@ -201,44 +194,6 @@ pub fn judge_bench_level(
         missing: no_success.clone(),
         detail: None,
     };
-    let seconds: [(&str, &str, Option<f64>, Option<f64>); 6] = [
-        (
-            "ttft_p50",
-            "TTFT P50",
-            t.ttft_p50_s,
-            level.and_then(|l| l.ttft_p50_s),
-        ),
-        (
-            "ttft_p95",
-            "TTFT P95",
-            t.ttft_p95_s,
-            level.and_then(|l| l.ttft_p95_s),
-        ),
-        (
-            "ttft_p99",
-            "TTFT P99",
-            t.ttft_p99_s,
-            level.and_then(|l| l.ttft_p99_s),
-        ),
-        (
-            "e2e_p50",
-            "E2E latency P50",
-            t.e2e_p50_s,
-            level.and_then(|l| l.e2e_p50_s),
-        ),
-        (
-            "e2e_p95",
-            "E2E latency P95",
-            t.e2e_p95_s,
-            level.and_then(|l| l.e2e_p95_s),
-        ),
-        (
-            "tpot_mean",
-            "Mean time per output token",
-            t.tpot_mean_s,
-            level.and_then(|l| l.tpot_mean_s),
-        ),
-    ];
     let spec = |metric, label, unit, bound, limit| Spec {
         group: &group,
         metric,
@@ -251,34 +206,9 @@ pub fn judge_bench_level(
         folder,
     };
     let mut out = Vec::new();
-    for (metric, label, limit, value) in seconds {
+    for (metric, label, unit, bound, limit, value) in timed_figures(t, level) {
         if let Some(limit) = limit {
-            out.push(judge(
-                spec(metric, label, "s", Bound::Max, limit),
-                time(value),
-            ));
-        }
-    }
-    let rates = [
-        (
-            "output_tok_per_s",
-            "Output",
-            t.output_tok_per_s,
-            level.map(|l| l.output_tok_per_s),
-        ),
-        (
-            "total_tok_per_s",
-            "Total throughput",
-            t.total_tok_per_s,
-            level.map(|l| l.total_tok_per_s),
-        ),
-    ];
-    for (metric, label, limit, value) in rates {
-        if let Some(limit) = limit {
-            out.push(judge(
-                spec(metric, label, "tok/s", Bound::Min, limit),
-                time(value),
-            ));
+            out.push(judge(spec(metric, label, unit, bound, limit), time(value)));
         }
     }
     if let Some(limit) = t.errors {
@@ -313,6 +243,57 @@ pub fn judge_bench_level(
     out
 }
 
+/// A bench-level target measured on successful requests: metric, label,
+/// unit, bound, the limit (`None`: not checked) and the level's figure.
+type TimedFigure = (
+    &'static str,
+    &'static str,
+    &'static str,
+    Bound,
+    Option<f64>,
+    Option<f64>,
+);
+
+/// The level's latencies (seconds, ceilings) and throughputs (tokens per
+/// second, floors) with their targets, in trial order.
+fn timed_figures(t: &BenchLevelTargets, level: Option<&LevelSummary>) -> [TimedFigure; 8] {
+    let secs = |metric, label, limit, figure: fn(&LevelSummary) -> Option<f64>| {
+        (
+            metric,
+            label,
+            "s",
+            Bound::Max,
+            limit,
+            level.and_then(figure),
+        )
+    };
+    let rate = |metric, label, limit, figure: fn(&LevelSummary) -> f64| {
+        (metric, label, "tok/s", Bound::Min, limit, level.map(figure))
+    };
+    [
+        secs("ttft_p50", "TTFT P50", t.ttft_p50_s, |l| l.ttft_p50_s),
+        secs("ttft_p95", "TTFT P95", t.ttft_p95_s, |l| l.ttft_p95_s),
+        secs("ttft_p99", "TTFT P99", t.ttft_p99_s, |l| l.ttft_p99_s),
+        secs("e2e_p50", "E2E latency P50", t.e2e_p50_s, |l| l.e2e_p50_s),
+        secs("e2e_p95", "E2E latency P95", t.e2e_p95_s, |l| l.e2e_p95_s),
+        secs(
+            "tpot_mean",
+            "Mean time per output token",
+            t.tpot_mean_s,
+            |l| l.tpot_mean_s,
+        ),
+        rate("output_tok_per_s", "Output", t.output_tok_per_s, |l| {
+            l.output_tok_per_s
+        }),
+        rate(
+            "total_tok_per_s",
+            "Total throughput",
+            t.total_tok_per_s,
+            |l| l.total_tok_per_s,
+        ),
+    ]
+}
+
 fn error_note(l: &LevelSummary) -> Option<String> {
     if l.errors.is_empty() {
         return None;
@@ -326,18 +307,8 @@ fn error_note(l: &LevelSummary) -> Option<String> {
     )
 }
 
-/// Requests of a class that failed for good with a server error
-/// (`http_503` + `http_5xx`).
-pub fn classroom_server_errors(s: &ClassroomRunSummary) -> u64 {
-    s.summary
-        .errors_by_kind
-        .iter()
-        .filter(|(k, _)| matches!(k.as_str(), "http_503" | "http_5xx"))
-        .map(|(_, n)| *n)
-        .sum()
-}
-
-/// Judges a class against its targets.
+/// Judges a class against its targets: the verdicts of
+/// [`ClassroomTargets::judge`], with messages naming the class and `folder`.
 pub fn judge_classroom(
     s: &ClassroomRunSummary,
     t: &ClassroomTargets,
@@ -350,86 +321,55 @@ pub fn judge_classroom(
         p.users, p.duration_s, m.requests, m.completed, m.coding_requests
     );
     let scope = format!("({} students)", p.users);
-    let spec = |metric, label, unit, bound, limit| Spec {
-        group: "classroom",
-        metric,
-        label,
-        unit,
-        bound,
-        limit,
-        scope: &scope,
-        context: &context,
-        folder,
-    };
-    let metrics_missing = if s.server.metrics {
-        "no /metrics samples in the run"
-    } else {
-        "/metrics was not readable"
-    };
-    let mut out = Vec::new();
-    if let Some(limit) = t.ttft_p95_s {
-        let f = Figure::new(m.ttft_p95_s, "no successful request");
-        out.push(judge(
-            spec("ttft_p95", "TTFT P95", "s", Bound::Max, limit),
-            f,
-        ));
+    t.judge(m)
+        .into_iter()
+        .map(|check: ClassroomCheck| {
+            let key = check.key;
+            let spec = Spec {
+                group: "classroom",
+                metric: key.metric(),
+                label: key.label(),
+                unit: key.unit(),
+                bound: key.bound(),
+                limit: check.limit,
+                scope: &scope,
+                context: &context,
+                folder,
+            };
+            let figure = Figure {
+                value: check.measured,
+                missing: Some(why_missing(key, s).to_string()),
+                detail: (key == ClassroomKey::ServerErrors)
+                    .then(|| errors_by_kind(s))
+                    .flatten(),
+            };
+            judgement(spec, figure, check.passed)
+        })
+        .collect()
+}
+
+/// Why a class has no figure for a key.
+fn why_missing(key: ClassroomKey, s: &ClassroomRunSummary) -> &'static str {
+    match key {
+        ClassroomKey::TtftP95 => "no successful request",
+        ClassroomKey::CodingRequestP50 => "no coding request completed",
+        ClassroomKey::ServerOutput | ClassroomKey::Preemptions if s.server.metrics => {
+            "no /metrics samples in the run"
+        }
+        ClassroomKey::ServerOutput | ClassroomKey::Preemptions => "/metrics was not readable",
+        ClassroomKey::ServerErrors => "no figure in the results",
     }
-    if let Some(limit) = t.coding_request_p50_s {
-        let f = Figure::new(m.task_time_p50_s, "no coding request completed");
-        out.push(judge(
-            spec(
-                "coding_request_p50",
-                "Coding request P50",
-                "s",
-                Bound::Max,
-                limit,
-            ),
-            f,
-        ));
-    }
-    if let Some(limit) = t.server_output_tok_per_s {
-        let f = Figure::new(m.server.output_tokens_per_s, metrics_missing);
-        out.push(judge(
-            spec(
-                "server_output_tok_per_s",
-                "Server output",
-                "tok/s",
-                Bound::Min,
-                limit,
-            ),
-            f,
-        ));
-    }
-    if let Some(limit) = t.preemptions {
-        let f = Figure::new(m.server.preemptions.map(|p| p as f64), metrics_missing);
-        out.push(judge(
-            spec("preemptions", "Preemptions", "", Bound::Max, limit as f64),
-            f,
-        ));
-    }
-    if let Some(limit) = t.server_errors {
-        let by_kind: Vec<String> = m
-            .errors_by_kind
-            .iter()
-            .map(|(k, n)| format!("{} {n}", k.as_str()))
-            .collect();
-        let f = Figure {
-            value: Some(classroom_server_errors(s) as f64),
-            missing: None,
-            detail: (!by_kind.is_empty()).then(|| format!("errors: {}", by_kind.join(", "))),
-        };
-        out.push(judge(
-            spec(
-                "server_errors",
-                "Server errors",
-                "",
-                Bound::Max,
-                limit as f64,
-            ),
-            f,
-        ));
-    }
-    out
+}
+
+/// Every failed call of a class by kind: `errors: http_429 9, http_503 4`.
+fn errors_by_kind(s: &ClassroomRunSummary) -> Option<String> {
+    let by_kind: Vec<String> = s
+        .summary
+        .errors_by_kind
+        .iter()
+        .map(|(k, n)| format!("{} {n}", k.as_str()))
+        .collect();
+    (!by_kind.is_empty()).then(|| format!("errors: {}", by_kind.join(", ")))
 }
 
 #[cfg(test)]

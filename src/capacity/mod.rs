@@ -4,7 +4,8 @@
 //! judges a live server (`CODENDUM_BASE_URL`) or, without one, the embedded
 //! twin running each profile.
 //!
-//! - [`targets`]: the typed `[targets]` tables;
+//! - [`targets`]: the typed `[targets]` tables (`[targets.classroom]` is
+//!   [`crate::targets::classroom`]'s, shared with `codendum plan`);
 //! - [`workload`]: quick and full workloads, the twin's speed-ups;
 //! - [`judge`]: figures against targets (plain functions);
 //! - [`settings`]: the environment and `.env`;

@@ -20,29 +20,16 @@
 //! ```
 //!
 //! Every table rejects unknown keys, naming the key and the table.
+//! `[targets.classroom]` is read and judged by [`crate::targets::classroom`],
+//! the definition `codendum plan` uses too; this module adds the benchmark
+//! levels and the quick tables.
 
 use serde::Deserialize;
 
 use crate::bench::{config::MAX_CONCURRENCY, Shape};
 use crate::error::ConfigError;
-
-/// Targets of the classroom workload (`[targets.classroom]`). Every key is
-/// optional; a missing key is not checked.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ClassroomTargets {
-    /// Most time to first token at the 95th percentile, seconds.
-    pub ttft_p95_s: Option<f64>,
-    /// Most wall time of a coding request (task) at the median, seconds.
-    pub coding_request_p50_s: Option<f64>,
-    /// Least steady-state server output, tokens per second.
-    pub server_output_tok_per_s: Option<f64>,
-    /// Most preemptions during the run (from `/metrics`).
-    pub preemptions: Option<u64>,
-    /// Most requests that failed for good with a server error (`http_503`
-    /// plus `http_5xx`).
-    pub server_errors: Option<u64>,
-}
+pub use crate::targets::ClassroomTargets;
+use crate::targets::{check_value_kinds, parse_classroom_targets, KeyKind};
 
 /// Targets of one benchmark level (`[[targets.bench]]`): a prompt shape at
 /// a concurrency, and limits on that level's figures. Every metric key is
@@ -74,25 +61,6 @@ pub struct BenchLevelTargets {
     pub errors: Option<u64>,
     /// Most preemptions during the level (from `/metrics`).
     pub preemptions: Option<u64>,
-}
-
-impl ClassroomTargets {
-    /// The metrics checked, as named in trial names, in a fixed order.
-    pub fn metrics(&self) -> Vec<&'static str> {
-        [
-            ("ttft_p95", self.ttft_p95_s.is_some()),
-            ("coding_request_p50", self.coding_request_p50_s.is_some()),
-            (
-                "server_output_tok_per_s",
-                self.server_output_tok_per_s.is_some(),
-            ),
-            ("preemptions", self.preemptions.is_some()),
-            ("server_errors", self.server_errors.is_some()),
-        ]
-        .into_iter()
-        .filter_map(|(name, set)| set.then_some(name))
-        .collect()
-    }
 }
 
 impl BenchLevelTargets {
@@ -185,13 +153,7 @@ fn parse_mode_key(
 ) -> Result<(), ConfigError> {
     let path = format!("{prefix}.{key}");
     if key == "classroom" {
-        check_types(&path, value, CLASSROOM_KEYS)?;
-        let t: ClassroomTargets = value
-            .clone()
-            .try_into()
-            .map_err(|e: toml::de::Error| bad(&path, &e.message().replace('\n', " ")))?;
-        check_classroom(&t, &path)?;
-        mode.classroom = Some(t);
+        mode.classroom = Some(parse_classroom_targets(&path, value)?);
         return Ok(());
     }
     let items = value
@@ -199,7 +161,7 @@ fn parse_mode_key(
         .ok_or_else(|| bad(&path, "must be an array of tables ([[...bench]])"))?;
     for (i, item) in items.iter().enumerate() {
         let at = format!("{path}[{i}]");
-        check_types(&at, item, BENCH_KEYS)?;
+        check_value_kinds(&at, item, BENCH_KEYS)?;
         let t: BenchLevelTargets = item
             .clone()
             .try_into()
@@ -216,25 +178,6 @@ fn parse_mode_key(
     Ok(())
 }
 
-/// What a known key must hold.
-#[derive(Clone, Copy)]
-enum KeyKind {
-    /// A number ≥ 0 (integer or float).
-    Number,
-    /// A whole number ≥ 0.
-    Count,
-    /// Text.
-    Text,
-}
-
-const CLASSROOM_KEYS: &[(&str, KeyKind)] = &[
-    ("ttft_p95_s", KeyKind::Number),
-    ("coding_request_p50_s", KeyKind::Number),
-    ("server_output_tok_per_s", KeyKind::Number),
-    ("preemptions", KeyKind::Count),
-    ("server_errors", KeyKind::Count),
-];
-
 const BENCH_KEYS: &[(&str, KeyKind)] = &[
     ("shape", KeyKind::Text),
     ("concurrency", KeyKind::Count),
@@ -249,49 +192,6 @@ const BENCH_KEYS: &[(&str, KeyKind)] = &[
     ("errors", KeyKind::Count),
     ("preemptions", KeyKind::Count),
 ];
-
-/// Checks the type of every known key, so that errors name the key (serde's
-/// own type errors do not); unknown keys are left to serde.
-fn check_types(
-    path: &str,
-    value: &toml::Value,
-    keys: &[(&str, KeyKind)],
-) -> Result<(), ConfigError> {
-    let table = value
-        .as_table()
-        .ok_or_else(|| bad(path, "must be a table"))?;
-    for (key, v) in table {
-        let Some((_, kind)) = keys.iter().find(|(k, _)| k == key) else {
-            continue;
-        };
-        let ok = match kind {
-            KeyKind::Number => v
-                .as_float()
-                .or_else(|| v.as_integer().map(|i| i as f64))
-                .is_some_and(|x| x.is_finite() && x >= 0.0),
-            KeyKind::Count => v.as_integer().is_some_and(|i| i >= 0),
-            KeyKind::Text => v.is_str(),
-        };
-        if !ok {
-            let want = match kind {
-                KeyKind::Number => "a number ≥ 0",
-                KeyKind::Count => "a whole number ≥ 0",
-                KeyKind::Text => "text",
-            };
-            return Err(bad(path, &format!("{key} = {v} is not {want}")));
-        }
-    }
-    Ok(())
-}
-
-fn check_classroom(t: &ClassroomTargets, path: &str) -> Result<(), ConfigError> {
-    let values = [
-        ("ttft_p95_s", t.ttft_p95_s),
-        ("coding_request_p50_s", t.coding_request_p50_s),
-        ("server_output_tok_per_s", t.server_output_tok_per_s),
-    ];
-    check_limits(path, &values)
-}
 
 fn check_bench(t: &BenchLevelTargets, path: &str) -> Result<(), ConfigError> {
     if t.shape().is_none() {

@@ -46,6 +46,10 @@ pub struct ServerFigures {
     pub prefix_cache_hit_rate: Option<f64>,
     /// Server generation throughput over the run, output tokens per second.
     pub output_tokens_per_s: Option<f64>,
+    /// Where the time went over the run: the server's timings (vLLM's
+    /// histograms) and the client's means over the same calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_split: Option<crate::results::TimeSplit>,
 }
 
 /// The summary of a classroom run. Times in seconds; `None` where there was

@@ -13,7 +13,6 @@ use crate::classroom::{
 };
 use crate::clock::Clock;
 use crate::error::Error;
-use crate::openai::ErrorKind;
 use crate::prom::{window_stats, TimelineSample};
 use crate::twin::inproc::{InProcTransport, StatsSampler};
 use crate::twin::persona::AgentPersona;
@@ -59,8 +58,9 @@ pub struct CellResult {
     pub preemptions: Option<u64>,
     /// Prefix-cache hit rate over the run, fraction 0..1.
     pub prefix_hit_rate: Option<f64>,
-    /// Attempts the server answered with a 5xx or a mid-stream error,
-    /// retried ones included.
+    /// Model calls whose final outcome, after retries, was HTTP 503 or
+    /// another 5xx ([`crate::targets::server_errors`], what the
+    /// `server_errors` target counts), a count.
     pub server_errors: u64,
     /// Share of the steady-state samples with running at `max_num_seqs`
     /// and requests waiting (the seats are full), fraction 0..1.
@@ -142,13 +142,7 @@ async fn simulate(
         ramp_up: config.ramp_up().as_secs_f64(),
         duration: config.duration.as_secs_f64(),
     };
-    Ok(figures(
-        spec,
-        outcome.summary,
-        &outcome.requests,
-        &timeline,
-        window,
-    ))
+    Ok(figures(spec, outcome.summary, &timeline, window))
 }
 
 /// Where a run sits on the clock: its origin, ramp-up and window, seconds.
@@ -175,19 +169,11 @@ impl Window {
     }
 }
 
-fn is_server_error(kind: ErrorKind) -> bool {
-    matches!(
-        kind,
-        ErrorKind::Http503 | ErrorKind::Http5xx | ErrorKind::StreamError
-    )
-}
-
-/// The cell's figures from the classroom's summary and records and the
-/// engine timeline (plain function).
+/// The cell's figures from the classroom's summary and the engine timeline
+/// (plain function).
 pub fn figures(
     spec: &CellSpec,
     mut summary: ClassroomSummary,
-    requests: &[RequestRecord],
     timeline: &[TimelineSample],
     window: Window,
 ) -> CellResult {
@@ -213,16 +199,7 @@ pub fn figures(
     };
     let pinned_share = share(&|(r, w)| *r >= seats && *w > 0.0);
     let blocked_share = share(&|(r, w)| *r < seats && *w > 0.0);
-    let server_errors = requests
-        .iter()
-        .map(|r| {
-            r.retried_kinds
-                .iter()
-                .filter(|k| is_server_error(**k))
-                .count() as u64
-                + u64::from(r.error_kind.is_some_and(is_server_error))
-        })
-        .sum();
+    let server_errors = crate::targets::server_errors(&summary);
     let preemptions = whole.preemptions.map(|p| p.round() as u64);
     summary.server = ServerFigures {
         peak_running: whole.peak_running,
@@ -231,6 +208,7 @@ pub fn figures(
         preemptions,
         prefix_cache_hit_rate: whole.prefix_hit_rate,
         output_tokens_per_s: tok_per_s,
+        time_split: whole.time_split,
     };
     CellResult {
         spec: spec.clone(),

@@ -8,8 +8,9 @@
 //!
 //! The answer people want is in [`Verdict`]: for each server variant, the
 //! largest class tried that meets the profile's `[targets.classroom]`, and
-//! where the limit comes from ([`Limit`]). Results are deterministic for a
-//! seed, whatever the number of threads.
+//! where the limit comes from ([`Limit`]). Targets are read and judged by
+//! [`crate::targets::classroom`], as the capacity suite judges them. Results
+//! are deterministic for a seed, whatever the number of threads.
 
 pub mod cell;
 pub mod config;
@@ -20,7 +21,9 @@ pub mod write;
 pub use cell::{run_cell, CellResult};
 pub use config::{CellSpec, PlanConfig};
 pub use run::{run_plan, JudgedCell, PlanParameters, PlanResults, Verdict};
-pub use targets::{classify, Check, ClassroomTargets, Limit};
+pub use targets::{
+    classify, classroom_targets, judge_cell, Check, ClassroomTargets, Limit, Target, TargetList,
+};
 pub use write::{write_plan, write_plan_files};
 
 use std::path::PathBuf;

@@ -8,7 +8,9 @@ use serde::{Deserialize, Serialize};
 
 use super::cell::{run_cell, CellResult};
 use super::config::{cells, variant_name, PlanConfig};
-use super::targets::{classify, Check, ClassroomTargets, Limit};
+use super::targets::{
+    classify, classroom_targets, judge_cell, Check, ClassroomTargets, Limit, TargetList,
+};
 use crate::error::Error;
 use crate::twin::profile::Profile;
 
@@ -58,7 +60,7 @@ pub struct Verdict {
     /// `max_num_seqs` of the variant.
     pub max_num_seqs: u32,
     /// The profile's classroom targets.
-    pub targets: ClassroomTargets,
+    pub targets: TargetList,
     /// The largest class size tried such that it and every smaller size
     /// tried met the targets; `None` when the smallest already missed.
     pub largest_class: Option<u32>,
@@ -96,7 +98,7 @@ pub fn run_plan(
     let profiles = config.validate()?;
     let targets = profiles
         .iter()
-        .map(|p| ClassroomTargets::from_profile_targets(&p.name, &p.targets))
+        .map(|p| classroom_targets(&p.name, &p.targets))
         .collect::<Result<Vec<_>, _>>()?;
     let specs = cells(config, &profiles);
     let profile_of = |name: &str| profiles.iter().position(|p| p.name == name).unwrap_or(0);
@@ -155,7 +157,7 @@ pub fn run_plan(
         .into_iter()
         .map(|result| {
             let t = &targets[profile_of(&result.spec.profile)];
-            let checks = t.judge(&result);
+            let checks = judge_cell(t, &result);
             let meets_targets = checks.iter().all(|c| c.met);
             JudgedCell {
                 result,
@@ -237,7 +239,7 @@ pub fn verdicts(
                 variant,
                 profile,
                 max_num_seqs: seqs,
-                targets: t,
+                targets: TargetList::from(&t),
                 largest_class,
                 first_miss,
                 limit,
@@ -254,7 +256,7 @@ fn sentence(
     miss: Option<u32>,
     limit: Option<Limit>,
 ) -> String {
-    let no_targets = if targets.targets.is_empty() {
+    let no_targets = if targets.is_empty() {
         " (the profile has no [targets.classroom]: nothing was judged)"
     } else {
         ""

@@ -1,31 +1,46 @@
-//! A profile's classroom targets (`[targets.classroom]`), judging a cell
-//! against them, and where a variant's limit comes from.
+//! A profile's classroom targets (`[targets.classroom]`) as a plan reads,
+//! judges and lists them, and where a variant's limit comes from. Reading
+//! and judging are [`crate::targets::classroom`]'s, the definitions the
+//! capacity suite uses, so a plan and `cargo test --test capacity` give one
+//! verdict per target on the same class.
 
 use serde::{Deserialize, Serialize};
 
 use super::cell::CellResult;
 use crate::error::ConfigError;
+use crate::targets::{parse_classroom_targets, ClassroomCheck};
+pub use crate::targets::{Bound, ClassroomTargets};
 
-/// The keys of `[targets.classroom]` this module judges, and their sense.
-pub const TARGET_KEYS: &[(&str, Bound)] = &[
-    ("ttft_p95_s", Bound::Max),
-    ("coding_request_p50_s", Bound::Max),
-    ("server_output_tok_per_s", Bound::Min),
-    ("preemptions", Bound::Max),
-    ("server_errors", Bound::Max),
-];
-
-/// Whether a target is a ceiling or a floor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Bound {
-    /// The figure must be at most the target.
-    Max,
-    /// The figure must be at least the target.
-    Min,
+/// Reads `[targets.classroom]` of a profile's `[targets]` table (as kept by
+/// [`crate::twin::profile::Profile::targets`]). No such table: no targets.
+/// An unknown key, or a value that is not a number of the key's kind, is an
+/// error of `--profile` naming the profile and the key.
+pub fn classroom_targets(
+    profile: &str,
+    targets: &toml::Table,
+) -> Result<ClassroomTargets, ConfigError> {
+    let Some(table) = targets.get("classroom") else {
+        return Ok(ClassroomTargets::default());
+    };
+    parse_classroom_targets("targets.classroom", table).map_err(|e| match e {
+        ConfigError::Invalid { name, reason } => {
+            ConfigError::invalid("--profile", format!("{profile}: [{name}] {reason}"))
+        }
+        other => other,
+    })
 }
 
-/// One target: a key of [`TARGET_KEYS`], its bound and value.
+/// Judges a cell: one check per target, on the cell's classroom summary
+/// ([`CellResult::summary`], the figures the capacity suite judges).
+pub fn judge_cell(targets: &ClassroomTargets, cell: &CellResult) -> Vec<Check> {
+    targets
+        .judge(&cell.summary)
+        .into_iter()
+        .map(Check::from)
+        .collect()
+}
+
+/// One target as `plan.json` and `plan.md` list it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Target {
     /// The key (`ttft_p95_s`, ...).
@@ -36,86 +51,25 @@ pub struct Target {
     pub value: f64,
 }
 
-/// The classroom targets of a profile; keys missing from the table are not
-/// judged.
+/// A profile's classroom targets as `plan.json` lists them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ClassroomTargets {
-    /// The targets found, in [`TARGET_KEYS`] order.
+pub struct TargetList {
+    /// The targets, in [`crate::targets::ClassroomKey::ALL`] order.
     pub targets: Vec<Target>,
-    /// Keys of the table this module does not judge.
-    pub ignored: Vec<String>,
 }
 
-impl ClassroomTargets {
-    /// Reads `[targets.classroom]` of a profile's `[targets]` table. No such
-    /// table: no targets. A known key whose value is not a number is an
-    /// error naming the profile and the key.
-    pub fn from_profile_targets(profile: &str, targets: &toml::Table) -> Result<Self, ConfigError> {
-        let Some(table) = targets.get("classroom") else {
-            return Ok(Self::default());
-        };
-        let bad = |reason: String| {
-            ConfigError::invalid(
-                "--profile",
-                format!("{profile}: [targets.classroom] {reason}"),
-            )
-        };
-        let Some(table) = table.as_table() else {
-            return Err(bad("is not a table".into()));
-        };
-        let mut out = Self::default();
-        for (key, bound) in TARGET_KEYS {
-            let Some(v) = table.get(*key) else { continue };
-            let value = match v {
-                toml::Value::Float(f) if f.is_finite() => *f,
-                toml::Value::Integer(i) => *i as f64,
-                _ => return Err(bad(format!("{key} must be a number"))),
-            };
-            out.targets.push(Target {
-                key: key.to_string(),
-                bound: *bound,
+impl From<&ClassroomTargets> for TargetList {
+    fn from(t: &ClassroomTargets) -> Self {
+        let targets = t
+            .limits()
+            .into_iter()
+            .map(|(key, value)| Target {
+                key: key.name().to_string(),
+                bound: key.bound(),
                 value,
-            });
-        }
-        out.ignored = table
-            .keys()
-            .filter(|k| !TARGET_KEYS.iter().any(|(t, _)| t == k))
-            .cloned()
-            .collect();
-        Ok(out)
-    }
-
-    /// Judges a cell: one check per target.
-    pub fn judge(&self, cell: &CellResult) -> Vec<Check> {
-        self.targets
-            .iter()
-            .map(|t| {
-                let measured = measured(cell, &t.key);
-                let met = measured.is_some_and(|m| match t.bound {
-                    Bound::Max => m <= t.value,
-                    Bound::Min => m >= t.value,
-                });
-                Check {
-                    key: t.key.clone(),
-                    bound: t.bound,
-                    target: t.value,
-                    measured,
-                    met,
-                }
             })
-            .collect()
-    }
-}
-
-/// The cell's figure for a target key (`None`: not measured).
-pub fn measured(cell: &CellResult, key: &str) -> Option<f64> {
-    match key {
-        "ttft_p95_s" => cell.ttft_p95_s,
-        "coding_request_p50_s" => cell.coding_request_p50_s,
-        "server_output_tok_per_s" => cell.server_output_tok_per_s,
-        "preemptions" => cell.preemptions.map(|p| p as f64),
-        "server_errors" => Some(cell.server_errors as f64),
-        _ => None,
+            .collect();
+        TargetList { targets }
     }
 }
 
@@ -127,12 +81,24 @@ pub struct Check {
     pub key: String,
     /// Ceiling or floor.
     pub bound: Bound,
-    /// The target value.
+    /// The target value, in the key's unit.
     pub target: f64,
-    /// The cell's figure.
+    /// The cell's figure, in the key's unit.
     pub measured: Option<f64>,
     /// Whether it meets the target.
     pub met: bool,
+}
+
+impl From<ClassroomCheck> for Check {
+    fn from(c: ClassroomCheck) -> Self {
+        Check {
+            key: c.key.name().to_string(),
+            bound: c.key.bound(),
+            target: c.limit,
+            measured: c.measured,
+            met: c.passed,
+        }
+    }
 }
 
 /// Where a class size's limit comes from.

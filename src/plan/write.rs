@@ -138,13 +138,7 @@ pub fn markdown(results: &PlanResults) -> String {
             .targets
             .targets
             .iter()
-            .map(|t| {
-                let sense = match t.bound {
-                    super::targets::Bound::Max => "≤",
-                    super::targets::Bound::Min => "≥",
-                };
-                format!("{} {sense} {}", t.key, t.value)
-            })
+            .map(|t| format!("{} {} {}", t.key, t.bound.sign(), t.value))
             .collect();
         let list = if list.is_empty() {
             "none".to_string()

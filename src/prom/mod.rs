@@ -11,6 +11,7 @@
 //! - [`command`]: the logic of `codendum metrics`.
 
 pub mod command;
+pub mod latency;
 mod lex;
 pub mod parse;
 pub mod sampler;
@@ -18,6 +19,7 @@ pub mod snapshot;
 pub mod window;
 
 pub use command::{run_metrics, MetricsOptions};
+pub use latency::{Histogram, LatencyHistograms, Phase};
 pub use parse::{parse, Exposition, LineProblem, MetricType, ParseError, Sample};
 pub use sampler::{sample_once, Sampler, SamplerHandle, ScrapeError, Scraper};
 pub use snapshot::ServerSnapshot;

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::latency::LatencyHistograms;
 use super::parse::{parse, Exposition, ParseError, Sample};
 
 /// What one scrape (or the sum of several replicas' scrapes) says about the server.
@@ -61,6 +62,10 @@ pub struct ServerSnapshot {
     /// The served model (`model_name` label); distinct names joined by ", ".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_name: Option<String>,
+    /// The latency histograms (queue, prefill, decode, TTFT, ...), summed
+    /// over engines; absent on servers without them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencyHistograms>,
 }
 
 /// The scalar figures; the discriminant indexes the accumulator array.
@@ -224,6 +229,7 @@ impl ServerSnapshot {
             kv_capacity_tokens,
             block_size,
             model_name: model_name.map(Cow::into_owned),
+            latency: LatencyHistograms::from_exposition(page),
         }
     }
 
@@ -278,6 +284,14 @@ impl ServerSnapshot {
             kv_capacity_tokens: (!capacities.is_empty()).then(|| capacities.iter().sum()),
             block_size: snapshots.iter().find_map(|s| s.block_size),
             model_name: (!models.is_empty()).then(|| models.join(", ")),
+            latency: snapshots.iter().filter_map(|s| s.latency.as_ref()).fold(
+                None,
+                |acc: Option<LatencyHistograms>, h| {
+                    let mut total = acc.unwrap_or_default();
+                    total.merge(h);
+                    Some(total)
+                },
+            ),
         }
     }
 

@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use super::latency::LatencyHistograms;
 use super::snapshot::ServerSnapshot;
+use crate::results::TimeSplit;
 
 /// One scrape of the server: a snapshot, or the reason the scrape failed.
 /// One JSON object per line in `server-timeline.jsonl`.
@@ -62,6 +64,11 @@ pub struct WindowStats {
     pub prefix_cache_hits: Option<f64>,
     /// Δhits / Δqueries over the window, FRACTION 0..1 (absent without queries).
     pub prefix_hit_rate: Option<f64>,
+    /// The server's latency histograms over the window (from the baseline
+    /// to the last reading); absent when the server exports none. The
+    /// client means are left for the caller.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_split: Option<TimeSplit>,
 }
 
 /// Rates between two successive samples.
@@ -142,6 +149,12 @@ pub fn window_stats(timeline: &[TimelineSample], t0: f64, t1: f64) -> WindowStat
     let increase = |field: fn(&ServerSnapshot) -> Option<f64>| {
         total_increase(counted.iter().filter_map(|s| field(s)))
     };
+    let with_latency: Vec<&LatencyHistograms> =
+        counted.iter().filter_map(|s| s.latency.as_ref()).collect();
+    let time_split = match (with_latency.first(), with_latency.last()) {
+        (Some(first), Some(last)) if with_latency.len() > 1 => last.split_since(first),
+        _ => None,
+    };
     let prefix_cache_queries = increase(|s| s.prefix_cache_queries);
     let prefix_cache_hits = increase(|s| s.prefix_cache_hits);
     WindowStats {
@@ -158,6 +171,7 @@ pub fn window_stats(timeline: &[TimelineSample], t0: f64, t1: f64) -> WindowStat
         prefix_hit_rate: hit_rate(prefix_cache_hits, prefix_cache_queries),
         prefix_cache_queries,
         prefix_cache_hits,
+        time_split,
     }
 }
 

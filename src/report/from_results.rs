@@ -96,6 +96,7 @@ pub fn bench_report(s: &BenchSummary, timeline: &[TimelineSample]) -> BenchRepor
             peak_running: l.peak_running.map(|x| x.round() as u64),
             peak_waiting: l.peak_waiting.map(|x| x.round() as u64),
             prefix_hit_rate: l.prefix_hit_rate,
+            time_split: l.time_split,
         })
         .collect();
     // The timeline is on the run's axis (seconds since started_utc); level
@@ -152,6 +153,17 @@ pub fn classroom_report(
         preemptions: m.server.preemptions,
         server_errors,
         prefix_hit_rate: m.server.prefix_cache_hit_rate,
+        request_time_p50_s: m.request_time_p50_s,
+        request_time_p95_s: m.request_time_p95_s,
+        model_time_p50_s: m.model_time_p50_s,
+        model_time_p95_s: m.model_time_p95_s,
+        coding_requests_per_hour: m.completed_per_hour,
+        prompt_tokens_p50: m.prompt_tokens_p50,
+        prompt_tokens_p95: m.prompt_tokens_p95,
+        prompt_tokens_max: m.prompt_tokens_max,
+        compactions: m.compactions,
+        tool_errors: m.tool_errors,
+        time_split: m.server.time_split,
     };
     let parameters = vec![
         param("users", p.users),

@@ -28,6 +28,7 @@ pub mod model;
 pub mod rebuild;
 mod run_docs;
 pub mod svg;
+mod time_split_doc;
 
 pub use compare::{
     Assessment, Better, Change, ComparedFigure, Comparison, ComparisonSection, Difference, RunKind,

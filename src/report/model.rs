@@ -101,6 +101,9 @@ pub struct LevelRow {
     pub peak_waiting: Option<u64>,
     /// Prefix-cache hit rate during the level, fraction (0..1).
     pub prefix_hit_rate: Option<f64>,
+    /// The server's timings over the level next to the client's.
+    #[serde(default)]
+    pub time_split: Option<crate::results::TimeSplit>,
 }
 
 impl LevelRow {
@@ -162,6 +165,7 @@ pub struct BenchReport {
     pub verdicts: Vec<Verdict>,
     /// What was asked for and not run, one sentence each (a shape that
     /// cannot fit in the server's context).
+    #[serde(default)]
     pub not_run: Vec<String>,
 }
 
@@ -213,6 +217,39 @@ pub struct ClassroomFigures {
     pub server_errors: u64,
     /// Prefix-cache hit rate, fraction (0..1).
     pub prefix_hit_rate: Option<f64>,
+    /// Request time (a model call to its last token), P50 and P95, seconds.
+    #[serde(default)]
+    pub request_time_p50_s: Option<f64>,
+    /// See `request_time_p50_s`.
+    #[serde(default)]
+    pub request_time_p95_s: Option<f64>,
+    /// Model time per coding request (its calls' durations), P50, seconds.
+    #[serde(default)]
+    pub model_time_p50_s: Option<f64>,
+    /// See `model_time_p50_s`, P95.
+    #[serde(default)]
+    pub model_time_p95_s: Option<f64>,
+    /// Coding requests completed per hour of the window.
+    #[serde(default)]
+    pub coding_requests_per_hour: Option<f64>,
+    /// Prompt size of a model call, tokens: P50, P95 and the largest.
+    #[serde(default)]
+    pub prompt_tokens_p50: Option<f64>,
+    /// See `prompt_tokens_p50`, P95.
+    #[serde(default)]
+    pub prompt_tokens_p95: Option<f64>,
+    /// See `prompt_tokens_p50`, the largest.
+    #[serde(default)]
+    pub prompt_tokens_max: Option<u64>,
+    /// Context compactions.
+    #[serde(default)]
+    pub compactions: u64,
+    /// Tool calls that came back as errors.
+    #[serde(default)]
+    pub tool_errors: u64,
+    /// The server's timings over the class next to the client's.
+    #[serde(default)]
+    pub time_split: Option<crate::results::TimeSplit>,
 }
 
 /// Everything a classroom report shows.

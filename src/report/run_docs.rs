@@ -133,6 +133,12 @@ pub(crate) fn bench_doc(r: &BenchReport) -> Doc {
         rows,
         1,
     );
+    let splits: Vec<_> = r
+        .levels
+        .iter()
+        .map(|l| (format!("{} c{}", l.shape, l.concurrency), l.time_split))
+        .collect();
+    super::time_split_doc::push_time_split(&mut doc, &splits);
     doc.paragraph(timeline_sentence(&r.timeline));
     for chart in throughput_chart.into_iter().chain(charts) {
         doc.chart(chart);
@@ -184,8 +190,33 @@ pub(crate) fn classroom_doc(r: &ClassroomReport) -> Doc {
             ),
         ),
         row(
+            "Model time per coding request, P50 / P95",
+            pair(f.model_time_p50_s, f.model_time_p95_s, seconds, "s"),
+        ),
+        row(
+            "Request time, P50 / P95",
+            pair(f.request_time_p50_s, f.request_time_p95_s, seconds, "s"),
+        ),
+        row(
             "Coding requests completed",
-            f.coding_requests_completed.to_string(),
+            format!(
+                "{} ({} per hour)",
+                f.coding_requests_completed,
+                opt_fixed(f.coding_requests_per_hour, 0)
+            ),
+        ),
+        row(
+            "Prompt tokens, P50 / P95 / max",
+            format!(
+                "{} / {} / {}",
+                opt_fixed(f.prompt_tokens_p50, 0),
+                opt_fixed(f.prompt_tokens_p95, 0),
+                opt_count(f.prompt_tokens_max)
+            ),
+        ),
+        row(
+            "Compactions / tool errors",
+            format!("{} / {}", f.compactions, f.tool_errors),
         ),
         row("Peak waiting requests", opt_count(f.peak_waiting)),
         row(
@@ -202,6 +233,7 @@ pub(crate) fn classroom_doc(r: &ClassroomReport) -> Doc {
         ),
     ];
     doc.table(&["Figure", "Value"], rows, 1);
+    super::time_split_doc::push_time_split(&mut doc, &[("class".to_string(), f.time_split)]);
     let mut charts = classroom_charts(r).into_iter();
     doc.heading("Distributions");
     doc.paragraph(format!(

@@ -8,6 +8,7 @@ pub mod csv;
 pub mod jsonl;
 pub mod records;
 pub mod summary;
+pub mod time_split;
 
 use std::fs::{File, OpenOptions};
 use std::io::BufReader;
@@ -27,6 +28,7 @@ pub use self::summary::{
     read_summary_json, write_summary_json, BenchParameters, BenchSummary, PromptSizing, RunHeader,
     ServerDescription, ShapeSizing, SizingMethod, SkippedShape, BENCH_KIND, BENCH_SCHEMA_VERSION,
 };
+pub use self::time_split::{PhaseTime, TimeSplit};
 
 /// File name of the per-level summary table.
 pub const SUMMARY_CSV: &str = "summary.csv";

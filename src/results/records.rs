@@ -139,4 +139,8 @@ pub struct LevelSummary {
     /// Scrapes of `/metrics` that failed during the level.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed_scrapes: Option<u64>,
+    /// Where the time went: the server's timings over the level (vLLM's
+    /// histograms) and the client's means beside them; absent without them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_split: Option<super::TimeSplit>,
 }

@@ -232,6 +232,17 @@ impl Engine {
 
     /// Queues a request (arrival = engine time now).
     pub fn add(&mut self, r: EngineRequest) -> Result<(), AddError> {
+        let now = self.now();
+        self.add_arrived(r, now)
+    }
+
+    /// Queues a request that arrived at `arrival` (simulated; clamped to
+    /// the engine's time). While a step runs, the engine's time is already
+    /// the step's end: a request that came in during it arrived earlier, and
+    /// its queue time and TTFT count from then, as vLLM's do (from the API
+    /// server's receipt of the request).
+    pub fn add_arrived(&mut self, r: EngineRequest, arrival: Duration) -> Result<(), AddError> {
+        let arrival = arrival.as_secs_f64().min(self.now);
         if self.index.contains_key(&r.id) {
             return Err(AddError::DuplicateId(r.id));
         }
@@ -287,7 +298,7 @@ impl Engine {
             tail,
             blocks: Vec::new(),
             num_cached_blocks: 0,
-            arrival: self.now,
+            arrival,
             first_scheduled: None,
             first_token: None,
             last_token: self.now,

@@ -36,6 +36,7 @@ use crate::openai::{
     AssistantMessage, CallError, CallOutcome, CallRequest, Endpoint, ErrorKind, ToolCall,
     Transport, Usage,
 };
+use crate::prom::{Histogram, LatencyHistograms, Phase};
 use crate::prom::{ServerSnapshot, TimelineSample};
 
 /// Default per-request time limit, simulated seconds: the CLI's `--timeout`
@@ -319,6 +320,33 @@ pub fn snapshot_from_stats(stats: &EngineStats, profile: &Profile) -> ServerSnap
         kv_capacity_tokens: Some(profile.server.kv_cache_tokens),
         block_size: Some(u64::from(profile.server.block_size)),
         model_name: Some(profile.server.model.clone()),
+        latency: Some(latency_from_stats(stats)),
+    }
+}
+
+/// The engine's latency histograms as the `/metrics` page shows them.
+fn latency_from_stats(stats: &EngineStats) -> LatencyHistograms {
+    let convert = |h: &crate::twin::engine_stats::Histogram| Histogram {
+        buckets: h
+            .bounds
+            .iter()
+            .zip(h.cumulative())
+            .map(|(&le, c)| (le, c as f64))
+            .collect(),
+        sum: h.sum,
+        count: h.count as f64,
+    };
+    let phases = [
+        (Phase::Queue, &stats.queue),
+        (Phase::Prefill, &stats.prefill),
+        (Phase::Decode, &stats.decode),
+        (Phase::Inference, &stats.inference),
+        (Phase::Ttft, &stats.ttft),
+        (Phase::InterToken, &stats.itl),
+        (Phase::E2e, &stats.e2e),
+    ];
+    LatencyHistograms {
+        phases: phases.into_iter().map(|(p, h)| (p, convert(h))).collect(),
     }
 }
 

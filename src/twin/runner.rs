@@ -21,6 +21,10 @@ pub enum EngineCmd {
     Add {
         /// The request.
         request: EngineRequest,
+        /// When the server received it (simulated): its queue time and TTFT
+        /// count from here, though the engine takes it in only between
+        /// steps.
+        arrived: std::time::Duration,
         /// Where its tokens go.
         events: mpsc::UnboundedSender<EngineEvent>,
     },
@@ -285,9 +289,13 @@ fn apply(
     senders: &mut HashMap<RequestId, mpsc::UnboundedSender<EngineEvent>>,
 ) {
     match cmd {
-        EngineCmd::Add { request, events } => {
+        EngineCmd::Add {
+            request,
+            arrived,
+            events,
+        } => {
             let id = request.id;
-            match engine.add(request) {
+            match engine.add_arrived(request, arrived) {
                 Ok(()) => {
                     senders.insert(id, events);
                 }

@@ -362,6 +362,8 @@ pub struct Admitted {
 /// cuts it into pieces and queues the engine request. Authentication is the
 /// caller's business. `session` is empty when the client sent none.
 pub fn admit(st: &TwinState, v: Value, chat: bool, session: &str) -> Result<Admitted, Refusal> {
+    // vLLM times a request from its receipt by the API server.
+    let arrived = st.clock.now();
     let server = &st.profile.server;
     let parsed =
         generation_body_from_value(v, chat, &server.served_model_name, server.max_model_len)
@@ -406,6 +408,7 @@ pub fn admit(st: &TwinState, v: Value, chat: bool, session: &str) -> Result<Admi
     let (events_tx, events) = mpsc::unbounded_channel();
     let cmd = EngineCmd::Add {
         request,
+        arrived,
         events: events_tx,
     };
     if st.engine.send(cmd).is_err() {

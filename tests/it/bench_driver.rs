@@ -137,6 +137,7 @@ impl ServerMetrics for FakeMetrics {
             peak_waiting: Some(0.0),
             prefix_hit_rate: None,
             failed_scrapes: 1,
+            time_split: None,
         }
     }
     fn drain_timeline(&self) -> Vec<serde_json::Value> {

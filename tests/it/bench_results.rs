@@ -105,6 +105,7 @@ fn fixed_summary() -> BenchSummary {
         peak_waiting: Some(3.0),
         prefix_hit_rate: Some(0.012),
         failed_scrapes: 0,
+        time_split: None,
     };
     let levels = vec![
         summarize_level(frame(1, 0.5, 33.5, LevelEnd::Requests), &short1, None),

@@ -3,10 +3,20 @@
 
 use codendum::classroom::ClassroomSummary;
 use codendum::plan::run::verdicts;
-use codendum::plan::{classify, CellResult, CellSpec, ClassroomTargets, JudgedCell, Limit};
+use codendum::plan::{
+    classify, classroom_targets, judge_cell, CellResult, CellSpec, ClassroomTargets, JudgedCell,
+    Limit,
+};
 use codendum::twin::profile::Profile;
 
+/// A cell whose summary carries the same figures as its own fields (as
+/// [`codendum::plan::cell::figures`] makes it): targets judge the summary.
 fn cell(users: u32, seqs: u32) -> CellResult {
+    let mut summary = ClassroomSummary::from_records(users as usize, &[], &[]);
+    summary.ttft_p95_s = Some(40.0);
+    summary.task_time_p50_s = Some(600.0);
+    summary.server.output_tokens_per_s = Some(110.0);
+    summary.server.preemptions = Some(0);
     CellResult {
         spec: CellSpec {
             profile: "classroom-64k".into(),
@@ -30,19 +40,19 @@ fn cell(users: u32, seqs: u32) -> CellResult {
         server_errors: 0,
         pinned_share: Some(0.6),
         blocked_share: Some(0.0),
-        summary: ClassroomSummary::from_records(users as usize, &[], &[]),
+        summary,
     }
 }
 
 fn embedded_targets() -> ClassroomTargets {
     let p = Profile::load("classroom-64k").expect("profile");
-    ClassroomTargets::from_profile_targets(&p.name, &p.targets).expect("targets")
+    classroom_targets(&p.name, &p.targets).expect("targets")
 }
 
 #[test]
 fn the_profiles_targets_are_read_and_judged() {
     let t = embedded_targets();
-    let keys: Vec<&str> = t.targets.iter().map(|x| x.key.as_str()).collect();
+    let keys: Vec<&str> = t.limits().iter().map(|(k, _)| k.name()).collect();
     assert_eq!(
         keys,
         [
@@ -53,13 +63,12 @@ fn the_profiles_targets_are_read_and_judged() {
             "server_errors"
         ]
     );
-    assert!(t.judge(&cell(40, 16)).iter().all(|c| c.met));
+    assert!(judge_cell(&t, &cell(40, 16)).iter().all(|c| c.met));
     let mut slow = cell(40, 16);
-    slow.ttft_p95_s = Some(80.0);
-    slow.server_output_tok_per_s = Some(90.0);
-    slow.preemptions = None;
-    let missed: Vec<String> = t
-        .judge(&slow)
+    slow.summary.ttft_p95_s = Some(80.0);
+    slow.summary.server.output_tokens_per_s = Some(90.0);
+    slow.summary.server.preemptions = None;
+    let missed: Vec<String> = judge_cell(&t, &slow)
         .into_iter()
         .filter(|c| !c.met)
         .map(|c| c.key)
@@ -71,17 +80,18 @@ fn the_profiles_targets_are_read_and_judged() {
 
     let table: toml::Table =
         toml::from_str("[classroom]\nttft_p95_s = 30\nnew_key = 1\n").expect("toml");
-    let t = ClassroomTargets::from_profile_targets("x", &table).expect("targets");
-    assert_eq!(t.targets.len(), 1);
-    assert_eq!(t.ignored, ["new_key"]);
+    let e = classroom_targets("x", &table)
+        .expect_err("an unknown key")
+        .to_string();
     assert!(
-        ClassroomTargets::from_profile_targets("x", &toml::Table::new())
-            .expect("none")
-            .targets
-            .is_empty()
+        e.contains("--profile") && e.contains("x:") && e.contains("new_key"),
+        "{e}"
     );
+    assert!(classroom_targets("x", &toml::Table::new())
+        .expect("none")
+        .is_empty());
     let bad: toml::Table = toml::from_str("[classroom]\nttft_p95_s = \"fast\"\n").expect("toml");
-    let e = ClassroomTargets::from_profile_targets("x", &bad)
+    let e = classroom_targets("x", &bad)
         .expect_err("not a number")
         .to_string();
     assert!(e.contains("--profile") && e.contains("ttft_p95_s"), "{e}");
@@ -112,7 +122,7 @@ fn verdicts_give_the_largest_class_and_the_limit() {
     let t = embedded_targets();
     let profile = Profile::load("classroom-64k").expect("profile");
     let judge = |c: CellResult| {
-        let checks = t.judge(&c);
+        let checks = judge_cell(&t, &c);
         let meets_targets = checks.iter().all(|k| k.met);
         JudgedCell {
             result: c,
@@ -121,11 +131,11 @@ fn verdicts_give_the_largest_class_and_the_limit() {
         }
     };
     let mut c80 = cell(80, 16);
-    c80.ttft_p95_s = Some(200.0);
+    c80.summary.ttft_p95_s = Some(200.0);
     let mut c120 = cell(120, 16);
-    c120.ttft_p95_s = Some(400.0);
+    c120.summary.ttft_p95_s = Some(400.0);
     let mut c120_32 = cell(120, 32);
-    c120_32.ttft_p95_s = Some(300.0);
+    c120_32.summary.ttft_p95_s = Some(300.0);
     let cells = vec![
         judge(cell(20, 16)),
         judge(cell(40, 16)),

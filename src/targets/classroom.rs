@@ -1,0 +1,285 @@
+//! `[targets.classroom]`: the targets of a class, read from a profile and
+//! judged on a [`ClassroomSummary`]. The capacity suite and `codendum plan`
+//! both judge through [`ClassroomTargets::judge`], so one class gets one
+//! verdict per key whichever of them judges it.
+//!
+//! ```toml
+//! [targets.classroom]
+//! ttft_p95_s = 75              # max, seconds: TTFT P95 over successful model calls
+//! coding_request_p50_s = 900   # max, seconds: coding request (task) wall time P50
+//! server_output_tok_per_s = 95 # min, tokens per second: server output (/metrics)
+//! preemptions = 0              # max, count: preemptions during the run (/metrics)
+//! server_errors = 0            # max, count: see [`server_errors`]
+//! ```
+
+use serde::Deserialize;
+
+use super::{check_value_kinds, Bound, KeyKind};
+use crate::classroom::ClassroomSummary;
+use crate::error::ConfigError;
+use crate::openai::ErrorKind;
+
+/// A key of `[targets.classroom]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ClassroomKey {
+    /// `ttft_p95_s`: most TTFT at the 95th percentile, seconds.
+    TtftP95,
+    /// `coding_request_p50_s`: most coding-request wall time at the median,
+    /// seconds.
+    CodingRequestP50,
+    /// `server_output_tok_per_s`: least server output, tokens per second.
+    ServerOutput,
+    /// `preemptions`: most preemptions during the run, a count.
+    Preemptions,
+    /// `server_errors`: most server errors, a count ([`server_errors`]).
+    ServerErrors,
+}
+
+impl ClassroomKey {
+    /// Every key, in the order targets are listed and judged.
+    pub const ALL: [ClassroomKey; 5] = [
+        ClassroomKey::TtftP95,
+        ClassroomKey::CodingRequestP50,
+        ClassroomKey::ServerOutput,
+        ClassroomKey::Preemptions,
+        ClassroomKey::ServerErrors,
+    ];
+
+    /// The key as written in the profile: `ttft_p95_s`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ClassroomKey::TtftP95 => "ttft_p95_s",
+            ClassroomKey::CodingRequestP50 => "coding_request_p50_s",
+            ClassroomKey::ServerOutput => "server_output_tok_per_s",
+            ClassroomKey::Preemptions => "preemptions",
+            ClassroomKey::ServerErrors => "server_errors",
+        }
+    }
+
+    /// The metric as named in capacity trial names: `ttft_p95` (the key
+    /// without its unit suffix `_s`).
+    pub fn metric(self) -> &'static str {
+        match self {
+            ClassroomKey::TtftP95 => "ttft_p95",
+            ClassroomKey::CodingRequestP50 => "coding_request_p50",
+            other => other.name(),
+        }
+    }
+
+    /// What is checked, for people: `TTFT P95`.
+    pub fn label(self) -> &'static str {
+        match self {
+            ClassroomKey::TtftP95 => "TTFT P95",
+            ClassroomKey::CodingRequestP50 => "Coding request P50",
+            ClassroomKey::ServerOutput => "Server output",
+            ClassroomKey::Preemptions => "Preemptions",
+            ClassroomKey::ServerErrors => "Server errors",
+        }
+    }
+
+    /// The unit written after figures and limits: `s`, `tok/s`, or empty
+    /// for counts.
+    pub fn unit(self) -> &'static str {
+        match self {
+            ClassroomKey::TtftP95 | ClassroomKey::CodingRequestP50 => "s",
+            ClassroomKey::ServerOutput => "tok/s",
+            ClassroomKey::Preemptions | ClassroomKey::ServerErrors => "",
+        }
+    }
+
+    /// Ceiling or floor.
+    pub fn bound(self) -> Bound {
+        match self {
+            ClassroomKey::ServerOutput => Bound::Min,
+            _ => Bound::Max,
+        }
+    }
+
+    /// What the key's value must hold in the profile.
+    pub fn kind(self) -> KeyKind {
+        match self {
+            ClassroomKey::Preemptions | ClassroomKey::ServerErrors => KeyKind::Count,
+            _ => KeyKind::Number,
+        }
+    }
+}
+
+/// Targets of a class (`[targets.classroom]`). Every key is optional; a
+/// missing key is not checked.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClassroomTargets {
+    /// Most time to first token at the 95th percentile, seconds.
+    pub ttft_p95_s: Option<f64>,
+    /// Most wall time of a coding request (task) at the median, seconds.
+    pub coding_request_p50_s: Option<f64>,
+    /// Least server output, tokens per second.
+    pub server_output_tok_per_s: Option<f64>,
+    /// Most preemptions during the run (from `/metrics`), a count.
+    pub preemptions: Option<u64>,
+    /// Most server errors ([`server_errors`]), a count.
+    pub server_errors: Option<u64>,
+}
+
+impl ClassroomTargets {
+    /// The limit of a key, in the key's unit; `None` when it is not checked.
+    pub fn limit(&self, key: ClassroomKey) -> Option<f64> {
+        match key {
+            ClassroomKey::TtftP95 => self.ttft_p95_s,
+            ClassroomKey::CodingRequestP50 => self.coding_request_p50_s,
+            ClassroomKey::ServerOutput => self.server_output_tok_per_s,
+            ClassroomKey::Preemptions => self.preemptions.map(|n| n as f64),
+            ClassroomKey::ServerErrors => self.server_errors.map(|n| n as f64),
+        }
+    }
+
+    /// The checked keys with their limits, in [`ClassroomKey::ALL`] order.
+    pub fn limits(&self) -> Vec<(ClassroomKey, f64)> {
+        ClassroomKey::ALL
+            .into_iter()
+            .filter_map(|k| Some((k, self.limit(k)?)))
+            .collect()
+    }
+
+    /// Whether no key is checked.
+    pub fn is_empty(&self) -> bool {
+        self.limits().is_empty()
+    }
+
+    /// The metrics checked, as named in capacity trial names
+    /// ([`ClassroomKey::metric`]), in a fixed order.
+    pub fn metrics(&self) -> Vec<&'static str> {
+        self.limits().into_iter().map(|(k, _)| k.metric()).collect()
+    }
+
+    /// Judges a class: one check per checked key, in
+    /// [`ClassroomKey::ALL`] order, each by the key's judging function.
+    pub fn judge(&self, summary: &ClassroomSummary) -> Vec<ClassroomCheck> {
+        let mut out = Vec::new();
+        if let Some(limit) = self.ttft_p95_s {
+            out.push(judge_ttft_p95(summary, limit));
+        }
+        if let Some(limit) = self.coding_request_p50_s {
+            out.push(judge_coding_request_p50(summary, limit));
+        }
+        if let Some(limit) = self.server_output_tok_per_s {
+            out.push(judge_server_output(summary, limit));
+        }
+        if let Some(limit) = self.preemptions {
+            out.push(judge_preemptions(summary, limit));
+        }
+        if let Some(limit) = self.server_errors {
+            out.push(judge_server_errors(summary, limit));
+        }
+        out
+    }
+}
+
+/// Reads a `[targets.classroom]` table; `path` names it in errors
+/// (`targets.classroom`, `targets.quick.classroom`). A value that is not of
+/// its key's kind ([`ClassroomKey::kind`]) or an unknown key is an error
+/// naming `path` and the key.
+pub fn parse_classroom_targets(
+    path: &str,
+    value: &toml::Value,
+) -> Result<ClassroomTargets, ConfigError> {
+    let kinds: Vec<(&str, KeyKind)> = ClassroomKey::ALL
+        .iter()
+        .map(|k| (k.name(), k.kind()))
+        .collect();
+    check_value_kinds(path, value, &kinds)?;
+    value
+        .clone()
+        .try_into()
+        .map_err(|e: toml::de::Error| ConfigError::invalid(path, e.message().replace('\n', " ")))
+}
+
+/// One key judged on one class.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClassroomCheck {
+    /// The key.
+    pub key: ClassroomKey,
+    /// The limit, in the key's unit ([`ClassroomKey::unit`]).
+    pub limit: f64,
+    /// The measured figure, in the key's unit; `None` when the class did
+    /// not measure it.
+    pub measured: Option<f64>,
+    /// Whether the figure meets the limit (never when not measured).
+    pub passed: bool,
+}
+
+fn check(key: ClassroomKey, limit: f64, measured: Option<f64>) -> ClassroomCheck {
+    ClassroomCheck {
+        key,
+        limit,
+        measured,
+        passed: key.bound().is_met(measured, limit),
+    }
+}
+
+/// `ttft_p95_s`: TTFT P95 over successful model calls (after retries),
+/// seconds, at most `limit_s`. Not measured without a successful call.
+pub fn judge_ttft_p95(summary: &ClassroomSummary, limit_s: f64) -> ClassroomCheck {
+    check(ClassroomKey::TtftP95, limit_s, summary.ttft_p95_s)
+}
+
+/// `coding_request_p50_s`: wall time of completed coding requests (sent →
+/// the agent's final answer), median, seconds, at most `limit_s`. Not
+/// measured when none completed.
+pub fn judge_coding_request_p50(summary: &ClassroomSummary, limit_s: f64) -> ClassroomCheck {
+    check(
+        ClassroomKey::CodingRequestP50,
+        limit_s,
+        summary.task_time_p50_s,
+    )
+}
+
+/// `server_output_tok_per_s`: the server's output throughput from
+/// `/metrics` ([`crate::classroom::ServerFigures::output_tokens_per_s`]),
+/// tokens per second, at least `limit_tok_per_s`. Not measured without
+/// `/metrics`.
+pub fn judge_server_output(summary: &ClassroomSummary, limit_tok_per_s: f64) -> ClassroomCheck {
+    check(
+        ClassroomKey::ServerOutput,
+        limit_tok_per_s,
+        summary.server.output_tokens_per_s,
+    )
+}
+
+/// `preemptions`: preemptions during the run from `/metrics`, at most
+/// `limit`. Not measured without `/metrics`.
+pub fn judge_preemptions(summary: &ClassroomSummary, limit: u64) -> ClassroomCheck {
+    check(
+        ClassroomKey::Preemptions,
+        limit as f64,
+        summary.server.preemptions.map(|n| n as f64),
+    )
+}
+
+/// `server_errors`: [`server_errors`] of the class, at most `limit`. Always
+/// measured.
+pub fn judge_server_errors(summary: &ClassroomSummary, limit: u64) -> ClassroomCheck {
+    check(
+        ClassroomKey::ServerErrors,
+        limit as f64,
+        Some(server_errors(summary) as f64),
+    )
+}
+
+/// Server errors of a class: model calls whose final outcome, after
+/// retries, was HTTP 503 (`http_503`) or another 5xx (`http_5xx`). A call
+/// that got a 503 and then succeeded on a retry is not one; nor is a call
+/// that failed for good in another way (429, time-out, connection, a
+/// mid-stream error), though those are errors of the class.
+pub fn server_errors(summary: &ClassroomSummary) -> u64 {
+    summary
+        .errors_by_kind
+        .iter()
+        .filter(|(k, _)| matches!(k, ErrorKind::Http503 | ErrorKind::Http5xx))
+        .map(|(_, n)| *n)
+        .sum()
+}
+
+#[cfg(test)]
+#[path = "classroom_tests.rs"]
+mod tests;
