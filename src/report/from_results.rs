@@ -6,6 +6,7 @@ use super::model::{
     RunInfo, TimelinePoint, Verdict,
 };
 use crate::classroom::{RequestRecord, TaskRecord};
+use crate::openai::TokenSource;
 use crate::prom::TimelineSample;
 use crate::results::{self, BenchSummary, ClassroomRunSummary, RunHeader};
 
@@ -97,6 +98,7 @@ pub fn bench_report(s: &BenchSummary, timeline: &[TimelineSample]) -> BenchRepor
             peak_waiting: l.peak_waiting.map(|x| x.round() as u64),
             prefix_hit_rate: l.prefix_hit_rate,
             time_split: l.time_split,
+            tokens_client_counted: l.tokens_client_counted,
         })
         .collect();
     // The timeline is on the run's axis (seconds since started_utc); level
@@ -164,6 +166,10 @@ pub fn classroom_report(
         compactions: m.compactions,
         tool_errors: m.tool_errors,
         time_split: m.server.time_split,
+        calls_client_counted: requests
+            .iter()
+            .filter(|r| r.error_kind.is_none() && r.token_source == TokenSource::Client)
+            .count() as u64,
     };
     let parameters = vec![
         param("users", p.users),

@@ -104,6 +104,10 @@ pub struct LevelRow {
     /// The server's timings over the level next to the client's.
     #[serde(default)]
     pub time_split: Option<crate::results::TimeSplit>,
+    /// Whether some output counts of the level are the client's count of
+    /// stream chunks (the server sent no usage).
+    #[serde(default)]
+    pub tokens_client_counted: bool,
 }
 
 impl LevelRow {
@@ -250,6 +254,10 @@ pub struct ClassroomFigures {
     /// The server's timings over the class next to the client's.
     #[serde(default)]
     pub time_split: Option<crate::results::TimeSplit>,
+    /// Successful model calls whose output was counted by the client in
+    /// stream chunks (the server sent no usage).
+    #[serde(default)]
+    pub calls_client_counted: u64,
 }
 
 /// Everything a classroom report shows.

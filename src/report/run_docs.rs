@@ -17,6 +17,11 @@ fn profile_name(p: &Option<String>) -> String {
 }
 
 /// The benchmark report document.
+/// Said where output tokens are the client's count of stream chunks.
+const CHUNK_COUNTED: &str = "Output tokens were counted by the client, one per stream chunk: the \
+    server sent no usage, and a chunk can carry several tokens (vLLM 0.32 sent six tokens in two \
+    chunks), so these token counts and the output tok/s built on them are lower bounds.";
+
 pub(crate) fn bench_doc(r: &BenchReport) -> Doc {
     let mut doc = Doc::new(format!(
         "Benchmark report: {}, {}",
@@ -133,6 +138,18 @@ pub(crate) fn bench_doc(r: &BenchReport) -> Doc {
         rows,
         1,
     );
+    let counted: Vec<String> = r
+        .levels
+        .iter()
+        .filter(|l| l.tokens_client_counted)
+        .map(|l| format!("{} c{}", l.shape, l.concurrency))
+        .collect();
+    if !counted.is_empty() {
+        doc.paragraph(format!(
+            "{CHUNK_COUNTED} Levels counted this way: {}.",
+            counted.join(", ")
+        ));
+    }
     let splits: Vec<_> = r
         .levels
         .iter()
@@ -233,6 +250,12 @@ pub(crate) fn classroom_doc(r: &ClassroomReport) -> Doc {
         ),
     ];
     doc.table(&["Figure", "Value"], rows, 1);
+    if f.calls_client_counted > 0 {
+        doc.paragraph(format!(
+            "{CHUNK_COUNTED} Model calls counted this way: {}.",
+            f.calls_client_counted
+        ));
+    }
     super::time_split_doc::push_time_split(&mut doc, &[("class".to_string(), f.time_split)]);
     let mut charts = classroom_charts(r).into_iter();
     doc.heading("Distributions");

@@ -108,6 +108,12 @@ fn bench_ends_whatever_metrics_does() {
             "{}",
             case.name()
         );
+        let report =
+            std::fs::read_to_string(run_folder(dir.path()).join("report.md")).expect("report.md");
+        assert!(
+            report.contains("counted by the client, one per stream chunk"),
+            "{report}"
+        );
         if case == MetricsCase::Fine {
             assert_eq!(level["peak_running"], 0.0, "{}", case.name());
         } else {
@@ -137,7 +143,12 @@ fn classroom_ends_whatever_metrics_does() {
             case.name(),
             summary["summary"]
         );
-        assert!(folder.join("report.md").is_file(), "{}", case.name());
+        let report = std::fs::read_to_string(folder.join("report.md")).expect("report.md");
+        assert!(
+            report.contains("Model calls counted this way"),
+            "{}",
+            case.name()
+        );
         if case != MetricsCase::Fine {
             let said = done.stderr.matches("/metrics is out of reach").count()
                 + done.stderr.matches("/metrics could not be read").count();
