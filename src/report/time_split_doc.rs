@@ -3,7 +3,7 @@
 //! (the path: network, VPN, proxy, client).
 
 use super::doc::Doc;
-use super::format::{seconds, MISSING};
+use super::format::{fixed, seconds, MISSING};
 use crate::results::{PhaseTime, TimeSplit};
 
 fn mean(p: Option<PhaseTime>) -> String {
@@ -23,6 +23,11 @@ fn opt(v: Option<f64>) -> String {
     v.map_or_else(|| MISSING.to_string(), seconds)
 }
 
+/// The path's share in milliseconds: on a LAN it is a few of them.
+fn millis(v: Option<f64>) -> String {
+    v.map_or_else(|| MISSING.to_string(), |s| fixed(s * 1000.0, 1))
+}
+
 /// Adds the section for `rows` (a label such as `short c16` or `class`, and
 /// its split); nothing when no row has one.
 pub(crate) fn push_time_split(doc: &mut Doc, rows: &[(String, Option<TimeSplit>)]) {
@@ -35,7 +40,7 @@ pub(crate) fn push_time_split(doc: &mut Doc, rows: &[(String, Option<TimeSplit>)
     }
     doc.heading("Where the time goes");
     doc.paragraph(
-        "Means in seconds from the server's own histograms (vLLM's queue, prefill, decode, \
+        "Means in seconds (the path in milliseconds) from the server's own histograms (vLLM's queue, prefill, decode, \
          TTFT and end-to-end timings) over the requests that ended in the window, next to the \
          client's means; the path column is client minus server: network, VPN, proxy and \
          client. Percentiles marked ~ are estimates inside the histogram's buckets.",
@@ -51,10 +56,10 @@ pub(crate) fn push_time_split(doc: &mut Doc, rows: &[(String, Option<TimeSplit>)
                 mean(s.ttft),
                 estimates(s.ttft),
                 opt(s.client_ttft_mean_s),
-                opt(s.path_ttft_s()),
+                millis(s.path_ttft_s()),
                 mean(s.e2e),
                 opt(s.client_e2e_mean_s),
-                opt(s.path_e2e_s()),
+                millis(s.path_e2e_s()),
             ]
         })
         .collect();
@@ -67,10 +72,10 @@ pub(crate) fn push_time_split(doc: &mut Doc, rows: &[(String, Option<TimeSplit>)
             "Server TTFT",
             "Server TTFT P50 / P95",
             "Client TTFT",
-            "Path (TTFT)",
+            "Path, TTFT (ms)",
             "Server E2E",
             "Client E2E",
-            "Path (E2E)",
+            "Path, E2E (ms)",
         ],
         table,
         1,
