@@ -147,7 +147,8 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
         .await
         .map_err(|e| Error::Failed(e.to_string()))?;
     eprintln!(
-        "codendum serve: twin of vLLM 0.30 on a GB10, profile {profile_name}, {}x real time, listening on {} (Ctrl-C stops)",
+        "codendum serve: twin of vLLM {} on a GB10, profile {profile_name}, {}x real time, listening on {} (Ctrl-C stops)",
+        twin::vllm_series(),
         args.time_scale,
         handle.base_url()
     );

@@ -95,3 +95,51 @@ impl Error {
         }
     }
 }
+
+/// An error and its causes on one line, for messages: the texts joined by
+/// `": "` (a cause whose text the line already holds is left out), line
+/// breaks turned into spaces.
+pub fn one_line(error: &dyn std::error::Error) -> String {
+    one_line_from(error.to_string(), error.source())
+}
+
+/// [`one_line`] with the error's own text given, for an error whose text
+/// needs trimming first (e.g. reqwest's ` for url (…)`): `head`, then the
+/// causes from `source` on.
+pub fn one_line_from(head: String, mut source: Option<&dyn std::error::Error>) -> String {
+    let mut text = head;
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text.replace('\n', " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("cannot scrape\nthe page")]
+    struct Outer(#[source] std::io::Error);
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("read failed: {0}")]
+    struct Repeats(#[source] std::io::Error);
+
+    #[test]
+    fn one_line_joins_new_causes_and_drops_line_breaks() {
+        let e = Outer(std::io::Error::other("reset by peer"));
+        assert_eq!(one_line(&e), "cannot scrape the page: reset by peer");
+        let e = Repeats(std::io::Error::other("reset by peer"));
+        assert_eq!(one_line(&e), "read failed: reset by peer");
+        assert_eq!(
+            one_line_from("trimmed".into(), Some(&std::io::Error::other("cause"))),
+            "trimmed: cause"
+        );
+    }
+}

@@ -61,13 +61,14 @@ fn usage_error(e: clap::Error) -> ! {
     ) {
         e.exit();
     }
-    eprintln!("codendum: {}", one_line(&e.render().to_string()));
+    eprintln!("codendum: {}", usage_line(&e.render().to_string()));
     std::process::exit(2);
 }
 
 /// clap's multi-line message on one line: without the usage block and the
-/// "try --help" hint.
-fn one_line(rendered: &str) -> String {
+/// "try --help" hint (clap's layout, unlike [`codendum::error::one_line`]'s
+/// error chains).
+fn usage_line(rendered: &str) -> String {
     let parts: Vec<&str> = rendered
         .lines()
         .map(str::trim)

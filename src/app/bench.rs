@@ -11,6 +11,7 @@ use super::seams::SampledMetrics;
 use crate::bench::{
     preflight, resolve_model, run_bench, BenchConfig, BenchDeps, BenchOutcome, GuardVerdict,
 };
+use crate::capacity::server_match;
 use crate::error::Error;
 use crate::prom::Sampler;
 
@@ -80,10 +81,23 @@ async fn run_connected(run: &BenchRun<'_>, conn: &Connection) -> Result<BenchOut
     let metrics_dyn = metrics
         .as_ref()
         .map(|m| m as &dyn crate::bench::ServerMetrics);
+    let mut profile_check = None;
     if !conn.is_embedded() {
         let model = resolve_model(&config, conn.client.as_ref()).await?;
         let limit = crate::bench::ServerInfo::max_model_len(conn.client.as_ref(), &model).await;
-        let pre = preflight(&config, metrics_dyn, &model, limit).await?;
+        // A stated profile is checked against the server (a warning when
+        // they differ) while the busy guard reads /metrics.
+        let (pre, check) = tokio::join!(
+            preflight(&config, metrics_dyn, &model, limit),
+            server_match::check_live(
+                config.provenance.profile.as_deref(),
+                &conn.client,
+                None,
+                &config.target
+            ),
+        );
+        profile_check = check;
+        let pre = pre?;
         if let GuardVerdict::Allowed(msg) = &pre.guard {
             eprintln!("codendum: {msg}");
         }
@@ -105,6 +119,11 @@ async fn run_connected(run: &BenchRun<'_>, conn: &Connection) -> Result<BenchOut
     let outcome = run_bench(&config, deps).await;
     if let Some(s) = sampler {
         s.stop().await;
+    }
+    if let (Ok(o), Some(check)) = (&outcome, &profile_check) {
+        if let Err(e) = server_match::record_in_summary(&o.folder, &o.summary, check) {
+            eprintln!("codendum: the profile check is not in summary.json: {e}");
+        }
     }
     outcome
 }

@@ -2,9 +2,8 @@
 //! lab's proxy when there are keys), guard and confirm, sample `/metrics`,
 //! run the students, fold in a host timeline, write the folder and report.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -15,8 +14,7 @@ use super::classroom_output::show_status;
 use super::connect::{ConnectOptions, Connection};
 use crate::bench::{busy_guard, GuardVerdict, ServerInfo};
 use crate::classroom::{
-    run_classroom_until, ClassroomConfig, ClassroomSummary, LiveStatus, MemorySink, RecordSink,
-    RequestRecord, ServerFigures, TaskRecord,
+    run_classroom_until, ClassroomConfig, ClassroomSummary, JsonlSink, LiveStatus, ServerFigures,
 };
 use crate::clock::Clock;
 use crate::error::Error;
@@ -24,7 +22,7 @@ use crate::prom::{
     align_timeline, read_timeline, window_stats, Sampler, SamplerHandle, Scraper, TimelineSample,
 };
 use crate::results::{
-    self, ClassroomParameters, ClassroomRunSummary, JsonlWriter, RunHeader, ServerDescription,
+    self, ClassroomParameters, ClassroomRunSummary, RunFolder, RunHeader, ServerDescription,
 };
 use crate::target::{Provenance, Target};
 
@@ -131,16 +129,32 @@ async fn run_connected(
     let mut provenance = run.provenance.clone();
     // Whether the busy guard could read /metrics (None: not asked).
     let mut metrics_reachable = None;
+    // The stated profile against the live server (`None`: not checked).
+    let mut profile_check = None;
     if conn.is_embedded() {
         eprintln!("Target: {}", conn.label);
         if let Some(p) = &conn.profile {
             provenance.profile = Some(p.name.clone());
         }
     } else {
-        let load = match &conn.scraper {
-            Some(s) => super::seams::load_now(s).await,
-            None => None,
+        // A stated profile is checked (a warning when the server differs)
+        // while the busy guard reads /metrics.
+        let guard_load = async {
+            match &conn.scraper {
+                Some(s) => super::seams::load_now(s).await,
+                None => None,
+            }
         };
+        let (load, check) = tokio::join!(
+            guard_load,
+            crate::capacity::server_match::check_live(
+                provenance.profile.as_deref(),
+                &conn.client,
+                Some(&models),
+                &run.target
+            ),
+        );
+        profile_check = check;
         metrics_reachable = Some(load.is_some());
         if let GuardVerdict::Allowed(msg) = busy_guard(load, run.allow_busy)? {
             eprintln!("codendum: {msg}");
@@ -168,12 +182,11 @@ async fn run_connected(
 
     let clock = conn.clock.clone();
     let started_utc = clock.utc_now();
-    let folder = results::create_run_folder(&run.results_dir, "classroom-", started_utc)?;
-    let sink = Arc::new(TeeSink {
-        memory: MemorySink::default(),
-        requests: Mutex::new(results::open_append(&folder, results::REQUESTS_JSONL)?),
-        tasks: Mutex::new(results::open_append(&folder, results::TASKS_JSONL)?),
-    });
+    let folder = RunFolder::create(&run.results_dir, "classroom-", started_utc)?;
+    // Every record is kept in memory (for a summary after an interruption)
+    // and written as a flushed JSON line at once (`kill -9` loses nothing
+    // finished).
+    let sink = Arc::new(JsonlSink::in_folder(&folder)?);
     let sampler = match &conn.scraper {
         Some(s) => start_sampler(s, &clock, &folder, metrics_reachable).await?,
         None => None,
@@ -226,13 +239,13 @@ async fn run_connected(
     };
     summary.server = server_figures(&timeline, t0, end - origin, &config);
     if let Some(split) = summary.server.time_split.as_mut() {
-        let calls = sink.memory.requests();
+        let calls = sink.requests();
         let ok = calls.iter().filter(|r| r.error_kind.is_none());
         split.client_ttft_mean_s = crate::stats::mean(ok.clone().filter_map(|r| r.ttft_s));
         split.client_e2e_mean_s = crate::stats::mean(ok.map(|r| r.duration_s));
     }
     let server_version = if conn.is_embedded() {
-        Some("0.30.0 (twin)".to_string())
+        Some(format!("{} (twin)", crate::twin::VLLM_VERSION))
     } else {
         ServerInfo::server_version(conn.client.as_ref()).await
     };
@@ -257,10 +270,15 @@ async fn run_connected(
         key_note,
         summary,
     };
-    let path = folder.join(results::SUMMARY_JSON);
-    let file = std::fs::File::create(&path)
-        .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))?;
-    results::write_classroom_summary(std::io::BufWriter::new(file), &run_summary)?;
+    folder.write_classroom_summary(&run_summary)?;
+    let folder = folder.into_path();
+    if let Some(check) = &profile_check {
+        if let Err(e) =
+            crate::capacity::server_match::record_in_summary(&folder, &run_summary, check)
+        {
+            eprintln!("codendum: the profile check is not in summary.json: {e}");
+        }
+    }
     // The final table is the human output of the run: always on stderr.
     eprint!("{}", render_summary(&run_summary));
     eprintln!("Results in {}", folder.display());
@@ -270,8 +288,8 @@ async fn run_connected(
     })
 }
 
-fn summary_from(config: &ClassroomConfig, sink: &TeeSink) -> ClassroomSummary {
-    ClassroomSummary::from_records(config.users, &sink.memory.requests(), &sink.memory.tasks())
+fn summary_from(config: &ClassroomConfig, sink: &JsonlSink) -> ClassroomSummary {
+    ClassroomSummary::from_records(config.users, &sink.requests(), &sink.tasks())
 }
 
 fn parameters(config: &ClassroomConfig, run: &ClassroomRun<'_>, scale: f64) -> ClassroomParameters {
@@ -351,7 +369,7 @@ pub fn read_host_timeline(
 async fn start_sampler(
     scraper: &Scraper,
     clock: &Clock,
-    folder: &Path,
+    folder: &RunFolder,
     reachable: Option<bool>,
 ) -> Result<Option<SamplerHandle>, Error> {
     let reachable = match reachable {
@@ -365,12 +383,12 @@ async fn start_sampler(
         );
         return Ok(None);
     }
-    let file = results::open_append(folder, results::SERVER_TIMELINE_JSONL)?;
+    let file = folder.appender(results::SERVER_TIMELINE_JSONL)?;
     Ok(Some(Sampler::start_recording(
         scraper.clone(),
         clock.clone(),
         Duration::from_secs(1),
-        JsonlWriter::new(file),
+        file,
     )))
 }
 
@@ -381,7 +399,7 @@ async fn run_until_stopped(
     config: &ClassroomConfig,
     conn: &Connection,
     clock: &Clock,
-    sink: Arc<TeeSink>,
+    sink: Arc<JsonlSink>,
     status: Arc<LiveStatus>,
     mut stop: watch::Receiver<bool>,
 ) -> Option<Result<crate::classroom::ClassroomOutcome, Error>> {
@@ -403,33 +421,4 @@ async fn run_until_stopped(
     // the sink; the class is marked interrupted either way.
     let _ = clock.timeout(STOP_GRACE, class).await;
     None
-}
-
-/// Keeps every record in memory (for a summary after an interruption) and
-/// writes it as a flushed JSON line at once (so `kill -9` loses nothing
-/// finished).
-struct TeeSink {
-    memory: MemorySink,
-    requests: Mutex<std::fs::File>,
-    tasks: Mutex<std::fs::File>,
-}
-
-fn append_line<T: serde::Serialize>(file: &Mutex<std::fs::File>, value: &T) -> std::io::Result<()> {
-    let mut line = serde_json::to_vec(value).map_err(std::io::Error::other)?;
-    line.push(b'\n');
-    let mut f = file.lock().unwrap_or_else(|e| e.into_inner());
-    f.write_all(&line)?;
-    f.flush()
-}
-
-impl RecordSink for TeeSink {
-    fn request(&self, record: &RequestRecord) -> std::io::Result<()> {
-        self.memory.request(record)?;
-        append_line(&self.requests, record)
-    }
-
-    fn task(&self, record: &TaskRecord) -> std::io::Result<()> {
-        self.memory.task(record)?;
-        append_line(&self.tasks, record)
-    }
 }

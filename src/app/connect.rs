@@ -158,8 +158,10 @@ impl Connection {
         let http = build_http_client(None, 4)?;
         let scraper = Scraper::new(http, vec![twin.metrics_url()]);
         let label = format!(
-            "embedded twin (vLLM 0.30 on a GB10, profile {}, {}x real time)",
-            profile.name, opts.time_scale
+            "embedded twin (vLLM {} on a GB10, profile {}, {}x real time)",
+            crate::twin::vllm_series(),
+            profile.name,
+            opts.time_scale
         );
         Ok(Connection {
             client: Arc::new(client),

@@ -4,7 +4,6 @@
 //! in flight then finish and count. Every finished request is appended to
 //! `requests.jsonl` at once.
 
-use std::fs::File;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -19,7 +18,7 @@ use super::seams::ServerMetrics;
 use crate::clock::Clock;
 use crate::error::Error;
 use crate::openai::{CallOutcome, CallRequest, Transport};
-use crate::results::{JsonlWriter, LevelEnd, LevelSummary, RequestRecord};
+use crate::results::{JsonlFile, LevelEnd, LevelSummary, RequestRecord};
 
 /// Resolves when `stop` holds `true`; never when its sender is gone.
 pub(crate) async fn stopped(mut stop: watch::Receiver<bool>) {
@@ -54,8 +53,8 @@ pub(crate) async fn run_level(
     ctx: &LevelContext<'_>,
     prompt: &ShapePrompt,
     n: u32,
-    requests: &mut JsonlWriter<File, RequestRecord>,
-    mut timeline: Option<&mut JsonlWriter<File, serde_json::Value>>,
+    requests: &mut JsonlFile<RequestRecord>,
+    mut timeline: Option<&mut JsonlFile<serde_json::Value>>,
 ) -> Result<LevelSummary, Error> {
     let shape = prompt.shape.name();
     let planned = ctx.config.requests_for(n);

@@ -17,7 +17,6 @@ pub mod prompt;
 pub mod seams;
 
 use std::collections::BTreeMap;
-use std::io::BufWriter;
 use std::path::PathBuf;
 
 use tokio::sync::watch;
@@ -32,8 +31,8 @@ use crate::clock::Clock;
 use crate::error::Error;
 use crate::openai::Transport;
 use crate::results::{
-    self, BenchParameters, BenchSummary, JsonlWriter, LevelEnd, LevelSummary, RequestRecord,
-    RunHeader, ServerDescription,
+    self, BenchParameters, BenchSummary, JsonlFile, LevelEnd, LevelSummary, RequestRecord,
+    RunFolder, RunHeader, ServerDescription,
 };
 
 /// The outside world of a run.
@@ -136,13 +135,10 @@ pub async fn run_bench(config: &BenchConfig, deps: BenchDeps<'_>) -> Result<Benc
     } else {
         config.run_id.clone()
     };
-    let folder = results::create_run_folder(&config.results_dir, "", started_utc)?;
-    let mut requests: JsonlWriter<_, RequestRecord> =
-        JsonlWriter::new(results::open_append(&folder, results::REQUESTS_JSONL)?);
+    let folder = RunFolder::create(&config.results_dir, "", started_utc)?;
+    let mut requests = folder.appender::<RequestRecord>(results::REQUESTS_JSONL)?;
     let mut timeline = match deps.metrics {
-        Some(_) => Some(JsonlWriter::<_, serde_json::Value>::new(
-            results::open_append(&folder, results::SERVER_TIMELINE_JSONL)?,
-        )),
+        Some(_) => Some(folder.appender::<serde_json::Value>(results::SERVER_TIMELINE_JSONL)?),
         None => None,
     };
 
@@ -209,7 +205,8 @@ pub async fn run_bench(config: &BenchConfig, deps: BenchDeps<'_>) -> Result<Benc
         levels: levels.clone(),
         skipped_shapes,
     };
-    write_summaries(&folder, &summary)?;
+    folder.write_bench_summary(&summary)?;
+    let folder = folder.into_path();
     if deps.show_progress {
         eprint!("{}", progress::render_table(&levels));
         eprintln!("Results in {}", folder.display());
@@ -224,7 +221,7 @@ pub async fn run_bench(config: &BenchConfig, deps: BenchDeps<'_>) -> Result<Benc
 
 pub(crate) fn drain_timeline(
     metrics: Option<&dyn ServerMetrics>,
-    writer: Option<&mut JsonlWriter<std::fs::File, serde_json::Value>>,
+    writer: Option<&mut JsonlFile<serde_json::Value>>,
 ) -> Result<(), Error> {
     if let (Some(m), Some(w)) = (metrics, writer) {
         for sample in m.drain_timeline() {
@@ -255,17 +252,4 @@ fn parameters(config: &BenchConfig, clock: &Clock) -> BenchParameters {
         cancel_grace_s: config.cancel_grace.as_secs_f64(),
         clock_scale: clock.scale(),
     }
-}
-
-/// Writes `summary.csv` and `summary.json` into `folder`.
-pub fn write_summaries(folder: &std::path::Path, summary: &BenchSummary) -> Result<(), Error> {
-    let create = |name: &str| {
-        let path = folder.join(name);
-        std::fs::File::create(&path)
-            .map(BufWriter::new)
-            .map_err(|e| Error::io(format!("cannot create {}", path.display()), e))
-    };
-    results::write_summary_csv(create(results::SUMMARY_CSV)?, &summary.levels)?;
-    results::write_summary_json(create(results::SUMMARY_JSON)?, summary)?;
-    Ok(())
 }

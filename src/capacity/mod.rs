@@ -10,12 +10,17 @@
 //! - [`judge`]: figures against targets (plain functions);
 //! - [`settings`]: the environment and `.env`;
 //! - [`suite`]: trials, and one shared run per workload;
+//! - [`server_match`]: whether the live server runs the profile (its
+//!   `[server]` against `/v1/models` and `/metrics`), for the suite's
+//!   `<profile>::server::matches_profile` and for `bench` / `classroom`;
 //! - [`runner`]: runs a workload through [`crate::app`] and writes its report;
 //! - [`reuse`]: sharing a run between processes (cargo nextest).
 
 pub mod judge;
 pub mod reuse;
 pub mod runner;
+pub mod server_match;
+mod server_match_live;
 pub mod settings;
 pub mod suite;
 pub mod targets;

@@ -4,6 +4,11 @@
 //!
 //! A test harness (tests/capacity.rs) lists [`Suite::trials`] and calls
 //! [`Suite::run_trial`] for each selected one, on any thread.
+//!
+//! Against a live server the judged profile also gets
+//! `<profile>::server::matches_profile` ([`TrialKind::ServerMatch`]): the
+//! server's `/v1/models` and `/metrics`, read once, against the profile's
+//! `[server]` (see [`super::server_match`]).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -12,6 +17,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use super::judge::{judge_bench_level, judge_classroom, Judgement};
 use super::reuse::RunCache;
 use super::runner::{run_workload, WorkloadResults, WorkloadSummary};
+use super::server_match::{check_target, ProfileCheck};
 use super::settings::Settings;
 use super::targets::{parse_targets, ModeTargets, ProfileTargets};
 use super::workload::WorkloadKind;
@@ -43,9 +49,20 @@ pub enum TrialKind {
         /// `ttft_p95`, `errors`, ...
         metric: String,
     },
+    /// Live mode only: whether the server runs the profile (its `[server]`
+    /// against `/v1/models` and `/metrics`); group `server`, metric
+    /// `matches_profile`.
+    ServerMatch {
+        /// Index into the suite's profiles.
+        profile: usize,
+    },
     /// The suite cannot run as configured; the trial fails with this message.
     Broken(String),
 }
+
+/// The group and metric of [`TrialKind::ServerMatch`]:
+/// `<profile>::server::matches_profile`.
+pub const SERVER_MATCH_TRIAL: (&str, &str) = ("server", "matches_profile");
 
 /// A profile with its parsed targets.
 #[derive(Debug, Clone)]
@@ -61,6 +78,7 @@ pub struct SuiteProfile {
 }
 
 type RunCell = Arc<OnceLock<Result<Arc<WorkloadResults>, String>>>;
+type CheckCell = Arc<OnceLock<Result<Arc<ProfileCheck>, String>>>;
 
 /// The suite: profiles, settings, and the shared runs.
 pub struct Suite {
@@ -70,6 +88,7 @@ pub struct Suite {
     pub profiles: Vec<SuiteProfile>,
     problems: Vec<(String, String)>,
     runs: Mutex<HashMap<(usize, WorkloadKind), RunCell>>,
+    checks: Mutex<HashMap<usize, CheckCell>>,
     cache: RunCache,
 }
 
@@ -94,6 +113,7 @@ impl Suite {
                 profiles: Vec::new(),
                 problems: vec![("capacity::settings".into(), e.to_string())],
                 runs: Mutex::new(HashMap::new()),
+                checks: Mutex::new(HashMap::new()),
                 cache: RunCache::new(cache_dir, 0),
             },
         }
@@ -152,6 +172,7 @@ impl Suite {
             profiles,
             problems,
             runs: Mutex::new(HashMap::new()),
+            checks: Mutex::new(HashMap::new()),
             cache,
         }
     }
@@ -181,6 +202,16 @@ impl Suite {
             let Some(targets) = self.mode_targets(i) else {
                 continue;
             };
+            // Live only: the twin is started from the profile itself, so
+            // it would be compared with itself.
+            if p.judged && self.settings.as_ref().is_some_and(Settings::is_live) {
+                let (group, metric) = SERVER_MATCH_TRIAL;
+                out.push(TrialSpec {
+                    name: format!("{}::{group}::{metric}", p.profile.name),
+                    ignored: false,
+                    kind: TrialKind::ServerMatch { profile: i },
+                });
+            }
             let mut push = |workload, group: String, metric: &str| {
                 out.push(TrialSpec {
                     name: format!("{}::{group}::{metric}", p.profile.name),
@@ -212,6 +243,7 @@ impl Suite {
     pub fn run_trial(&self, trial: &TrialSpec) -> Result<(), String> {
         let (profile, workload, group, metric) = match &trial.kind {
             TrialKind::Broken(msg) => return Err(msg.clone()),
+            TrialKind::ServerMatch { profile } => return self.run_server_match(*profile),
             TrialKind::Target {
                 profile,
                 workload,
@@ -229,6 +261,47 @@ impl Suite {
             None => Ok(()),
             Some(msg) => Err(msg.clone()),
         }
+    }
+
+    /// `<profile>::server::matches_profile`: fails naming every difference
+    /// (or when the server states nothing to compare); passes when every
+    /// stated field matches, saying on stderr which were not stated.
+    fn run_server_match(&self, profile: usize) -> Result<(), String> {
+        let check = self.server_check(profile)?;
+        let server = self
+            .settings
+            .as_ref()
+            .map(|s| s.target.display_url())
+            .unwrap_or_default();
+        if let Some(note) = check.verdict(&server)? {
+            eprintln!("capacity: {note}");
+        }
+        Ok(())
+    }
+
+    /// What the live server states, against a profile: read once per suite
+    /// (`/v1/models` and every `/metrics` URL, a few seconds at most).
+    pub fn server_check(&self, profile: usize) -> Result<Arc<ProfileCheck>, String> {
+        let cell = {
+            let mut checks = self.checks.lock().unwrap_or_else(|e| e.into_inner());
+            checks.entry(profile).or_default().clone()
+        };
+        cell.get_or_init(|| self.read_server_check(profile)).clone()
+    }
+
+    fn read_server_check(&self, profile: usize) -> Result<Arc<ProfileCheck>, String> {
+        let settings = self.settings.as_ref().ok_or("no settings")?;
+        let p = self.profiles.get(profile).ok_or("no such profile")?;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start a tokio runtime: {e}"))?;
+        rt.block_on(check_target(
+            &p.profile,
+            &settings.target,
+            &settings.api_keys,
+        ))
+        .map(Arc::new)
     }
 
     /// Every judgement of a workload's results against the profile's targets.

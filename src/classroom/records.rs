@@ -2,12 +2,14 @@
 //! and one per coding request (`tasks.jsonl`), written through a
 //! [`RecordSink`] as they finish.
 
+use std::fs::File;
 use std::io::Write;
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
 use crate::openai::{ErrorKind, TokenSource};
+use crate::results::{JsonlWriter, ResultsError, RunFolder};
 
 /// Why a model call was made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -122,8 +124,8 @@ pub struct TaskRecord {
     pub error_kind: Option<ErrorKind>,
 }
 
-/// Where records go as they finish. The lead points it at files; tests keep
-/// them in memory.
+/// Where records go as they finish: a run's files ([`JsonlSink`]), or memory
+/// alone ([`MemorySink`], for tests).
 pub trait RecordSink: Send + Sync {
     /// One finished model call.
     fn request(&self, record: &RequestRecord) -> std::io::Result<()>;
@@ -166,20 +168,54 @@ impl RecordSink for MemorySink {
     }
 }
 
-/// Writes JSON lines, flushed after each record: model calls to one writer
-/// (`requests.jsonl`), coding requests to another (`tasks.jsonl`).
-pub struct JsonlSink<W: Write + Send> {
-    requests: Mutex<W>,
-    tasks: Mutex<W>,
+/// The records' JSON-lines sink, the one a classroom run ships with and
+/// tests use: each record becomes one line written and flushed at once
+/// ([`JsonlWriter`]: `kill -9` loses nothing finished), model calls to one
+/// writer (`requests.jsonl`), coding requests to another (`tasks.jsonl`).
+/// It also keeps every record in memory ([`JsonlSink::requests`],
+/// [`JsonlSink::tasks`]), for a summary after an interruption.
+pub struct JsonlSink<W: Write + Send = File> {
+    memory: MemorySink,
+    requests: Mutex<JsonlWriter<W, RequestRecord>>,
+    tasks: Mutex<JsonlWriter<W, TaskRecord>>,
+}
+
+impl JsonlSink<File> {
+    /// A sink appending to `requests.jsonl` and `tasks.jsonl` of `folder`.
+    pub fn in_folder(folder: &RunFolder) -> Result<Self, crate::error::Error> {
+        Ok(Self::from_writers(
+            folder.appender(crate::results::REQUESTS_JSONL)?,
+            folder.appender(crate::results::TASKS_JSONL)?,
+        ))
+    }
 }
 
 impl<W: Write + Send> JsonlSink<W> {
-    /// A sink over two writers.
+    /// A sink over two writers (for files, open them in append mode).
     pub fn new(requests: W, tasks: W) -> Self {
+        Self::from_writers(JsonlWriter::new(requests), JsonlWriter::new(tasks))
+    }
+
+    /// A sink over two line writers.
+    pub fn from_writers(
+        requests: JsonlWriter<W, RequestRecord>,
+        tasks: JsonlWriter<W, TaskRecord>,
+    ) -> Self {
         JsonlSink {
+            memory: MemorySink::default(),
             requests: Mutex::new(requests),
             tasks: Mutex::new(tasks),
         }
+    }
+
+    /// The model calls recorded so far.
+    pub fn requests(&self) -> Vec<RequestRecord> {
+        self.memory.requests()
+    }
+
+    /// The coding requests recorded so far.
+    pub fn tasks(&self) -> Vec<TaskRecord> {
+        self.memory.tasks()
     }
 
     /// Gives back the two writers.
@@ -189,26 +225,32 @@ impl<W: Write + Send> JsonlSink<W> {
             .into_inner()
             .unwrap_or_else(|p| p.into_inner());
         let t = self.tasks.into_inner().unwrap_or_else(|p| p.into_inner());
-        (r, t)
+        (r.into_inner(), t.into_inner())
     }
 }
 
-fn write_line<W: Write, T: Serialize>(w: &Mutex<W>, value: &T) -> std::io::Result<()> {
-    let mut line = serde_json::to_vec(value).map_err(std::io::Error::other)?;
-    line.push(b'\n');
-    let mut w = w
-        .lock()
-        .map_err(|_| std::io::Error::other("record writer poisoned"))?;
-    w.write_all(&line)?;
-    w.flush()
+/// Appends one line. A poisoned lock is taken over: the writer keeps no
+/// state across lines that a panic could have left half done.
+fn write_line<W: Write, T: Serialize>(
+    w: &Mutex<JsonlWriter<W, T>>,
+    value: &T,
+) -> std::io::Result<()> {
+    let mut w = w.lock().unwrap_or_else(|e| e.into_inner());
+    w.append(value).map_err(|e| match e {
+        ResultsError::Write(io) => io,
+        ResultsError::JsonWrite(json) => std::io::Error::other(json),
+        other => std::io::Error::other(other),
+    })
 }
 
 impl<W: Write + Send> RecordSink for JsonlSink<W> {
     fn request(&self, record: &RequestRecord) -> std::io::Result<()> {
+        self.memory.request(record)?;
         write_line(&self.requests, record)
     }
 
     fn task(&self, record: &TaskRecord) -> std::io::Result<()> {
+        self.memory.task(record)?;
         write_line(&self.tasks, record)
     }
 }

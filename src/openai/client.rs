@@ -307,22 +307,14 @@ fn send_error_kind(e: &reqwest::Error) -> ErrorKind {
     }
 }
 
-/// An error and its causes on one line, without the URL.
+/// An error and its causes on one line ([`crate::error::one_line`]), without
+/// the URL.
 fn error_chain(e: &reqwest::Error) -> String {
     let mut text = e.to_string();
     if let Some(url) = e.url() {
         text = text.replace(&format!(" for url ({url})"), "");
     }
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        let s_text = s.to_string();
-        if !text.contains(&s_text) {
-            text.push_str(": ");
-            text.push_str(&s_text);
-        }
-        source = s.source();
-    }
-    text
+    crate::error::one_line_from(text, std::error::Error::source(e))
 }
 
 /// The outcome of a measured stream (the meter in `slot`).

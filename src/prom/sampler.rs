@@ -11,6 +11,7 @@ use super::parse::{parse, ParseError};
 use super::snapshot::ServerSnapshot;
 use super::window::{window_stats, TimelineSample, WindowStats};
 use crate::clock::Clock;
+use crate::error::one_line;
 use crate::results::JsonlWriter;
 
 /// Why a scrape failed. The message names the URL and fits on one line.
@@ -57,21 +58,6 @@ pub struct Scraper {
     client: reqwest::Client,
     urls: Vec<String>,
     timeout: Duration,
-}
-
-/// One line, for error messages: the error and its causes joined by ": ".
-fn one_line(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text.replace('\n', " ")
 }
 
 impl Scraper {

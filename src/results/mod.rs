@@ -1,10 +1,12 @@
 //! Results folders: `bench-results/<UTC timestamp>/` with `summary.csv`,
 //! `summary.json`, `requests.jsonl` and `server-timeline.jsonl`. Writers take
 //! any [`std::io::Write`]; readers any [`std::io::Read`] / [`std::io::BufRead`],
-//! so `report` and `compare` work from files alone. No tokio here.
+//! so `report` and `compare` work from files alone. No tokio here. A run
+//! writes its folder through one [`RunFolder`].
 
 pub mod classroom;
 pub mod csv;
+pub mod folder;
 pub mod jsonl;
 pub mod records;
 pub mod summary;
@@ -22,6 +24,7 @@ pub use self::classroom::{
     TASKS_JSONL,
 };
 pub use self::csv::{write_summary_csv, SUMMARY_CSV_COLUMNS};
+pub use self::folder::{JsonlFile, RunFolder};
 pub use self::jsonl::{read_jsonl, JsonlContents, JsonlWriter};
 pub use self::records::{ErrorGroup, LevelEnd, LevelSummary, RequestRecord};
 pub use self::summary::{

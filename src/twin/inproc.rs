@@ -1,7 +1,7 @@
 //! The twin without sockets: an [`openai::Transport`](crate::openai::Transport)
 //! that hands each request straight to the twin's engine task.
 //!
-//! It reuses every piece the HTTP twin uses: [`server::admit`] (body →
+//! It reuses every piece the HTTP twin uses: [`super::server::admit`] (body →
 //! rendered and tokenized prompt → `max_model_len` check → session-mixed
 //! seed → the responder's planned answer → engine request) and
 //! [`Generation::next_delivery`](super::generation::Generation::next_delivery)

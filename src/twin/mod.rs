@@ -51,6 +51,17 @@ use engine::{Engine, EngineConfig};
 use profile::Profile;
 pub use server::{router, TwinState};
 
+/// The vLLM version the twin speaks: its `/version`, the system fingerprint
+/// of its answers, the server version a run against it records.
+pub const VLLM_VERSION: &str = "0.30.0";
+
+/// The release series of [`VLLM_VERSION`] (`0.30`), as the banners name it.
+pub fn vllm_series() -> &'static str {
+    VLLM_VERSION
+        .rsplit_once('.')
+        .map_or(VLLM_VERSION, |(series, _)| series)
+}
+
 /// How to run a twin.
 #[derive(Clone)]
 pub struct TwinOptions {
@@ -232,4 +243,13 @@ pub async fn start(opts: TwinOptions, addr: SocketAddr) -> Result<TwinHandle, Tw
         engine,
         state,
     })
+}
+
+#[cfg(test)]
+mod version_tests {
+    #[test]
+    fn the_series_is_the_version_without_its_patch() {
+        assert_eq!(super::VLLM_VERSION, "0.30.0");
+        assert_eq!(super::vllm_series(), "0.30");
+    }
 }

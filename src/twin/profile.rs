@@ -124,7 +124,8 @@ impl Profile {
             path: path.to_path_buf(),
             reason,
         };
-        let file: ProfileFile = toml::from_str(text).map_err(|e| bad(one_line(&e.to_string())))?;
+        let file: ProfileFile =
+            toml::from_str(text).map_err(|e| bad(squash_whitespace(&e.to_string())))?;
         validate(&file.server).map_err(bad)?;
         let hardware = load_hardware(&file.server.hardware, dir)?;
         Ok(Profile {
@@ -146,7 +147,10 @@ pub fn known_profiles() -> Vec<&'static str> {
     EMBEDDED_PROFILES.iter().map(|(n, _)| *n).collect()
 }
 
-fn one_line(s: &str) -> String {
+/// A multi-line message (TOML's, with its source excerpt) on one line, every
+/// run of white space one space: text, unlike the error chains of
+/// [`crate::error::one_line`].
+fn squash_whitespace(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
@@ -195,7 +199,7 @@ fn load_hardware(name: &str, dir: Option<&Path>) -> Result<HardwareProfile, Conf
     HardwareProfile::parse(&text).map_err(|reason| ConfigError::BadFile {
         what: "hardware profile",
         path,
-        reason: one_line(&reason),
+        reason: squash_whitespace(&reason),
     })
 }
 

@@ -169,7 +169,10 @@ async fn health() -> Response {
 }
 
 async fn version() -> Response {
-    json(StatusCode::OK, "{\"version\":\"0.30.0\"}".into())
+    json(
+        StatusCode::OK,
+        format!("{{\"version\":\"{}\"}}", super::VLLM_VERSION),
+    )
 }
 
 async fn models(State(st): State<Arc<TwinState>>, headers: HeaderMap) -> Response {
@@ -436,7 +439,11 @@ pub fn admit(st: &TwinState, v: Value, chat: bool, session: &str) -> Result<Admi
         chat,
         include_usage: p.include_usage,
         continuous_usage: p.continuous_usage,
-        fingerprint: format!("vllm-0.30.0-{:08x}", (st.seed as u32) ^ 0x3f9a_1c2e),
+        fingerprint: format!(
+            "vllm-{}-{:08x}",
+            super::VLLM_VERSION,
+            (st.seed as u32) ^ 0x3f9a_1c2e
+        ),
         events,
         guard: AbortOnDrop::new(n, st.engine.clone()),
         produced: 0,

@@ -36,6 +36,9 @@ async fn a_small_class_produces_task_and_request_records_and_a_summary() {
     )
     .await
     .expect("run");
+    // The sink the app ships: every record kept in memory too.
+    assert_eq!(sink.requests(), outcome.requests);
+    assert_eq!(sink.tasks().len(), outcome.tasks.len());
     let (req_lines, task_lines) = Arc::try_unwrap(sink).ok().expect("sole owner").into_inner();
     assert_eq!(
         String::from_utf8(req_lines).unwrap().lines().count(),

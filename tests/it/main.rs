@@ -53,6 +53,7 @@ mod proxy_http;
 mod report_compare;
 mod report_documents;
 mod report_svg;
+mod server_match;
 mod targets_shared;
 mod time_split;
 mod twin_http;

@@ -1,0 +1,437 @@
+//! Does the live server run the profile? After a profile switch the first
+//! question is whether the switch took: what the server states about itself
+//! is compared with the profile's `[server]` table.
+//!
+//! | profile key | what the server states |
+//! |---|---|
+//! | `served_model_name` | an id of `/v1/models` (else the `model_name` label of `/metrics`, which may also be the profile's `model`) |
+//! | `max_model_len` | `max_model_len` of that `/v1/models` entry (else of the first one) |
+//! | `kv_cache_tokens` | `vllm:cache_config_info`: `kv_cache_size_tokens`, else `num_gpu_blocks × block_size` (data-parallel engines of one page summed) |
+//! | `block_size` | `vllm:cache_config_info`: `block_size` |
+//! | `enable_prefix_caching` | `vllm:cache_config_info`: `enable_prefix_caching` |
+//!
+//! Every value must be equal. A field the server does not state (no
+//! `/metrics`, a server that is not vLLM, an older vLLM without the label)
+//! is *not stated*: listed apart, never a difference.
+//!
+//! - [`compare`]: one profile against one set of stated values (a plain
+//!   function);
+//! - [`check`]: a profile against everything the server answered (several
+//!   `/metrics` URLs: each replica is compared);
+//! - [`check_live`]: `bench` and `classroom` against a live server with a
+//!   stated profile: reads, compares, warns on stderr;
+//! - [`record_in_summary`]: the check as `profile_check` in `summary.json`.
+
+pub use super::server_match_live::{
+    check_live, check_target, read_metrics_pages, read_models, read_profile_check,
+    record_in_summary,
+};
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::openai::client::ModelInfo;
+use crate::prom::{parse, ServerSnapshot};
+use crate::twin::profile::{Profile, ServerSettings};
+
+/// The `[server]` keys that are compared, in the order they are reported.
+pub const FIELDS: [&str; 5] = [
+    "served_model_name",
+    "max_model_len",
+    "kv_cache_tokens",
+    "block_size",
+    "enable_prefix_caching",
+];
+
+/// Where the `/v1/models` values come from (the `source` of a difference).
+pub const MODELS_SOURCE: &str = "/v1/models";
+
+/// The longest the check waits for `/v1/models` (real time).
+pub const MODELS_LIMIT: Duration = Duration::from_secs(10);
+
+/// A value of a setting: token counts, a switch, or a name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Setting {
+    /// On or off (`enable_prefix_caching`).
+    Flag(bool),
+    /// A count in tokens (`max_model_len`, `kv_cache_tokens`, `block_size`).
+    Tokens(u64),
+    /// A name (`served_model_name`; several served names joined by ", ").
+    Name(String),
+}
+
+impl fmt::Display for Setting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Setting::Flag(b) => write!(f, "{b}"),
+            Setting::Tokens(n) => write!(f, "{n}"),
+            Setting::Name(s) if s.is_empty() => f.write_str("(no model)"),
+            Setting::Name(s) => f.write_str(s),
+        }
+    }
+}
+
+/// One setting the server states differently from the profile.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Difference {
+    /// The profile's `[server]` key (`max_model_len`, ...).
+    pub field: String,
+    /// The profile's value.
+    pub profile: Setting,
+    /// The server's value.
+    pub server: Setting,
+    /// Where the server stated it: `/v1/models` or the `/metrics` URL.
+    pub source: String,
+}
+
+impl fmt::Display for Difference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} {} (profile {})",
+            self.field, self.server, self.profile
+        )
+    }
+}
+
+/// What the server states about itself; `None`: not stated.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StatedSettings {
+    /// The ids of `/v1/models` (`None`: not read).
+    pub model_ids: Option<Vec<String>>,
+    /// Context limit, tokens: `max_model_len` of the `/v1/models` entry.
+    pub max_model_len: Option<u64>,
+    /// The `model_name` label of `/metrics`.
+    pub model_name_label: Option<String>,
+    /// KV-cache capacity, tokens (`vllm:cache_config_info`).
+    pub kv_cache_tokens: Option<u64>,
+    /// KV block size, tokens (`vllm:cache_config_info`).
+    pub block_size: Option<u64>,
+    /// `enable_prefix_caching` label of `vllm:cache_config_info`.
+    pub enable_prefix_caching: Option<bool>,
+    /// The `/metrics` URL the last four came from (the `source` of their
+    /// differences).
+    pub metrics_source: String,
+}
+
+impl StatedSettings {
+    /// The `/v1/models` part: every id, and the context limit of the entry
+    /// named `served` (else of the first entry).
+    pub fn from_models(models: &[ModelInfo], served: &str) -> StatedSettings {
+        let entry = models
+            .iter()
+            .find(|m| m.id == served)
+            .or_else(|| models.first());
+        StatedSettings {
+            model_ids: Some(models.iter().map(|m| m.id.clone()).collect()),
+            max_model_len: entry.and_then(|m| m.max_model_len),
+            ..StatedSettings::default()
+        }
+    }
+
+    /// The `/metrics` part, from a page's text. `Err`: not Prometheus text.
+    pub fn from_metrics_page(text: &str, source: &str) -> Result<StatedSettings, String> {
+        let page =
+            parse(text).map_err(|e| format!("{source} did not answer Prometheus metrics: {e}"))?;
+        let snapshot = ServerSnapshot::from_exposition(&page);
+        let prefix = page
+            .samples_named("vllm:cache_config_info")
+            .find_map(|s| python_bool(&s.label("enable_prefix_caching")?));
+        Ok(StatedSettings {
+            model_name_label: snapshot.model_name,
+            kv_cache_tokens: snapshot.kv_capacity_tokens,
+            block_size: snapshot.block_size,
+            enable_prefix_caching: prefix,
+            metrics_source: source.to_string(),
+            ..StatedSettings::default()
+        })
+    }
+}
+
+/// `True` / `False` as vLLM's labels print them (also `true`, `1`, ...).
+fn python_bool(text: &str) -> Option<bool> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" => Some(true),
+        "false" | "0" | "no" => Some(false),
+        _ => None,
+    }
+}
+
+/// The outcome of [`compare`]: every field is in exactly one list.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Comparison {
+    /// Fields the server states differently, in [`FIELDS`] order.
+    pub differences: Vec<Difference>,
+    /// Fields the server states as the profile says.
+    pub matched: Vec<String>,
+    /// Fields the server does not state.
+    pub not_stated: Vec<String>,
+}
+
+/// Compares the profile's `[server]` with what the server states. A field
+/// the server does not state is listed in [`Comparison::not_stated`], not as
+/// a difference.
+pub fn compare(profile: &ServerSettings, stated: &StatedSettings) -> Comparison {
+    let mut out = Comparison::default();
+    let mut judge =
+        |field: &str, profile: Setting, server: Option<(Setting, bool, &str)>| match server {
+            None => out.not_stated.push(field.to_string()),
+            Some((_, true, _)) => out.matched.push(field.to_string()),
+            Some((server, false, source)) => out.differences.push(Difference {
+                field: field.to_string(),
+                profile,
+                server,
+                source: source.to_string(),
+            }),
+        };
+    let metrics = stated.metrics_source.as_str();
+    let served = &profile.served_model_name;
+    let name = match (&stated.model_ids, &stated.model_name_label) {
+        (Some(ids), _) => Some((
+            Setting::Name(ids.join(", ")),
+            ids.contains(served),
+            MODELS_SOURCE,
+        )),
+        // vLLM labels its metrics with the served name; without
+        // --served-model-name that is the model path.
+        (None, Some(label)) => Some((
+            Setting::Name(label.clone()),
+            label == served || *label == profile.model,
+            metrics,
+        )),
+        (None, None) => None,
+    };
+    judge("served_model_name", Setting::Name(served.clone()), name);
+    let tokens = |want: u64, have: Option<u64>, source: &'static str| {
+        have.map(|h| (Setting::Tokens(h), h == want, source))
+    };
+    judge(
+        "max_model_len",
+        Setting::Tokens(u64::from(profile.max_model_len)),
+        tokens(
+            u64::from(profile.max_model_len),
+            stated.max_model_len,
+            MODELS_SOURCE,
+        ),
+    );
+    judge(
+        "kv_cache_tokens",
+        Setting::Tokens(profile.kv_cache_tokens),
+        stated
+            .kv_cache_tokens
+            .map(|h| (Setting::Tokens(h), h == profile.kv_cache_tokens, metrics)),
+    );
+    let block = u64::from(profile.block_size);
+    judge(
+        "block_size",
+        Setting::Tokens(block),
+        stated
+            .block_size
+            .map(|h| (Setting::Tokens(h), h == block, metrics)),
+    );
+    let caching = profile.enable_prefix_caching;
+    judge(
+        "enable_prefix_caching",
+        Setting::Flag(caching),
+        stated
+            .enable_prefix_caching
+            .map(|h| (Setting::Flag(h), h == caching, metrics)),
+    );
+    out
+}
+
+/// Everything the server answered: `/v1/models`, and each `/metrics` URL's
+/// page text (`Err`: why it could not be read, naming the URL).
+#[derive(Debug, Clone)]
+pub struct ServerAnswers {
+    /// The served models, or why they could not be listed.
+    pub models: Result<Vec<ModelInfo>, String>,
+    /// `(URL, page text or why not)` per `/metrics` URL.
+    pub metrics: Vec<(String, Result<String, String>)>,
+}
+
+/// A profile checked against a server: what `summary.json` records as
+/// `profile_check` and what the capacity trial judges.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProfileCheck {
+    /// The profile's name.
+    pub profile: String,
+    /// Settings the server states differently (empty: the switch took, as
+    /// far as the server states).
+    pub differences: Vec<Difference>,
+    /// Fields the server states as the profile says.
+    #[serde(default)]
+    pub matched: Vec<String>,
+    /// Fields the server does not state.
+    #[serde(default)]
+    pub not_stated: Vec<String>,
+    /// What was read: `/v1/models` and the `/metrics` URLs that answered.
+    #[serde(default)]
+    pub read: Vec<String>,
+    /// What could not be read, and why (one line each).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreadable: Vec<String>,
+}
+
+/// Compares `profile` with everything the server answered. With several
+/// `/metrics` URLs each replica is compared (its differences name its URL).
+pub fn check(profile: &Profile, answers: &ServerAnswers) -> ProfileCheck {
+    let server = &profile.server;
+    let mut read = Vec::new();
+    let mut unreadable = Vec::new();
+    let models = match &answers.models {
+        Ok(list) => {
+            read.push(MODELS_SOURCE.to_string());
+            Some(StatedSettings::from_models(list, &server.served_model_name))
+        }
+        Err(why) => {
+            unreadable.push(format!("{MODELS_SOURCE}: {why}"));
+            None
+        }
+    };
+    if answers.metrics.is_empty() {
+        unreadable.push("no /metrics URL".to_string());
+    }
+    let mut pages = Vec::new();
+    for (url, page) in &answers.metrics {
+        match page
+            .as_ref()
+            .map_err(Clone::clone)
+            .and_then(|text| StatedSettings::from_metrics_page(text, url))
+        {
+            Ok(stated) => {
+                read.push(url.clone());
+                pages.push(stated);
+            }
+            Err(why) => unreadable.push(why),
+        }
+    }
+    // The /v1/models part goes with the first replica.
+    let mut parts: Vec<StatedSettings> = Vec::new();
+    let mut pages = pages.into_iter();
+    let mut first = pages.next().unwrap_or_default();
+    if let Some(m) = models {
+        first.model_ids = m.model_ids;
+        first.max_model_len = m.max_model_len;
+    }
+    parts.push(first);
+    parts.extend(pages);
+    let comparisons: Vec<Comparison> = parts.iter().map(|s| compare(server, s)).collect();
+    let mut differences: Vec<Difference> = Vec::new();
+    for field in FIELDS {
+        for c in &comparisons {
+            differences.extend(c.differences.iter().filter(|d| d.field == field).cloned());
+        }
+    }
+    let in_any = |field: &str, pick: fn(&Comparison) -> &Vec<String>| {
+        comparisons
+            .iter()
+            .any(|c| pick(c).iter().any(|f| f == field))
+    };
+    let differs = |field: &str| differences.iter().any(|d| d.field == field);
+    let matched = FIELDS
+        .iter()
+        .filter(|f| !differs(f) && in_any(f, |c| &c.matched))
+        .map(|f| f.to_string())
+        .collect();
+    let not_stated = FIELDS
+        .iter()
+        .filter(|f| !differs(f) && !in_any(f, |c| &c.matched))
+        .map(|f| f.to_string())
+        .collect();
+    ProfileCheck {
+        profile: profile.name.clone(),
+        differences,
+        matched,
+        not_stated,
+        read,
+        unreadable,
+    }
+}
+
+impl ProfileCheck {
+    /// The differences on one line: `max_model_len 8192 (profile 65536);
+    /// block_size 128 (profile 16)`; with several `/metrics` URLs, each
+    /// `/metrics` value says where (`at <URL>`).
+    pub fn differences_text(&self) -> String {
+        let replicas = self.read.iter().filter(|r| *r != MODELS_SOURCE).count();
+        self.differences
+            .iter()
+            .map(|d| {
+                if replicas > 1 && d.source != MODELS_SOURCE {
+                    format!("{d} at {}", d.source)
+                } else {
+                    d.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    /// `not stated: a, b (why)`, or `None` when every field was stated.
+    pub fn not_stated_text(&self) -> Option<String> {
+        if self.not_stated.is_empty() {
+            return None;
+        }
+        let mut text = format!("not stated: {}", self.not_stated.join(", "));
+        if !self.unreadable.is_empty() {
+            text.push_str(&format!(" ({})", self.unreadable.join("; ")));
+        }
+        Some(text)
+    }
+
+    /// The one-line warning of `bench` and `classroom` when the server
+    /// differs: `codendum: warning: the server does not run profile P: …`.
+    pub fn warning(&self) -> Option<String> {
+        (!self.differences.is_empty()).then(|| {
+            format!(
+                "codendum: warning: the server does not run profile {}: {}",
+                self.profile,
+                self.differences_text()
+            )
+        })
+    }
+
+    /// The verdict of the capacity trial `<profile>::server::matches_profile`
+    /// against `server` (a URL without credentials): `Err` names every
+    /// difference in one message, or says that nothing could be compared;
+    /// `Ok` carries a note when some fields were not stated.
+    pub fn verdict(&self, server: &str) -> Result<Option<String>, String> {
+        let unstated = self
+            .not_stated_text()
+            .map(|t| format!("; {t}"))
+            .unwrap_or_default();
+        if !self.differences.is_empty() {
+            return Err(format!(
+                "the server does not run profile {}: {} ({server}{unstated})",
+                self.profile,
+                self.differences_text()
+            ));
+        }
+        if self.matched.is_empty() {
+            let why = if self.unreadable.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", self.unreadable.join("; "))
+            };
+            return Err(format!(
+                "cannot check that {server} runs profile {}: it states none of {}{why}",
+                self.profile,
+                FIELDS.join(", ")
+            ));
+        }
+        Ok(self.not_stated_text().map(|t| {
+            format!(
+                "{server} runs profile {} as far as it states ({}); {t}",
+                self.profile,
+                self.matched.join(", ")
+            )
+        }))
+    }
+}
+
+#[cfg(test)]
+#[path = "server_match_tests.rs"]
+mod tests;
