@@ -14,7 +14,7 @@ use super::config::BenchConfig;
 use super::level::{record_from_outcome, summarize_level, LevelFrame};
 use super::progress::LevelProgress;
 use super::prompt::{request_body, ShapePrompt};
-use super::seams::ServerMetrics;
+use super::seams::{ServerInfo, ServerMetrics};
 use crate::clock::Clock;
 use crate::error::Error;
 use crate::openai::{CallOutcome, CallRequest, Transport};
@@ -36,6 +36,8 @@ pub(crate) async fn stopped(mut stop: watch::Receiver<bool>) {
 pub(crate) struct LevelContext<'a> {
     pub config: &'a BenchConfig,
     pub transport: &'a dyn Transport,
+    /// `/tokenize`, for streams that carry no usage.
+    pub info: &'a dyn ServerInfo,
     pub metrics: Option<&'a dyn ServerMetrics>,
     pub clock: &'a Clock,
     pub stop: watch::Receiver<bool>,
@@ -190,7 +192,34 @@ fn start_request<'a>(
         headers: Vec::new(),
         record_gaps: false,
     };
-    Box::pin(async move { (index, started_at, ctx.transport.call(request).await) })
+    Box::pin(async move {
+        let mut outcome = ctx.transport.call(request).await;
+        if outcome.is_ok() && outcome.usage.is_none() {
+            recount(ctx, &text, &mut outcome).await;
+        }
+        (index, started_at, outcome)
+    })
+}
+
+/// A stream without usage: asks the server's `/tokenize` for the output
+/// received and the prompt sent, so the counts are the server's and not
+/// chunks (a chunk can carry several tokens). Nothing changes when the
+/// server has no `/tokenize` (llama.cpp): the chunk count stands, marked
+/// as the client's. The slot's next request waits for this one round trip.
+async fn recount(ctx: &LevelContext<'_>, prompt: &str, outcome: &mut CallOutcome) {
+    let m = &outcome.message;
+    let mut received = m.reasoning.clone();
+    received.push_str(&m.content);
+    if let Ok(Some(n)) = ctx.info.tokenize(ctx.model, &received).await {
+        outcome.tokenized_output = Some(n);
+        if let Ok(Some(p)) = ctx
+            .info
+            .tokenize_as_sent(ctx.config.endpoint, ctx.model, prompt)
+            .await
+        {
+            outcome.tokenized_input = Some(p);
+        }
+    }
 }
 
 async fn sleep_until_opt(clock: &Clock, deadline: Option<Duration>) {

@@ -156,6 +156,7 @@ pub async fn run_bench(config: &BenchConfig, deps: BenchDeps<'_>) -> Result<Benc
     let ctx = LevelContext {
         config,
         transport: deps.transport,
+        info: deps.info,
         metrics: deps.metrics,
         clock: &clock,
         stop: deps.stop.clone(),

@@ -170,8 +170,11 @@ pub enum TokenSource {
     /// The server's `usage`.
     Server,
     /// The client, counting chunks that carried generated text (the server sent
-    /// no usage).
+    /// no usage). A chunk can carry several tokens: a lower bound.
     Client,
+    /// The server's `/tokenize`, asked by the client for the text received
+    /// (and the prompt sent) when the stream carried no usage: exact.
+    Tokenized,
 }
 
 /// One tool call assembled from the streamed deltas.
@@ -222,6 +225,13 @@ pub struct CallOutcome {
     pub message: AssistantMessage,
     /// `Some` when the call failed.
     pub error: Option<CallError>,
+    /// Tokens of the output text by the server's `/tokenize`, when the
+    /// stream carried no usage and the caller asked (see
+    /// [`TokenSource::Tokenized`]).
+    pub tokenized_output: Option<u64>,
+    /// Tokens of the prompt by the server's `/tokenize` (chat template
+    /// included), in the same case.
+    pub tokenized_input: Option<u64>,
 }
 
 impl CallOutcome {
@@ -233,15 +243,17 @@ impl CallOutcome {
     /// Output tokens and who counted them: the server's usage when present,
     /// otherwise the client's count of text-carrying chunks.
     pub fn output_tokens(&self) -> (u64, TokenSource) {
-        match self.usage {
-            Some(u) => (u.completion_tokens, TokenSource::Server),
-            None => (self.text_chunks, TokenSource::Client),
+        match (self.usage, self.tokenized_output) {
+            (Some(u), _) => (u.completion_tokens, TokenSource::Server),
+            (None, Some(n)) => (n, TokenSource::Tokenized),
+            (None, None) => (self.text_chunks, TokenSource::Client),
         }
     }
 
-    /// Input tokens as counted by the server, if it reported usage.
+    /// Input tokens as counted by the server: its usage, else its
+    /// `/tokenize` of the prompt when the caller asked.
     pub fn input_tokens(&self) -> Option<u64> {
-        self.usage.map(|u| u.prompt_tokens)
+        self.usage.map(|u| u.prompt_tokens).or(self.tokenized_input)
     }
 
     /// Mean time per output token, seconds: (E2E − TTFT) / (output tokens − 1).

@@ -169,6 +169,8 @@ impl StreamMeter {
             finish_reason: self.assembler.finish_reason,
             message: self.assembler.message,
             error,
+            tokenized_output: None,
+            tokenized_input: None,
         }
     }
 

@@ -197,3 +197,54 @@ fn the_recorded_032_page_reads_with_its_new_families() {
     assert_eq!(s.block_size, Some(128));
     assert!(s.kv_capacity_tokens.is_some());
 }
+
+/// The recorded stream without its usage chunk (a proxy that strips it).
+fn stream_without_usage() -> (ResponseTemplate, String) {
+    let mut body = String::new();
+    let mut content = String::new();
+    for event in fixture("vllm-0.32/sse-chat-usage.txt").split("\n\n") {
+        let Some(data) = event.strip_prefix("data: ") else {
+            continue;
+        };
+        if data.contains("\"usage\"") && data.contains("\"choices\":[]") {
+            continue;
+        }
+        if let Ok(v) = serde_json::from_str::<Value>(data) {
+            if let Some(c) = v["choices"][0]["delta"]["content"].as_str() {
+                content.push_str(c);
+            }
+        }
+        body.push_str(event);
+        body.push_str("\n\n");
+    }
+    let template = ResponseTemplate::new(200)
+        .insert_header("content-type", "text/event-stream")
+        .set_body_string(body);
+    (template, content)
+}
+
+#[test]
+fn a_stream_without_usage_is_counted_by_the_servers_tokenize() {
+    let rt = runtime();
+    let (chat, content) = stream_without_usage();
+    assert!(!content.is_empty());
+    let server = vllm(&rt, chat);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let done = bench(dir.path(), &server, &["--shapes", "short"]);
+    assert_eq!(done.code, Some(0), "{}", done.both());
+    let folder = only_folder(&dir.path().join("results"));
+    let expected = (content.len() as f64 / 3.7).ceil() as u64;
+    for r in read_jsonl(&folder.join("requests.jsonl"), false) {
+        assert_eq!(r["tokens_counted_by"], "tokenized", "{r}");
+        assert_eq!(r["output_tokens"], expected, "{r}");
+        // The prompt as the server counts it: chat template included.
+        assert!(r["input_tokens"].as_u64().is_some_and(|n| n > 500), "{r}");
+    }
+    let summary = read_json(&folder.join("summary.json"));
+    assert_eq!(summary["levels"][0]["tokens_client_counted"], false);
+    let report = std::fs::read_to_string(folder.join("report.md")).expect("report");
+    assert!(
+        !report.contains("counted by the client"),
+        "exact counts need no caveat"
+    );
+}
