@@ -5,8 +5,9 @@
 
 use std::path::Path;
 
-use super::targets::{BenchLevelTargets, ClassroomTargets};
+use super::targets::{bound_of, BenchLevelTargets, ClassroomTargets};
 use crate::report::model::Verdict;
+use crate::results::metrics::Source;
 use crate::results::{BenchSummary, ClassroomRunSummary, LevelSummary};
 pub use crate::targets::Bound;
 use crate::targets::{ClassroomCheck, ClassroomKey};
@@ -44,16 +45,6 @@ struct Figure {
     missing: Option<String>,
     /// Detail shown beside a failing figure, such as error kinds.
     detail: Option<String>,
-}
-
-impl Figure {
-    fn new(value: Option<f64>, missing: impl Into<String>) -> Self {
-        Figure {
-            value,
-            missing: Some(missing.into()),
-            detail: None,
-        }
-    }
 }
 
 struct Spec<'a> {
@@ -162,7 +153,10 @@ pub fn find_level<'a>(
         .find(|l| l.shape.eq_ignore_ascii_case(&t.shape) && l.concurrency == t.concurrency)
 }
 
-/// Judges one bench level's targets against a bench run.
+/// Judges one bench level's targets against a bench run, in
+/// [`super::targets::BENCH_TARGET_KEYS`] order: each figure, bound, unit
+/// and label comes from the level metric its key names
+/// ([`crate::results::metrics::LEVEL_METRICS`]).
 pub fn judge_bench_level(
     summary: &BenchSummary,
     t: &BenchLevelTargets,
@@ -189,109 +183,41 @@ pub fn judge_bench_level(
             error_note(l).map(|n| format!(": {n}")).unwrap_or_default()
         )
     });
-    let time = |v: Option<f64>| Figure {
-        value: v,
-        missing: no_success.clone(),
-        detail: None,
-    };
-    let spec = |metric, label, unit, bound, limit| Spec {
-        group: &group,
-        metric,
-        label,
-        unit,
-        bound,
-        limit,
-        scope: &scope,
-        context: &context,
-        folder,
-    };
     let mut out = Vec::new();
-    for (metric, label, unit, bound, limit, value) in timed_figures(t, level) {
-        if let Some(limit) = limit {
-            out.push(judge(spec(metric, label, unit, bound, limit), time(value)));
-        }
-    }
-    if let Some(limit) = t.errors {
-        let figure = Figure {
-            value: level.map(|l| l.errors.values().map(|g| g.count).sum::<u64>() as f64),
-            missing: None,
-            detail: level.and_then(error_note),
+    for (metric, limit) in t.checked() {
+        let Some(bound) = bound_of(metric) else {
+            continue;
         };
-        out.push(judge(
-            spec("errors", "Errors", "", Bound::Max, limit as f64),
-            figure,
-        ));
-    }
-    if let Some(limit) = t.preemptions {
-        let figure = Figure::new(
-            level.and_then(|l| l.preemptions),
-            "/metrics was not readable during the level",
-        );
-        out.push(judge(
-            spec("preemptions", "Preemptions", "", Bound::Max, limit as f64),
-            figure,
-        ));
-    }
-    if level.is_none() {
-        for j in &mut out {
-            j.failure = j
-                .failure
-                .take()
-                .map(|f| f.replace("no figure in the results", "the level did not run"));
-        }
+        let missing = match (level, metric.source) {
+            (None, _) => Some("the level did not run".to_string()),
+            (Some(_), Source::Successes) => no_success.clone(),
+            (Some(_), Source::Server) => {
+                Some("/metrics was not readable during the level".to_string())
+            }
+            (Some(_), Source::Requests | Source::Level) => None,
+        };
+        let figure = Figure {
+            value: level.and_then(|l| metric.number(l)),
+            missing,
+            // A figure counted over every request shows the errors by kind.
+            detail: (metric.source == Source::Requests)
+                .then(|| level.and_then(error_note))
+                .flatten(),
+        };
+        let spec = Spec {
+            group: &group,
+            metric: metric.trial_name(),
+            label: metric.label,
+            unit: metric.unit.symbol(),
+            bound,
+            limit,
+            scope: &scope,
+            context: &context,
+            folder,
+        };
+        out.push(judge(spec, figure));
     }
     out
-}
-
-/// A bench-level target measured on successful requests: metric, label,
-/// unit, bound, the limit (`None`: not checked) and the level's figure.
-type TimedFigure = (
-    &'static str,
-    &'static str,
-    &'static str,
-    Bound,
-    Option<f64>,
-    Option<f64>,
-);
-
-/// The level's latencies (seconds, ceilings) and throughputs (tokens per
-/// second, floors) with their targets, in trial order.
-fn timed_figures(t: &BenchLevelTargets, level: Option<&LevelSummary>) -> [TimedFigure; 8] {
-    let secs = |metric, label, limit, figure: fn(&LevelSummary) -> Option<f64>| {
-        (
-            metric,
-            label,
-            "s",
-            Bound::Max,
-            limit,
-            level.and_then(figure),
-        )
-    };
-    let rate = |metric, label, limit, figure: fn(&LevelSummary) -> f64| {
-        (metric, label, "tok/s", Bound::Min, limit, level.map(figure))
-    };
-    [
-        secs("ttft_p50", "TTFT P50", t.ttft_p50_s, |l| l.ttft_p50_s),
-        secs("ttft_p95", "TTFT P95", t.ttft_p95_s, |l| l.ttft_p95_s),
-        secs("ttft_p99", "TTFT P99", t.ttft_p99_s, |l| l.ttft_p99_s),
-        secs("e2e_p50", "E2E latency P50", t.e2e_p50_s, |l| l.e2e_p50_s),
-        secs("e2e_p95", "E2E latency P95", t.e2e_p95_s, |l| l.e2e_p95_s),
-        secs(
-            "tpot_mean",
-            "Mean time per output token",
-            t.tpot_mean_s,
-            |l| l.tpot_mean_s,
-        ),
-        rate("output_tok_per_s", "Output", t.output_tok_per_s, |l| {
-            l.output_tok_per_s
-        }),
-        rate(
-            "total_tok_per_s",
-            "Total throughput",
-            t.total_tok_per_s,
-            |l| l.total_tok_per_s,
-        ),
-    ]
 }
 
 fn error_note(l: &LevelSummary) -> Option<String> {

@@ -23,12 +23,10 @@ fn level(shape: &str, n: u32) -> BenchLevelTargets {
 
 #[test]
 fn a_slow_level_fails_with_figure_target_workload_and_folder() {
-    let t = BenchLevelTargets {
-        ttft_p95_s: Some(0.5),
-        output_tok_per_s: Some(100.0),
-        errors: Some(0),
-        ..level("short", 8)
-    };
+    let t = level("short", 8)
+        .with("errors", 0.0)
+        .with("output_tok_per_s", 100.0)
+        .with("ttft_p95_s", 0.5);
     let js = judge_bench_level(&sample(), &t, Path::new("bench-results/2026-x"));
     let names: Vec<&str> = js.iter().map(|j| j.metric.as_str()).collect();
     assert_eq!(names, t.metrics());
@@ -56,14 +54,12 @@ fn a_slow_level_fails_with_figure_target_workload_and_folder() {
 
 #[test]
 fn floors_pass_at_the_limit_and_fail_below() {
-    let mut t = BenchLevelTargets {
-        output_tok_per_s: Some(30.0),
-        ttft_p95_s: Some(0.244),
-        ..level("SHORT", 1)
-    };
+    let t = level("SHORT", 1)
+        .with("output_tok_per_s", 30.0)
+        .with("ttft_p95_s", 0.244);
     let js = judge_bench_level(&sample(), &t, &sample_folder());
     assert!(js.iter().all(|j| j.passed), "{js:?}");
-    t.output_tok_per_s = Some(31.0);
+    let t = t.with("output_tok_per_s", 31.0);
     let js = judge_bench_level(&sample(), &t, &sample_folder());
     let msg = js[1].failure.as_deref().unwrap_or_default();
     assert!(
@@ -76,20 +72,28 @@ fn floors_pass_at_the_limit_and_fail_below() {
 
 #[test]
 fn a_level_that_did_not_run_fails_every_check() {
-    let t = BenchLevelTargets {
-        ttft_p95_s: Some(10.0),
-        errors: Some(0),
-        preemptions: Some(0),
-        ..level("long", 40)
-    };
+    let t = level("long", 40)
+        .with("ttft_p95_s", 10.0)
+        .with("errors", 0.0)
+        .with("preemptions", 0.0);
     let js = judge_bench_level(&sample(), &t, &sample_folder());
     assert_eq!(js.len(), 3);
     for j in &js {
         assert!(!j.passed);
         let msg = j.failure.as_deref().unwrap_or_default();
         assert!(msg.contains("the run has no such level"), "{msg}");
+        assert!(
+            msg.contains(" not measured: the level did not run "),
+            "{msg}"
+        );
         assert_eq!(j.verdict.figure, "not measured");
     }
+    let want = format!(
+        "Preemptions not measured: the level did not run (target 0; bench, long prompts, \
+         40 in flight: the run has no such level; {})",
+        sample_folder().display()
+    );
+    assert_eq!(js[2].failure.as_deref(), Some(want.as_str()));
 }
 
 fn class(summary: ClassroomSummary) -> ClassroomRunSummary {

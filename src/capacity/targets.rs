@@ -24,63 +24,105 @@
 //! the definition `codendum plan` uses too; this module adds the benchmark
 //! levels and the quick tables.
 
-use serde::Deserialize;
+use std::collections::BTreeMap;
 
 use crate::bench::{config::MAX_CONCURRENCY, Shape};
 use crate::error::ConfigError;
+use crate::results::metrics::{level_metric, Better, LevelMetric, Unit};
 pub use crate::targets::ClassroomTargets;
-use crate::targets::{check_value_kinds, parse_classroom_targets, KeyKind};
+use crate::targets::{check_value_kinds, parse_classroom_targets, Bound, KeyKind};
+
+/// The metric keys a `[[targets.bench]]` entry may give, in the order their
+/// trials are listed and judged. Each names a `summary.csv` column of
+/// [`crate::results::metrics::LEVEL_METRICS`], which gives its unit
+/// (seconds, tokens per second or a count), its bound (a ceiling when lower
+/// is better, a floor when higher is), its label and its figure.
+pub const BENCH_TARGET_KEYS: [&str; 10] = [
+    "ttft_p50_s",
+    "ttft_p95_s",
+    "ttft_p99_s",
+    "e2e_p50_s",
+    "e2e_p95_s",
+    "tpot_mean_s",
+    "output_tok_per_s",
+    "total_tok_per_s",
+    "errors",
+    "preemptions",
+];
+
+/// The level metric of a bench target key, when `key` is one.
+pub fn bench_target_metric(key: &str) -> Option<&'static LevelMetric> {
+    BENCH_TARGET_KEYS
+        .contains(&key)
+        .then(|| level_metric(key))
+        .flatten()
+}
+
+/// Whether a target on `metric` is a ceiling or a floor; `None` when
+/// neither direction is better.
+pub fn bound_of(metric: &LevelMetric) -> Option<Bound> {
+    match metric.better {
+        Better::Lower => Some(Bound::Max),
+        Better::Higher => Some(Bound::Min),
+        Better::Neither => None,
+    }
+}
+
+/// What a target key's value must hold: a whole number for counts, a
+/// number ≥ 0 otherwise.
+fn key_kind(metric: &LevelMetric) -> KeyKind {
+    match metric.unit {
+        Unit::Count => KeyKind::Count,
+        _ => KeyKind::Number,
+    }
+}
 
 /// Targets of one benchmark level (`[[targets.bench]]`): a prompt shape at
-/// a concurrency, and limits on that level's figures. Every metric key is
-/// optional; at least one must be given.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// a concurrency, and limits on that level's figures. Every metric key
+/// ([`BENCH_TARGET_KEYS`]) is optional; at least one must be given.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct BenchLevelTargets {
     /// Prompt shape: `short` or `long`.
     pub shape: String,
     /// Requests kept in flight.
     pub concurrency: u32,
-    /// Most TTFT at the median, seconds.
-    pub ttft_p50_s: Option<f64>,
-    /// Most TTFT at the 95th percentile, seconds.
-    pub ttft_p95_s: Option<f64>,
-    /// Most TTFT at the 99th percentile, seconds.
-    pub ttft_p99_s: Option<f64>,
-    /// Most end-to-end latency at the median, seconds.
-    pub e2e_p50_s: Option<f64>,
-    /// Most end-to-end latency at the 95th percentile, seconds.
-    pub e2e_p95_s: Option<f64>,
-    /// Most mean time per output token, seconds.
-    pub tpot_mean_s: Option<f64>,
-    /// Least output tokens per second over the level.
-    pub output_tok_per_s: Option<f64>,
-    /// Least input + output tokens per second over the level.
-    pub total_tok_per_s: Option<f64>,
-    /// Most failed requests (all kinds).
-    pub errors: Option<u64>,
-    /// Most preemptions during the level (from `/metrics`).
-    pub preemptions: Option<u64>,
+    /// The limits given, by key of [`BENCH_TARGET_KEYS`], in the figure's
+    /// unit: seconds (`ttft_p95_s`, most), tokens per second
+    /// (`output_tok_per_s`, least) or a count (`errors`, most).
+    pub limits: BTreeMap<&'static str, f64>,
 }
 
 impl BenchLevelTargets {
-    /// The metrics checked, as named in trial names, in a fixed order.
+    /// These targets with `key` limited to `limit` (in the figure's unit).
+    ///
+    /// # Panics
+    ///
+    /// When `key` is not one of [`BENCH_TARGET_KEYS`].
+    pub fn with(mut self, key: &str, limit: f64) -> Self {
+        let metric = bench_target_metric(key)
+            .unwrap_or_else(|| panic!("{key} is not a [[targets.bench]] key"));
+        self.limits.insert(metric.column, limit);
+        self
+    }
+
+    /// The limit on `key` (a [`BENCH_TARGET_KEYS`] entry), if given.
+    pub fn limit(&self, key: &str) -> Option<f64> {
+        self.limits.get(key).copied()
+    }
+
+    /// The checked metrics with their limits, in [`BENCH_TARGET_KEYS`]
+    /// order.
+    pub fn checked(&self) -> impl Iterator<Item = (&'static LevelMetric, f64)> + '_ {
+        BENCH_TARGET_KEYS.iter().filter_map(|key| {
+            let limit = self.limit(key)?;
+            Some((bench_target_metric(key)?, limit))
+        })
+    }
+
+    /// The metrics checked, as named in trial names (`ttft_p95`), in a
+    /// fixed order.
     pub fn metrics(&self) -> Vec<&'static str> {
-        [
-            ("ttft_p50", self.ttft_p50_s.is_some()),
-            ("ttft_p95", self.ttft_p95_s.is_some()),
-            ("ttft_p99", self.ttft_p99_s.is_some()),
-            ("e2e_p50", self.e2e_p50_s.is_some()),
-            ("e2e_p95", self.e2e_p95_s.is_some()),
-            ("tpot_mean", self.tpot_mean_s.is_some()),
-            ("output_tok_per_s", self.output_tok_per_s.is_some()),
-            ("total_tok_per_s", self.total_tok_per_s.is_some()),
-            ("errors", self.errors.is_some()),
-            ("preemptions", self.preemptions.is_some()),
-        ]
-        .into_iter()
-        .filter_map(|(name, set)| set.then_some(name))
-        .collect()
+        self.checked().map(|(m, _)| m.trial_name()).collect()
     }
 
     /// The shape, validated.
@@ -161,11 +203,7 @@ fn parse_mode_key(
         .ok_or_else(|| bad(&path, "must be an array of tables ([[...bench]])"))?;
     for (i, item) in items.iter().enumerate() {
         let at = format!("{path}[{i}]");
-        check_value_kinds(&at, item, BENCH_KEYS)?;
-        let t: BenchLevelTargets = item
-            .clone()
-            .try_into()
-            .map_err(|e: toml::de::Error| bad(&at, &e.message().replace('\n', " ")))?;
+        let t = parse_bench(&at, item)?;
         check_bench(&t, &at)?;
         if mode.bench.iter().any(|b| b.group_name() == t.group_name()) {
             return Err(bad(
@@ -178,20 +216,64 @@ fn parse_mode_key(
     Ok(())
 }
 
-const BENCH_KEYS: &[(&str, KeyKind)] = &[
-    ("shape", KeyKind::Text),
-    ("concurrency", KeyKind::Count),
-    ("ttft_p50_s", KeyKind::Number),
-    ("ttft_p95_s", KeyKind::Number),
-    ("ttft_p99_s", KeyKind::Number),
-    ("e2e_p50_s", KeyKind::Number),
-    ("e2e_p95_s", KeyKind::Number),
-    ("tpot_mean_s", KeyKind::Number),
-    ("output_tok_per_s", KeyKind::Number),
-    ("total_tok_per_s", KeyKind::Number),
-    ("errors", KeyKind::Count),
-    ("preemptions", KeyKind::Count),
-];
+/// The keys of a `[[targets.bench]]` entry and what their values hold.
+fn bench_keys() -> Vec<(&'static str, KeyKind)> {
+    let mut keys = vec![("shape", KeyKind::Text), ("concurrency", KeyKind::Count)];
+    keys.extend(
+        BENCH_TARGET_KEYS
+            .iter()
+            .filter_map(|k| bench_target_metric(k))
+            .map(|m| (m.column, key_kind(m))),
+    );
+    keys
+}
+
+/// Reads one `[[targets.bench]]` entry at `path`; unknown keys are refused
+/// by name.
+fn parse_bench(path: &str, item: &toml::Value) -> Result<BenchLevelTargets, ConfigError> {
+    let keys = bench_keys();
+    check_value_kinds(path, item, &keys)?;
+    let table = item
+        .as_table()
+        .ok_or_else(|| bad(path, "must be a table"))?;
+    let mut t = BenchLevelTargets::default();
+    let (mut shape, mut concurrency) = (false, false);
+    for (key, value) in table {
+        match key.as_str() {
+            "shape" => {
+                t.shape = value.as_str().unwrap_or_default().to_string();
+                shape = true;
+            }
+            "concurrency" => {
+                let n = value.as_integer().unwrap_or_default();
+                t.concurrency = u32::try_from(n).map_err(|_| {
+                    bad(
+                        path,
+                        &format!("concurrency {n} is outside 1..={MAX_CONCURRENCY}"),
+                    )
+                })?;
+                concurrency = true;
+            }
+            other => {
+                let Some(metric) = bench_target_metric(other) else {
+                    let known: Vec<&str> = keys.iter().map(|(k, _)| *k).collect();
+                    return Err(unknown(path, other, &known.join(", ")));
+                };
+                let limit = value
+                    .as_float()
+                    .or_else(|| value.as_integer().map(|i| i as f64))
+                    .unwrap_or_default();
+                t.limits.insert(metric.column, limit);
+            }
+        }
+    }
+    for (given, key) in [(shape, "shape"), (concurrency, "concurrency")] {
+        if !given {
+            return Err(bad(path, &format!("missing key `{key}`")));
+        }
+    }
+    Ok(t)
+}
 
 fn check_bench(t: &BenchLevelTargets, path: &str) -> Result<(), ConfigError> {
     if t.shape().is_none() {
@@ -209,32 +291,8 @@ fn check_bench(t: &BenchLevelTargets, path: &str) -> Result<(), ConfigError> {
             ),
         ));
     }
-    let values = [
-        ("ttft_p50_s", t.ttft_p50_s),
-        ("ttft_p95_s", t.ttft_p95_s),
-        ("ttft_p99_s", t.ttft_p99_s),
-        ("e2e_p50_s", t.e2e_p50_s),
-        ("e2e_p95_s", t.e2e_p95_s),
-        ("tpot_mean_s", t.tpot_mean_s),
-        ("output_tok_per_s", t.output_tok_per_s),
-        ("total_tok_per_s", t.total_tok_per_s),
-    ];
-    check_limits(path, &values)?;
-    let any =
-        values.iter().any(|(_, v)| v.is_some()) || t.errors.is_some() || t.preemptions.is_some();
-    if !any {
+    if t.limits.is_empty() {
         return Err(bad(path, "names a level but no target to check"));
-    }
-    Ok(())
-}
-
-fn check_limits(path: &str, values: &[(&str, Option<f64>)]) -> Result<(), ConfigError> {
-    for (key, v) in values {
-        if let Some(v) = v {
-            if !v.is_finite() || *v < 0.0 {
-                return Err(bad(path, &format!("{key} = {v} is not a number ≥ 0")));
-            }
-        }
     }
     Ok(())
 }
@@ -285,7 +343,8 @@ mod tests {
         assert_eq!(c.coding_request_p50_s, Some(900.5));
         assert_eq!(c.server_errors, Some(0));
         assert_eq!(t.full.bench[0].group_name(), "bench-short-c16");
-        assert_eq!(t.quick.bench[0].output_tok_per_s, Some(20.0));
+        assert_eq!(t.quick.bench[0].limit("output_tok_per_s"), Some(20.0));
+        assert_eq!(t.full.bench[0].metrics(), ["ttft_p95", "errors"]);
         assert_eq!(t.quick.classroom.and_then(|c| c.ttft_p95_s), Some(10.0));
     }
 
@@ -325,6 +384,80 @@ mod tests {
                 "twice",
             ),
             ("bench = 3\n", "array"),
+        ];
+        for (text, needle) in cases {
+            let e = parse(text).unwrap_err().to_string();
+            assert!(e.contains(needle), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn every_bench_target_key_names_a_level_metric_with_a_bound() {
+        for key in BENCH_TARGET_KEYS {
+            let m = level_metric(key).unwrap_or_else(|| panic!("{key} is no level metric"));
+            assert_eq!(bench_target_metric(key).map(|m| m.column), Some(key));
+            assert!(bound_of(m).is_some(), "{key} has no better direction");
+            assert!(
+                matches!(m.unit, Unit::Seconds | Unit::TokensPerSecond | Unit::Count),
+                "{key}: {:?}",
+                m.unit
+            );
+        }
+        let names: Vec<&str> = BENCH_TARGET_KEYS
+            .iter()
+            .filter_map(|k| bench_target_metric(k))
+            .map(|m| m.trial_name())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "ttft_p50",
+                "ttft_p95",
+                "ttft_p99",
+                "e2e_p50",
+                "e2e_p95",
+                "tpot_mean",
+                "output_tok_per_s",
+                "total_tok_per_s",
+                "errors",
+                "preemptions"
+            ]
+        );
+        assert!(
+            bench_target_metric("peak_running").is_none(),
+            "not a target"
+        );
+    }
+
+    #[test]
+    fn bench_keys_are_checked_in_trial_order_and_by_kind() {
+        let t = parse(
+            "[[bench]]\npreemptions = 0\nshape = \"long\"\ntotal_tok_per_s = 50.5\nconcurrency = 8\nttft_p50_s = 2\n",
+        )
+        .expect("parses");
+        let b = &t.full.bench[0];
+        assert_eq!(b.metrics(), ["ttft_p50", "total_tok_per_s", "preemptions"]);
+        assert_eq!(
+            (b.limit("ttft_p50_s"), b.limit("errors")),
+            (Some(2.0), None)
+        );
+        let cases = [
+            (
+                "[[bench]]\nshape = \"short\"\nconcurrency = 1\nerrors = 0.5\n",
+                "errors = 0.5 is not a whole number",
+            ),
+            (
+                "[[bench]]\nconcurrency = 1\nerrors = 0\n",
+                "missing key `shape`",
+            ),
+            (
+                "[[bench]]\nshape = \"short\"\nerrors = 0\n",
+                "missing key `concurrency`",
+            ),
+            (
+                "[[bench]]\nshape = \"short\"\nconcurrency = 1\npeak_running = 3\n",
+                "`peak_running`",
+            ),
         ];
         for (text, needle) in cases {
             let e = parse(text).unwrap_err().to_string();

@@ -144,9 +144,9 @@ mod tests {
         BenchLevelTargets {
             shape: shape.into(),
             concurrency: n,
-            errors: Some(0),
             ..Default::default()
         }
+        .with("errors", 0.0)
     }
 
     fn twin() -> Target {

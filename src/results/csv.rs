@@ -4,44 +4,26 @@
 //! wall time, `_pct` percent (KV-cache usage and prefix-cache hit rate, which
 //! are fractions in JSON). An empty cell means "not measured" (no `/metrics`,
 //! or no successful request), never zero. `error_kinds` lists
-//! `kind:count` pairs separated by `;`.
+//! `kind:count` pairs separated by `;`. The columns and how each is read
+//! are [`super::metrics::LEVEL_METRICS`].
 
 use std::io::Write;
 
+use super::metrics::{LevelMetric, Reading, Unit, LEVEL_METRICS};
 use super::records::LevelSummary;
 use super::ResultsError;
 
-/// The header of `summary.csv`, in column order.
-pub const SUMMARY_CSV_COLUMNS: [&str; 28] = [
-    "shape",
-    "concurrency",
-    "ended_by",
-    "requests",
-    "successes",
-    "errors",
-    "error_kinds",
-    "abandoned",
-    "mean_input_tokens",
-    "mean_output_tokens",
-    "tokens_client_counted",
-    "started_at_s",
-    "wall_time_s",
-    "requests_per_s",
-    "output_tok_per_s",
-    "total_tok_per_s",
-    "ttft_p50_s",
-    "ttft_p95_s",
-    "ttft_p99_s",
-    "e2e_p50_s",
-    "e2e_p95_s",
-    "tpot_mean_s",
-    "preemptions",
-    "peak_kv_usage_pct",
-    "peak_running",
-    "peak_waiting",
-    "prefix_hit_rate_pct",
-    "failed_scrapes",
-];
+/// The header of `summary.csv`, in column order: the columns of
+/// [`LEVEL_METRICS`].
+pub const SUMMARY_CSV_COLUMNS: [&str; LEVEL_METRICS.len()] = {
+    let mut out = [""; LEVEL_METRICS.len()];
+    let mut i = 0;
+    while i < out.len() {
+        out[i] = LEVEL_METRICS[i].column;
+        i += 1;
+    }
+    out
+};
 
 /// Formats a number with at most 6 decimals, without trailing zeros.
 fn num(x: f64) -> String {
@@ -70,50 +52,20 @@ fn field(s: &str) -> String {
     }
 }
 
+/// A cell of `metric`'s column: text quoted when needed; numbers with at
+/// most 6 decimals, fractions as percent; empty when not measured.
+fn cell(metric: &LevelMetric, level: &LevelSummary) -> String {
+    match metric.read {
+        Reading::Text(read) => field(&read(level)),
+        Reading::Number(read) => match metric.unit {
+            Unit::Fraction => opt(read(level).map(|f| f * 100.0)),
+            _ => opt(read(level)),
+        },
+    }
+}
+
 fn row(level: &LevelSummary) -> Vec<String> {
-    let errors: u64 = level.errors.values().map(|g| g.count).sum();
-    let kinds: Vec<String> = level
-        .errors
-        .iter()
-        .map(|(k, g)| format!("{k}:{}", g.count))
-        .collect();
-    let ended_by = serde_json::to_value(level.ended_by)
-        .ok()
-        .and_then(|v| v.as_str().map(String::from))
-        .unwrap_or_default();
-    vec![
-        field(&level.shape),
-        level.concurrency.to_string(),
-        ended_by,
-        level.requests.to_string(),
-        level.successes.to_string(),
-        errors.to_string(),
-        field(&kinds.join(";")),
-        level.abandoned.to_string(),
-        opt(level.mean_input_tokens),
-        opt(level.mean_output_tokens),
-        level.tokens_client_counted.to_string(),
-        num(level.started_at_s),
-        num(level.wall_time_s),
-        num(level.requests_per_s),
-        num(level.output_tok_per_s),
-        num(level.total_tok_per_s),
-        opt(level.ttft_p50_s),
-        opt(level.ttft_p95_s),
-        opt(level.ttft_p99_s),
-        opt(level.e2e_p50_s),
-        opt(level.e2e_p95_s),
-        opt(level.tpot_mean_s),
-        opt(level.preemptions),
-        opt(level.peak_kv_usage.map(|f| f * 100.0)),
-        opt(level.peak_running),
-        opt(level.peak_waiting),
-        opt(level.prefix_hit_rate.map(|f| f * 100.0)),
-        level
-            .failed_scrapes
-            .map(|n| n.to_string())
-            .unwrap_or_default(),
-    ]
+    LEVEL_METRICS.iter().map(|m| cell(m, level)).collect()
 }
 
 /// Writes `summary.csv`: the header, then one row per level in the given

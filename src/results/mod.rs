@@ -8,6 +8,7 @@ pub mod classroom;
 pub mod csv;
 pub mod folder;
 pub mod jsonl;
+pub mod metrics;
 pub mod records;
 pub mod summary;
 pub mod time_split;
@@ -26,6 +27,7 @@ pub use self::classroom::{
 pub use self::csv::{write_summary_csv, SUMMARY_CSV_COLUMNS};
 pub use self::folder::{JsonlFile, RunFolder};
 pub use self::jsonl::{read_jsonl, JsonlContents, JsonlWriter};
+pub use self::metrics::{level_metric, LevelMetric, LEVEL_METRICS};
 pub use self::records::{ErrorGroup, LevelEnd, LevelSummary, RequestRecord};
 pub use self::summary::{
     read_summary_json, write_summary_json, BenchParameters, BenchSummary, PromptSizing, RunHeader,

@@ -13,6 +13,7 @@ use cli_support::{
     codendum, numpy_percentile, only_folder, read_json, read_jsonl, run, runtime, start_twin,
     write_file,
 };
+use codendum::results::LEVEL_METRICS;
 use serde_json::Value;
 
 /// The figures the seed lists for each level and prompt shape (summary.json
@@ -37,32 +38,6 @@ const LEVEL_FIELDS: &[&str] = &[
     "tpot_mean_s",
     "preemptions",
     "peak_kv_usage",
-    "peak_running",
-    "peak_waiting",
-];
-
-/// The same figures as summary.csv columns.
-const CSV_COLUMNS: &[&str] = &[
-    "shape",
-    "concurrency",
-    "requests",
-    "successes",
-    "errors",
-    "error_kinds",
-    "mean_input_tokens",
-    "mean_output_tokens",
-    "wall_time_s",
-    "requests_per_s",
-    "output_tok_per_s",
-    "total_tok_per_s",
-    "ttft_p50_s",
-    "ttft_p95_s",
-    "ttft_p99_s",
-    "e2e_p50_s",
-    "e2e_p95_s",
-    "tpot_mean_s",
-    "preemptions",
-    "peak_kv_usage_pct",
     "peak_running",
     "peak_waiting",
 ];
@@ -250,11 +225,22 @@ fn bench_against_a_live_server_writes_the_whole_folder() {
     let csv = std::fs::read_to_string(folder.join("summary.csv")).expect("csv");
     let mut lines = csv.lines();
     let header: Vec<&str> = lines.next().expect("header").split(',').collect();
-    for column in CSV_COLUMNS {
-        assert!(
-            header.contains(column),
-            "summary.csv has {column}: {header:?}"
-        );
+    assert_eq!(header, codendum::results::SUMMARY_CSV_COLUMNS);
+    // The seed's figures, as summary.csv columns (`peak_kv_usage` is
+    // `peak_kv_usage_pct`, `errors` is `errors` and `error_kinds`).
+    for field in LEVEL_FIELDS {
+        let columns: Vec<&str> = LEVEL_METRICS
+            .iter()
+            .filter(|m| m.field == *field)
+            .map(|m| m.column)
+            .collect();
+        assert!(!columns.is_empty(), "no summary.csv column for {field}");
+        for column in columns {
+            assert!(
+                header.contains(&column),
+                "summary.csv has {column}: {header:?}"
+            );
+        }
     }
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
     assert_eq!(rows.len(), 2);
