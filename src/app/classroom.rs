@@ -12,7 +12,7 @@ use super::bench::Confirm;
 pub use super::classroom_output::render_summary;
 use super::classroom_output::show_status;
 use super::connect::{ConnectOptions, Connection};
-use crate::bench::{busy_guard, GuardVerdict, ServerInfo};
+use crate::bench::ServerInfo;
 use crate::classroom::{
     run_classroom_until, ClassroomConfig, ClassroomSummary, JsonlSink, LiveStatus, ServerFigures,
 };
@@ -102,84 +102,8 @@ async fn run_connected(
     run: &ClassroomRun<'_>,
     conn: &Connection,
 ) -> Result<ClassroomResult, Error> {
-    let mut config = run.config.clone();
-    let models = conn.client.models().await.map_err(|e| {
-        Error::Failed(format!(
-            "cannot list the server's models at /v1/models: {}",
-            e.message
-        ))
-    })?;
-    if config.model.trim().is_empty() {
-        config.model = match &run.target.model {
-            Some(m) => m.clone(),
-            None => models
-                .first()
-                .map(|m| m.id.clone())
-                .ok_or_else(|| Error::Failed("the server lists no model; pass --model".into()))?,
-        };
-    }
-    if !run.context_limit_given {
-        config.context_limit = models
-            .iter()
-            .find(|m| m.id == config.model)
-            .and_then(|m| m.max_model_len)
-            .or(config.context_limit);
-    }
-    config.validate()?;
-    let mut provenance = run.provenance.clone();
-    // Whether the busy guard could read /metrics (None: not asked).
-    let mut metrics_reachable = None;
-    // The stated profile against the live server (`None`: not checked).
-    let mut profile_check = None;
-    if conn.is_embedded() {
-        eprintln!("Target: {}", conn.label);
-        if let Some(p) = &conn.profile {
-            provenance.profile = Some(p.name.clone());
-        }
-    } else {
-        // A stated profile is checked (a warning when the server differs)
-        // while the busy guard reads /metrics.
-        let guard_load = async {
-            match &conn.scraper {
-                Some(s) => super::seams::load_now(s).await,
-                None => None,
-            }
-        };
-        let (load, check) = tokio::join!(
-            guard_load,
-            crate::capacity::server_match::check_live(
-                provenance.profile.as_deref(),
-                &conn.client,
-                Some(&models),
-                &run.target
-            ),
-        );
-        profile_check = check;
-        metrics_reachable = Some(load.is_some());
-        if let GuardVerdict::Allowed(msg) = busy_guard(load, run.allow_busy)? {
-            eprintln!("codendum: {msg}");
-        }
-        let plan = format!(
-            "Classroom: {} students ({} scenario) against {}, model {}, new requests for {:.0} s after a {:.0} s ramp-up; results in {}",
-            config.users,
-            config.scenario.name(),
-            conn.label,
-            config.model,
-            config.duration.as_secs_f64(),
-            config.ramp_up.as_secs_f64(),
-            run.results_dir.display()
-        );
-        eprintln!("{plan}");
-        if !run.yes && !(run.confirm)(&plan) {
-            return Err(Error::Refused(
-                "not confirmed: pass --yes to run without asking".into(),
-            ));
-        }
-    }
-    if let Some(note) = config.key_sharing_note() {
-        eprintln!("codendum: {note}");
-    }
-
+    let ready = super::classroom_prepare::prepare(run, conn).await?;
+    let config = &ready.config;
     let clock = conn.clock.clone();
     let started_utc = clock.utc_now();
     let folder = RunFolder::create(&run.results_dir, "classroom-", started_utc)?;
@@ -188,7 +112,7 @@ async fn run_connected(
     // finished).
     let sink = Arc::new(JsonlSink::in_folder(&folder)?);
     let sampler = match &conn.scraper {
-        Some(s) => start_sampler(s, &clock, &folder, metrics_reachable).await?,
+        Some(s) => start_sampler(s, &clock, &folder, ready.metrics_reachable).await?,
         None => None,
     };
     let status = Arc::new(LiveStatus::new(clock.clone()));
@@ -197,20 +121,13 @@ async fn run_connected(
         .then(|| tokio::spawn(show_status(status.clone())));
 
     let origin = clock.now_secs();
-    let outcome = run_until_stopped(
-        &config,
-        conn,
-        &clock,
-        sink.clone(),
-        status.clone(),
-        run.stop.clone(),
-    )
-    .await;
+    let stop = run.stop.clone();
+    let outcome = run_until_stopped(config, conn, &clock, sink.clone(), status, stop).await;
     if let Some(t) = status_task {
         t.abort();
         eprintln!();
     }
-    let end = clock.now_secs();
+    let span = clock.now_secs() - origin;
     let timeline = match sampler {
         Some(s) => s.stop().await,
         None => Vec::new(),
@@ -219,31 +136,13 @@ async fn run_connected(
         Some(Ok(o)) => (false, o.summary, o.key_note),
         Some(Err(Error::Io { context, source })) => {
             eprintln!("codendum: {context}: {source}");
-            (false, summary_from(&config, &sink), None)
+            (false, summary_from(config, &sink), None)
         }
         Some(Err(e)) => return Err(e),
-        None => (
-            true,
-            summary_from(&config, &sink),
-            config.key_sharing_note(),
-        ),
+        None => (true, summary_from(config, &sink), config.key_sharing_note()),
     };
-
-    let (figures_source, timeline, t0) = match &run.server_timeline {
-        Some(path) => {
-            let samples = read_host_timeline(path, started_utc)?;
-            ("timeline-file", samples, 0.0)
-        }
-        None if timeline.is_empty() => ("none", timeline, origin),
-        None => ("sampler", timeline, origin),
-    };
-    summary.server = server_figures(&timeline, t0, end - origin, &config);
-    if let Some(split) = summary.server.time_split.as_mut() {
-        let calls = sink.requests();
-        let ok = calls.iter().filter(|r| r.error_kind.is_none());
-        split.client_ttft_mean_s = crate::stats::mean(ok.clone().filter_map(|r| r.ttft_s));
-        split.client_e2e_mean_s = crate::stats::mean(ok.map(|r| r.duration_s));
-    }
+    let window = (started_utc, origin, span);
+    let figures_source = fill_server_figures(run, config, &mut summary, &sink, timeline, window)?;
     let server_version = if conn.is_embedded() {
         Some(format!("{} (twin)", crate::twin::VLLM_VERSION))
     } else {
@@ -258,21 +157,21 @@ async fn run_connected(
             finished_utc: clock.utc_now(),
             interrupted,
         },
-        parameters: parameters(&config, run, clock.scale()),
+        parameters: parameters(config, run, clock.scale()),
         server: ServerDescription {
             url: conn.label.clone(),
             model: config.model.clone(),
             server_version,
             metrics: figures_source != "none",
         },
-        provenance,
+        provenance: ready.provenance,
         server_figures_source: figures_source.into(),
         key_note,
         summary,
     };
     folder.write_classroom_summary(&run_summary)?;
     let folder = folder.into_path();
-    if let Some(check) = &profile_check {
+    if let Some(check) = &ready.profile_check {
         if let Err(e) =
             crate::capacity::server_match::record_in_summary(&folder, &run_summary, check)
         {
@@ -286,6 +185,35 @@ async fn run_connected(
         folder,
         summary: run_summary,
     })
+}
+
+/// The server figures of the run (from the sampler's timeline, or the host
+/// recording given with `--server-timeline`) and the client's means beside
+/// the server's time split; returns where the figures came from.
+/// `window`: the run's UTC start, its start on the clock and its length
+/// (simulated seconds).
+fn fill_server_figures(
+    run: &ClassroomRun<'_>,
+    config: &ClassroomConfig,
+    summary: &mut ClassroomSummary,
+    sink: &JsonlSink,
+    sampled: Vec<TimelineSample>,
+    window: (chrono::DateTime<chrono::Utc>, f64, f64),
+) -> Result<&'static str, Error> {
+    let (started_utc, origin, span) = window;
+    let (source, timeline, t0) = match &run.server_timeline {
+        Some(path) => ("timeline-file", read_host_timeline(path, started_utc)?, 0.0),
+        None if sampled.is_empty() => ("none", sampled, origin),
+        None => ("sampler", sampled, origin),
+    };
+    summary.server = server_figures(&timeline, t0, span, config);
+    if let Some(split) = summary.server.time_split.as_mut() {
+        let calls = sink.requests();
+        let ok = calls.iter().filter(|r| r.error_kind.is_none());
+        split.client_ttft_mean_s = crate::stats::mean(ok.clone().filter_map(|r| r.ttft_s));
+        split.client_e2e_mean_s = crate::stats::mean(ok.map(|r| r.duration_s));
+    }
+    Ok(source)
 }
 
 fn summary_from(config: &ClassroomConfig, sink: &JsonlSink) -> ClassroomSummary {

@@ -8,6 +8,7 @@
 pub mod bench;
 pub mod classroom;
 mod classroom_output;
+mod classroom_prepare;
 pub mod connect;
 pub mod seams;
 pub mod signals;

@@ -1,0 +1,122 @@
+//! Before the class starts: the server's models, the class's configuration,
+//! and against a live server the busy guard, the profile check and the
+//! confirmation.
+
+use super::classroom::ClassroomRun;
+use super::connect::Connection;
+use crate::bench::{busy_guard, GuardVerdict};
+use crate::capacity::server_match::ProfileCheck;
+use crate::classroom::ClassroomConfig;
+use crate::error::Error;
+use crate::openai::client::ModelInfo;
+use crate::target::Provenance;
+
+/// What the run starts from.
+pub(super) struct Prepared {
+    /// The class, its model and context limit resolved.
+    pub config: ClassroomConfig,
+    /// What the results record of the server (the twin's profile).
+    pub provenance: Provenance,
+    /// Whether the busy guard could read `/metrics` (`None`: not asked).
+    pub metrics_reachable: Option<bool>,
+    /// The stated profile against the live server (`None`: not checked).
+    pub profile_check: Option<ProfileCheck>,
+}
+
+/// Reads the server's models, resolves the configuration and, against a
+/// live server, guards, checks the profile and asks (errors: refused, or
+/// the server could not be asked).
+pub(super) async fn prepare(run: &ClassroomRun<'_>, conn: &Connection) -> Result<Prepared, Error> {
+    let models = conn.client.models().await.map_err(|e| {
+        Error::Failed(format!(
+            "cannot list the server's models at /v1/models: {}",
+            e.message
+        ))
+    })?;
+    let config = resolve_config(run, &models)?;
+    let mut provenance = run.provenance.clone();
+    // Whether the busy guard could read /metrics (None: not asked).
+    let mut metrics_reachable = None;
+    // The stated profile against the live server (`None`: not checked).
+    let mut profile_check = None;
+    if conn.is_embedded() {
+        eprintln!("Target: {}", conn.label);
+        if let Some(p) = &conn.profile {
+            provenance.profile = Some(p.name.clone());
+        }
+    } else {
+        // A stated profile is checked (a warning when the server differs)
+        // while the busy guard reads /metrics.
+        let guard_load = async {
+            match &conn.scraper {
+                Some(s) => super::seams::load_now(s).await,
+                None => None,
+            }
+        };
+        let (load, check) = tokio::join!(
+            guard_load,
+            crate::capacity::server_match::check_live(
+                provenance.profile.as_deref(),
+                &conn.client,
+                Some(&models),
+                &run.target
+            ),
+        );
+        profile_check = check;
+        metrics_reachable = Some(load.is_some());
+        if let GuardVerdict::Allowed(msg) = busy_guard(load, run.allow_busy)? {
+            eprintln!("codendum: {msg}");
+        }
+        let plan = format!(
+            "Classroom: {} students ({} scenario) against {}, model {}, new requests for {:.0} s after a {:.0} s ramp-up; results in {}",
+            config.users,
+            config.scenario.name(),
+            conn.label,
+            config.model,
+            config.duration.as_secs_f64(),
+            config.ramp_up.as_secs_f64(),
+            run.results_dir.display()
+        );
+        eprintln!("{plan}");
+        if !run.yes && !(run.confirm)(&plan) {
+            return Err(Error::Refused(
+                "not confirmed: pass --yes to run without asking".into(),
+            ));
+        }
+    }
+    if let Some(note) = config.key_sharing_note() {
+        eprintln!("codendum: {note}");
+    }
+
+    Ok(Prepared {
+        config,
+        provenance,
+        metrics_reachable,
+        profile_check,
+    })
+}
+
+/// The class's configuration against this server: the model (`--model`,
+/// else the server's first) and the context limit (`--context-limit`, else
+/// the server's `max_model_len`).
+fn resolve_config(run: &ClassroomRun<'_>, models: &[ModelInfo]) -> Result<ClassroomConfig, Error> {
+    let mut config = run.config.clone();
+    if config.model.trim().is_empty() {
+        config.model = match &run.target.model {
+            Some(m) => m.clone(),
+            None => models
+                .first()
+                .map(|m| m.id.clone())
+                .ok_or_else(|| Error::Failed("the server lists no model; pass --model".into()))?,
+        };
+    }
+    if !run.context_limit_given {
+        config.context_limit = models
+            .iter()
+            .find(|m| m.id == config.model)
+            .and_then(|m| m.max_model_len)
+            .or(config.context_limit);
+    }
+    config.validate()?;
+    Ok(config)
+}
