@@ -6,7 +6,13 @@
 //! - [`classroom`]: simulated students working with an OpenCode-like agent;
 //! - [`prom`]: the vLLM `/metrics` parser, server snapshots and the 1 s sampler;
 //! - [`twin`]: the embedded twin, vLLM on a GB10 in software;
+//! - [`kinds`]: the neutral vocabulary results files hold (endpoint, error
+//!   kinds, token source, provenance);
+//! - [`results`]: results folders, the bench and classroom records and their
+//!   summaries (plain functions of the records);
 //! - [`report`]: Markdown and HTML reports and comparisons from results folders;
+//! - [`profile`]: server profiles and hardware TOMLs, read by the twin, the
+//!   capacity suite and the planner;
 //! - [`targets`]: what a profile's `[targets]` mean, one definition for
 //!   the capacity suite and `codendum plan`;
 //! - [`capacity`]: the acceptance suite judging a profile's targets;
@@ -20,8 +26,10 @@ pub mod capacity;
 pub mod classroom;
 pub mod clock;
 pub mod error;
+pub mod kinds;
 pub mod openai;
 pub mod plan;
+pub mod profile;
 pub mod prom;
 pub mod report;
 pub mod results;

@@ -6,9 +6,9 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
 use crate::error::ConfigError;
+
+pub use crate::kinds::Provenance;
 
 /// An API key. Its `Debug` and `Display` never show the key; results name a
 /// key by index or by [`Secret::short_id`].
@@ -143,22 +143,6 @@ impl Target {
             _ => false,
         }
     }
-}
-
-/// Provenance recorded with every result (seed.md: profile, image digest,
-/// model revision, DGX OS version; plus the driver).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Provenance {
-    /// Server profile name, e.g. `classroom-64k`.
-    pub profile: Option<String>,
-    /// vLLM image digest.
-    pub image_digest: Option<String>,
-    /// Model revision.
-    pub model_revision: Option<String>,
-    /// DGX OS version.
-    pub dgx_os_version: Option<String>,
-    /// NVIDIA driver version.
-    pub driver_version: Option<String>,
 }
 
 /// Checks and normalises an OpenAI base URL: http(s), a host, ending in `/v1`.

@@ -7,10 +7,10 @@ use std::time::Duration;
 use crate::clock::Clock;
 use crate::error::Error;
 use crate::openai::client::{build_http_client, ClientOptions, HttpClient};
+use crate::profile::Profile;
 use crate::prom::Scraper;
 use crate::target::{Secret, Target};
 use crate::twin::persona::AgentPersona;
-use crate::twin::profile::Profile;
 use crate::twin::proxy::ProxyConfig;
 use crate::twin::{TwinHandle, TwinOptions};
 

@@ -1,11 +1,10 @@
-//! Per-level summaries from request records (plain functions, no I/O).
+//! A finished request's record. The per-level summary over records is a
+//! plain function of them and lives in [`crate::results::level`]; it is
+//! re-exported here.
 
-use std::collections::BTreeMap;
-
-use super::seams::ServerWindow;
-use crate::openai::{CallOutcome, TokenSource};
-use crate::results::{ErrorGroup, LevelEnd, LevelSummary, RequestRecord};
-use crate::stats::{mean, percentile, sorted_finite};
+use crate::openai::CallOutcome;
+pub use crate::results::level::{summarize_level, LevelFrame};
+use crate::results::RequestRecord;
 
 /// Builds the record of a finished request. `started_at` is seconds since
 /// the run started.
@@ -33,84 +32,5 @@ pub fn record_from_outcome(
         error_kind: outcome.error.as_ref().map(|e| e.kind.as_str().to_string()),
         error_message: outcome.error.as_ref().map(|e| e.message.clone()),
         status: outcome.status,
-    }
-}
-
-/// What the driver knows about a level besides its records.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct LevelFrame<'a> {
-    /// Shape name.
-    pub shape: &'a str,
-    /// Concurrency N.
-    pub concurrency: u32,
-    /// Why it stopped starting requests.
-    pub ended_by: LevelEnd,
-    /// Level start, seconds since the run started.
-    pub started_at_s: f64,
-    /// Level start to the end of its last request, seconds.
-    pub wall_time_s: f64,
-    /// In-flight requests dropped after an interruption's grace.
-    pub abandoned: u64,
-}
-
-/// Summarises one level. Throughputs and latencies use successful requests;
-/// percentiles are taken from the raw values. `window` is `None` when there
-/// was no `/metrics`: the server columns are then absent, not zero.
-pub fn summarize_level(
-    frame: LevelFrame<'_>,
-    records: &[RequestRecord],
-    window: Option<ServerWindow>,
-) -> LevelSummary {
-    let ok: Vec<&RequestRecord> = records.iter().filter(|r| r.ok).collect();
-    let mut errors: BTreeMap<String, ErrorGroup> = BTreeMap::new();
-    for r in records.iter().filter(|r| !r.ok) {
-        let kind = r.error_kind.clone().unwrap_or_else(|| "unknown".into());
-        let group = errors.entry(kind).or_insert_with(|| ErrorGroup {
-            count: 0,
-            sample_message: r.error_message.clone().unwrap_or_default(),
-        });
-        group.count += 1;
-    }
-    let input_sum: u64 = ok.iter().filter_map(|r| r.input_tokens).sum();
-    let output_sum: u64 = ok.iter().map(|r| r.output_tokens).sum();
-    let wall = frame.wall_time_s;
-    let rate = |x: f64| if wall > 0.0 { x / wall } else { 0.0 };
-    let ttft = sorted_finite(ok.iter().filter_map(|r| r.ttft_s));
-    let e2e = sorted_finite(ok.iter().map(|r| r.e2e_s));
-    LevelSummary {
-        shape: frame.shape.to_string(),
-        concurrency: frame.concurrency,
-        ended_by: frame.ended_by,
-        requests: records.len() as u64,
-        successes: ok.len() as u64,
-        errors,
-        abandoned: frame.abandoned,
-        mean_input_tokens: mean(ok.iter().filter_map(|r| r.input_tokens.map(|t| t as f64))),
-        mean_output_tokens: mean(ok.iter().map(|r| r.output_tokens as f64)),
-        tokens_client_counted: records
-            .iter()
-            .any(|r| r.tokens_counted_by == TokenSource::Client),
-        started_at_s: frame.started_at_s,
-        wall_time_s: wall,
-        requests_per_s: rate(ok.len() as f64),
-        output_tok_per_s: rate(output_sum as f64),
-        total_tok_per_s: rate((input_sum + output_sum) as f64),
-        ttft_p50_s: percentile(&ttft, 50.0),
-        ttft_p95_s: percentile(&ttft, 95.0),
-        ttft_p99_s: percentile(&ttft, 99.0),
-        e2e_p50_s: percentile(&e2e, 50.0),
-        e2e_p95_s: percentile(&e2e, 95.0),
-        tpot_mean_s: mean(ok.iter().filter_map(|r| r.tpot_s)),
-        preemptions: window.and_then(|w| w.preemptions),
-        peak_kv_usage: window.and_then(|w| w.peak_kv_usage),
-        peak_running: window.and_then(|w| w.peak_running),
-        peak_waiting: window.and_then(|w| w.peak_waiting),
-        prefix_hit_rate: window.and_then(|w| w.prefix_hit_rate),
-        failed_scrapes: window.map(|w| w.failed_scrapes),
-        time_split: window.and_then(|w| w.time_split).map(|mut split| {
-            split.client_ttft_mean_s = mean(ok.iter().filter_map(|r| r.ttft_s));
-            split.client_e2e_mean_s = mean(ok.iter().map(|r| r.e2e_s));
-            split
-        }),
     }
 }

@@ -32,8 +32,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::openai::client::ModelInfo;
+use crate::profile::{Profile, ServerSettings};
 use crate::prom::{parse, ServerSnapshot};
-use crate::twin::profile::{Profile, ServerSettings};
 
 /// The `[server]` keys that are compared, in the order they are reported.
 pub const FIELDS: [&str; 5] = [

@@ -11,8 +11,8 @@ use super::server_match::{check, ProfileCheck, ServerAnswers, MODELS_LIMIT};
 use crate::app::{ConnectOptions, Connection};
 use crate::error::Error;
 use crate::openai::client::{HttpClient, ModelInfo};
+use crate::profile::Profile;
 use crate::target::{Secret, Target};
-use crate::twin::profile::Profile;
 
 /// `/v1/models` through the run's client, within [`MODELS_LIMIT`];
 /// `Err` is why, in one line.

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use super::workload::{Mode, REQUEST_TIMEOUT};
 use crate::error::ConfigError;
+use crate::profile::known_profiles;
 use crate::target::{read_api_keys, Provenance, Secret, Target};
-use crate::twin::profile::known_profiles;
 
 /// Everything the suite reads from the environment.
 #[derive(Debug, Clone)]

@@ -21,7 +21,7 @@ use super::server_match::{check_target, ProfileCheck};
 use super::settings::Settings;
 use super::targets::{parse_targets, ModeTargets, ProfileTargets};
 use super::workload::WorkloadKind;
-use crate::twin::profile::Profile;
+use crate::profile::Profile;
 
 /// One selectable check.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -159,7 +159,7 @@ pub struct ProfileTargets {
 }
 
 /// Reads a profile's `[targets]` table (as kept by
-/// [`crate::twin::profile::Profile::targets`]). Errors name the table and
+/// [`crate::profile::Profile::targets`]). Errors name the table and
 /// the key.
 pub fn parse_targets(table: &toml::Table) -> Result<ProfileTargets, ConfigError> {
     let mut out = ProfileTargets::default();

@@ -13,10 +13,10 @@ use crate::classroom::{
 };
 use crate::clock::Clock;
 use crate::error::Error;
+use crate::profile::Profile;
 use crate::prom::{window_stats, TimelineSample};
 use crate::twin::inproc::{InProcTransport, StatsSampler};
 use crate::twin::persona::AgentPersona;
-use crate::twin::profile::Profile;
 use crate::twin::TwinOptions;
 
 /// How often the engine is sampled, simulated seconds (as the live sampler).

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::classroom::Scenario;
 use crate::error::ConfigError;
-use crate::twin::profile::Profile;
+use crate::profile::Profile;
 
 /// The seed's ramp-up: students start within two minutes.
 pub const RAMP_UP: Duration = Duration::from_secs(120);

@@ -12,7 +12,7 @@ use super::targets::{
     classify, classroom_targets, judge_cell, Check, ClassroomTargets, Limit, TargetList,
 };
 use crate::error::Error;
-use crate::twin::profile::Profile;
+use crate::profile::Profile;
 
 /// Name of the `kind` field of `plan.json`.
 pub const PLAN_KIND: &str = "plan";

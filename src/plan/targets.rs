@@ -12,7 +12,7 @@ use crate::targets::{parse_classroom_targets, ClassroomCheck};
 pub use crate::targets::{Bound, ClassroomTargets};
 
 /// Reads `[targets.classroom]` of a profile's `[targets]` table (as kept by
-/// [`crate::twin::profile::Profile::targets`]). No such table: no targets.
+/// [`crate::profile::Profile::targets`]). No such table: no targets.
 /// An unknown key, or a value that is not a number of the key's kind, is an
 /// error of `--profile` naming the profile and the key.
 pub fn classroom_targets(

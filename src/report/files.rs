@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 use super::from_results::{bench_report, classroom_report};
 use super::model::{BenchReport, ClassroomReport, Verdict};
 use super::{html, markdown, Comparison};
-use crate::classroom::{RequestRecord, TaskRecord};
 use crate::error::{ConfigError, Error};
 use crate::prom::{align_timeline, read_timeline, TimelineSample};
+use crate::results::classroom_records::{RequestRecord, TaskRecord};
 use crate::results::{self, BenchSummary, ClassroomRunSummary};
 
 /// A results folder read back.

@@ -5,9 +5,9 @@ use super::model::{
     BenchReport, ClassroomFigures, ClassroomReport, ErrorCount, LevelBoundary, LevelRow, Parameter,
     RunInfo, TimelinePoint, Verdict,
 };
-use crate::classroom::{RequestRecord, TaskRecord};
-use crate::openai::TokenSource;
+use crate::kinds::TokenSource;
 use crate::prom::TimelineSample;
+use crate::results::classroom_records::{RequestRecord, TaskRecord};
 use crate::results::{self, BenchSummary, ClassroomRunSummary, RunHeader};
 
 fn points(timeline: &[TimelineSample]) -> Vec<TimelinePoint> {
@@ -24,7 +24,7 @@ fn points(timeline: &[TimelineSample]) -> Vec<TimelinePoint> {
 
 fn run_info(
     header: &RunHeader,
-    provenance: &crate::target::Provenance,
+    provenance: &crate::kinds::Provenance,
     server: &results::ServerDescription,
 ) -> RunInfo {
     RunInfo {
@@ -196,7 +196,12 @@ pub fn classroom_report(
         user_output_tok_per_s: speed_per_user(requests),
         coding_request_s: tasks
             .iter()
-            .filter(|t| matches!(t.outcome, crate::classroom::TaskOutcome::Completed))
+            .filter(|t| {
+                matches!(
+                    t.outcome,
+                    crate::results::classroom_records::TaskOutcome::Completed
+                )
+            })
             .map(|t| t.end - t.start)
             .collect(),
         timeline: points(timeline),

@@ -10,7 +10,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::target::Provenance;
+use crate::kinds::Provenance;
 
 /// Where and when a run happened, and with what.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

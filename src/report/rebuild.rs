@@ -12,13 +12,13 @@ use std::path::Path;
 use chrono::{DateTime, NaiveDateTime, Utc};
 
 use super::model::Parameter;
-use crate::bench::level::{summarize_level, LevelFrame};
-use crate::openai::Endpoint;
+use crate::kinds::Endpoint;
+use crate::kinds::Provenance;
 use crate::results::{
     self, BenchParameters, BenchSummary, LevelEnd, LevelSummary, PromptSizing, RequestRecord,
     RunHeader, ServerDescription, SizingMethod,
 };
-use crate::target::Provenance;
+use crate::results::{summarize_level, LevelFrame};
 
 /// What the rebuilt summary calls the unknown server and model.
 pub const UNKNOWN: &str = "unknown (summary.json missing)";

@@ -7,10 +7,10 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::classroom_summary::ClassroomSummary;
 use super::summary::{RunHeader, ServerDescription};
 use super::ResultsError;
-use crate::classroom::ClassroomSummary;
-use crate::target::Provenance;
+use crate::kinds::Provenance;
 
 /// `kind` of a classroom `summary.json`.
 pub const CLASSROOM_KIND: &str = "classroom";

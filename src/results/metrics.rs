@@ -6,7 +6,7 @@
 //! measured and how to read it from a [`LevelSummary`]. `summary.csv`
 //! ([`super::csv`]) writes its header and rows from this table, and the
 //! capacity suite's `[[targets.bench]]` keys
-//! ([`crate::capacity::targets::BENCH_TARGET_KEYS`]) name entries of it, so
+//! (`BENCH_TARGET_KEYS` in `capacity::targets`) name entries of it, so
 //! their bound, unit, label and figure come from here too. Adding a figure
 //! is one entry here (and, for a target, its key in that list).
 

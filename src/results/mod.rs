@@ -5,9 +5,12 @@
 //! writes its folder through one [`RunFolder`].
 
 pub mod classroom;
+pub mod classroom_records;
+pub mod classroom_summary;
 pub mod csv;
 pub mod folder;
 pub mod jsonl;
+pub mod level;
 pub mod metrics;
 pub mod records;
 pub mod summary;
@@ -24,9 +27,11 @@ pub use self::classroom::{
     ClassroomParameters, ClassroomRunSummary, CLASSROOM_KIND, CLASSROOM_SCHEMA_VERSION,
     TASKS_JSONL,
 };
+pub use self::classroom_summary::{ClassroomSummary, ServerFigures};
 pub use self::csv::{write_summary_csv, SUMMARY_CSV_COLUMNS};
 pub use self::folder::{JsonlFile, RunFolder};
 pub use self::jsonl::{read_jsonl, JsonlContents, JsonlWriter};
+pub use self::level::{summarize_level, LevelFrame, ServerWindow};
 pub use self::metrics::{level_metric, LevelMetric, LEVEL_METRICS};
 pub use self::records::{ErrorGroup, LevelEnd, LevelSummary, RequestRecord};
 pub use self::summary::{

@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use super::records::LevelSummary;
 use super::ResultsError;
-use crate::openai::Endpoint;
-use crate::target::Provenance;
+use crate::kinds::Endpoint;
+use crate::kinds::Provenance;
 
 /// The `schema_version` this build writes and the newest it reads.
 pub const BENCH_SCHEMA_VERSION: u32 = 1;

@@ -11,7 +11,7 @@ use std::time::Duration;
 use super::engine_stats::{EngineStats, FinishReason};
 use super::kv::{block_hash, BlockId, BlockPool};
 use super::model::{PhysicalStepModel, StepModel, StepShape};
-use super::profile::Profile;
+use crate::profile::Profile;
 
 /// A request id, unique among live requests.
 pub type RequestId = u64;

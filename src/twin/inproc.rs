@@ -27,7 +27,6 @@ use futures::future::BoxFuture;
 
 use super::chunks::Piece;
 use super::engine_stats::EngineStats;
-use super::profile::Profile;
 use super::server::{admit, TwinState};
 use super::{build_state, TwinOptions};
 use crate::clock::Clock;
@@ -36,6 +35,7 @@ use crate::openai::{
     AssistantMessage, CallError, CallOutcome, CallRequest, Endpoint, ErrorKind, ToolCall,
     Transport, Usage,
 };
+use crate::profile::Profile;
 use crate::prom::{Histogram, LatencyHistograms, Phase};
 use crate::prom::{ServerSnapshot, TimelineSample};
 

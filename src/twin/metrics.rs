@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::engine_stats::{EngineStats, Histogram};
-use super::profile::Profile;
+use crate::profile::Profile;
 
 /// Formats a float as Python's prometheus client does (`16.0`,
 /// `8.8373e+06`, `1.79600646692e+09`, `+Inf`, `NaN`).

@@ -31,7 +31,7 @@ pub mod kv;
 pub mod metrics;
 pub mod model;
 pub mod persona;
-pub mod profile;
+pub use crate::profile;
 pub mod proxy;
 pub mod request_body;
 pub mod runner;

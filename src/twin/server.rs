@@ -20,11 +20,11 @@ use super::engine::EngineRequest;
 use super::faults::{self, FaultPlan, Injection, StreamContext};
 use super::generation::Generation;
 use super::metrics::{self, MetricsContext};
-use super::profile::Profile;
 use super::request_body::{completions_prompt, generation_body_from_value};
 use super::runner::{AbortOnDrop, EngineCmd, SharedLateness, SharedStats, StepLateness};
 use super::tokenizer;
 use crate::clock::Clock;
+use crate::profile::Profile;
 use crate::target::Secret;
 
 /// State shared by all handlers.

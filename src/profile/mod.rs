@@ -1,13 +1,17 @@
 //! Server profiles: the vLLM settings a lab runs with (`[server]`), the
 //! hardware TOML they name, and the profile's capacity targets (`[targets]`,
 //! kept opaque here). Profiles ship inside the binary and can also be read
-//! from a `.toml` path.
+//! from a `.toml` path. The twin, the capacity suite and the planner all
+//! read them from here; `twin::profile` re-exports this module.
+
+pub mod hardware;
 
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::model::{HardwareProfile, GB10_QWEN3_CODER_TOML};
+pub use self::hardware::HardwareProfile;
+use self::hardware::GB10_QWEN3_CODER_TOML;
 use crate::error::ConfigError;
 
 /// Profiles compiled into the binary: (name, TOML text).

@@ -1,0 +1,210 @@
+//! The figures of a classroom run, computed from its records (plain
+//! functions, no I/O), plus the server figures the lead fills in from the
+//! `/metrics` sampler.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::classroom_records::{CallKind, RequestRecord, TaskOutcome, TaskRecord};
+use crate::kinds::ErrorKind;
+
+/// Percentile by linear interpolation between closest ranks (numpy's
+/// default) of values sorted ascending; `p` in [0, 100]. `None` when empty.
+///
+/// Private copy: `crate::stats` is still empty on this branch; the lead
+/// should replace it with `crate::stats::percentile` (same definition).
+pub(crate) fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let h = (sorted.len() - 1) as f64 * p.clamp(0.0, 100.0) / 100.0;
+    let lo = h.floor() as usize;
+    let hi = (lo + 1).min(sorted.len() - 1);
+    Some(sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo]))
+}
+
+fn sorted(values: impl Iterator<Item = f64>) -> Vec<f64> {
+    let mut v: Vec<f64> = values.filter(|x| x.is_finite()).collect();
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+/// Server-side figures from the `/metrics` sampler over the run; `None`
+/// where `/metrics` was not reachable. The lead fills these in.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerFigures {
+    /// Peak of running requests (`vllm:num_requests_running`).
+    pub peak_running: Option<f64>,
+    /// Peak of waiting requests (`vllm:num_requests_waiting`).
+    pub peak_waiting: Option<f64>,
+    /// Peak KV-cache usage, fraction 0–1.
+    pub peak_kv_cache_usage: Option<f64>,
+    /// Preemptions during the run (counter increase).
+    pub preemptions: Option<u64>,
+    /// Prefix-cache hit rate over the run, fraction 0–1.
+    pub prefix_cache_hit_rate: Option<f64>,
+    /// Server generation throughput over the run, output tokens per second.
+    pub output_tokens_per_s: Option<f64>,
+    /// Where the time went over the run: the server's timings (vLLM's
+    /// histograms) and the client's means over the same calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_split: Option<crate::results::TimeSplit>,
+}
+
+/// The summary of a classroom run. Times in seconds; `None` where there was
+/// nothing to measure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassroomSummary {
+    /// Simulated students.
+    pub users: usize,
+    /// Run start → the last coding request's end, seconds.
+    pub wall_s: f64,
+    /// Model calls (after retries), all kinds.
+    pub requests: u64,
+    /// Model calls by kind (`title`, `agent`, `subagent`, `compaction`).
+    pub requests_by_kind: BTreeMap<CallKind, u64>,
+    /// Calls that failed for good.
+    pub errors: u64,
+    /// Failed calls by the kind of their last error (`http_429`, ...).
+    pub errors_by_kind: BTreeMap<ErrorKind, u64>,
+    /// Retries made, all kinds.
+    pub retries: u64,
+    /// Retries made after an HTTP 429 or 503.
+    pub retries_after_429_503: u64,
+    /// TTFT of successful calls, median, seconds.
+    pub ttft_p50_s: Option<f64>,
+    /// TTFT of successful calls, 95th percentile, seconds.
+    pub ttft_p95_s: Option<f64>,
+    /// Duration of successful calls (last attempt), median, seconds.
+    pub request_time_p50_s: Option<f64>,
+    /// Duration of successful calls, 95th percentile, seconds.
+    pub request_time_p95_s: Option<f64>,
+    /// Output speed per user: the median over successful calls (≥ 2 output
+    /// tokens) of output tokens / (duration − TTFT), tokens per second. One
+    /// call streams to one student, so this is the speed a student sees
+    /// while the answer is being generated.
+    pub output_speed_p50_tok_s: Option<f64>,
+    /// The slow tail of the same: 5th percentile, tokens per second.
+    pub output_speed_p5_tok_s: Option<f64>,
+    /// Model time per completed coding request, median, seconds.
+    pub model_time_p50_s: Option<f64>,
+    /// Model time per completed coding request, 95th percentile, seconds.
+    pub model_time_p95_s: Option<f64>,
+    /// Completed coding request: start → end, median, seconds.
+    pub task_time_p50_s: Option<f64>,
+    /// Completed coding request: start → end, 95th percentile, seconds.
+    pub task_time_p95_s: Option<f64>,
+    /// Coding requests sent.
+    pub coding_requests: u64,
+    /// Coding requests completed.
+    pub completed: u64,
+    /// Coding requests failed.
+    pub failed: u64,
+    /// Coding requests cut off.
+    pub cut_off: u64,
+    /// Completed coding requests per hour of `wall_s`.
+    pub completed_per_hour: Option<f64>,
+    /// Prompt tokens of successful calls (server's count), median.
+    pub prompt_tokens_p50: Option<f64>,
+    /// Prompt tokens, 95th percentile.
+    pub prompt_tokens_p95: Option<f64>,
+    /// Largest prompt, tokens.
+    pub prompt_tokens_max: Option<u64>,
+    /// Sum of prompt tokens of successful calls.
+    pub prompt_tokens_total: u64,
+    /// Sum of output tokens of successful calls.
+    pub output_tokens_total: u64,
+    /// Compactions performed.
+    pub compactions: u64,
+    /// Tool calls executed.
+    pub tool_calls: u64,
+    /// Tool calls that returned an error to the model.
+    pub tool_errors: u64,
+    /// Server figures from `/metrics` (filled by the caller).
+    pub server: ServerFigures,
+}
+
+impl ClassroomSummary {
+    /// Computes the summary of a run's records.
+    pub fn from_records(users: usize, requests: &[RequestRecord], tasks: &[TaskRecord]) -> Self {
+        let ok: Vec<&RequestRecord> = requests.iter().filter(|r| r.is_ok()).collect();
+        let mut by_kind = BTreeMap::new();
+        let mut errors_by_kind = BTreeMap::new();
+        let mut retries = 0u64;
+        let mut retries_429_503 = 0u64;
+        for r in requests {
+            *by_kind.entry(r.kind).or_insert(0) += 1;
+            if let Some(k) = r.error_kind {
+                *errors_by_kind.entry(k).or_insert(0) += 1;
+            }
+            retries += u64::from(r.retries);
+            retries_429_503 += r
+                .retried_kinds
+                .iter()
+                .filter(|k| matches!(k, ErrorKind::Http429 | ErrorKind::Http503))
+                .count() as u64;
+        }
+        let ttft = sorted(ok.iter().filter_map(|r| r.ttft_s));
+        let dur = sorted(ok.iter().map(|r| r.duration_s));
+        let speed = sorted(ok.iter().filter_map(|r| r.output_speed()));
+        let prompts = sorted(ok.iter().filter_map(|r| r.prompt_tokens).map(|p| p as f64));
+        let done: Vec<&TaskRecord> = tasks
+            .iter()
+            .filter(|t| t.outcome == TaskOutcome::Completed)
+            .collect();
+        let model_time = sorted(done.iter().map(|t| t.model_time_s));
+        let task_time = sorted(done.iter().map(|t| t.end - t.start));
+        let count = |o: TaskOutcome| tasks.iter().filter(|t| t.outcome == o).count() as u64;
+        let wall_s = tasks.iter().map(|t| t.end).fold(0.0f64, f64::max);
+        let completed = done.len() as u64;
+        ClassroomSummary {
+            users,
+            wall_s,
+            requests: requests.len() as u64,
+            requests_by_kind: by_kind,
+            errors: (requests.len() - ok.len()) as u64,
+            errors_by_kind,
+            retries,
+            retries_after_429_503: retries_429_503,
+            ttft_p50_s: percentile(&ttft, 50.0),
+            ttft_p95_s: percentile(&ttft, 95.0),
+            request_time_p50_s: percentile(&dur, 50.0),
+            request_time_p95_s: percentile(&dur, 95.0),
+            output_speed_p50_tok_s: percentile(&speed, 50.0),
+            output_speed_p5_tok_s: percentile(&speed, 5.0),
+            model_time_p50_s: percentile(&model_time, 50.0),
+            model_time_p95_s: percentile(&model_time, 95.0),
+            task_time_p50_s: percentile(&task_time, 50.0),
+            task_time_p95_s: percentile(&task_time, 95.0),
+            coding_requests: tasks.len() as u64,
+            completed,
+            failed: count(TaskOutcome::Failed),
+            cut_off: count(TaskOutcome::CutOff),
+            completed_per_hour: (wall_s > 0.0).then(|| completed as f64 * 3600.0 / wall_s),
+            prompt_tokens_p50: percentile(&prompts, 50.0),
+            prompt_tokens_p95: percentile(&prompts, 95.0),
+            prompt_tokens_max: ok.iter().filter_map(|r| r.prompt_tokens).max(),
+            prompt_tokens_total: ok.iter().filter_map(|r| r.prompt_tokens).sum(),
+            output_tokens_total: ok.iter().map(|r| r.output_tokens).sum(),
+            compactions: tasks.iter().map(|t| t.compactions as u64).sum(),
+            tool_calls: tasks.iter().map(|t| t.tool_calls as u64).sum(),
+            tool_errors: tasks.iter().map(|t| t.tool_errors as u64).sum(),
+            server: ServerFigures::default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentile_matches_numpy_linear() {
+        let v = [1.0, 2.0, 3.0, 4.0];
+        assert_eq!(percentile(&v, 50.0), Some(2.5));
+        assert!((percentile(&v, 95.0).unwrap() - 3.85).abs() < 1e-12);
+        assert_eq!(percentile(&[7.0], 95.0), Some(7.0));
+        assert_eq!(percentile(&[], 50.0), None);
+    }
+}
