@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use super::config::ClassroomConfig;
 use super::prompt;
-use super::records::{CallKind, RequestRecord};
+use super::records::{CallKind, CallRecord};
 use super::session::Shared;
 use crate::openai::{CallOutcome, CallRequest, Endpoint};
 use crate::target::Secret;
@@ -76,7 +76,7 @@ pub(crate) async fn call_model(
     kind: CallKind,
     body: Value,
     jitter_seed: u64,
-) -> (CallOutcome, RequestRecord) {
+) -> (CallOutcome, CallRecord) {
     let mut rng = ChaCha8Rng::seed_from_u64(jitter_seed);
     let mut headers = vec![("x-session-id".to_string(), who.session.to_string())];
     if let Some(p) = who.parent {
@@ -119,7 +119,7 @@ pub(crate) async fn call_model(
         }
     };
     let (output_tokens, token_source) = outcome.output_tokens();
-    let record = RequestRecord {
+    let record = CallRecord {
         user: who.user,
         session: who.session.to_string(),
         task: who.task,

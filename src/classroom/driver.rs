@@ -11,7 +11,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::agent::coding_request;
 use super::config::ClassroomConfig;
-use super::records::{RecordSink, RequestRecord, TaskRecord};
+use super::records::{CallRecord, RecordSink, TaskRecord};
 use super::session::{session_id, Conversation, Shared, Student};
 use super::shell::ShellState;
 use super::status::LiveStatus;
@@ -29,7 +29,7 @@ pub struct ClassroomOutcome {
     /// The run's figures.
     pub summary: ClassroomSummary,
     /// Every model call.
-    pub requests: Vec<RequestRecord>,
+    pub requests: Vec<CallRecord>,
     /// Every coding request.
     pub tasks: Vec<TaskRecord>,
     /// Set when students share API keys (see

@@ -39,7 +39,7 @@ pub use config::{ClassroomConfig, DEFAULT_OUTPUT_LIMIT};
 pub use driver::{run_classroom, run_classroom_until, ClassroomOutcome};
 pub use prompt::{PromptSet, PromptSource};
 pub use records::{
-    CallKind, JsonlSink, MemorySink, RecordSink, RequestRecord, TaskOutcome, TaskRecord,
+    CallKind, CallRecord, JsonlSink, MemorySink, RecordSink, TaskOutcome, TaskRecord,
 };
 pub use scenario::Scenario;
 pub use status::{LiveStatus, StatusSnapshot};

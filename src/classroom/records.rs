@@ -9,14 +9,14 @@ use std::sync::Mutex;
 
 use serde::Serialize;
 
-pub use crate::results::classroom_records::{CallKind, RequestRecord, TaskOutcome, TaskRecord};
+pub use crate::results::classroom_records::{CallKind, CallRecord, TaskOutcome, TaskRecord};
 use crate::results::{JsonlWriter, ResultsError, RunFolder};
 
 /// Where records go as they finish: a run's files ([`JsonlSink`]), or memory
 /// alone ([`MemorySink`], for tests).
 pub trait RecordSink: Send + Sync {
     /// One finished model call.
-    fn request(&self, record: &RequestRecord) -> std::io::Result<()>;
+    fn request(&self, record: &CallRecord) -> std::io::Result<()>;
     /// One finished coding request.
     fn task(&self, record: &TaskRecord) -> std::io::Result<()>;
 }
@@ -24,13 +24,13 @@ pub trait RecordSink: Send + Sync {
 /// Keeps records in memory.
 #[derive(Debug, Default)]
 pub struct MemorySink {
-    requests: Mutex<Vec<RequestRecord>>,
+    requests: Mutex<Vec<CallRecord>>,
     tasks: Mutex<Vec<TaskRecord>>,
 }
 
 impl MemorySink {
     /// The model calls recorded so far.
-    pub fn requests(&self) -> Vec<RequestRecord> {
+    pub fn requests(&self) -> Vec<CallRecord> {
         self.requests.lock().map(|v| v.clone()).unwrap_or_default()
     }
 
@@ -41,7 +41,7 @@ impl MemorySink {
 }
 
 impl RecordSink for MemorySink {
-    fn request(&self, record: &RequestRecord) -> std::io::Result<()> {
+    fn request(&self, record: &CallRecord) -> std::io::Result<()> {
         if let Ok(mut v) = self.requests.lock() {
             v.push(record.clone());
         }
@@ -64,7 +64,7 @@ impl RecordSink for MemorySink {
 /// [`JsonlSink::tasks`]), for a summary after an interruption.
 pub struct JsonlSink<W: Write + Send = File> {
     memory: MemorySink,
-    requests: Mutex<JsonlWriter<W, RequestRecord>>,
+    requests: Mutex<JsonlWriter<W, CallRecord>>,
     tasks: Mutex<JsonlWriter<W, TaskRecord>>,
 }
 
@@ -86,7 +86,7 @@ impl<W: Write + Send> JsonlSink<W> {
 
     /// A sink over two line writers.
     pub fn from_writers(
-        requests: JsonlWriter<W, RequestRecord>,
+        requests: JsonlWriter<W, CallRecord>,
         tasks: JsonlWriter<W, TaskRecord>,
     ) -> Self {
         JsonlSink {
@@ -97,7 +97,7 @@ impl<W: Write + Send> JsonlSink<W> {
     }
 
     /// The model calls recorded so far.
-    pub fn requests(&self) -> Vec<RequestRecord> {
+    pub fn requests(&self) -> Vec<CallRecord> {
         self.memory.requests()
     }
 
@@ -132,7 +132,7 @@ fn write_line<W: Write, T: Serialize>(
 }
 
 impl<W: Write + Send> RecordSink for JsonlSink<W> {
-    fn request(&self, record: &RequestRecord) -> std::io::Result<()> {
+    fn request(&self, record: &CallRecord) -> std::io::Result<()> {
         self.memory.request(record)?;
         write_line(&self.requests, record)
     }

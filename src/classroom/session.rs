@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use super::config::ClassroomConfig;
 use super::prompt::tool_names;
-use super::records::{CallKind, RecordSink, RequestRecord, TaskRecord};
+use super::records::{CallKind, CallRecord, RecordSink, TaskRecord};
 use super::shell::ShellState;
 use super::status::LiveStatus;
 use super::workspace::Workspace;
@@ -25,7 +25,7 @@ pub(crate) struct Shared {
     pub status: std::sync::Arc<LiveStatus>,
     /// Clock seconds at the run's start.
     pub origin: f64,
-    pub requests: Mutex<Vec<RequestRecord>>,
+    pub requests: Mutex<Vec<CallRecord>>,
     pub tasks: Mutex<Vec<TaskRecord>>,
     pub sink_error: Mutex<Option<std::io::Error>>,
     /// Turns true when the run is asked to stop (Ctrl-C); `None`: never.
@@ -68,7 +68,7 @@ impl Shared {
         }
     }
 
-    pub fn record_request(&self, r: &RequestRecord) {
+    pub fn record_request(&self, r: &CallRecord) {
         self.keep_sink_error(self.sink.request(r));
         if let Ok(mut v) = self.requests.lock() {
             v.push(r.clone());
@@ -150,7 +150,7 @@ pub(crate) struct TaskAcc {
 }
 
 impl TaskAcc {
-    pub fn add(&mut self, r: &RequestRecord) {
+    pub fn add(&mut self, r: &CallRecord) {
         self.calls += 1;
         self.output_tokens += r.output_tokens;
         if r.kind != CallKind::Title {

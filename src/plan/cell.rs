@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::config::{CellSpec, PlanConfig};
 use crate::classroom::{
-    run_classroom, ClassroomConfig, ClassroomSummary, LiveStatus, RecordSink, RequestRecord,
+    run_classroom, CallRecord, ClassroomConfig, ClassroomSummary, LiveStatus, RecordSink,
     ServerFigures, TaskRecord,
 };
 use crate::clock::Clock;
@@ -76,7 +76,7 @@ pub struct CellResult {
 struct NoSink;
 
 impl RecordSink for NoSink {
-    fn request(&self, _record: &RequestRecord) -> std::io::Result<()> {
+    fn request(&self, _record: &CallRecord) -> std::io::Result<()> {
         Ok(())
     }
     fn task(&self, _record: &TaskRecord) -> std::io::Result<()> {

@@ -6,9 +6,9 @@
 //! runs on its own current-thread tokio runtime with paused time, so engine
 //! steps, builds and student pauses pass without waiting.
 //!
-//! The answer people want is in [`Verdict`]: for each server variant, the
+//! The answer people want is in [`VariantVerdict`]: for each server variant, the
 //! largest class tried that meets the profile's `[targets.classroom]`, and
-//! where the limit comes from ([`Limit`]). Targets are read and judged by
+//! where the limit comes from ([`Bottleneck`]). Targets are read and judged by
 //! [`crate::targets::classroom`], as the capacity suite judges them. Results
 //! are deterministic for a seed, whatever the number of threads.
 
@@ -20,9 +20,10 @@ pub mod write;
 
 pub use cell::{run_cell, CellResult};
 pub use config::{CellSpec, PlanConfig};
-pub use run::{run_plan, JudgedCell, PlanParameters, PlanResults, Verdict};
+pub use run::{run_plan, JudgedCell, PlanParameters, PlanResults, VariantVerdict};
 pub use targets::{
-    classify, classroom_targets, judge_cell, Check, ClassroomTargets, Limit, Target, TargetList,
+    classify, classroom_targets, judge_cell, Bottleneck, Check, ClassroomTargets, TargetList,
+    Threshold,
 };
 pub use write::{write_plan, write_plan_files};
 

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::cell::{run_cell, CellResult};
 use super::config::{cells, variant_name, PlanConfig};
 use super::targets::{
-    classify, classroom_targets, judge_cell, Check, ClassroomTargets, Limit, TargetList,
+    classify, classroom_targets, judge_cell, Bottleneck, Check, ClassroomTargets, TargetList,
 };
 use crate::error::Error;
 use crate::profile::Profile;
@@ -52,7 +52,7 @@ pub struct JudgedCell {
 
 /// The answer for one server variant (a profile, with its `max_num_seqs`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Verdict {
+pub struct VariantVerdict {
     /// `classroom-64k` or `classroom-64k @ 32 seqs`.
     pub variant: String,
     /// Profile name.
@@ -67,7 +67,7 @@ pub struct Verdict {
     /// The smallest class size tried that missed the targets.
     pub first_miss: Option<u32>,
     /// Where the limit comes from, judged at `first_miss`.
-    pub limit: Option<Limit>,
+    pub limit: Option<Bottleneck>,
     /// One sentence for people.
     pub summary: String,
 }
@@ -84,7 +84,7 @@ pub struct PlanResults {
     /// Every cell, in report order (profile, `max_num_seqs`, users).
     pub cells: Vec<JudgedCell>,
     /// One answer per server variant.
-    pub verdicts: Vec<Verdict>,
+    pub verdicts: Vec<VariantVerdict>,
 }
 
 /// Runs a plan: validates `config`, simulates every cell (in parallel over
@@ -193,7 +193,7 @@ pub fn verdicts(
     cells: &[JudgedCell],
     profiles: &[Profile],
     targets: &[ClassroomTargets],
-) -> Vec<Verdict> {
+) -> Vec<VariantVerdict> {
     let mut variants: Vec<(String, u32, bool)> = Vec::new();
     for c in cells {
         let s = &c.result.spec;
@@ -235,7 +235,7 @@ pub fn verdicts(
             let variant = variant_name(&profile, seqs, overridden);
             let first_miss = miss.map(|m| m.result.spec.users);
             let summary = sentence(&variant, &t, largest_class, first_miss, limit);
-            Verdict {
+            VariantVerdict {
                 variant,
                 profile,
                 max_num_seqs: seqs,
@@ -254,7 +254,7 @@ fn sentence(
     targets: &ClassroomTargets,
     largest: Option<u32>,
     miss: Option<u32>,
-    limit: Option<Limit>,
+    limit: Option<Bottleneck>,
 ) -> String {
     let no_targets = if targets.is_empty() {
         " (the profile has no [targets.classroom]: nothing was judged)"

@@ -42,7 +42,7 @@ pub fn judge_cell(targets: &ClassroomTargets, cell: &CellResult) -> Vec<Check> {
 
 /// One target as `plan.json` and `plan.md` list it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Target {
+pub struct Threshold {
     /// The key (`ttft_p95_s`, ...).
     pub key: String,
     /// Ceiling or floor.
@@ -55,7 +55,7 @@ pub struct Target {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TargetList {
     /// The targets, in [`crate::targets::ClassroomKey::ALL`] order.
-    pub targets: Vec<Target>,
+    pub targets: Vec<Threshold>,
 }
 
 impl From<&ClassroomTargets> for TargetList {
@@ -63,7 +63,7 @@ impl From<&ClassroomTargets> for TargetList {
         let targets = t
             .limits()
             .into_iter()
-            .map(|(key, value)| Target {
+            .map(|(key, value)| Threshold {
                 key: key.name().to_string(),
                 bound: key.bound(),
                 value,
@@ -104,7 +104,7 @@ impl From<ClassroomCheck> for Check {
 /// Where a class size's limit comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Limit {
+pub enum Bottleneck {
     /// KV memory: preemptions, KV usage at 90 % or more, or requests kept
     /// waiting with seats free (the cache could not admit them).
     KvMemory,
@@ -121,14 +121,14 @@ pub enum Limit {
     RequestSpeed,
 }
 
-impl Limit {
+impl Bottleneck {
     /// A short explanation for reports.
     pub fn describe(self) -> &'static str {
         match self {
-            Limit::KvMemory => "KV memory (preemptions, KV cache nearly full, or requests waiting with seats free)",
-            Limit::Seats => "seats (running pinned at max_num_seqs with requests waiting, KV low; more seats met the targets)",
-            Limit::DecodeThroughput => "decode throughput (running pinned at max_num_seqs with requests waiting, KV low)",
-            Limit::RequestSpeed => "request speed (requests rarely waited; the answers alone are too slow)",
+            Bottleneck::KvMemory => "KV memory (preemptions, KV cache nearly full, or requests waiting with seats free)",
+            Bottleneck::Seats => "seats (running pinned at max_num_seqs with requests waiting, KV low; more seats met the targets)",
+            Bottleneck::DecodeThroughput => "decode throughput (running pinned at max_num_seqs with requests waiting, KV low)",
+            Bottleneck::RequestSpeed => "request speed (requests rarely waited; the answers alone are too slow)",
         }
     }
 }
@@ -141,21 +141,21 @@ pub const PERSISTENT: f64 = 0.25;
 /// Classifies the limit of a cell that missed its targets. `more_seats_met`
 /// tells whether a variant of the same profile with a larger `max_num_seqs`
 /// met its targets at the same class size.
-pub fn classify(cell: &CellResult, more_seats_met: bool) -> Limit {
+pub fn classify(cell: &CellResult, more_seats_met: bool) -> Bottleneck {
     let pinned = cell.pinned_share.unwrap_or(0.0);
     let blocked = cell.blocked_share.unwrap_or(0.0);
     if cell.preemptions.unwrap_or(0) > 0
         || cell.peak_kv_usage.unwrap_or(0.0) >= KV_HIGH
         || (blocked >= PERSISTENT && blocked > pinned)
     {
-        Limit::KvMemory
+        Bottleneck::KvMemory
     } else if pinned >= PERSISTENT {
         if more_seats_met {
-            Limit::Seats
+            Bottleneck::Seats
         } else {
-            Limit::DecodeThroughput
+            Bottleneck::DecodeThroughput
         }
     } else {
-        Limit::RequestSpeed
+        Bottleneck::RequestSpeed
     }
 }

@@ -1,9 +1,9 @@
 //! Which charts each report shows, built from the report models.
 
-use super::model::{BenchReport, ClassroomReport, LevelRow, TimelinePoint};
+use super::model::{BenchReport, ClassroomReport, LevelRow};
 use super::svg::{
-    AxisTitle, CdfChart, Chart, Distribution, HistogramChart, LineChart, Series, TimelineChart,
-    TimelineMarker, TimelineSample,
+    AxisTitle, CdfChart, CdfCurve, Chart, HistogramChart, LineChart, Series, TimelineChart,
+    TimelineMarker,
 };
 
 /// Reads one figure of a level.
@@ -27,19 +27,6 @@ pub(crate) fn by_concurrency(
         .collect();
     points.sort_by(|a, b| a.0.total_cmp(&b.0));
     points
-}
-
-/// Timeline samples in chart form.
-pub(crate) fn samples(timeline: &[TimelinePoint]) -> Vec<TimelineSample> {
-    timeline
-        .iter()
-        .map(|p| TimelineSample {
-            t_s: p.t_s,
-            running: p.running,
-            waiting: p.waiting,
-            kv_usage: p.kv_usage,
-        })
-        .collect()
 }
 
 /// Charts of a benchmark: output tok/s against concurrency (a series per
@@ -98,7 +85,7 @@ pub fn bench_charts(r: &BenchReport) -> Vec<Chart> {
     )));
     charts.push(Chart::Timeline(TimelineChart {
         title: "Server timeline".to_string(),
-        samples: samples(&r.timeline),
+        samples: r.timeline.clone(),
         markers: r
             .boundaries
             .iter()
@@ -131,14 +118,14 @@ pub fn classroom_charts(r: &ClassroomReport) -> Vec<Chart> {
             title: "Time to complete a coding request".to_string(),
             x: AxisTitle::new("Coding-request time", "min"),
             counted: "coding requests".to_string(),
-            curves: vec![Distribution {
+            curves: vec![CdfCurve {
                 name: "coding requests".to_string(),
                 values: minutes(&r.coding_request_s),
             }],
         }),
         Chart::Timeline(TimelineChart {
             title: "Server queue over time".to_string(),
-            samples: samples(&r.timeline),
+            samples: r.timeline.clone(),
             markers: Vec::new(),
         }),
     ]

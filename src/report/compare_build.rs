@@ -7,7 +7,7 @@ use super::compare::{
 };
 use super::format::upper_first;
 use super::model::{BenchReport, ClassroomFigures, ClassroomReport, LevelRow};
-use super::svg::{AxisTitle, CdfChart, Chart, Distribution, LineChart, Series};
+use super::svg::{AxisTitle, CdfChart, CdfCurve, Chart, LineChart, Series};
 
 type LevelFigure = (&'static str, Unit, Better, fn(&LevelRow) -> Option<f64>);
 
@@ -140,10 +140,10 @@ impl Comparison {
                 ComparedFigure::new(name, unit, better, values)
             })
             .collect();
-        let overlay = |values: fn(&ClassroomReport) -> Vec<f64>| -> Vec<Distribution> {
+        let overlay = |values: fn(&ClassroomReport) -> Vec<f64>| -> Vec<CdfCurve> {
             runs.iter()
                 .zip(&labels)
-                .map(|((_, r), label)| Distribution {
+                .map(|((_, r), label)| CdfCurve {
                     name: label.clone(),
                     values: values(r),
                 })

@@ -12,7 +12,7 @@ use super::model::{BenchReport, ClassroomReport, Verdict};
 use super::{html, markdown, Comparison};
 use crate::error::{ConfigError, Error};
 use crate::prom::{align_timeline, read_timeline, TimelineSample};
-use crate::results::classroom_records::{RequestRecord, TaskRecord};
+use crate::results::classroom_records::{CallRecord, TaskRecord};
 use crate::results::{self, BenchSummary, ClassroomRunSummary};
 
 /// A results folder read back.
@@ -71,7 +71,7 @@ pub fn load_run(folder: &Path, server_timeline: Option<&Path>) -> Result<LoadedR
             let summary = results::read_classroom_summary(text.as_bytes())
                 .map_err(|e| bad_folder(folder, e.to_string()))?;
             let timeline = timeline_for(folder, server_timeline, summary.header.started_utc)?;
-            let requests: Vec<RequestRecord> = read_lines(folder, results::REQUESTS_JSONL);
+            let requests: Vec<CallRecord> = read_lines(folder, results::REQUESTS_JSONL);
             let tasks: Vec<TaskRecord> = read_lines(folder, results::TASKS_JSONL);
             let report = classroom_report(&summary, &timeline, &requests, &tasks);
             Ok(LoadedRun::Classroom(Box::new(report), Box::new(summary)))

@@ -7,7 +7,7 @@ use super::model::{
 };
 use crate::kinds::TokenSource;
 use crate::prom::TimelineSample;
-use crate::results::classroom_records::{RequestRecord, TaskRecord};
+use crate::results::classroom_records::{CallRecord, TaskRecord};
 use crate::results::{self, BenchSummary, ClassroomRunSummary, RunHeader};
 
 fn points(timeline: &[TimelineSample]) -> Vec<TimelinePoint> {
@@ -127,7 +127,7 @@ pub fn bench_report(s: &BenchSummary, timeline: &[TimelineSample]) -> BenchRepor
 pub fn classroom_report(
     s: &ClassroomRunSummary,
     timeline: &[TimelineSample],
-    requests: &[RequestRecord],
+    requests: &[CallRecord],
     tasks: &[TaskRecord],
 ) -> ClassroomReport {
     let m = &s.summary;
@@ -211,7 +211,7 @@ pub fn classroom_report(
 
 /// Output speed of each student, tokens/s: the student's output tokens over
 /// the time its successful calls spent generating (duration − TTFT).
-fn speed_per_user(requests: &[RequestRecord]) -> Vec<f64> {
+fn speed_per_user(requests: &[CallRecord]) -> Vec<f64> {
     let mut per_user: std::collections::BTreeMap<usize, (f64, f64)> = Default::default();
     for r in requests {
         if let (Some(_), Some(ttft)) = (r.output_speed(), r.ttft_s) {

@@ -23,7 +23,7 @@ pub enum CallKind {
 
 /// One model call, after its retries. Times are simulated seconds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RequestRecord {
+pub struct CallRecord {
     /// The student, by index (0-based); never the API key.
     pub user: usize,
     /// The session id sent as `x-session-id`.
@@ -57,7 +57,7 @@ pub struct RequestRecord {
     pub tool_calls: usize,
 }
 
-impl RequestRecord {
+impl CallRecord {
     /// Whether the call succeeded in the end.
     pub fn is_ok(&self) -> bool {
         self.error_kind.is_none()
@@ -99,7 +99,7 @@ pub struct TaskRecord {
     pub start: f64,
     /// When the agent finished (or gave up).
     pub end: f64,
-    /// Sum of the waits ([`RequestRecord::wait_s`]) of this request's agent,
+    /// Sum of the waits ([`CallRecord::wait_s`]) of this request's agent,
     /// subagent and compaction calls, seconds: the time the student waited
     /// on the model across all steps. The title call runs beside the first
     /// step and is not counted.

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::classroom_records::{CallKind, RequestRecord, TaskOutcome, TaskRecord};
+use super::classroom_records::{CallKind, CallRecord, TaskOutcome, TaskRecord};
 use crate::kinds::ErrorKind;
 
 /// Percentile by linear interpolation between closest ranks (numpy's
@@ -127,8 +127,8 @@ pub struct ClassroomSummary {
 
 impl ClassroomSummary {
     /// Computes the summary of a run's records.
-    pub fn from_records(users: usize, requests: &[RequestRecord], tasks: &[TaskRecord]) -> Self {
-        let ok: Vec<&RequestRecord> = requests.iter().filter(|r| r.is_ok()).collect();
+    pub fn from_records(users: usize, requests: &[CallRecord], tasks: &[TaskRecord]) -> Self {
+        let ok: Vec<&CallRecord> = requests.iter().filter(|r| r.is_ok()).collect();
         let mut by_kind = BTreeMap::new();
         let mut errors_by_kind = BTreeMap::new();
         let mut retries = 0u64;

@@ -4,8 +4,8 @@
 use codendum::classroom::ClassroomSummary;
 use codendum::plan::run::verdicts;
 use codendum::plan::{
-    classify, classroom_targets, judge_cell, CellResult, CellSpec, ClassroomTargets, JudgedCell,
-    Limit,
+    classify, classroom_targets, judge_cell, Bottleneck, CellResult, CellSpec, ClassroomTargets,
+    JudgedCell,
 };
 use codendum::twin::profile::Profile;
 
@@ -100,21 +100,21 @@ fn the_profiles_targets_are_read_and_judged() {
 #[test]
 fn limits_are_classified_from_the_server_figures() {
     let pinned = cell(80, 16);
-    assert_eq!(classify(&pinned, false), Limit::DecodeThroughput);
-    assert_eq!(classify(&pinned, true), Limit::Seats);
+    assert_eq!(classify(&pinned, false), Bottleneck::DecodeThroughput);
+    assert_eq!(classify(&pinned, true), Bottleneck::Seats);
     let mut kv = cell(80, 16);
     kv.preemptions = Some(3);
-    assert_eq!(classify(&kv, true), Limit::KvMemory);
+    assert_eq!(classify(&kv, true), Bottleneck::KvMemory);
     let mut full = cell(80, 16);
     full.peak_kv_usage = Some(0.95);
-    assert_eq!(classify(&full, false), Limit::KvMemory);
+    assert_eq!(classify(&full, false), Bottleneck::KvMemory);
     let mut blocked = cell(80, 16);
     blocked.pinned_share = Some(0.1);
     blocked.blocked_share = Some(0.5);
-    assert_eq!(classify(&blocked, false), Limit::KvMemory);
+    assert_eq!(classify(&blocked, false), Bottleneck::KvMemory);
     let mut idle = cell(80, 16);
     idle.pinned_share = Some(0.0);
-    assert_eq!(classify(&idle, false), Limit::RequestSpeed);
+    assert_eq!(classify(&idle, false), Bottleneck::RequestSpeed);
 }
 
 #[test]
@@ -151,9 +151,9 @@ fn verdicts_give_the_largest_class_and_the_limit() {
     assert_eq!(v[0].variant, "classroom-64k @ 16 seqs");
     assert_eq!((v[0].largest_class, v[0].first_miss), (Some(40), Some(80)));
     // 80 students meet the targets with 32 seats: the 16-seat variant is limited by seats.
-    assert_eq!(v[0].limit, Some(Limit::Seats));
+    assert_eq!(v[0].limit, Some(Bottleneck::Seats));
     assert_eq!((v[1].largest_class, v[1].first_miss), (Some(80), Some(120)));
-    assert_eq!(v[1].limit, Some(Limit::DecodeThroughput));
+    assert_eq!(v[1].limit, Some(Bottleneck::DecodeThroughput));
     assert!(
         v[1].summary.contains("80 students meet the targets"),
         "{}",

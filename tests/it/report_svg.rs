@@ -3,9 +3,10 @@
 
 use crate::report_support;
 
+use codendum::report::model::TimelinePoint;
 use codendum::report::svg::{
-    AxisTitle, CdfChart, Chart, Distribution, HistogramChart, LineChart, Series, TimelineChart,
-    TimelineMarker, TimelineSample,
+    AxisTitle, CdfChart, CdfCurve, Chart, HistogramChart, LineChart, Series, TimelineChart,
+    TimelineMarker,
 };
 use report_support::{assert_no_nan, check_markup, settings};
 
@@ -45,7 +46,7 @@ fn timeline_chart() -> TimelineChart {
             let t = f64::from(i) * 3.0;
             let failed = i == 20;
             let running = f64::from(i.min(16));
-            TimelineSample {
+            TimelinePoint {
                 t_s: t,
                 running: (!failed).then_some(running),
                 waiting: (!failed).then_some(f64::from((i - 16).max(0))),
@@ -79,11 +80,11 @@ fn cdf_chart() -> CdfChart {
         x: AxisTitle::new("Coding-request time", "min"),
         counted: "coding requests".to_string(),
         curves: vec![
-            Distribution {
+            CdfCurve {
                 name: "classroom-64k".to_string(),
                 values: vec![4.5, 6.0, 8.0, 11.0, 11.5, 14.0, 22.0, f64::NAN],
             },
-            Distribution {
+            CdfCurve {
                 name: "high concurrency".to_string(),
                 values: vec![3.9, 5.0, 7.1, 8.3, 9.0, 12.5, 18.0],
             },
@@ -199,7 +200,7 @@ fn degenerate_data_does_not_break_charts() {
         }),
         Chart::Timeline(TimelineChart {
             title: "One failed sample".into(),
-            samples: vec![TimelineSample {
+            samples: vec![TimelinePoint {
                 t_s: 0.0,
                 running: None,
                 waiting: None,
@@ -220,7 +221,7 @@ fn degenerate_data_does_not_break_charts() {
             title: "One value".into(),
             x: AxisTitle::new("t", "s"),
             counted: "x".into(),
-            curves: vec![Distribution {
+            curves: vec![CdfCurve {
                 name: "a".into(),
                 values: vec![3.0],
             }],
@@ -266,7 +267,7 @@ proptest::proptest! {
         let series = vec![Series::new("a", points.clone()), Series::new("b", points.iter().map(|p| (p.1, p.0)).collect())];
         let samples = points
             .iter()
-            .map(|&(t, v)| TimelineSample { t_s: t, running: Some(v), waiting: Some(-v), kv_usage: Some(v / 100.0) })
+            .map(|&(t, v)| TimelinePoint { t_s: t, running: Some(v), waiting: Some(-v), kv_usage: Some(v / 100.0) })
             .collect();
         let charts = [
             Chart::Line(LineChart::new("p", AxisTitle::new("x", ""), AxisTitle::new("y", ""), series)),
@@ -279,7 +280,7 @@ proptest::proptest! {
                 title: "c".into(),
                 x: AxisTitle::new("x", "s"),
                 counted: "n".into(),
-                curves: vec![Distribution { name: "a".into(), values: values.clone() }],
+                curves: vec![CdfCurve { name: "a".into(), values: values.clone() }],
             }),
             Chart::Histogram(HistogramChart { title: "h".into(), x: AxisTitle::new("x", "s"), counted: "n".into(), values: values.clone() }),
         ];

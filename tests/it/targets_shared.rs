@@ -13,7 +13,7 @@ use cli_support::{assert_one_line_error, codendum, holds_no_file, run};
 use codendum::capacity::runner::{WorkloadResults, WorkloadSummary};
 use codendum::capacity::suite::judge_all;
 use codendum::capacity::{parse_targets, Settings, Suite, TrialKind, WorkloadKind};
-use codendum::classroom::{CallKind, ClassroomSummary, RequestRecord, TaskOutcome, TaskRecord};
+use codendum::classroom::{CallKind, CallRecord, ClassroomSummary, TaskOutcome, TaskRecord};
 use codendum::openai::{ErrorKind, TokenSource};
 use codendum::plan::cell::{figures, Window};
 use codendum::plan::{classroom_targets, judge_cell, CellResult, CellSpec};
@@ -33,8 +33,8 @@ fn load(name: &str) -> Profile {
 
 /// A model call: succeeded (`error` `None`) or failed for good with
 /// `error`, after one retried attempt per entry of `retried`.
-fn call(n: usize, ttft_s: f64, retried: &[ErrorKind], error: Option<ErrorKind>) -> RequestRecord {
-    RequestRecord {
+fn call(n: usize, ttft_s: f64, retried: &[ErrorKind], error: Option<ErrorKind>) -> CallRecord {
+    CallRecord {
         user: n % 4,
         session: format!("s{}", n % 4),
         task: 0,
@@ -56,8 +56,8 @@ fn call(n: usize, ttft_s: f64, retried: &[ErrorKind], error: Option<ErrorKind>) 
 /// 20 calls that succeeded (TTFT 1..20 s; 3 of them after a retried 503),
 /// 2 that failed for good with a 503 (after two retried 503s each) and one
 /// that failed with a mid-stream error.
-fn calls() -> Vec<RequestRecord> {
-    let mut out: Vec<RequestRecord> = (0..20)
+fn calls() -> Vec<CallRecord> {
+    let mut out: Vec<CallRecord> = (0..20)
         .map(|n| {
             let retried: &[ErrorKind] = if n < 3 { &[ErrorKind::Http503] } else { &[] };
             call(n, 1.0 + n as f64, retried, None)
@@ -72,7 +72,7 @@ fn calls() -> Vec<RequestRecord> {
 
 /// The old plan count: every 503, 5xx or stream error, retried attempts
 /// included.
-fn attempts_with_server_errors(calls: &[RequestRecord]) -> usize {
+fn attempts_with_server_errors(calls: &[CallRecord]) -> usize {
     let server = |k: &ErrorKind| {
         matches!(
             k,

@@ -7,7 +7,7 @@ use super::{colour, dash, AxisTitle};
 
 /// Named raw values for one curve.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Distribution {
+pub struct CdfCurve {
     /// Legend text.
     pub name: String,
     /// The raw values, in the unit of the chart's x axis, in any order.
@@ -26,7 +26,7 @@ pub struct CdfChart {
     /// `Share of <what> (%)`.
     pub counted: String,
     /// One curve per distribution.
-    pub curves: Vec<Distribution>,
+    pub curves: Vec<CdfCurve>,
 }
 
 impl CdfChart {

@@ -22,10 +22,10 @@ pub mod line;
 pub mod timeline;
 
 pub use canvas::{Canvas, Frame};
-pub use cdf::{CdfChart, Distribution};
+pub use cdf::{CdfChart, CdfCurve};
 pub use histogram::HistogramChart;
 pub use line::LineChart;
-pub use timeline::{TimelineChart, TimelineMarker, TimelineSample};
+pub use timeline::{TimelineChart, TimelineMarker};
 
 /// Width of every chart's view box, in SVG user units (pixels at 100 %).
 pub const WIDTH: f64 = 640.0;

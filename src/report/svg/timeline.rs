@@ -5,20 +5,7 @@
 use super::axis::{finite_range, nice_ticks};
 use super::canvas::{polyline, Canvas, Frame};
 use super::{colour, dash};
-
-/// One sample of the server's scheduler gauges. `None` where the sample
-/// failed or the gauge was absent; the line breaks there.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct TimelineSample {
-    /// Seconds since the start of the run.
-    pub t_s: f64,
-    /// Requests running on the server.
-    pub running: Option<f64>,
-    /// Requests waiting in the server's queue.
-    pub waiting: Option<f64>,
-    /// KV-cache usage as a fraction (0..1).
-    pub kv_usage: Option<f64>,
-}
+use crate::report::model::TimelinePoint;
 
 /// A labelled vertical line, e.g. where a level starts.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,7 +17,7 @@ pub struct TimelineMarker {
 }
 
 /// Picks a gauge of a sample and maps it to a pixel y.
-type Gauge<'a> = dyn Fn(&TimelineSample) -> Option<f64> + 'a;
+type Gauge<'a> = dyn Fn(&TimelinePoint) -> Option<f64> + 'a;
 
 /// The timeline chart.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,7 +25,7 @@ pub struct TimelineChart {
     /// Heading drawn at the top and used as the accessible name.
     pub title: String,
     /// The samples in time order.
-    pub samples: Vec<TimelineSample>,
+    pub samples: Vec<TimelinePoint>,
     /// Vertical markers (level boundaries).
     pub markers: Vec<TimelineMarker>,
 }
