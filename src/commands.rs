@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use codendum::app::bench::confirm_on_terminal;
 use codendum::app::connect::{BENCH_TIME_SCALE, CLASSROOM_TIME_SCALE};
 use codendum::app::signals::stop_on_signal;
 use codendum::app::ConnectOptions;
@@ -38,67 +39,50 @@ fn positive_seconds(flag: &str, value: f64) -> Result<Duration, ConfigError> {
 }
 
 async fn metrics(args: MetricsArgs) -> Result<(), Error> {
-    use codendum::prom::{run_metrics, MetricsOptions, Scraper};
-    let urls: Vec<String> =
-        match (&args.metrics_url, &args.base_url) {
-            (Some(m), _) if !m.trim().is_empty() => m
-                .split(',')
-                .map(|u| u.trim().trim_end_matches('/').to_string())
-                .filter(|u| !u.is_empty())
-                .collect(),
-            (_, Some(b)) if !b.trim().is_empty() => {
-                vec![codendum::target::default_metrics_url(
-                    &codendum::target::normalize_base_url(b)?,
-                )]
-            }
-            _ => return Err(ConfigError::invalid(
-                "--metrics-url",
-                "no server named: give --metrics-url or --base-url (or set CODENDUM_METRICS_URL)",
-            )
-            .into()),
-        };
-    for u in &urls {
-        if !(u.starts_with("http://") || u.starts_with("https://")) {
-            return Err(ConfigError::invalid(
-                "--metrics-url",
-                format!("{u} is not an http(s) URL"),
-            )
-            .into());
-        }
-    }
-    let watch = args
-        .watch
-        .map(|w| positive_seconds("--watch", w))
-        .transpose()?;
-    let client = codendum::openai::client::build_http_client(args.cacert.as_deref(), 4)?;
-    let scraper = Scraper::new(client, urls.clone());
-    let opts = MetricsOptions {
-        urls,
-        watch,
+    use codendum::app::metrics::{MetricsOptions, MetricsRun};
+    let options = MetricsOptions {
+        urls: metrics_urls(&args)?,
+        watch: args
+            .watch
+            .map(|w| positive_seconds("--watch", w))
+            .transpose()?,
         json: args.json,
         count: args.count,
     };
-    let clock = codendum::clock::Clock::real();
-    let mut out = std::io::stdout();
-    let mut err = std::io::stderr();
-    let mut stop = stop_on_signal();
-    tokio::select! {
-        r = run_metrics(&opts, &scraper, &clock, &mut out, &mut err) => r,
-        // Ctrl-C (or SIGTERM) is how a watch ends: a normal stop.
-        _ = stop.wait_for(|s| *s) => Ok(()),
+    options.validate()?;
+    let run = MetricsRun {
+        options,
+        cacert: args.cacert.clone(),
+        stop: stop_on_signal(),
+    };
+    codendum::app::metrics::run(run).await
+}
+
+/// `--metrics-url` (comma-separated), else the one next to `--base-url`.
+fn metrics_urls(args: &MetricsArgs) -> Result<Vec<String>, Error> {
+    match (&args.metrics_url, &args.base_url) {
+        (Some(m), _) if !m.trim().is_empty() => Ok(m
+            .split(',')
+            .map(|u| u.trim().trim_end_matches('/').to_string())
+            .filter(|u| !u.is_empty())
+            .collect()),
+        (_, Some(b)) if !b.trim().is_empty() => Ok(vec![codendum::target::default_metrics_url(
+            &codendum::target::normalize_base_url(b)?,
+        )]),
+        _ => Err(ConfigError::invalid(
+            "--metrics-url",
+            "no server named: give --metrics-url or --base-url (or set CODENDUM_METRICS_URL)",
+        )
+        .into()),
     }
 }
 
 async fn serve(args: ServeArgs) -> Result<(), Error> {
-    use codendum::twin::{
-        self, persona::AgentPersona, profile::Profile, proxy::ProxyConfig, TwinOptions,
-    };
-    use std::sync::Arc;
-    let profile = Profile::load(&args.profile)?;
+    use codendum::app::serve::{ProxyLimits, ServeConfig};
+    let profile = codendum::twin::profile::Profile::load(&args.profile)?;
     if !(args.time_scale.is_finite() && args.time_scale > 0.0) {
         return Err(ConfigError::invalid("--time-scale", "must be a positive number").into());
     }
-    let clock = codendum::clock::Clock::scaled(args.time_scale);
     let mut keys = Vec::new();
     if let Some(k) = args
         .api_key
@@ -111,52 +95,35 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
     if let Some(path) = &args.api_keys_file {
         keys.extend(codendum::target::read_api_keys(path)?);
     }
-    let proxy = if args.proxy {
-        if keys.is_empty() {
-            return Err(
-                ConfigError::invalid("--proxy", "needs --api-keys-file or --api-key").into(),
-            );
-        }
-        Some(ProxyConfig {
-            keys: keys.clone(),
-            per_key_in_flight: args.per_key_in_flight,
-            per_key_per_minute: args.per_key_per_minute,
-            global_in_flight: args.global_in_flight,
-        })
-    } else {
-        None
-    };
+    if args.proxy && keys.is_empty() {
+        return Err(ConfigError::invalid("--proxy", "needs --api-keys-file or --api-key").into());
+    }
+    let proxy = args.proxy.then_some(ProxyLimits {
+        per_key_in_flight: args.per_key_in_flight,
+        per_key_per_minute: args.per_key_per_minute,
+        global_in_flight: args.global_in_flight,
+    });
     let addr: std::net::SocketAddr =
         format!("{}:{}", args.host, args.port)
             .parse()
             .map_err(|_| {
                 ConfigError::invalid("--host", format!("{} is not an IP address", args.host))
             })?;
-    let profile_name = profile.name.clone();
-    let mut opts = TwinOptions::new(profile);
-    opts.clock = clock;
-    opts.responder = Arc::new(AgentPersona::new(args.seed));
-    opts.api_keys = if proxy.is_some() { Vec::new() } else { keys };
-    opts.seed = args.seed;
-    opts.proxy = proxy;
-    if let Some(spec) = &args.faults {
-        let plan = codendum::twin::faults::FaultPlan::parse(spec)?.with_seed(args.seed);
-        opts.faults = Some(Arc::new(plan));
-    }
-    let handle = twin::start(opts, addr)
-        .await
-        .map_err(|e| Error::Failed(e.to_string()))?;
-    eprintln!(
-        "codendum serve: twin of vLLM {} on a GB10, profile {profile_name}, {}x real time, listening on {} (Ctrl-C stops)",
-        twin::vllm_series(),
-        args.time_scale,
-        handle.base_url()
-    );
-    let mut stop = stop_on_signal();
-    let _ = stop.wait_for(|s| *s).await;
-    // Streams still open get the grace; then the twin is dropped.
-    let _ = tokio::time::timeout(Duration::from_secs(5), handle.shutdown()).await;
-    Ok(())
+    let faults = match &args.faults {
+        Some(spec) => Some(codendum::twin::faults::FaultPlan::parse(spec)?.with_seed(args.seed)),
+        None => None,
+    };
+    let config = ServeConfig {
+        profile,
+        time_scale: args.time_scale,
+        keys,
+        proxy,
+        addr,
+        seed: args.seed,
+        faults,
+        stop: stop_on_signal(),
+    };
+    codendum::app::serve::run(config).await
 }
 
 fn target(args: &TargetArgs) -> Result<Target, ConfigError> {
@@ -193,22 +160,6 @@ fn provenance(args: &ProvenanceArgs) -> Provenance {
         dgx_os_version: clean(&args.dgx_os_version),
         driver_version: clean(&args.driver_version),
     }
-}
-
-/// Asks on the terminal; without one, refuses.
-fn confirm_on_terminal(_plan: &str) -> bool {
-    use std::io::{BufRead, IsTerminal, Write};
-    if !std::io::stdin().is_terminal() {
-        eprintln!("codendum: no terminal to confirm on; pass --yes");
-        return false;
-    }
-    eprint!("Start? [y/N] ");
-    let _ = std::io::stderr().flush();
-    let mut line = String::new();
-    if std::io::stdin().lock().read_line(&mut line).is_err() {
-        return false;
-    }
-    matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes")
 }
 
 fn time_scale(value: Option<f64>, default: f64) -> Result<f64, ConfigError> {
@@ -267,36 +218,7 @@ async fn bench(args: BenchArgs) -> Result<(), Error> {
         write_report: !args.run.no_report,
     };
     let outcome = codendum::app::bench::run(run).await?;
-    match unmet_requests(&outcome.summary) {
-        Some(what) => Err(Error::Failed(format!(
-            "{what}; results in {}",
-            outcome.folder.display()
-        ))),
-        None => Ok(()),
-    }
-}
-
-/// Why a finished bench did not do what was asked: shapes that could not
-/// run, or levels where no request succeeded (exit 1, as AIPerf's parity
-/// notes ask of a run that failed throughout).
-fn unmet_requests(summary: &codendum::results::BenchSummary) -> Option<String> {
-    let mut problems: Vec<String> = summary
-        .skipped_shapes
-        .iter()
-        .map(|s| {
-            format!(
-                "shape {} did not fit in max_model_len {}",
-                s.shape, s.max_model_len
-            )
-        })
-        .collect();
-    for l in summary.levels.iter().filter(|l| l.successes == 0) {
-        problems.push(format!(
-            "no request succeeded at {} concurrent ({})",
-            l.concurrency, l.shape
-        ));
-    }
-    (!problems.is_empty()).then(|| problems.join("; "))
+    codendum::app::bench::check_outcome(&outcome)
 }
 
 async fn classroom(args: ClassroomArgs) -> Result<(), Error> {
@@ -365,12 +287,11 @@ async fn classroom(args: ClassroomArgs) -> Result<(), Error> {
 }
 
 fn report(args: ReportArgs) -> Result<(), Error> {
-    let paths =
-        codendum::report::files::write_report(&args.folder, args.server_timeline.as_deref())?;
-    for p in paths {
-        println!("{}", p.display());
-    }
-    Ok(())
+    let run = codendum::app::report::ReportRun {
+        folder: args.folder,
+        server_timeline: args.server_timeline,
+    };
+    codendum::app::report::report(&run).map(|_| ())
 }
 
 fn compare(args: CompareArgs) -> Result<(), Error> {
@@ -378,11 +299,12 @@ fn compare(args: CompareArgs) -> Result<(), Error> {
         Some(o) => o.clone(),
         None => args.folders.last().cloned().unwrap_or_default(),
     };
-    let paths = codendum::report::files::write_comparison(&args.folders, args.force, &out)?;
-    for p in paths {
-        println!("{}", p.display());
-    }
-    Ok(())
+    let run = codendum::app::report::CompareRun {
+        folders: args.folders,
+        force: args.force,
+        out,
+    };
+    codendum::app::report::compare(&run).map(|_| ())
 }
 
 fn number_list(flag: &str, raw: &str) -> Result<Vec<u32>, ConfigError> {
@@ -398,7 +320,7 @@ fn number_list(flag: &str, raw: &str) -> Result<Vec<u32>, ConfigError> {
 
 async fn plan(args: PlanArgs) -> Result<(), Error> {
     use codendum::classroom::Scenario;
-    use codendum::plan::{plan, PlanConfig};
+    use codendum::plan::PlanConfig;
     let mut config = PlanConfig::new();
     config.users = number_list("--users", &args.users)?;
     config.profiles = args
@@ -423,26 +345,5 @@ async fn plan(args: PlanArgs) -> Result<(), Error> {
     }
     config.results_dir = args.results_dir.clone();
     config.validate()?;
-    let (results, folder) =
-        tokio::task::spawn_blocking(move || {
-            plan(&config, &|cell| {
-                eprintln!(
-                "  {} users, {} (max_num_seqs {}): {} tok/s, TTFT P95 {}, coding request P50 {}",
-                cell.spec.users,
-                cell.spec.profile,
-                cell.spec.max_num_seqs,
-                cell.server_output_tok_per_s.map_or("-".into(), |v| format!("{v:.0}")),
-                cell.ttft_p95_s.map_or("-".into(), |v| format!("{v:.1} s")),
-                cell.coding_request_p50_s.map_or("-".into(), |v| format!("{:.1} min", v / 60.0)),
-            );
-            })
-        })
-        .await
-        .map_err(|e| Error::Failed(format!("the plan stopped: {e}")))??;
-    for v in &results.verdicts {
-        eprintln!("{}", v.summary);
-    }
-    eprintln!("Plan in {}", folder.display());
-    println!("{}", folder.join("plan.md").display());
-    Ok(())
+    codendum::app::plan::run(config).await.map(|_| ())
 }

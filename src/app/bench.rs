@@ -18,6 +18,22 @@ use crate::prom::Sampler;
 /// Asks the operator to go ahead with a plan; `false` refuses (exit 3).
 pub type Confirm = dyn Fn(&str) -> bool + Send + Sync;
 
+/// Asks on the terminal; without one, refuses.
+pub fn confirm_on_terminal(_plan: &str) -> bool {
+    use std::io::{BufRead, IsTerminal, Write};
+    if !std::io::stdin().is_terminal() {
+        eprintln!("codendum: no terminal to confirm on; pass --yes");
+        return false;
+    }
+    eprint!("Start? [y/N] ");
+    let _ = std::io::stderr().flush();
+    let mut line = String::new();
+    if std::io::stdin().lock().read_line(&mut line).is_err() {
+        return false;
+    }
+    matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+}
+
 /// Everything `codendum bench` needs besides the benchmark's own config.
 pub struct BenchRun<'a> {
     /// The validated benchmark.
@@ -126,4 +142,40 @@ async fn run_connected(run: &BenchRun<'_>, conn: &Connection) -> Result<BenchOut
         }
     }
     outcome
+}
+
+/// The command's answer for a finished bench: `Ok` when it did what was
+/// asked, otherwise [`Error::Failed`] saying what not and where the results
+/// are (exit 1).
+pub fn check_outcome(outcome: &BenchOutcome) -> Result<(), Error> {
+    match unmet_requests(&outcome.summary) {
+        Some(what) => Err(Error::Failed(format!(
+            "{what}; results in {}",
+            outcome.folder.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Why a finished bench did not do what was asked: shapes that could not
+/// run, or levels where no request succeeded (exit 1, as AIPerf's parity
+/// notes ask of a run that failed throughout).
+pub fn unmet_requests(summary: &crate::results::BenchSummary) -> Option<String> {
+    let mut problems: Vec<String> = summary
+        .skipped_shapes
+        .iter()
+        .map(|s| {
+            format!(
+                "shape {} did not fit in max_model_len {}",
+                s.shape, s.max_model_len
+            )
+        })
+        .collect();
+    for l in summary.levels.iter().filter(|l| l.successes == 0) {
+        problems.push(format!(
+            "no request succeeded at {} concurrent ({})",
+            l.concurrency, l.shape
+        ));
+    }
+    (!problems.is_empty()).then(|| problems.join("; "))
 }

@@ -169,9 +169,19 @@ async fn run_connected(
         key_note,
         summary,
     };
+    write_summary(folder, run_summary, ready.profile_check.as_ref())
+}
+
+/// Writes `summary.json` (with the profile check, when there is one) and
+/// shows the final table.
+fn write_summary(
+    folder: RunFolder,
+    run_summary: ClassroomRunSummary,
+    profile_check: Option<&crate::capacity::server_match::ProfileCheck>,
+) -> Result<ClassroomResult, Error> {
     folder.write_classroom_summary(&run_summary)?;
     let folder = folder.into_path();
-    if let Some(check) = &ready.profile_check {
+    if let Some(check) = profile_check {
         if let Err(e) =
             crate::capacity::server_match::record_in_summary(&folder, &run_summary, check)
         {

@@ -26,18 +26,39 @@ pub async fn show_status(status: Arc<LiveStatus>) {
 
 /// The final table on stderr: the seed's classroom figures.
 pub fn render_summary(s: &ClassroomRunSummary) -> String {
+    let mut out = String::new();
+    for (name, value) in summary_rows(s) {
+        out.push_str(&format!("{name:<46} {value}\n"));
+    }
+    out
+}
+
+fn secs(v: Option<f64>) -> String {
+    v.map_or("-".to_string(), |x| format!("{x:.1} s"))
+}
+
+fn mins(v: Option<f64>) -> String {
+    v.map_or("-".to_string(), |x| format!("{:.1} min", x / 60.0))
+}
+
+fn num(v: Option<f64>, d: usize) -> String {
+    v.map_or("-".to_string(), |x| format!("{x:.d$}"))
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map_or("-".to_string(), |x| format!("{:.1} %", x * 100.0))
+}
+
+/// The rows of the summary table: a name and its figures.
+fn summary_rows(s: &ClassroomRunSummary) -> [(&'static str, String); 13] {
     let m = &s.summary;
-    let secs = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.1} s"));
-    let mins = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{:.1} min", x / 60.0));
-    let num = |v: Option<f64>, d: usize| v.map_or("-".to_string(), |x| format!("{x:.d$}"));
-    let pct = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{:.1} %", x * 100.0));
     let server_errors: u64 = m
         .errors_by_kind
         .iter()
         .filter(|(k, _)| matches!(k.as_str(), "http_503" | "http_5xx"))
         .map(|(_, n)| *n)
         .sum();
-    let rows = [
+    [
         (
             "Server output, steady state",
             format!("{} tok/s", num(m.server.output_tokens_per_s, 0)),
@@ -108,10 +129,5 @@ pub fn render_summary(s: &ClassroomRunSummary) -> String {
             "Compactions / tool errors",
             format!("{} / {}", m.compactions, m.tool_errors),
         ),
-    ];
-    let mut out = String::new();
-    for (name, value) in rows {
-        out.push_str(&format!("{name:<46} {value}\n"));
-    }
-    out
+    ]
 }

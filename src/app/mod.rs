@@ -3,6 +3,11 @@
 //! report. The CLI and the capacity suite both call these functions, so a
 //! workload is implemented once.
 //!
+//! One module per command, each taking a validated typed config:
+//! [`mod@bench`], [`classroom`], [`metrics`], [`serve`], [`plan`] and
+//! [`report`] (`report` and `compare`). `src/commands.rs` in the binary only
+//! turns flags into those configs.
+//!
 //! The embedded twin is wired in one place: [`connect::Connection::open`].
 
 pub mod bench;
@@ -10,7 +15,11 @@ pub mod classroom;
 mod classroom_output;
 mod classroom_prepare;
 pub mod connect;
+pub mod metrics;
+pub mod plan;
+pub mod report;
 pub mod seams;
+pub mod serve;
 pub mod signals;
 
 pub use connect::{ConnectOptions, Connection};

@@ -49,6 +49,42 @@ pub(crate) struct LevelContext<'a> {
 }
 
 type Finished = (u64, f64, CallOutcome);
+type InFlight<'a> = FuturesUnordered<BoxFuture<'a, Finished>>;
+
+/// Where a level's finished requests go: `requests.jsonl` at once, the
+/// server timeline now and then, the progress line and the level's records.
+struct LevelSink<'s> {
+    ctx: &'s LevelContext<'s>,
+    shape: &'static str,
+    n: u32,
+    requests: &'s mut JsonlFile<RequestRecord>,
+    timeline: Option<&'s mut JsonlFile<serde_json::Value>>,
+    timeline_written: f64,
+    progress: LevelProgress,
+    records: Vec<RequestRecord>,
+    errors: u64,
+}
+
+impl LevelSink<'_> {
+    fn finish(&mut self, done: Finished) -> Result<(), Error> {
+        let (index, started_at, outcome) = done;
+        let record = record_from_outcome(self.shape, self.n, index, started_at, &outcome);
+        self.requests.append(&record)?;
+        // The /metrics samples go to server-timeline.jsonl as the run goes
+        // (at most once a simulated second), so a killed run keeps them too.
+        let now = self.ctx.clock.now_secs();
+        if now - self.timeline_written >= 1.0 {
+            super::drain_timeline(self.ctx.metrics, self.timeline.as_deref_mut())?;
+            self.timeline_written = now;
+        }
+        if !record.ok {
+            self.errors += 1;
+        }
+        self.progress.finished_one(self.errors);
+        self.records.push(record);
+        Ok(())
+    }
+}
 
 /// Runs one level × shape and returns its summary.
 pub(crate) async fn run_level(
@@ -56,7 +92,7 @@ pub(crate) async fn run_level(
     prompt: &ShapePrompt,
     n: u32,
     requests: &mut JsonlFile<RequestRecord>,
-    mut timeline: Option<&mut JsonlFile<serde_json::Value>>,
+    timeline: Option<&mut JsonlFile<serde_json::Value>>,
 ) -> Result<LevelSummary, Error> {
     let shape = prompt.shape.name();
     let planned = ctx.config.requests_for(n);
@@ -64,32 +100,52 @@ pub(crate) async fn run_level(
     if let Some(m) = ctx.metrics {
         m.sample_now().await;
     }
-    let deadline = ctx.config.level_duration.map(|d| ctx.clock.now() + d);
-    let progress = LevelProgress::new(shape, n, planned, ctx.show_progress);
-    let start = |index: u64| start_request(ctx, prompt, n, index);
-    let mut in_flight: FuturesUnordered<BoxFuture<'_, Finished>> = FuturesUnordered::new();
-    let mut records: Vec<RequestRecord> = Vec::new();
-    let mut errors = 0u64;
-    let mut timeline_written = level_t0;
-    let mut finish = |done: Finished, records: &mut Vec<RequestRecord>| -> Result<(), Error> {
-        let (index, started_at, outcome) = done;
-        let record = record_from_outcome(shape, n, index, started_at, &outcome);
-        requests.append(&record)?;
-        // The /metrics samples go to server-timeline.jsonl as the run goes
-        // (at most once a simulated second), so a killed run keeps them too.
-        let now = ctx.clock.now_secs();
-        if now - timeline_written >= 1.0 {
-            super::drain_timeline(ctx.metrics, timeline.as_deref_mut())?;
-            timeline_written = now;
-        }
-        if !record.ok {
-            errors += 1;
-        }
-        progress.finished_one(errors);
-        records.push(record);
-        Ok(())
+    let mut sink = LevelSink {
+        ctx,
+        shape,
+        n,
+        requests,
+        timeline,
+        timeline_written: level_t0,
+        progress: LevelProgress::new(shape, n, planned, ctx.show_progress),
+        records: Vec::new(),
+        errors: 0,
     };
+    let mut in_flight: InFlight<'_> = FuturesUnordered::new();
+    let ended_by = keep_level_full(ctx, prompt, n, planned, &mut in_flight, &mut sink).await?;
+    let (ended_by, abandoned) =
+        let_in_flight_finish(ctx, ended_by, &mut in_flight, &mut sink).await?;
+    drop(in_flight);
+    sink.progress.finish();
+    if let Some(m) = ctx.metrics {
+        m.sample_now().await;
+    }
+    let level_t1 = ctx.clock.now_secs();
+    let window = ctx.metrics.map(|m| m.window(level_t0, level_t1));
+    let frame = LevelFrame {
+        shape,
+        concurrency: n,
+        ended_by,
+        started_at_s: level_t0 - ctx.run_t0,
+        wall_time_s: level_t1 - level_t0,
+        abandoned,
+    };
+    Ok(summarize_level(frame, &sink.records, window))
+}
 
+/// Keeps `n` requests in flight, a new one starting the moment one ends,
+/// until the level's requests have all started, its time cap passed or the
+/// run was stopped; says which.
+async fn keep_level_full<'a>(
+    ctx: &'a LevelContext<'a>,
+    prompt: &ShapePrompt,
+    n: u32,
+    planned: u64,
+    in_flight: &mut InFlight<'a>,
+    sink: &mut LevelSink<'_>,
+) -> Result<LevelEnd, Error> {
+    let deadline = ctx.config.level_duration.map(|d| ctx.clock.now() + d);
+    let start = |index: u64| start_request(ctx, prompt, n, index);
     let mut started = 0u64;
     let mut ended_by = if *ctx.stop.borrow() {
         Some(LevelEnd::Interrupted)
@@ -109,7 +165,7 @@ pub(crate) async fn run_level(
         tokio::select! {
             done = in_flight.next() => {
                 let Some(done) = done else { break };
-                finish(done, &mut records)?;
+                sink.finish(done)?;
                 in_flight.push(start(started));
                 started += 1;
                 if started >= planned {
@@ -120,14 +176,23 @@ pub(crate) async fn run_level(
             _ = stopped(ctx.stop.clone()) => ended_by = Some(LevelEnd::Interrupted),
         }
     }
-    let mut ended_by = ended_by.unwrap_or(LevelEnd::Requests);
-    // Let what is in flight finish; an interruption (before or during this
-    // wait) limits the wait to the grace period.
+    Ok(ended_by.unwrap_or(LevelEnd::Requests))
+}
+
+/// Lets what is in flight finish; an interruption (before or during this
+/// wait) limits the wait to the grace period. Returns how the level ended
+/// and how many requests were abandoned.
+async fn let_in_flight_finish(
+    ctx: &LevelContext<'_>,
+    mut ended_by: LevelEnd,
+    in_flight: &mut InFlight<'_>,
+    sink: &mut LevelSink<'_>,
+) -> Result<(LevelEnd, u64), Error> {
     if ended_by != LevelEnd::Interrupted {
         loop {
             tokio::select! {
                 done = in_flight.next() => match done {
-                    Some(done) => finish(done, &mut records)?,
+                    Some(done) => sink.finish(done)?,
                     None => break,
                 },
                 _ = stopped(ctx.stop.clone()) => {
@@ -143,7 +208,7 @@ pub(crate) async fn run_level(
             .clock
             .timeout(ctx.config.cancel_grace, async {
                 while let Some(done) = in_flight.next().await {
-                    finish(done, &mut records)?;
+                    sink.finish(done)?;
                 }
                 Ok::<(), Error>(())
             })
@@ -153,22 +218,7 @@ pub(crate) async fn run_level(
             Err(_) => abandoned = in_flight.len() as u64,
         }
     }
-    drop(in_flight);
-    progress.finish();
-    if let Some(m) = ctx.metrics {
-        m.sample_now().await;
-    }
-    let level_t1 = ctx.clock.now_secs();
-    let window = ctx.metrics.map(|m| m.window(level_t0, level_t1));
-    let frame = LevelFrame {
-        shape,
-        concurrency: n,
-        ended_by,
-        started_at_s: level_t0 - ctx.run_t0,
-        wall_time_s: level_t1 - level_t0,
-        abandoned,
-    };
-    Ok(summarize_level(frame, &records, window))
+    Ok((ended_by, abandoned))
 }
 
 /// Starts one request of a level: its tagged prompt, its body, its clock.

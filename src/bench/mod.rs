@@ -19,6 +19,7 @@ pub mod seams;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
 pub use self::config::{fit_shapes, parse_concurrency, parse_shapes, BenchConfig, Shape};
@@ -26,13 +27,13 @@ pub use self::guard::{busy_guard, estimate_duration, plan_text, GuardVerdict, Sp
 pub use self::seams::{ServerInfo, ServerLoad, ServerMetrics, ServerWindow};
 
 use self::driver::{run_level, LevelContext};
-use self::prompt::{size_prompts, SizingContext};
+use self::prompt::{size_prompts, ShapePrompt, SizingContext};
 use crate::clock::Clock;
 use crate::error::Error;
 use crate::openai::Transport;
 use crate::results::{
-    self, BenchParameters, BenchSummary, JsonlFile, LevelEnd, LevelSummary, RequestRecord,
-    RunFolder, RunHeader, ServerDescription,
+    self, BenchParameters, BenchSummary, JsonlFile, LevelEnd, LevelSummary, PromptSizing,
+    RequestRecord, RunFolder, RunHeader, ServerDescription,
 };
 
 /// The outside world of a run.
@@ -126,15 +127,7 @@ pub async fn run_bench(config: &BenchConfig, deps: BenchDeps<'_>) -> Result<Benc
     let clock = deps.clock.clone();
     let run_t0 = clock.now_secs();
     let started_utc = clock.utc_now();
-    let run_id = if config.run_id.is_empty() {
-        format!(
-            "{}-{:08x}",
-            started_utc.format("%Y%m%dT%H%M%SZ"),
-            started_utc.timestamp_subsec_nanos()
-        )
-    } else {
-        config.run_id.clone()
-    };
+    let run_id = run_id_for(config, started_utc);
     let folder = RunFolder::create(&config.results_dir, "", started_utc)?;
     let mut requests = folder.appender::<RequestRecord>(results::REQUESTS_JSONL)?;
     let mut timeline = match deps.metrics {
@@ -142,16 +135,7 @@ pub async fn run_bench(config: &BenchConfig, deps: BenchDeps<'_>) -> Result<Benc
         None => None,
     };
 
-    let sizing_ctx = SizingContext {
-        info: deps.info,
-        transport: deps.transport,
-        endpoint: config.endpoint,
-        model: &model,
-        seed: config.seed,
-        run_id: &run_id,
-        api_key: config.target.api_key.clone(),
-    };
-    let (prompt_sizing, prompts) = size_prompts(&sizing_ctx, &shapes).await;
+    let (prompt_sizing, prompts) = size_run_prompts(config, &deps, &model, &run_id, &shapes).await;
 
     let ctx = LevelContext {
         config,
@@ -165,24 +149,7 @@ pub async fn run_bench(config: &BenchConfig, deps: BenchDeps<'_>) -> Result<Benc
         run_t0,
         show_progress: deps.show_progress,
     };
-    let mut levels = Vec::new();
-    let mut interrupted = false;
-    'shapes: for prompt in &prompts {
-        for &n in &config.concurrency {
-            if *deps.stop.borrow() {
-                interrupted = true;
-                break 'shapes;
-            }
-            let level = run_level(&ctx, prompt, n, &mut requests, timeline.as_mut()).await?;
-            drain_timeline(deps.metrics, timeline.as_mut())?;
-            let stop_here = level.ended_by == LevelEnd::Interrupted;
-            levels.push(level);
-            if stop_here {
-                interrupted = true;
-                break 'shapes;
-            }
-        }
-    }
+    let (levels, interrupted) = run_levels(&ctx, &prompts, &mut requests, &mut timeline).await?;
     drain_timeline(deps.metrics, timeline.as_mut())?;
 
     let summary = BenchSummary {
@@ -218,6 +185,66 @@ pub async fn run_bench(config: &BenchConfig, deps: BenchDeps<'_>) -> Result<Benc
         interrupted,
         summary,
     })
+}
+
+/// Sizes the prompt of each shape that fits, for the run's model.
+async fn size_run_prompts(
+    config: &BenchConfig,
+    deps: &BenchDeps<'_>,
+    model: &str,
+    run_id: &str,
+    shapes: &[Shape],
+) -> (PromptSizing, Vec<ShapePrompt>) {
+    let sizing_ctx = SizingContext {
+        info: deps.info,
+        transport: deps.transport,
+        endpoint: config.endpoint,
+        model,
+        seed: config.seed,
+        run_id,
+        api_key: config.target.api_key.clone(),
+    };
+    size_prompts(&sizing_ctx, shapes).await
+}
+
+/// The run's id: `--run-id`, else the start time with its nanoseconds.
+fn run_id_for(config: &BenchConfig, started_utc: DateTime<Utc>) -> String {
+    if config.run_id.is_empty() {
+        format!(
+            "{}-{:08x}",
+            started_utc.format("%Y%m%dT%H%M%SZ"),
+            started_utc.timestamp_subsec_nanos()
+        )
+    } else {
+        config.run_id.clone()
+    }
+}
+
+/// Runs every shape × level in order, the server timeline written after
+/// each; stops at an interruption. Returns the levels that ran and whether
+/// the run was interrupted.
+async fn run_levels(
+    ctx: &LevelContext<'_>,
+    prompts: &[ShapePrompt],
+    requests: &mut JsonlFile<RequestRecord>,
+    timeline: &mut Option<JsonlFile<serde_json::Value>>,
+) -> Result<(Vec<LevelSummary>, bool), Error> {
+    let mut levels = Vec::new();
+    for prompt in prompts {
+        for &n in &ctx.config.concurrency {
+            if *ctx.stop.borrow() {
+                return Ok((levels, true));
+            }
+            let level = run_level(ctx, prompt, n, requests, timeline.as_mut()).await?;
+            drain_timeline(ctx.metrics, timeline.as_mut())?;
+            let stop_here = level.ended_by == LevelEnd::Interrupted;
+            levels.push(level);
+            if stop_here {
+                return Ok((levels, true));
+            }
+        }
+    }
+    Ok((levels, false))
 }
 
 pub(crate) fn drain_timeline(

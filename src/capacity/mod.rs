@@ -20,6 +20,7 @@ pub mod judge;
 pub mod reuse;
 pub mod runner;
 pub mod server_match;
+mod server_match_check;
 mod server_match_live;
 pub mod settings;
 pub mod suite;

@@ -1,4 +1,5 @@
 use super::*;
+use crate::profile::Profile;
 use std::path::Path;
 
 const METRICS_032: &str = include_str!("../../fixtures/vllm-0.32/metrics-busy.txt");

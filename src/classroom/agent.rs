@@ -13,7 +13,7 @@ use super::calls::{body, call_model, title_body, Caller};
 use super::compaction::{self, compacted_messages, is_context_overflow, needs_compaction};
 use super::config::ClassroomConfig;
 use super::prompt;
-use super::records::{CallKind, TaskOutcome, TaskRecord};
+use super::records::{CallKind, CallRecord, TaskOutcome, TaskRecord};
 use super::session::{session_id, Conversation, LoopEnd, Shared, Student, TaskAcc};
 use super::tools::{execute, ToolContext, ToolResult, ToolStep};
 use crate::openai::{CallOutcome, ErrorKind};
@@ -117,45 +117,7 @@ pub(crate) fn run_loop<'a>(
             if shared.past_drain_limit() || shared.stopping() {
                 return LoopEnd::CutOff;
             }
-            let b = body(
-                config,
-                &conv.system,
-                &conv.messages,
-                Some(&conv.tools),
-                config.output_limit,
-            );
-            let estimate = (b.to_string().len() / compaction::CHARS_PER_TOKEN) as u64;
-            let kind = conv.kind;
-            let title = (kind == CallKind::Agent && !st.titled).then(|| {
-                st.titled = true;
-                let first = conv
-                    .messages
-                    .iter()
-                    .find(|m| m["role"] == "user")
-                    .and_then(|m| m["content"].as_str())
-                    .unwrap_or("");
-                title_body(config, first)
-            });
-            let (seed_a, seed_b) = (st.rng.gen(), st.rng.gen());
-            let who = Caller {
-                user: st.user,
-                key: st.key.as_ref(),
-                session: &conv.id,
-                parent: conv.parent.as_deref(),
-                task: acc.index,
-            };
-            let (outcome, record) = match title {
-                Some(tb) => {
-                    let (step_call, title_call) = tokio::join!(
-                        call_model(shared, &who, kind, b, seed_a),
-                        call_model(shared, &who, CallKind::Title, tb, seed_b)
-                    );
-                    acc.add(&title_call.1);
-                    step_call
-                }
-                None => call_model(shared, &who, kind, b, seed_a).await,
-            };
-            acc.add(&record);
+            let (outcome, record, estimate) = step_call(shared, st, conv, acc).await;
             if let Some(err) = &outcome.error {
                 if is_context_overflow(err) && overflows < 2 {
                     overflows += 1;
@@ -186,18 +148,8 @@ pub(crate) fn run_loop<'a>(
                 }
                 return LoopEnd::Answered(outcome.message.content);
             }
-            for (id, name, args) in calls {
-                let result = run_tool(shared, st, conv, acc, &name, &args).await;
-                let Some(result) = result else {
-                    return LoopEnd::CutOff;
-                };
-                acc.tool_calls += 1;
-                acc.tool_errors += usize::from(result.is_error);
-                if !result.elapsed.is_zero() {
-                    shared.clock.sleep(result.elapsed).await;
-                }
-                conv.messages
-                    .push(json!({"role": "tool", "tool_call_id": id, "content": result.content}));
+            if run_tool_calls(shared, st, conv, acc, calls).await.is_none() {
+                return LoopEnd::CutOff;
             }
             if compact_now {
                 if let Err(k) = compact(shared, st, conv, acc, None).await {
@@ -207,6 +159,80 @@ pub(crate) fn run_loop<'a>(
         }
         LoopEnd::CutOff
     })
+}
+
+/// One step's model call (with the session's title call alongside on the
+/// agent's first step), added to the task. Returns the outcome, its record
+/// and the request's size estimate in tokens.
+async fn step_call(
+    shared: &Shared,
+    st: &mut Student,
+    conv: &Conversation,
+    acc: &mut TaskAcc,
+) -> (CallOutcome, CallRecord, u64) {
+    let config = &shared.config;
+    let b = body(
+        config,
+        &conv.system,
+        &conv.messages,
+        Some(&conv.tools),
+        config.output_limit,
+    );
+    let estimate = (b.to_string().len() / compaction::CHARS_PER_TOKEN) as u64;
+    let kind = conv.kind;
+    let title = (kind == CallKind::Agent && !st.titled).then(|| {
+        st.titled = true;
+        let first = conv
+            .messages
+            .iter()
+            .find(|m| m["role"] == "user")
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or("");
+        title_body(config, first)
+    });
+    let (seed_a, seed_b) = (st.rng.gen(), st.rng.gen());
+    let who = Caller {
+        user: st.user,
+        key: st.key.as_ref(),
+        session: &conv.id,
+        parent: conv.parent.as_deref(),
+        task: acc.index,
+    };
+    let (outcome, record) = match title {
+        Some(tb) => {
+            let (step_call, title_call) = tokio::join!(
+                call_model(shared, &who, kind, b, seed_a),
+                call_model(shared, &who, CallKind::Title, tb, seed_b)
+            );
+            acc.add(&title_call.1);
+            step_call
+        }
+        None => call_model(shared, &who, kind, b, seed_a).await,
+    };
+    acc.add(&record);
+    (outcome, record, estimate)
+}
+
+/// Runs an answer's tool calls in order, each result appended to the
+/// conversation. `None`: the run's drain limit cut a subagent off.
+async fn run_tool_calls(
+    shared: &Shared,
+    st: &mut Student,
+    conv: &mut Conversation,
+    acc: &mut TaskAcc,
+    calls: Vec<(String, String, String)>,
+) -> Option<()> {
+    for (id, name, args) in calls {
+        let result = run_tool(shared, st, conv, acc, &name, &args).await?;
+        acc.tool_calls += 1;
+        acc.tool_errors += usize::from(result.is_error);
+        if !result.elapsed.is_zero() {
+            shared.clock.sleep(result.elapsed).await;
+        }
+        conv.messages
+            .push(json!({"role": "tool", "tool_call_id": id, "content": result.content}));
+    }
+    Some(())
 }
 
 /// Runs one tool call; a `task` runs a subagent. `None`: the run's drain

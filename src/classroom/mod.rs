@@ -32,6 +32,7 @@ mod shell_files;
 pub mod status;
 pub mod summary;
 pub mod tools;
+mod tools_search;
 pub mod workspace;
 
 pub use calls::{retry_delay, MAX_RETRIES};

@@ -27,71 +27,96 @@ pub fn file_command(
         "false" => (String::new(), 1),
         "pwd" => (format!("{}\n", Workspace::absolute(cwd)), 0),
         "echo" => (format!("{}\n", args.join(" ")), 0),
-        "cd" => match ws.resolve_from(cwd, operands.first().copied().unwrap_or("")) {
-            Ok(p) if ws.is_dir(&p) => {
-                *cwd = p;
-                (String::new(), 0)
-            }
-            _ => (
-                format!("bash: cd: {}: No such file or directory\n", args.join(" ")),
-                1,
-            ),
-        },
+        "cd" => cd(ws, cwd, &args, &operands),
         "ls" => ls(ws, cwd, &operands),
         "cat" => read_each(ws, cwd, "cat", &operands, stdin, |t| t.to_string()),
-        "head" | "tail" => {
-            let n = count_flag(&args).unwrap_or(10);
-            let files: Vec<&str> = operands
-                .iter()
-                .copied()
-                .filter(|o| o.parse::<usize>().is_err())
-                .collect();
-            let tail = cmd == "tail";
-            read_each(ws, cwd, cmd, &files, stdin, |t| {
-                let lines: Vec<&str> = t.lines().collect();
-                let pick = if tail {
-                    &lines[lines.len().saturating_sub(n)..]
-                } else {
-                    &lines[..n.min(lines.len())]
-                };
-                pick.iter().map(|l| format!("{l}\n")).collect()
-            })
-        }
-        "wc" => read_each(ws, cwd, "wc", &operands, stdin, |t| {
-            if args.contains(&"-l") {
-                format!("{}\n", t.lines().count())
-            } else {
-                format!(
-                    "{} {} {}\n",
-                    t.lines().count(),
-                    t.split_whitespace().count(),
-                    t.len()
-                )
-            }
-        }),
+        "head" | "tail" => head_tail(ws, cwd, cmd, &args, &operands, stdin),
+        "wc" => wc(ws, cwd, &args, &operands, stdin),
         "grep" | "rg" => grep(ws, cwd, &args, stdin),
         "find" => find(ws, cwd, &args),
         "mkdir" | "touch" | "which" => touch(ws, cwd, cmd, &operands),
-        "rm" => {
-            let mut out = String::new();
-            for o in &operands {
-                if !ws
-                    .resolve_from(cwd, o)
-                    .map(|p| ws.remove(&p))
-                    .unwrap_or(false)
-                {
-                    out.push_str(&format!(
-                        "rm: cannot remove '{o}': No such file or directory\n"
-                    ));
-                }
-            }
-            let code = i32::from(!out.is_empty());
-            (out, code)
-        }
+        "rm" => rm(ws, cwd, &operands),
         "git" => git(&args),
         _ => return (None, 127),
     };
     (Some(text), code)
+}
+
+fn cd(ws: &Workspace, cwd: &mut String, args: &[&str], operands: &[&str]) -> (String, i32) {
+    match ws.resolve_from(cwd, operands.first().copied().unwrap_or("")) {
+        Ok(p) if ws.is_dir(&p) => {
+            *cwd = p;
+            (String::new(), 0)
+        }
+        _ => (
+            format!("bash: cd: {}: No such file or directory\n", args.join(" ")),
+            1,
+        ),
+    }
+}
+
+fn head_tail(
+    ws: &Workspace,
+    cwd: &str,
+    cmd: &str,
+    args: &[&str],
+    operands: &[&str],
+    stdin: Option<&str>,
+) -> (String, i32) {
+    let n = count_flag(args).unwrap_or(10);
+    let files: Vec<&str> = operands
+        .iter()
+        .copied()
+        .filter(|o| o.parse::<usize>().is_err())
+        .collect();
+    let tail = cmd == "tail";
+    read_each(ws, cwd, cmd, &files, stdin, |t| {
+        let lines: Vec<&str> = t.lines().collect();
+        let pick = if tail {
+            &lines[lines.len().saturating_sub(n)..]
+        } else {
+            &lines[..n.min(lines.len())]
+        };
+        pick.iter().map(|l| format!("{l}\n")).collect()
+    })
+}
+
+fn wc(
+    ws: &Workspace,
+    cwd: &str,
+    args: &[&str],
+    operands: &[&str],
+    stdin: Option<&str>,
+) -> (String, i32) {
+    read_each(ws, cwd, "wc", operands, stdin, |t| {
+        if args.contains(&"-l") {
+            format!("{}\n", t.lines().count())
+        } else {
+            format!(
+                "{} {} {}\n",
+                t.lines().count(),
+                t.split_whitespace().count(),
+                t.len()
+            )
+        }
+    })
+}
+
+fn rm(ws: &mut Workspace, cwd: &str, operands: &[&str]) -> (String, i32) {
+    let mut out = String::new();
+    for o in operands {
+        if !ws
+            .resolve_from(cwd, o)
+            .map(|p| ws.remove(&p))
+            .unwrap_or(false)
+        {
+            out.push_str(&format!(
+                "rm: cannot remove '{o}': No such file or directory\n"
+            ));
+        }
+    }
+    let code = i32::from(!out.is_empty());
+    (out, code)
 }
 
 fn count_flag(args: &[&str]) -> Option<usize> {

@@ -163,7 +163,6 @@ impl HttpClient {
         sent_at: f64,
         slot: &mut Option<(u16, StreamMeter)>,
     ) -> CallOutcome {
-        let url = format!("{}{}", self.base_url, request.endpoint.path());
         let body = match serde_json::to_vec(&request.body) {
             Ok(b) => b,
             Err(e) => {
@@ -183,6 +182,18 @@ impl HttpClient {
                 h1::Ended::Streamed => finished(slot, sent_at, now),
             };
         }
+        self.exchange_reqwest(request, body, sent_at, slot).await
+    }
+
+    /// A streaming call through reqwest (every `https://` server).
+    async fn exchange_reqwest(
+        &self,
+        request: &CallRequest,
+        body: Vec<u8>,
+        sent_at: f64,
+        slot: &mut Option<(u16, StreamMeter)>,
+    ) -> CallOutcome {
+        let url = format!("{}{}", self.base_url, request.endpoint.path());
         let mut rb = self
             .http
             .post(url)
@@ -224,6 +235,20 @@ impl HttpClient {
         }
         let (_, meter) = slot.insert((status, StreamMeter::new(sent_at, request.record_gaps)));
         let mut stream = response.bytes_stream();
+        self.read_stream(&mut stream, meter).await;
+        if meter.saw_done() {
+            let drain = async { while let Some(Ok(_)) = stream.next().await {} };
+            let _ = self.clock.timeout(DRAIN_AFTER_DONE, drain).await;
+        }
+        finished(slot, sent_at, self.clock.now_secs())
+    }
+
+    /// Feeds the body to `meter` until it ends, fails or the meter stops.
+    async fn read_stream(
+        &self,
+        stream: &mut (impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin),
+        meter: &mut StreamMeter,
+    ) {
         loop {
             let item = stream.next().await;
             let now = self.clock.now_secs();
@@ -252,11 +277,6 @@ impl HttpClient {
                 }
             }
         }
-        if meter.saw_done() {
-            let drain = async { while let Some(Ok(_)) = stream.next().await {} };
-            let _ = self.clock.timeout(DRAIN_AFTER_DONE, drain).await;
-        }
-        finished(slot, sent_at, self.clock.now_secs())
     }
 }
 

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 
 use super::cell::{run_cell, CellResult};
-use super::config::{cells, variant_name, PlanConfig};
+use super::config::{cells, variant_name, CellSpec, PlanConfig};
 use super::targets::{
     classify, classroom_targets, judge_cell, Bottleneck, Check, ClassroomTargets, TargetList,
 };
@@ -101,7 +101,59 @@ pub fn run_plan(
         .map(|p| classroom_targets(&p.name, &p.targets))
         .collect::<Result<Vec<_>, _>>()?;
     let specs = cells(config, &profiles);
-    let profile_of = |name: &str| profiles.iter().position(|p| p.name == name).unwrap_or(0);
+    let results = run_cells(config, &profiles, &specs, on_cell)?;
+    let judged: Vec<JudgedCell> = results
+        .into_iter()
+        .map(|result| {
+            let t = &targets[profile_index(&profiles, &result.spec.profile)];
+            let checks = judge_cell(t, &result);
+            let meets_targets = checks.iter().all(|c| c.met);
+            JudgedCell {
+                result,
+                checks,
+                meets_targets,
+            }
+        })
+        .collect();
+    let verdicts = verdicts(&judged, &profiles, &targets);
+    Ok(PlanResults {
+        kind: PLAN_KIND.into(),
+        schema_version: PLAN_SCHEMA_VERSION,
+        parameters: parameters(config),
+        cells: judged,
+        verdicts,
+    })
+}
+
+/// The index of the profile named `name` (the first when none is).
+fn profile_index(profiles: &[Profile], name: &str) -> usize {
+    profiles.iter().position(|p| p.name == name).unwrap_or(0)
+}
+
+/// What `config` asks for, as `plan.json` records it.
+fn parameters(config: &PlanConfig) -> PlanParameters {
+    let mut users = config.users.clone();
+    users.sort_unstable();
+    users.dedup();
+    PlanParameters {
+        users,
+        profiles: config.profiles.clone(),
+        max_num_seqs: config.max_num_seqs.clone(),
+        scenario: config.scenario.name().into(),
+        duration_s: config.duration.as_secs_f64(),
+        ramp_up_s: config.ramp_up().as_secs_f64(),
+        seed: config.seed,
+    }
+}
+
+/// Simulates every cell over `config.jobs` threads; the results come back
+/// in the order of `specs`. The first failure stops the others starting.
+fn run_cells(
+    config: &PlanConfig,
+    profiles: &[Profile],
+    specs: &[CellSpec],
+    on_cell: &(dyn Fn(&CellResult) + Sync),
+) -> Result<Vec<CellResult>, Error> {
     // Largest classes first: they take longest, so the threads finish together.
     let mut order: Vec<usize> = (0..specs.len()).collect();
     order.sort_by_key(|i| std::cmp::Reverse(specs[*i].users));
@@ -116,7 +168,11 @@ pub fn run_plan(
         }
         let i = order[k];
         let spec = &specs[i];
-        let result = run_cell(spec, &profiles[profile_of(&spec.profile)], config);
+        let result = run_cell(
+            spec,
+            &profiles[profile_index(profiles, &spec.profile)],
+            config,
+        );
         match &result {
             Ok(r) => on_cell(r),
             Err(_) => failed.store(true, Ordering::Relaxed),
@@ -145,46 +201,13 @@ pub fn run_plan(
     let slots = slots
         .into_inner()
         .map_err(|_| Error::Failed("plan results were lost".into()))?;
-    let mut results = Vec::with_capacity(specs.len());
-    for slot in slots {
-        match slot {
-            Some(Ok(r)) => results.push(r),
-            Some(Err(e)) => return Err(e),
-            None => return Err(Error::Failed("a plan cell did not run".into())),
-        }
-    }
-    let judged: Vec<JudgedCell> = results
+    slots
         .into_iter()
-        .map(|result| {
-            let t = &targets[profile_of(&result.spec.profile)];
-            let checks = judge_cell(t, &result);
-            let meets_targets = checks.iter().all(|c| c.met);
-            JudgedCell {
-                result,
-                checks,
-                meets_targets,
-            }
+        .map(|slot| match slot {
+            Some(r) => r,
+            None => Err(Error::Failed("a plan cell did not run".into())),
         })
-        .collect();
-    let verdicts = verdicts(&judged, &profiles, &targets);
-    let mut users = config.users.clone();
-    users.sort_unstable();
-    users.dedup();
-    Ok(PlanResults {
-        kind: PLAN_KIND.into(),
-        schema_version: PLAN_SCHEMA_VERSION,
-        parameters: PlanParameters {
-            users,
-            profiles: config.profiles.clone(),
-            max_num_seqs: config.max_num_seqs.clone(),
-            scenario: config.scenario.name().into(),
-            duration_s: config.duration.as_secs_f64(),
-            ramp_up_s: config.ramp_up().as_secs_f64(),
-            seed: config.seed,
-        },
-        cells: judged,
-        verdicts,
-    })
+        .collect()
 }
 
 /// The answer per server variant, from judged cells (plain function).

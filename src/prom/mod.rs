@@ -8,17 +8,17 @@
 //!   reset-aware counter increases, hit rate over a window), interval rates,
 //!   reading `server-timeline.jsonl` back and aligning it by UTC.
 //! - [`sampler`]: [`Scraper`] (HTTP) and the background [`Sampler`].
-//! - [`command`]: the logic of `codendum metrics`.
+//! - [`render`]: the table and `--watch` line of `codendum metrics` (the
+//!   command itself is [`crate::app::metrics`]).
 
-pub mod command;
 pub mod latency;
 mod lex;
 pub mod parse;
+pub mod render;
 pub mod sampler;
 pub mod snapshot;
 pub mod window;
 
-pub use command::{run_metrics, MetricsOptions};
 pub use latency::{Histogram, LatencyHistograms, Phase};
 pub use parse::{parse, Exposition, LineProblem, MetricType, ParseError, Sample};
 pub use sampler::{sample_once, Sampler, SamplerHandle, ScrapeError, Scraper};

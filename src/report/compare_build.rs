@@ -46,73 +46,12 @@ impl Comparison {
         let labels = labels_or_default(runs.iter().map(|(l, _)| l.clone()).collect());
         let infos: Vec<_> = runs.iter().map(|(_, r)| r.run.clone()).collect();
         let (differences, same) = Comparison::provenance_fields(&infos);
-        let mut keys: Vec<(String, u32)> = Vec::new();
-        for (_, r) in runs {
-            for l in &r.levels {
-                let key = (l.shape.clone(), l.concurrency);
-                if !keys.contains(&key) {
-                    keys.push(key);
-                }
-            }
-        }
+        let keys = level_keys(runs);
         let sections = keys
             .iter()
-            .map(|(shape, conc)| {
-                let rows: Vec<Option<&LevelRow>> = runs
-                    .iter()
-                    .map(|(_, r)| {
-                        r.levels
-                            .iter()
-                            .find(|l| &l.shape == shape && l.concurrency == *conc)
-                    })
-                    .collect();
-                ComparisonSection {
-                    title: format!("{} prompts, {conc} concurrent", upper_first(shape)),
-                    figures: LEVEL_FIGURES
-                        .iter()
-                        .map(|(name, unit, better, get)| {
-                            let values = rows.iter().map(|row| row.and_then(get)).collect();
-                            ComparedFigure::new(name, *unit, *better, values)
-                        })
-                        .collect(),
-                }
-            })
+            .map(|(shape, conc)| level_section(runs, shape, *conc))
             .collect();
-        let mut shapes: Vec<String> = Vec::new();
-        for (shape, _) in &keys {
-            if !shapes.contains(shape) {
-                shapes.push(shape.clone());
-            }
-        }
-        let mut charts = Vec::new();
-        for shape in &shapes {
-            let overlay = |get: fn(&LevelRow) -> Option<f64>| -> Vec<Series> {
-                runs.iter()
-                    .zip(&labels)
-                    .map(|((_, r), label)| {
-                        Series::new(label.as_str(), by_concurrency(&r.levels, shape, get))
-                    })
-                    .collect()
-            };
-            charts.push(Chart::Line(LineChart::new(
-                format!("Output tokens per second, {shape} prompts"),
-                concurrency_axis(),
-                AxisTitle::new("Output", "tok/s"),
-                overlay(|l| Some(l.output_tok_per_s)),
-            )));
-            charts.push(Chart::Line(LineChart::new(
-                format!("TTFT P95, {shape} prompts"),
-                concurrency_axis(),
-                AxisTitle::new("TTFT P95", "s"),
-                overlay(|l| l.ttft_p95_s),
-            )));
-            charts.push(Chart::Line(LineChart::new(
-                format!("E2E latency P95, {shape} prompts"),
-                concurrency_axis(),
-                AxisTitle::new("E2E P95", "s"),
-                overlay(|l| l.e2e_p95_s),
-            )));
-        }
+        let charts = bench_charts(runs, &labels, &keys);
         Ok(Comparison {
             kind: RunKind::Bench,
             labels,
@@ -210,6 +149,87 @@ type ClassroomFigure = (
     Better,
     fn(&ClassroomFigures) -> Option<f64>,
 );
+
+/// Every (shape, concurrency) level of the runs, in the order first met.
+fn level_keys(runs: &[(String, &BenchReport)]) -> Vec<(String, u32)> {
+    let mut keys: Vec<(String, u32)> = Vec::new();
+    for (_, r) in runs {
+        for l in &r.levels {
+            let key = (l.shape.clone(), l.concurrency);
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+    }
+    keys
+}
+
+/// One level's figures across the runs.
+fn level_section(runs: &[(String, &BenchReport)], shape: &str, conc: u32) -> ComparisonSection {
+    let rows: Vec<Option<&LevelRow>> = runs
+        .iter()
+        .map(|(_, r)| {
+            r.levels
+                .iter()
+                .find(|l| l.shape == shape && l.concurrency == conc)
+        })
+        .collect();
+    ComparisonSection {
+        title: format!("{} prompts, {conc} concurrent", upper_first(shape)),
+        figures: LEVEL_FIGURES
+            .iter()
+            .map(|(name, unit, better, get)| {
+                let values = rows.iter().map(|row| row.and_then(get)).collect();
+                ComparedFigure::new(name, *unit, *better, values)
+            })
+            .collect(),
+    }
+}
+
+/// Per shape, output tokens/s, TTFT P95 and E2E P95 over concurrency, one
+/// series per run.
+fn bench_charts(
+    runs: &[(String, &BenchReport)],
+    labels: &[String],
+    keys: &[(String, u32)],
+) -> Vec<Chart> {
+    let mut shapes: Vec<String> = Vec::new();
+    for (shape, _) in keys {
+        if !shapes.contains(shape) {
+            shapes.push(shape.clone());
+        }
+    }
+    let mut charts = Vec::new();
+    for shape in &shapes {
+        let overlay = |get: fn(&LevelRow) -> Option<f64>| -> Vec<Series> {
+            runs.iter()
+                .zip(labels)
+                .map(|((_, r), label)| {
+                    Series::new(label.as_str(), by_concurrency(&r.levels, shape, get))
+                })
+                .collect()
+        };
+        charts.push(Chart::Line(LineChart::new(
+            format!("Output tokens per second, {shape} prompts"),
+            concurrency_axis(),
+            AxisTitle::new("Output", "tok/s"),
+            overlay(|l| Some(l.output_tok_per_s)),
+        )));
+        charts.push(Chart::Line(LineChart::new(
+            format!("TTFT P95, {shape} prompts"),
+            concurrency_axis(),
+            AxisTitle::new("TTFT P95", "s"),
+            overlay(|l| l.ttft_p95_s),
+        )));
+        charts.push(Chart::Line(LineChart::new(
+            format!("E2E latency P95, {shape} prompts"),
+            concurrency_axis(),
+            AxisTitle::new("E2E P95", "s"),
+            overlay(|l| l.e2e_p95_s),
+        )));
+    }
+    charts
+}
 
 /// The classroom figures in seed.md's table order.
 pub(crate) fn classroom_figure_list() -> Vec<ClassroomFigure> {

@@ -1,6 +1,6 @@
 //! The content of compare.md / compare.html.
 
-use super::compare::{lower_first, Comparison, RunKind};
+use super::compare::{lower_first, ComparedFigure, Comparison, Difference, RunKind};
 use super::doc::{title_date, Block, Doc};
 use super::format::{fixed, MISSING};
 
@@ -12,6 +12,23 @@ pub(crate) fn compare_doc(c: &Comparison) -> Doc {
     };
     let mut doc = Doc::new(format!("{what} – {}", c.heading()));
     doc.heading("Runs");
+    runs_table(&mut doc, c);
+    doc.paragraph(provenance_summary(c));
+    figure_sections(&mut doc, c);
+    if !c.charts.is_empty() {
+        let mut blocks = vec![
+            Block::Heading(2, "Charts".to_string()),
+            Block::Paragraph("One series per run.".to_string()),
+        ];
+        blocks.extend(c.charts.iter().map(|ch| Block::Chart(Box::new(ch.clone()))));
+        doc.blocks.push(Block::HtmlOnly(blocks));
+    }
+    doc
+}
+
+/// The runs side by side: the fields that differ, those that are the same,
+/// the start and whether each was interrupted.
+fn runs_table(doc: &mut Doc, c: &Comparison) {
     let mut header = vec!["Field"];
     header.extend(c.labels.iter().map(String::as_str));
     let mut rows: Vec<Vec<String>> = c
@@ -36,7 +53,12 @@ pub(crate) fn compare_doc(c: &Comparison) -> Doc {
     rows.push(interrupted);
     let text_only = header.len();
     doc.table(&header, rows, text_only);
-    let names = |ds: &[super::compare::Difference]| {
+}
+
+/// What differs between the runs, what is the same, and what changes are
+/// relative to.
+fn provenance_summary(c: &Comparison) -> String {
+    let names = |ds: &[Difference]| {
         ds.iter()
             .map(|d| lower_first(&d.field))
             .collect::<Vec<_>>()
@@ -59,7 +81,12 @@ pub(crate) fn compare_doc(c: &Comparison) -> Doc {
     summary.push_str(&format!(
         " Changes are relative to {base}; \"same\" means a change under 0.5 %."
     ));
-    doc.paragraph(summary);
+    summary
+}
+
+/// One table per section: each figure's values and, for every run after
+/// the first, its change and what that change is.
+fn figure_sections(doc: &mut Doc, c: &Comparison) {
     let mut header: Vec<String> = vec!["Figure".to_string()];
     header.extend(c.labels.iter().cloned());
     for label in c.labels.iter().skip(1) {
@@ -72,49 +99,43 @@ pub(crate) fn compare_doc(c: &Comparison) -> Doc {
         let rows = section
             .figures
             .iter()
-            .map(|f| {
-                let mut row = vec![f.name.clone()];
-                row.extend(
-                    f.values
-                        .iter()
-                        .map(|v| v.map_or_else(|| MISSING.to_string(), |v| f.unit.show(v))),
-                );
-                for run in 1..c.labels.len() {
-                    match f.change(run) {
-                        Some(ch) => {
-                            let pct = ch.percent.map(|p| {
-                                let sign = if p > 0.0 && fixed(p, 1) != "0.0" {
-                                    "+"
-                                } else {
-                                    ""
-                                };
-                                format!(" ({sign}{} %)", fixed(p, 1))
-                            });
-                            row.push(format!(
-                                "{}{}",
-                                f.unit.show_delta(ch.delta),
-                                pct.unwrap_or_default()
-                            ));
-                            row.push(ch.assessment.word().to_string());
-                        }
-                        None => {
-                            row.push(MISSING.to_string());
-                            row.push(MISSING.to_string());
-                        }
-                    }
-                }
-                row
-            })
+            .map(|f| figure_row(f, c.labels.len()))
             .collect();
         doc.table(&header_refs, rows, 1);
     }
-    if !c.charts.is_empty() {
-        let mut blocks = vec![
-            Block::Heading(2, "Charts".to_string()),
-            Block::Paragraph("One series per run.".to_string()),
-        ];
-        blocks.extend(c.charts.iter().map(|ch| Block::Chart(Box::new(ch.clone()))));
-        doc.blocks.push(Block::HtmlOnly(blocks));
+}
+
+/// One figure's row over `runs` runs.
+fn figure_row(f: &ComparedFigure, runs: usize) -> Vec<String> {
+    let mut row = vec![f.name.clone()];
+    row.extend(
+        f.values
+            .iter()
+            .map(|v| v.map_or_else(|| MISSING.to_string(), |v| f.unit.show(v))),
+    );
+    for run in 1..runs {
+        match f.change(run) {
+            Some(ch) => {
+                let pct = ch.percent.map(|p| {
+                    let sign = if p > 0.0 && fixed(p, 1) != "0.0" {
+                        "+"
+                    } else {
+                        ""
+                    };
+                    format!(" ({sign}{} %)", fixed(p, 1))
+                });
+                row.push(format!(
+                    "{}{}",
+                    f.unit.show_delta(ch.delta),
+                    pct.unwrap_or_default()
+                ));
+                row.push(ch.assessment.word().to_string());
+            }
+            None => {
+                row.push(MISSING.to_string());
+                row.push(MISSING.to_string());
+            }
+        }
     }
-    doc
+    row
 }

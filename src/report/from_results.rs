@@ -130,6 +130,31 @@ pub fn classroom_report(
     requests: &[CallRecord],
     tasks: &[TaskRecord],
 ) -> ClassroomReport {
+    let figures = classroom_figures(s, requests);
+    let parameters = classroom_parameters(s);
+    ClassroomReport {
+        run: run_info(&s.header, &s.provenance, &s.server),
+        parameters,
+        figures,
+        ttft_s: requests.iter().filter_map(|r| r.ttft_s).collect(),
+        user_output_tok_per_s: speed_per_user(requests),
+        coding_request_s: tasks
+            .iter()
+            .filter(|t| {
+                matches!(
+                    t.outcome,
+                    crate::results::classroom_records::TaskOutcome::Completed
+                )
+            })
+            .map(|t| t.end - t.start)
+            .collect(),
+        timeline: points(timeline),
+        verdicts: Vec::<Verdict>::new(),
+    }
+}
+
+/// The headline figures of a classroom run.
+fn classroom_figures(s: &ClassroomRunSummary, requests: &[CallRecord]) -> ClassroomFigures {
     let m = &s.summary;
     let p = &s.parameters;
     let server_errors = m
@@ -138,7 +163,7 @@ pub fn classroom_report(
         .filter(|(k, _)| matches!(k.as_str(), "http_503" | "http_5xx"))
         .map(|(_, n)| *n)
         .sum();
-    let figures = ClassroomFigures {
+    ClassroomFigures {
         users: p.users,
         requests: m.requests,
         request_errors: m.errors,
@@ -170,8 +195,13 @@ pub fn classroom_report(
             .iter()
             .filter(|r| r.error_kind.is_none() && r.token_source == TokenSource::Client)
             .count() as u64,
-    };
-    let parameters = vec![
+    }
+}
+
+/// The parameters a classroom report states.
+fn classroom_parameters(s: &ClassroomRunSummary) -> Vec<Parameter> {
+    let p = &s.parameters;
+    vec![
         param("users", p.users),
         param("scenario", &p.scenario),
         param("duration", format!("{} s", p.duration_s)),
@@ -187,26 +217,7 @@ pub fn classroom_report(
         param("clock scale", p.clock_scale),
         param("seed", p.seed),
         param("server figures from", &s.server_figures_source),
-    ];
-    ClassroomReport {
-        run: run_info(&s.header, &s.provenance, &s.server),
-        parameters,
-        figures,
-        ttft_s: requests.iter().filter_map(|r| r.ttft_s).collect(),
-        user_output_tok_per_s: speed_per_user(requests),
-        coding_request_s: tasks
-            .iter()
-            .filter(|t| {
-                matches!(
-                    t.outcome,
-                    crate::results::classroom_records::TaskOutcome::Completed
-                )
-            })
-            .map(|t| t.end - t.start)
-            .collect(),
-        timeline: points(timeline),
-        verdicts: Vec::<Verdict>::new(),
-    }
+    ]
 }
 
 /// Output speed of each student, tokens/s: the student's output tokens over

@@ -46,6 +46,44 @@ pub fn bench_summary_from_requests(folder: &Path) -> Result<BenchSummary, String
             results::REQUESTS_JSONL
         ));
     }
+    let (order, levels, run_end) = rebuilt_levels(records);
+    let started_utc = folder_start(folder);
+    let finished_utc =
+        started_utc + chrono::Duration::milliseconds((run_end.clamp(0.0, 1.0e9) * 1000.0) as i64);
+    Ok(BenchSummary {
+        header: RunHeader {
+            schema_version: results::BENCH_SCHEMA_VERSION,
+            kind: results::BENCH_KIND.to_string(),
+            run_id: folder
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            started_utc,
+            finished_utc,
+            interrupted: true,
+        },
+        parameters: rebuilt_parameters(&order, &levels),
+        server: ServerDescription {
+            url: UNKNOWN.to_string(),
+            model: UNKNOWN.to_string(),
+            server_version: None,
+            metrics: folder.join(results::SERVER_TIMELINE_JSONL).is_file(),
+        },
+        provenance: Provenance::default(),
+        prompt_sizing: PromptSizing {
+            method: SizingMethod::Estimate,
+            shapes: Vec::new(),
+        },
+        levels,
+        skipped_shapes: Vec::new(),
+    })
+}
+
+/// Groups the records by level (shape, concurrency) in the order each
+/// level's first request finished and summarises each; the last is marked
+/// interrupted. Returns the order, the levels and the end of the last
+/// request (seconds into the run).
+fn rebuilt_levels(records: Vec<RequestRecord>) -> (Vec<(String, u32)>, Vec<LevelSummary>, f64) {
     let mut order: Vec<(String, u32)> = Vec::new();
     let mut groups: BTreeMap<(String, u32), Vec<RequestRecord>> = BTreeMap::new();
     for r in records {
@@ -87,12 +125,15 @@ pub fn bench_summary_from_requests(folder: &Path) -> Result<BenchSummary, String
         };
         levels.push(summarize_level(frame, records, None));
     }
-    let started_utc = folder_start(folder);
-    let finished_utc =
-        started_utc + chrono::Duration::milliseconds((run_end.clamp(0.0, 1.0e9) * 1000.0) as i64);
+    (order, levels, run_end)
+}
+
+/// The parameters the records show: the levels and shapes reached and the
+/// largest mean output; the rest left at its defaults.
+fn rebuilt_parameters(order: &[(String, u32)], levels: &[LevelSummary]) -> BenchParameters {
     let mut concurrency: Vec<u32> = Vec::new();
     let mut shapes: Vec<String> = Vec::new();
-    for (shape, n) in &order {
+    for (shape, n) in order {
         if !concurrency.contains(n) {
             concurrency.push(*n);
         }
@@ -106,47 +147,21 @@ pub fn bench_summary_from_requests(folder: &Path) -> Result<BenchSummary, String
         .fold(0.0f64, f64::max)
         .round()
         .clamp(0.0, f64::from(u32::MAX)) as u32;
-    Ok(BenchSummary {
-        header: RunHeader {
-            schema_version: results::BENCH_SCHEMA_VERSION,
-            kind: results::BENCH_KIND.to_string(),
-            run_id: folder
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            started_utc,
-            finished_utc,
-            interrupted: true,
-        },
-        parameters: BenchParameters {
-            concurrency,
-            shapes,
-            output_tokens,
-            requests_per_level: None,
-            requests_by_concurrency: BTreeMap::new(),
-            level_duration_s: None,
-            endpoint: Endpoint::Chat,
-            seed: 0,
-            allow_busy: false,
-            yes: false,
-            timeout_s: 0.0,
-            cancel_grace_s: 0.0,
-            clock_scale: 1.0,
-        },
-        server: ServerDescription {
-            url: UNKNOWN.to_string(),
-            model: UNKNOWN.to_string(),
-            server_version: None,
-            metrics: folder.join(results::SERVER_TIMELINE_JSONL).is_file(),
-        },
-        provenance: Provenance::default(),
-        prompt_sizing: PromptSizing {
-            method: SizingMethod::Estimate,
-            shapes: Vec::new(),
-        },
-        levels,
-        skipped_shapes: Vec::new(),
-    })
+    BenchParameters {
+        concurrency,
+        shapes,
+        output_tokens,
+        requests_per_level: None,
+        requests_by_concurrency: BTreeMap::new(),
+        level_duration_s: None,
+        endpoint: Endpoint::Chat,
+        seed: 0,
+        allow_busy: false,
+        yes: false,
+        timeout_s: 0.0,
+        cancel_grace_s: 0.0,
+        clock_scale: 1.0,
+    }
 }
 
 /// The parameters a report can state for a rebuilt summary: only what the

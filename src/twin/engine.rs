@@ -264,26 +264,8 @@ impl Engine {
         // A request alone must never outgrow the whole cache: cap its output.
         let room = u32::try_from(kv_tokens - u64::from(prompt_len)).unwrap_or(u32::MAX);
         let max_tokens = r.max_tokens.min(room);
-        let bs = bs as usize;
-        let mut hashes = Vec::with_capacity(r.prompt.len() / bs + 1);
-        let mut parent = 0;
-        let chunks = r.prompt.chunks_exact(bs);
-        let tail = chunks.remainder().to_vec();
-        for c in chunks {
-            parent = block_hash(parent, c);
-            hashes.push(parent);
-        }
-        let floor = r.min_tokens.min(max_tokens);
-        let (target_len, end_reason) = if r.ignore_eos {
-            (max_tokens, FinishReason::Length)
-        } else {
-            let want = r.natural_len.max(floor).max(1);
-            if want >= max_tokens {
-                (max_tokens, FinishReason::Length)
-            } else {
-                (want, FinishReason::Stop)
-            }
-        };
+        let (hashes, tail) = prompt_blocks(&r.prompt, bs as usize);
+        let (target_len, end_reason) = planned_end(&r, max_tokens);
         let req = Req {
             id: r.id,
             prompt_len,
@@ -307,6 +289,13 @@ impl Engine {
             cached_at_first: 0,
             done: false,
         };
+        self.push_waiting(req);
+        Ok(())
+    }
+
+    /// Puts a new request in a free slab slot and at the back of the queue.
+    fn push_waiting(&mut self, req: Req) {
+        let id = req.id;
         let slot = match self.free_slots.pop() {
             Some(s) => {
                 self.slab[s] = Some(req);
@@ -317,10 +306,9 @@ impl Engine {
                 self.slab.len() - 1
             }
         };
-        self.index.insert(r.id, slot);
+        self.index.insert(id, slot);
         self.waiting.push_back(slot);
         self.stats.waiting = self.waiting.len();
-        Ok(())
     }
 
     /// Drops a request (client gone): frees its blocks and counts an abort.
@@ -370,6 +358,35 @@ impl Engine {
         self.waiting.push_front(slot);
         self.stats.preemptions += 1;
         Some(id)
+    }
+}
+
+/// The chained hashes of a prompt's full blocks of `bs` tokens (prefix-cache
+/// keys) and the tokens of its last, partial block.
+fn prompt_blocks(prompt: &[u32], bs: usize) -> (Vec<u64>, Vec<u32>) {
+    let mut hashes = Vec::with_capacity(prompt.len() / bs + 1);
+    let mut parent = 0;
+    let chunks = prompt.chunks_exact(bs);
+    let tail = chunks.remainder().to_vec();
+    for c in chunks {
+        parent = block_hash(parent, c);
+        hashes.push(parent);
+    }
+    (hashes, tail)
+}
+
+/// How long a request's answer will be and why it ends, given its output cap.
+fn planned_end(r: &EngineRequest, max_tokens: u32) -> (u32, FinishReason) {
+    let floor = r.min_tokens.min(max_tokens);
+    if r.ignore_eos {
+        (max_tokens, FinishReason::Length)
+    } else {
+        let want = r.natural_len.max(floor).max(1);
+        if want >= max_tokens {
+            (max_tokens, FinishReason::Length)
+        } else {
+            (want, FinishReason::Stop)
+        }
     }
 }
 

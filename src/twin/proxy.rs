@@ -17,18 +17,12 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::path::Path;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::body::{Body, BodyDataStream, Bytes};
-use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
-use futures::Stream;
 use serde_json::json;
 
 use crate::clock::Clock;
@@ -39,8 +33,9 @@ use crate::target::{read_api_keys, Secret};
 const WINDOW: Duration = Duration::from_secs(60);
 /// `Retry-After` for in-flight limits, seconds.
 const IN_FLIGHT_RETRY_AFTER_SECS: u64 = 1;
-/// The largest `/metrics` body the layer reads to append its counters, bytes.
-const METRICS_BODY_LIMIT: usize = 16 * 1024 * 1024;
+
+#[path = "proxy_layer.rs"]
+mod layer;
 
 /// The proxy's keys and limits (`None` = no limit).
 #[derive(Debug, Clone, Default)]
@@ -369,68 +364,9 @@ impl ProxyState {
     where
         S: Clone + Send + Sync + 'static,
     {
-        router.layer(axum::middleware::from_fn_with_state(self.clone(), proxy))
-    }
-}
-
-async fn proxy(State(state): State<ProxyState>, request: Request, next: Next) -> Response {
-    let path = request.uri().path().to_string();
-    if path == "/metrics" {
-        let response = next.run(request).await;
-        return append_metrics(&state, response).await;
-    }
-    if path != "/v1" && !path.starts_with("/v1/") {
-        return next.run(request).await;
-    }
-    let auth = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok());
-    let permit = match state.admit(auth) {
-        Ok(p) => p,
-        Err(rejection) => return rejection.into_response(),
-    };
-    let response = next.run(request).await;
-    let (parts, body) = response.into_parts();
-    let guarded = Guarded {
-        inner: body.into_data_stream(),
-        permit: Some(permit),
-    };
-    Response::from_parts(parts, Body::from_stream(guarded))
-}
-
-async fn append_metrics(state: &ProxyState, response: Response) -> Response {
-    if !response.status().is_success() {
-        return response;
-    }
-    let (mut parts, body) = response.into_parts();
-    let mut text = match axum::body::to_bytes(body, METRICS_BODY_LIMIT).await {
-        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
-        Err(_) => return StatusCode::BAD_GATEWAY.into_response(),
-    };
-    if !text.is_empty() && !text.ends_with('\n') {
-        text.push('\n');
-    }
-    text.push_str(&state.render_metrics());
-    parts.headers.remove(header::CONTENT_LENGTH);
-    Response::from_parts(parts, Body::from(text))
-}
-
-/// A response body that holds the request's [`Permit`] until the body ends
-/// (or is dropped because the client went away).
-struct Guarded {
-    inner: BodyDataStream,
-    permit: Option<Permit>,
-}
-
-impl Stream for Guarded {
-    type Item = Result<Bytes, axum::Error>;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let polled = Pin::new(&mut self.inner).poll_next(cx);
-        if matches!(polled, Poll::Ready(None) | Poll::Ready(Some(Err(_)))) {
-            self.permit = None;
-        }
-        polled
+        router.layer(axum::middleware::from_fn_with_state(
+            self.clone(),
+            layer::proxy,
+        ))
     }
 }

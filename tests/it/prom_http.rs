@@ -3,9 +3,10 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use codendum::app::metrics::{run_metrics, MetricsOptions};
 use codendum::clock::Clock;
 use codendum::error::Error;
-use codendum::prom::{parse_timeline, run_metrics, MetricsOptions, Sampler, ScrapeError, Scraper};
+use codendum::prom::{parse_timeline, Sampler, ScrapeError, Scraper};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 

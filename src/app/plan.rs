@@ -1,0 +1,40 @@
+//! `codendum plan` end to end: simulate every cell of the plan on worker
+//! threads (a progress line per cell on stderr), write `plan.md`,
+//! `plan.json` and `plan.html`, print each variant's verdict on stderr and
+//! the path of `plan.md` on stdout.
+
+use std::path::PathBuf;
+
+use crate::error::Error;
+use crate::plan::{CellResult, PlanConfig, PlanResults};
+
+/// Runs the plan (off the async runtime) and writes its folder; returns the
+/// results and the folder.
+pub async fn run(config: PlanConfig) -> Result<(PlanResults, PathBuf), Error> {
+    config.validate()?;
+    let (results, folder) =
+        tokio::task::spawn_blocking(move || crate::plan::plan(&config, &progress_line))
+            .await
+            .map_err(|e| Error::Failed(format!("the plan stopped: {e}")))??;
+    for v in &results.verdicts {
+        eprintln!("{}", v.summary);
+    }
+    eprintln!("Plan in {}", folder.display());
+    println!("{}", folder.join("plan.md").display());
+    Ok((results, folder))
+}
+
+/// One line on stderr as a cell finishes.
+fn progress_line(cell: &CellResult) {
+    eprintln!(
+        "  {} users, {} (max_num_seqs {}): {} tok/s, TTFT P95 {}, coding request P50 {}",
+        cell.spec.users,
+        cell.spec.profile,
+        cell.spec.max_num_seqs,
+        cell.server_output_tok_per_s
+            .map_or("-".into(), |v| format!("{v:.0}")),
+        cell.ttft_p95_s.map_or("-".into(), |v| format!("{v:.1} s")),
+        cell.coding_request_p50_s
+            .map_or("-".into(), |v| format!("{:.1} min", v / 60.0)),
+    );
+}

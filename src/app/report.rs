@@ -1,0 +1,48 @@
+//! `codendum report` and `codendum compare` end to end: read results
+//! folders, write the report (or comparison) files with
+//! [`crate::report::files`], and print their paths on stdout.
+
+use std::path::PathBuf;
+
+use crate::error::Error;
+use crate::report::files::{write_comparison, write_report};
+
+/// What `codendum report` was asked to do.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportRun {
+    /// The results folder.
+    pub folder: PathBuf,
+    /// A host timeline to use instead of the folder's own.
+    pub server_timeline: Option<PathBuf>,
+}
+
+/// What `codendum compare` was asked to do.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompareRun {
+    /// Two or more results folders; the first is the baseline.
+    pub folders: Vec<PathBuf>,
+    /// Compare even if the workloads differ.
+    pub force: bool,
+    /// Where to write `compare.md` and `compare.html`.
+    pub out: PathBuf,
+}
+
+/// Writes `report.md` and `report.html` and prints their paths.
+pub fn report(run: &ReportRun) -> Result<Vec<PathBuf>, Error> {
+    let paths = write_report(&run.folder, run.server_timeline.as_deref())?;
+    print_paths(&paths);
+    Ok(paths)
+}
+
+/// Writes `compare.md` and `compare.html` and prints their paths.
+pub fn compare(run: &CompareRun) -> Result<Vec<PathBuf>, Error> {
+    let paths = write_comparison(&run.folders, run.force, &run.out)?;
+    print_paths(&paths);
+    Ok(paths)
+}
+
+fn print_paths(paths: &[PathBuf]) {
+    for p in paths {
+        println!("{}", p.display());
+    }
+}

@@ -1,0 +1,112 @@
+//! `codendum serve` end to end: start the embedded twin as an HTTP server
+//! (optionally behind the lab's proxy, with injected faults), say where it
+//! listens, and run until Ctrl-C or SIGTERM.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use crate::error::{ConfigError, Error};
+use crate::target::Secret;
+use crate::twin::faults::FaultPlan;
+use crate::twin::persona::AgentPersona;
+use crate::twin::profile::Profile;
+use crate::twin::proxy::ProxyConfig;
+use crate::twin::{self, TwinOptions};
+
+/// The proxy's limits (`--proxy`); `None` fields are the proxy's defaults.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProxyLimits {
+    /// Requests in flight per key.
+    pub per_key_in_flight: Option<u32>,
+    /// Requests per minute per key.
+    pub per_key_per_minute: Option<u32>,
+    /// Requests in flight over all keys.
+    pub global_in_flight: Option<u32>,
+}
+
+/// What `codendum serve` was asked to run.
+pub struct ServeConfig {
+    /// The server profile the twin runs.
+    pub profile: Profile,
+    /// Speed-up over real time (positive).
+    pub time_scale: f64,
+    /// Accepted API keys (none: any request is accepted).
+    pub keys: Vec<Secret>,
+    /// Put the lab's proxy in front, with these limits (needs keys).
+    pub proxy: Option<ProxyLimits>,
+    /// Where to listen.
+    pub addr: SocketAddr,
+    /// Seed for the twin's text and agent persona.
+    pub seed: u64,
+    /// Faults to inject (already seeded).
+    pub faults: Option<FaultPlan>,
+    /// Becomes `true` on Ctrl-C / SIGTERM: the normal end.
+    pub stop: watch::Receiver<bool>,
+}
+
+impl ServeConfig {
+    /// Checks the speed-up and that a proxy has keys to check.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if !(self.time_scale.is_finite() && self.time_scale > 0.0) {
+            return Err(ConfigError::invalid(
+                "--time-scale",
+                "must be a positive number",
+            ));
+        }
+        if self.proxy.is_some() && self.keys.is_empty() {
+            return Err(ConfigError::invalid(
+                "--proxy",
+                "needs --api-keys-file or --api-key",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Serves until stopped; streams still open get 5 s to finish.
+pub async fn run(config: ServeConfig) -> Result<(), Error> {
+    config.validate()?;
+    let ServeConfig {
+        profile,
+        time_scale,
+        keys,
+        proxy,
+        addr,
+        seed,
+        faults,
+        mut stop,
+    } = config;
+    let profile_name = profile.name.clone();
+    let mut opts = TwinOptions::new(profile);
+    opts.clock = crate::clock::Clock::scaled(time_scale);
+    opts.responder = Arc::new(AgentPersona::new(seed));
+    opts.seed = seed;
+    match proxy {
+        Some(limits) => {
+            opts.proxy = Some(ProxyConfig {
+                keys,
+                per_key_in_flight: limits.per_key_in_flight,
+                per_key_per_minute: limits.per_key_per_minute,
+                global_in_flight: limits.global_in_flight,
+            });
+        }
+        None => opts.api_keys = keys,
+    }
+    opts.faults = faults.map(Arc::new);
+    let handle = twin::start(opts, addr)
+        .await
+        .map_err(|e| Error::Failed(e.to_string()))?;
+    eprintln!(
+        "codendum serve: twin of vLLM {} on a GB10, profile {profile_name}, {}x real time, listening on {} (Ctrl-C stops)",
+        twin::vllm_series(),
+        time_scale,
+        handle.base_url()
+    );
+    let _ = stop.wait_for(|s| *s).await;
+    // Streams still open get the grace; then the twin is dropped.
+    let _ = tokio::time::timeout(Duration::from_secs(5), handle.shutdown()).await;
+    Ok(())
+}

@@ -1,0 +1,103 @@
+//! Tests of [`super`] (kept beside it to keep that file short).
+
+use std::collections::{BTreeMap, HashSet};
+
+use super::*;
+use crate::results::{ErrorGroup, LevelEnd, SUMMARY_CSV_COLUMNS};
+
+fn full_level() -> LevelSummary {
+    LevelSummary {
+        shape: "short".into(),
+        concurrency: 4,
+        ended_by: LevelEnd::Requests,
+        requests: 5,
+        successes: 4,
+        errors: BTreeMap::from([(
+            "timeout".to_string(),
+            ErrorGroup {
+                count: 1,
+                sample_message: "late".into(),
+            },
+        )]),
+        abandoned: 0,
+        mean_input_tokens: Some(512.0),
+        mean_output_tokens: Some(64.0),
+        tokens_client_counted: false,
+        started_at_s: 1.0,
+        wall_time_s: 2.0,
+        requests_per_s: 2.0,
+        output_tok_per_s: 128.0,
+        total_tok_per_s: 1152.0,
+        ttft_p50_s: Some(0.1),
+        ttft_p95_s: Some(0.2),
+        ttft_p99_s: Some(0.3),
+        e2e_p50_s: Some(1.0),
+        e2e_p95_s: Some(1.5),
+        tpot_mean_s: Some(0.01),
+        preemptions: Some(0.0),
+        peak_kv_usage: Some(0.5),
+        peak_running: Some(4.0),
+        peak_waiting: Some(0.0),
+        prefix_hit_rate: Some(0.25),
+        failed_scrapes: Some(0),
+        time_split: None,
+    }
+}
+
+#[test]
+fn every_csv_column_has_exactly_one_metric() {
+    let columns: Vec<&str> = LEVEL_METRICS.iter().map(|m| m.column).collect();
+    assert_eq!(columns, SUMMARY_CSV_COLUMNS);
+    let unique: HashSet<&str> = columns.iter().copied().collect();
+    assert_eq!(unique.len(), columns.len(), "a column defined twice");
+    for column in SUMMARY_CSV_COLUMNS {
+        let n = LEVEL_METRICS.iter().filter(|m| m.column == column).count();
+        assert_eq!(n, 1, "{column}");
+        assert_eq!(level_metric(column).map(|m| m.column), Some(column));
+    }
+    assert!(level_metric("ttft").is_none());
+}
+
+#[test]
+fn names_carry_their_units_and_fields_exist_in_json() {
+    let json = serde_json::to_value(full_level()).expect("json");
+    for m in &LEVEL_METRICS {
+        assert!(json.get(m.field).is_some(), "{} has no field", m.field);
+        match m.unit {
+            Unit::Seconds => assert!(m.column.ends_with("_s"), "{}", m.column),
+            Unit::TokensPerSecond | Unit::RequestsPerSecond => {
+                assert!(m.column.ends_with("_per_s"), "{}", m.column)
+            }
+            Unit::Fraction => assert_eq!(m.column, format!("{}_pct", m.field)),
+            _ => {}
+        }
+        if m.unit != Unit::Fraction && m.column != "error_kinds" {
+            assert_eq!(m.column, m.field);
+        }
+        let is_text = matches!(m.read, Reading::Text(_));
+        assert_eq!(is_text, m.unit == Unit::None, "{}", m.column);
+        assert_eq!(m.number(&full_level()).is_some(), !is_text, "{}", m.column);
+        if m.source == Source::Level || is_text {
+            assert_eq!(m.better, Better::Neither, "{}", m.column);
+        }
+    }
+}
+
+#[test]
+fn figures_are_read_from_the_level() {
+    let l = full_level();
+    let get = |c: &str| level_metric(c).and_then(|m| m.number(&l));
+    assert_eq!(get("errors"), Some(1.0));
+    assert_eq!(get("peak_kv_usage_pct"), Some(0.5), "a fraction");
+    assert_eq!(get("shape"), None, "text is no number");
+    assert_eq!(
+        level_metric("ttft_p95_s").map(|m| m.trial_name()),
+        Some("ttft_p95")
+    );
+    assert_eq!(
+        level_metric("output_tok_per_s").map(|m| m.trial_name()),
+        Some("output_tok_per_s")
+    );
+    assert_eq!(Unit::TokensPerSecond.symbol(), "tok/s");
+    assert_eq!(Unit::Count.symbol(), "");
+}
