@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::servers::{MetricsCase, Servers};
+use crate::servers::{has_requests, MetricsCase, Servers};
 
 /// The bench trial the child runs (its workload: the quick bench levels of
 /// classroom-64k).
@@ -109,19 +109,8 @@ pub fn ends_after_ctrl_c(case: MetricsCase) -> Result<(), String> {
         .spawn()
         .map_err(|e| e.to_string())?;
     let start = Instant::now();
-    let started = || {
-        std::fs::read_dir(dir.path().join("results"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .any(|e| {
-                e.path()
-                    .join("requests.jsonl")
-                    .metadata()
-                    .is_ok_and(|m| m.len() > 0)
-            })
-    };
-    while !started() {
+    let results = dir.path().join("results");
+    while !has_requests(&results) {
         if start.elapsed() > Duration::from_secs(30) {
             let _ = running.kill();
             return Err(format!(

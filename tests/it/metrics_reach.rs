@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::cli_support::{codendum, read_json, Finished, Running};
-use crate::servers::{MetricsCase, Servers};
+use crate::servers::{has_requests, MetricsCase, Servers};
 
 /// The longest a whole command may take here (the silent `/metrics` costs
 /// one scrape timeout of 5 s before the run, another while it samples).
@@ -207,19 +207,6 @@ fn interrupted(
     (done, signalled.elapsed())
 }
 
-fn has_requests(dir: &Path) -> bool {
-    std::fs::read_dir(dir.join("results"))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .any(|e| {
-            e.path()
-                .join("requests.jsonl")
-                .metadata()
-                .is_ok_and(|m| m.len() > 0)
-        })
-}
-
 #[test]
 fn ctrl_c_ends_every_command_in_every_case() {
     // Each answer takes 0.4 s: the runs would last minutes.
@@ -242,7 +229,9 @@ fn ctrl_c_ends_every_command_in_every_case() {
         );
     };
     for (case, dir, (done, took)) in each_interrupt(|d, c| {
-        interrupted(bench(d, &servers, c, 400), d, "bench", || has_requests(d))
+        interrupted(bench(d, &servers, c, 400), d, "bench", || {
+            has_requests(&d.join("results"))
+        })
     }) {
         check("bench", case, &done, took);
         let summary = read_json(&run_folder(dir.path()).join("summary.json"));
@@ -250,7 +239,7 @@ fn ctrl_c_ends_every_command_in_every_case() {
     }
     for (case, dir, (done, took)) in each_interrupt(|d, c| {
         interrupted(classroom(d, &servers, c, 600), d, "classroom", || {
-            has_requests(d)
+            has_requests(&d.join("results"))
         })
     }) {
         check("classroom", case, &done, took);

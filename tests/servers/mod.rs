@@ -25,6 +25,21 @@ pub fn fixture(rel: &str) -> String {
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("cannot read {}: {e}", p.display()))
 }
 
+/// Whether a run under the results root `root` has finished a request
+/// (its `requests.jsonl` holds a line): the moment to interrupt it.
+pub fn has_requests(root: &std::path::Path) -> bool {
+    std::fs::read_dir(root)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| {
+            e.path()
+                .join("requests.jsonl")
+                .metadata()
+                .is_ok_and(|m| m.len() > 0)
+        })
+}
+
 /// How a `/metrics` endpoint behaves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MetricsCase {
