@@ -52,12 +52,7 @@ fn pct(v: Option<f64>) -> String {
 /// The rows of the summary table: a name and its figures.
 fn summary_rows(s: &ClassroomRunSummary) -> [(&'static str, String); 13] {
     let m = &s.summary;
-    let server_errors: u64 = m
-        .errors_by_kind
-        .iter()
-        .filter(|(k, _)| matches!(k.as_str(), "http_503" | "http_5xx"))
-        .map(|(_, n)| *n)
-        .sum();
+    let server_errors = crate::targets::server_errors(m);
     [
         (
             "Server output, steady state",

@@ -6,8 +6,8 @@ use std::sync::Mutex;
 
 use serde::Serialize;
 
-use super::summary::percentile;
 use crate::clock::Clock;
+use crate::stats::percentile;
 
 /// Counters the students update while the run goes on.
 #[derive(Debug)]

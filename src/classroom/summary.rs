@@ -2,5 +2,4 @@
 //! and live in [`crate::results::classroom_summary`]; re-exported here so the
 //! classroom's paths keep working.
 
-pub(crate) use crate::results::classroom_summary::percentile;
 pub use crate::results::classroom_summary::{ClassroomSummary, ServerFigures};

@@ -157,12 +157,7 @@ pub fn classroom_report(
 fn classroom_figures(s: &ClassroomRunSummary, requests: &[CallRecord]) -> ClassroomFigures {
     let m = &s.summary;
     let p = &s.parameters;
-    let server_errors = m
-        .errors_by_kind
-        .iter()
-        .filter(|(k, _)| matches!(k.as_str(), "http_503" | "http_5xx"))
-        .map(|(_, n)| *n)
-        .sum();
+    let server_errors = crate::targets::server_errors(m);
     ClassroomFigures {
         users: p.users,
         requests: m.requests,

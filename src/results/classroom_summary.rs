@@ -8,27 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::classroom_records::{CallKind, CallRecord, TaskOutcome, TaskRecord};
 use crate::kinds::ErrorKind;
-
-/// Percentile by linear interpolation between closest ranks (numpy's
-/// default) of values sorted ascending; `p` in [0, 100]. `None` when empty.
-///
-/// Private copy: `crate::stats` is still empty on this branch; the lead
-/// should replace it with `crate::stats::percentile` (same definition).
-pub(crate) fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let h = (sorted.len() - 1) as f64 * p.clamp(0.0, 100.0) / 100.0;
-    let lo = h.floor() as usize;
-    let hi = (lo + 1).min(sorted.len() - 1);
-    Some(sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo]))
-}
-
-fn sorted(values: impl Iterator<Item = f64>) -> Vec<f64> {
-    let mut v: Vec<f64> = values.filter(|x| x.is_finite()).collect();
-    v.sort_by(f64::total_cmp);
-    v
-}
+use crate::stats::{percentile, sorted_finite};
 
 /// Server-side figures from the `/metrics` sampler over the run; `None`
 /// where `/metrics` was not reachable. The lead fills these in.
@@ -145,16 +125,16 @@ impl ClassroomSummary {
                 .filter(|k| matches!(k, ErrorKind::Http429 | ErrorKind::Http503))
                 .count() as u64;
         }
-        let ttft = sorted(ok.iter().filter_map(|r| r.ttft_s));
-        let dur = sorted(ok.iter().map(|r| r.duration_s));
-        let speed = sorted(ok.iter().filter_map(|r| r.output_speed()));
-        let prompts = sorted(ok.iter().filter_map(|r| r.prompt_tokens).map(|p| p as f64));
+        let ttft = sorted_finite(ok.iter().filter_map(|r| r.ttft_s));
+        let dur = sorted_finite(ok.iter().map(|r| r.duration_s));
+        let speed = sorted_finite(ok.iter().filter_map(|r| r.output_speed()));
+        let prompts = sorted_finite(ok.iter().filter_map(|r| r.prompt_tokens).map(|p| p as f64));
         let done: Vec<&TaskRecord> = tasks
             .iter()
             .filter(|t| t.outcome == TaskOutcome::Completed)
             .collect();
-        let model_time = sorted(done.iter().map(|t| t.model_time_s));
-        let task_time = sorted(done.iter().map(|t| t.end - t.start));
+        let model_time = sorted_finite(done.iter().map(|t| t.model_time_s));
+        let task_time = sorted_finite(done.iter().map(|t| t.end - t.start));
         let count = |o: TaskOutcome| tasks.iter().filter(|t| t.outcome == o).count() as u64;
         let wall_s = tasks.iter().map(|t| t.end).fold(0.0f64, f64::max);
         let completed = done.len() as u64;

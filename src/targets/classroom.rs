@@ -15,9 +15,9 @@
 use serde::Deserialize;
 
 use super::{check_value_kinds, Bound, KeyKind};
-use crate::classroom::ClassroomSummary;
 use crate::error::ConfigError;
-use crate::openai::ErrorKind;
+use crate::kinds::ErrorKind;
+use crate::results::ClassroomSummary;
 
 /// A key of `[targets.classroom]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
