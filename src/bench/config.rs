@@ -2,6 +2,7 @@
 //! `codendum bench` flag (no clap here: the CLI parses strings with
 //! [`parse_concurrency`] / [`parse_shapes`] and fills the struct).
 
+use std::borrow::Cow;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -52,17 +53,21 @@ pub enum Shape {
     Short,
     /// About 16,384 input tokens.
     Long,
+    /// About this many input tokens (`--shapes 2048`), named by the number.
+    Sized(u32),
 }
 
 impl Shape {
     /// Every shape, in default run order.
     pub const ALL: [Shape; 2] = [Shape::Short, Shape::Long];
 
-    /// The name used in flags and results.
-    pub fn name(self) -> &'static str {
+    /// The name used in flags and results (`short`, `long`, or the number
+    /// of input tokens).
+    pub fn name(self) -> Cow<'static, str> {
         match self {
-            Shape::Short => "short",
-            Shape::Long => "long",
+            Shape::Short => Cow::Borrowed("short"),
+            Shape::Long => Cow::Borrowed("long"),
+            Shape::Sized(n) => Cow::Owned(n.to_string()),
         }
     }
 
@@ -71,14 +76,20 @@ impl Shape {
         match self {
             Shape::Short => 512,
             Shape::Long => 16_384,
+            Shape::Sized(n) => u64::from(n),
         }
     }
 
-    /// Looks a shape up by name (case-insensitive).
+    /// Looks a shape up by name (case-insensitive), or a whole number of
+    /// input tokens from 16 to 1,048,576.
     pub fn from_name(name: &str) -> Option<Shape> {
+        let name = name.trim();
+        if let Ok(n) = name.parse::<u32>() {
+            return (16..=1 << 20).contains(&n).then_some(Shape::Sized(n));
+        }
         Shape::ALL
             .into_iter()
-            .find(|s| s.name().eq_ignore_ascii_case(name.trim()))
+            .find(|s| s.name().eq_ignore_ascii_case(name))
     }
 }
 
@@ -125,7 +136,7 @@ pub fn parse_shapes(raw: &str) -> Result<Vec<Shape>, ConfigError> {
         let shape = Shape::from_name(part).ok_or_else(|| {
             ConfigError::invalid(
                 "--shapes",
-                format!("unknown shape {part:?} (known: short, long)"),
+                format!("unknown shape {part:?} (known: short, long, or input tokens 16..=1048576)"),
             )
         })?;
         if shapes.contains(&shape) {
@@ -180,6 +191,28 @@ pub struct BenchConfig {
     pub run_id: String,
     /// Grace for in-flight requests after an interruption, simulated time.
     pub cancel_grace: Duration,
+    /// `--calibration`: run the calibration workload instead of the grid,
+    /// with this decode ladder (`--concurrency`; empty: the default ladder).
+    pub calibration: Option<Vec<u32>>,
+    /// The cells of the calibration workload
+    /// ([`crate::bench::calibration`]), set once the server is known;
+    /// `None`: every shape × level.
+    pub cells: Option<Vec<Cell>>,
+    /// The engine settings the server states (the embedded twin's
+    /// profile), recorded in `summary.json` for `codendum calibrate`.
+    pub stated_engine: Option<crate::results::EngineSettings>,
+}
+
+/// One cell of a run: a shape at a concurrency level, with the requests it
+/// starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cell {
+    /// The prompt shape.
+    pub shape: Shape,
+    /// Requests kept in flight (N).
+    pub concurrency: u32,
+    /// Requests started in the cell.
+    pub requests: u64,
 }
 
 impl BenchConfig {
@@ -200,6 +233,9 @@ impl BenchConfig {
             yes: false,
             run_id: String::new(),
             cancel_grace: DEFAULT_CANCEL_GRACE,
+            calibration: None,
+            cells: None,
+            stated_engine: None,
         }
     }
 
@@ -246,6 +282,24 @@ impl BenchConfig {
             ));
         }
         Ok(())
+    }
+
+    /// The cells in run order: the calibration's, else each shape at each
+    /// level (shape by shape), with [`Self::requests_for`] requests.
+    pub fn cells(&self) -> Vec<Cell> {
+        if let Some(cells) = &self.cells {
+            return cells.clone();
+        }
+        self.shapes
+            .iter()
+            .flat_map(|&shape| {
+                self.concurrency.iter().map(move |&n| Cell {
+                    shape,
+                    concurrency: n,
+                    requests: self.requests_for(n),
+                })
+            })
+            .collect()
     }
 
     /// Requests started at level `n`: `--requests-per-level`, or

@@ -55,7 +55,7 @@ type InFlight<'a> = FuturesUnordered<BoxFuture<'a, Finished>>;
 /// server timeline now and then, the progress line and the level's records.
 struct LevelSink<'s> {
     ctx: &'s LevelContext<'s>,
-    shape: &'static str,
+    shape: &'s str,
     n: u32,
     requests: &'s mut JsonlFile<RequestRecord>,
     timeline: Option<&'s mut JsonlFile<serde_json::Value>>,
@@ -91,11 +91,12 @@ pub(crate) async fn run_level(
     ctx: &LevelContext<'_>,
     prompt: &ShapePrompt,
     n: u32,
+    planned: u64,
     requests: &mut JsonlFile<RequestRecord>,
     timeline: Option<&mut JsonlFile<serde_json::Value>>,
 ) -> Result<LevelSummary, Error> {
-    let shape = prompt.shape.name();
-    let planned = ctx.config.requests_for(n);
+    let shape_name = prompt.shape.name();
+    let shape: &str = &shape_name;
     let level_t0 = ctx.clock.now_secs();
     if let Some(m) = ctx.metrics {
         m.sample_now().await;

@@ -74,6 +74,7 @@ pub fn estimate_level(
     config: &BenchConfig,
     input_tokens: u64,
     n: u32,
+    requests: u64,
     speed: &SpeedGuess,
 ) -> Duration {
     let n_f = f64::from(n.max(1));
@@ -83,7 +84,7 @@ pub fn estimate_level(
         .max(1e-6);
     let prefill = input_tokens as f64 * n_f / speed.prefill_tok_per_s.max(1e-6);
     let request = prefill + f64::from(config.output_tokens) / per_stream;
-    let rounds = (config.requests_for(n) as f64 / n_f).ceil();
+    let rounds = (requests as f64 / n_f).ceil();
     let mut secs = rounds * request;
     if let Some(cap) = config.level_duration {
         secs = secs.min(cap.as_secs_f64() + request);
@@ -94,13 +95,16 @@ pub fn estimate_level(
 /// Estimated time of the whole run, simulated time.
 pub fn estimate_duration(config: &BenchConfig, speed: &SpeedGuess) -> Duration {
     config
-        .shapes
+        .cells()
         .iter()
-        .flat_map(|s| {
-            config
-                .concurrency
-                .iter()
-                .map(move |&n| estimate_level(config, s.input_tokens(), n, speed))
+        .map(|c| {
+            estimate_level(
+                config,
+                c.shape.input_tokens(),
+                c.concurrency,
+                c.requests,
+                speed,
+            )
         })
         .sum()
 }
@@ -124,9 +128,18 @@ pub fn plan_text(config: &BenchConfig, model: &str, speed: &SpeedGuess) -> Strin
     let _ = writeln!(t, "  target:             {}", config.target.display_url());
     let _ = writeln!(t, "  model:              {model}");
     let _ = writeln!(t, "  endpoint:           {:?}", config.endpoint);
-    let _ = writeln!(t, "  concurrency levels: {}", levels.join(", "));
-    let _ = writeln!(t, "  prompt shapes:      {}", shapes.join(", "));
-    let _ = writeln!(t, "  requests per level: {}", requests.join(", "));
+    if config.cells.is_some() {
+        let cells: Vec<String> = config
+            .cells()
+            .iter()
+            .map(|c| format!("{}@N={} ×{}", c.shape.name(), c.concurrency, c.requests))
+            .collect();
+        let _ = writeln!(t, "  calibration cells:  {}", cells.join(", "));
+    } else {
+        let _ = writeln!(t, "  concurrency levels: {}", levels.join(", "));
+        let _ = writeln!(t, "  prompt shapes:      {}", shapes.join(", "));
+        let _ = writeln!(t, "  requests per level: {}", requests.join(", "));
+    }
     let _ = writeln!(
         t,
         "  output tokens:      {} per request (ignore_eos)",
@@ -217,7 +230,7 @@ mod tests {
         let mut c = config();
         let speed = SpeedGuess::default();
         // N=1, short: 16 requests × (512/3000 + 256/31) s.
-        let one = estimate_level(&c, 512, 1, &speed).as_secs_f64();
+        let one = estimate_level(&c, 512, 1, c.requests_for(1), &speed).as_secs_f64();
         assert!((one - 16.0 * (512.0 / 3000.0 + 256.0 / 31.0)).abs() < 1e-6);
         let full = estimate_duration(&c, &speed);
         c.level_duration = Some(Duration::from_secs(10));

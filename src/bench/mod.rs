@@ -8,6 +8,7 @@
 //! The driver reaches the server only through [`crate::openai::Transport`],
 //! [`ServerInfo`] and [`ServerMetrics`] (see [`seams`]).
 
+pub mod calibration;
 pub mod config;
 mod driver;
 pub mod guard;
@@ -167,6 +168,8 @@ pub async fn run_bench(config: &BenchConfig, deps: BenchDeps<'_>) -> Result<Benc
             model,
             server_version,
             metrics: deps.metrics.is_some(),
+            max_model_len,
+            engine: config.stated_engine,
         },
         provenance: config.provenance.clone(),
         prompt_sizing,
@@ -230,18 +233,28 @@ async fn run_levels(
     timeline: &mut Option<JsonlFile<serde_json::Value>>,
 ) -> Result<(Vec<LevelSummary>, bool), Error> {
     let mut levels = Vec::new();
-    for prompt in prompts {
-        for &n in &ctx.config.concurrency {
-            if *ctx.stop.borrow() {
-                return Ok((levels, true));
-            }
-            let level = run_level(ctx, prompt, n, requests, timeline.as_mut()).await?;
-            drain_timeline(ctx.metrics, timeline.as_mut())?;
-            let stop_here = level.ended_by == LevelEnd::Interrupted;
-            levels.push(level);
-            if stop_here {
-                return Ok((levels, true));
-            }
+    for cell in ctx.config.cells() {
+        // A shape that did not fit has no prompt: its cells are not run.
+        let Some(prompt) = prompts.iter().find(|p| p.shape == cell.shape) else {
+            continue;
+        };
+        if *ctx.stop.borrow() {
+            return Ok((levels, true));
+        }
+        let level = run_level(
+            ctx,
+            prompt,
+            cell.concurrency,
+            cell.requests,
+            requests,
+            timeline.as_mut(),
+        )
+        .await?;
+        drain_timeline(ctx.metrics, timeline.as_mut())?;
+        let stop_here = level.ended_by == LevelEnd::Interrupted;
+        levels.push(level);
+        if stop_here {
+            return Ok((levels, true));
         }
     }
     Ok((levels, false))
@@ -279,5 +292,6 @@ fn parameters(config: &BenchConfig, clock: &Clock) -> BenchParameters {
         timeout_s: config.target.request_timeout.as_secs_f64(),
         cancel_grace_s: config.cancel_grace.as_secs_f64(),
         clock_scale: clock.scale(),
+        calibration: config.calibration.is_some(),
     }
 }

@@ -127,6 +127,8 @@ fn class(summary: ClassroomSummary) -> ClassroomRunSummary {
             model: "qwen3-coder".into(),
             server_version: None,
             metrics: true,
+            max_model_len: None,
+            engine: None,
         },
         provenance: Default::default(),
         server_figures_source: "sampler".into(),

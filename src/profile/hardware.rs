@@ -21,13 +21,15 @@ pub struct HardwareSection {
 pub struct ModelSection {
     /// Model path the figures belong to.
     pub name: String,
-    /// Weights read by every step regardless of the batch, GB (1e9 bytes).
+    /// Weights read by every step regardless of the batch, GB (1e9 bytes);
+    /// 0 when a fit folded them into `hardware.step_fixed_ms`.
     pub dense_weight_gb: f64,
     /// All expert weights together, GB (1e9 bytes).
     pub expert_weight_gb: f64,
     /// Experts per layer (E).
     pub experts_total: u32,
-    /// Experts each token is routed to (k).
+    /// Experts each token is routed to (k); 0 for a dense model (then
+    /// `expert_weight_gb` is 0 too).
     pub experts_per_token: u32,
     /// KV-cache bytes per token of context.
     pub kv_bytes_per_token: u64,
@@ -69,7 +71,6 @@ impl HardwareProfile {
                 "hardware.memory_bandwidth_gb_s",
                 self.hardware.memory_bandwidth_gb_s,
             ),
-            ("model.dense_weight_gb", self.model.dense_weight_gb),
         ];
         for (name, v) in positive {
             if !(v.is_finite() && v > 0.0) {
@@ -78,6 +79,7 @@ impl HardwareProfile {
         }
         let non_negative = [
             ("hardware.step_fixed_ms", self.hardware.step_fixed_ms),
+            ("model.dense_weight_gb", self.model.dense_weight_gb),
             ("model.expert_weight_gb", self.model.expert_weight_gb),
             ("prefill.ms_per_token", self.prefill.ms_per_token),
             ("prefill.ns_per_token_pair", self.prefill.ns_per_token_pair),
@@ -90,6 +92,9 @@ impl HardwareProfile {
         if self.model.experts_total == 0 || self.model.experts_per_token > self.model.experts_total
         {
             return Err("model.experts_per_token must be <= model.experts_total (> 0)".into());
+        }
+        if self.model.experts_per_token == 0 && self.model.expert_weight_gb > 0.0 {
+            return Err("model.experts_per_token is 0 but model.expert_weight_gb is not".into());
         }
         Ok(())
     }

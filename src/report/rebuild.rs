@@ -68,6 +68,8 @@ pub fn bench_summary_from_requests(folder: &Path) -> Result<BenchSummary, String
             model: UNKNOWN.to_string(),
             server_version: None,
             metrics: folder.join(results::SERVER_TIMELINE_JSONL).is_file(),
+            max_model_len: None,
+            engine: None,
         },
         provenance: Provenance::default(),
         prompt_sizing: PromptSizing {
@@ -161,6 +163,7 @@ fn rebuilt_parameters(order: &[(String, u32)], levels: &[LevelSummary]) -> Bench
         timeout_s: 0.0,
         cancel_grace_s: 0.0,
         clock_scale: 1.0,
+        calibration: false,
     }
 }
 

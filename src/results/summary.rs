@@ -86,6 +86,9 @@ pub struct BenchParameters {
     pub cancel_grace_s: f64,
     /// Simulated seconds per real second of the run's clock.
     pub clock_scale: f64,
+    /// Whether the run was the calibration workload (`--calibration`).
+    #[serde(default)]
+    pub calibration: bool,
 }
 
 /// The server the run measured. Never holds an API key.
@@ -99,6 +102,26 @@ pub struct ServerDescription {
     pub server_version: Option<String>,
     /// Whether `/metrics` was read during the run.
     pub metrics: bool,
+    /// The model's context limit (`max_model_len` of `/v1/models`), tokens,
+    /// when the server states one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_model_len: Option<u64>,
+    /// The engine's scheduling settings, when the server states them (the
+    /// embedded twin does; vLLM's API does not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<EngineSettings>,
+}
+
+/// Scheduling settings of a vLLM engine (its `--max-num-seqs`,
+/// `--max-num-batched-tokens`, `--enable-prefix-caching`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EngineSettings {
+    /// Most requests running at once.
+    pub max_num_seqs: u32,
+    /// Token budget of one step, tokens.
+    pub max_num_batched_tokens: u32,
+    /// Whether the prefix cache is on.
+    pub enable_prefix_caching: bool,
 }
 
 /// The fields every `summary.json` starts with, bench or classroom.

@@ -138,12 +138,15 @@ fn fixed_summary() -> BenchSummary {
             timeout_s: 600.0,
             cancel_grace_s: 5.0,
             clock_scale: 1.0,
+            calibration: false,
         },
         server: ServerDescription {
             url: "https://llm.lab.example:8443/v1".into(),
             model: "lab/coder-30b".into(),
             server_version: Some("0.30.0".into()),
             metrics: true,
+            max_model_len: None,
+            engine: None,
         },
         provenance: Provenance {
             profile: Some("classroom-64k".into()),

@@ -174,6 +174,8 @@ fn capacity_results(summary: ClassroomSummary) -> WorkloadResults {
             model: "qwen3-coder".into(),
             server_version: None,
             metrics: true,
+            max_model_len: None,
+            engine: None,
         },
         provenance: Default::default(),
         server_figures_source: "sampler".into(),

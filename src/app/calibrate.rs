@@ -1,0 +1,83 @@
+//! `codendum calibrate` end to end: fit, then write the profile, its
+//! hardware TOML next to it (`hardware/<name>.toml`) and the fit report
+//! (`<name>-fit.json`), and print the summary on stderr.
+
+use std::path::{Path, PathBuf};
+
+use crate::calibrate::{calibrate, write, CalibrateOptions, Calibration};
+use crate::error::{ConfigError, Error};
+
+/// The files a calibration wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    /// The profile TOML (`--out`).
+    pub profile: PathBuf,
+    /// Its hardware TOML.
+    pub hardware: PathBuf,
+    /// The fit report.
+    pub report: PathBuf,
+}
+
+/// A profile name from a served model name: `calibrated-` and the name's
+/// letters, digits, `-`, `_` and `.`.
+pub fn default_name(served_model_name: &str) -> String {
+    let clean: String = served_model_name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    format!("calibrated-{}", clean.trim_matches('-'))
+}
+
+/// Runs the calibration and writes its files; `out` `None`: `<name>.toml`
+/// in the current folder.
+pub fn run(
+    options: &CalibrateOptions,
+    out: Option<&Path>,
+) -> Result<(Calibration, Written), Error> {
+    let mut options = options.clone();
+    if options.name.is_empty() {
+        // The name needs the runs' model: read the first summary once.
+        let first = options
+            .runs
+            .first()
+            .ok_or_else(|| ConfigError::invalid("RUN_DIR", "no bench folder given"))?;
+        let run = crate::calibrate::input::read_run(first)?;
+        options.name = default_name(&run.summary.server.model);
+    }
+    let calibration = calibrate(&options)?;
+    let profile = out.map_or_else(
+        || PathBuf::from(format!("{}.toml", options.name)),
+        Path::to_path_buf,
+    );
+    let dir = profile
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let hardware = dir.join("hardware").join(format!("{}.toml", options.name));
+    let report = dir.join(format!("{}-fit.json", options.name));
+    let io = |what: &Path| {
+        let what = what.display().to_string();
+        move |e| Error::io(format!("cannot write {what}"), e)
+    };
+    std::fs::create_dir_all(dir.join("hardware")).map_err(io(&dir.join("hardware")))?;
+    let targets = options.targets_from.as_ref().map(|p| &p.targets);
+    std::fs::write(&hardware, write::hardware_toml(&calibration)).map_err(io(&hardware))?;
+    std::fs::write(&profile, write::profile_toml(&calibration, targets)).map_err(io(&profile))?;
+    let json =
+        serde_json::to_string_pretty(&calibration).map_err(|e| Error::Failed(e.to_string()))?;
+    std::fs::write(&report, json + "\n").map_err(io(&report))?;
+    Ok((
+        calibration,
+        Written {
+            profile,
+            hardware,
+            report,
+        },
+    ))
+}

@@ -1,0 +1,204 @@
+//! The calibration workload (`codendum bench --calibration`): cells chosen
+//! so that `codendum calibrate` can tell the step-time model's terms apart.
+//!
+//! | cells | what they separate |
+//! |---|---|
+//! | 256-token prompts at N = 1, 2, 4, … up to the seats | fixed cost per step, per-sequence cost and the expert-coverage curve of an MoE |
+//! | 4,096-token prompts at N = 1 and half the seats | the per-context-token cost of decoding |
+//! | cold prompts of 1,024 … 16,384 tokens at N = 1 | prefill per token and per token pair |
+//!
+//! Every prompt is unique (the bench's tag starts it), so nothing is served
+//! from the prefix cache. A prompt that cannot fit `max_model_len` with its
+//! output is shrunk to the largest that fits, with a note.
+
+use super::config::{Cell, Shape};
+
+/// Output tokens per request of a calibration run (unless
+/// `--output-tokens` is given): enough decode steps per request to time
+/// them, few enough that the long prompts do not spend minutes decoding.
+pub const CALIBRATION_OUTPUT_TOKENS: u32 = 128;
+/// Prompt of the decode ladder, tokens.
+pub const DECODE_PROMPT_TOKENS: u32 = 256;
+/// Prompt of the second context length, tokens.
+pub const CONTEXT_PROMPT_TOKENS: u32 = 4_096;
+/// Cold prompts timed one at a time, tokens.
+pub const COLD_PROMPT_TOKENS: [u32; 4] = [1_024, 2_048, 8_192, 16_384];
+/// Batch sizes of the decode ladder when the server's seats are not known.
+pub const DEFAULT_LADDER: [u32; 5] = [1, 2, 4, 8, 16];
+/// Room kept below `max_model_len` for the chat template, tokens.
+const TEMPLATE_ROOM: u64 = 64;
+
+/// The cells of a calibration run and what was changed to fit the server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CalibrationPlan {
+    /// The cells, in run order.
+    pub cells: Vec<Cell>,
+    /// Notes for the plan printout (clamped prompts, a guessed ladder).
+    pub notes: Vec<String>,
+}
+
+/// What the plan is built from.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CalibrationInputs {
+    /// The decode ladder (`--concurrency`); empty: powers of two up to the
+    /// seats, or [`DEFAULT_LADDER`].
+    pub ladder: Vec<u32>,
+    /// The server's seats (`max_num_seqs`), when known (the twin's profile).
+    pub seats: Option<u32>,
+    /// The server's `max_model_len`, tokens, when it states one.
+    pub max_model_len: Option<u64>,
+    /// Output tokens per request.
+    pub output_tokens: u32,
+}
+
+/// Builds the calibration cells.
+pub fn calibration_plan(inputs: &CalibrationInputs) -> CalibrationPlan {
+    let mut notes = Vec::new();
+    let ladder = ladder(inputs, &mut notes);
+    let top = ladder.iter().copied().max().unwrap_or(1);
+    let mid = (top / 2).max(2);
+    let mut cells = Vec::new();
+    let mut push = |tokens: u32, n: u32, requests: u64, notes: &mut Vec<String>| {
+        let Some(shape) = fitted_shape(tokens, inputs, notes) else {
+            return;
+        };
+        if !cells
+            .iter()
+            .any(|c: &Cell| c.shape == shape && c.concurrency == n)
+        {
+            cells.push(Cell {
+                shape,
+                concurrency: n,
+                requests,
+            });
+        }
+    };
+    for &n in &ladder {
+        push(
+            DECODE_PROMPT_TOKENS,
+            n,
+            (2 * u64::from(n)).max(8),
+            &mut notes,
+        );
+    }
+    push(CONTEXT_PROMPT_TOKENS, 1, 6, &mut notes);
+    push(CONTEXT_PROMPT_TOKENS, mid, 2 * u64::from(mid), &mut notes);
+    for tokens in COLD_PROMPT_TOKENS {
+        push(tokens, 1, 6, &mut notes);
+    }
+    notes.dedup();
+    CalibrationPlan { cells, notes }
+}
+
+fn ladder(inputs: &CalibrationInputs, notes: &mut Vec<String>) -> Vec<u32> {
+    if !inputs.ladder.is_empty() {
+        return inputs.ladder.clone();
+    }
+    match inputs.seats {
+        Some(seats) => {
+            let mut l: Vec<u32> = std::iter::successors(Some(1u32), |n| n.checked_mul(2))
+                .take_while(|&n| n < seats)
+                .collect();
+            l.push(seats.max(1));
+            l
+        }
+        None => {
+            notes.push(format!(
+                "the server's max_num_seqs is not known: the decode ladder is {}; pass \
+                 --concurrency to reach its seats",
+                DEFAULT_LADDER.map(|n| n.to_string()).join(", ")
+            ));
+            DEFAULT_LADDER.to_vec()
+        }
+    }
+}
+
+/// The shape for a prompt of `tokens`, shrunk to fit `max_model_len`; `None`
+/// when not even a short prompt fits.
+fn fitted_shape(tokens: u32, inputs: &CalibrationInputs, notes: &mut Vec<String>) -> Option<Shape> {
+    let Some(limit) = inputs.max_model_len else {
+        return Some(Shape::Sized(tokens));
+    };
+    let room = limit.saturating_sub(u64::from(inputs.output_tokens) + TEMPLATE_ROOM);
+    if u64::from(tokens) <= room {
+        return Some(Shape::Sized(tokens));
+    }
+    if room < 64 {
+        notes.push(format!(
+            "prompts of {tokens} tokens left out: max_model_len {limit} leaves no room"
+        ));
+        return None;
+    }
+    let clamped = u32::try_from(room).unwrap_or(u32::MAX);
+    notes.push(format!(
+        "prompts of {tokens} tokens clamped to {clamped}: max_model_len is {limit} with {} output tokens",
+        inputs.output_tokens
+    ));
+    Some(Shape::Sized(clamped))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inputs(seats: Option<u32>, limit: Option<u64>) -> CalibrationInputs {
+        CalibrationInputs {
+            ladder: Vec::new(),
+            seats,
+            max_model_len: limit,
+            output_tokens: CALIBRATION_OUTPUT_TOKENS,
+        }
+    }
+
+    #[test]
+    fn ladder_climbs_to_the_seats_and_every_term_has_cells() {
+        let plan = calibration_plan(&inputs(Some(24), Some(65_536)));
+        let decode: Vec<u32> = plan
+            .cells
+            .iter()
+            .filter(|c| c.shape == Shape::Sized(DECODE_PROMPT_TOKENS))
+            .map(|c| c.concurrency)
+            .collect();
+        assert_eq!(decode, vec![1, 2, 4, 8, 16, 24]);
+        let contexts = plan
+            .cells
+            .iter()
+            .filter(|c| c.shape == Shape::Sized(CONTEXT_PROMPT_TOKENS))
+            .count();
+        assert_eq!(contexts, 2);
+        let cold: Vec<u64> = plan
+            .cells
+            .iter()
+            .filter(|c| c.concurrency == 1)
+            .map(|c| c.shape.input_tokens())
+            .collect();
+        assert!(cold.contains(&16_384) && cold.contains(&1_024), "{cold:?}");
+        assert!(plan.notes.is_empty(), "{:?}", plan.notes);
+    }
+
+    #[test]
+    fn long_prompts_are_clamped_to_max_model_len_with_a_note() {
+        let plan = calibration_plan(&inputs(Some(8), Some(2_048)));
+        let largest = plan.cells.iter().map(|c| c.shape.input_tokens()).max();
+        assert_eq!(largest, Some(2_048 - 128 - 64));
+        assert!(
+            plan.notes.iter().any(|n| n.contains("clamped")),
+            "{:?}",
+            plan.notes
+        );
+        // 8192 and 16384 both clamp to the same size: one cell, not two.
+        let at_largest = plan
+            .cells
+            .iter()
+            .filter(|c| c.shape.input_tokens() == 1_856 && c.concurrency == 1)
+            .count();
+        assert_eq!(at_largest, 1);
+    }
+
+    #[test]
+    fn unknown_seats_use_the_default_ladder_and_say_so() {
+        let plan = calibration_plan(&inputs(None, None));
+        assert!(plan.notes.iter().any(|n| n.contains("--concurrency")));
+        assert!(plan.cells.iter().any(|c| c.concurrency == 16));
+    }
+}
