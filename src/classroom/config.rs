@@ -1,7 +1,9 @@
 //! The typed, validated configuration of a classroom run (no clap here).
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use super::client_times::ClientTimes;
 use super::prompt::PromptSet;
 use super::scenario::Scenario;
 use crate::error::ConfigError;
@@ -51,6 +53,9 @@ pub struct ClassroomConfig {
     pub seed: u64,
     /// System prompt and tools: built in, or from `--prompt-file`.
     pub prompt: PromptSet,
+    /// Client time per tool call: built in, or measured by `codendum
+    /// capture` (`--client-times`).
+    pub client_times: Arc<ClientTimes>,
     /// Most model steps of one agent loop before it is cut off (default 60).
     pub step_cap: usize,
     /// Most steps of one subagent loop (default 30).
@@ -77,6 +82,7 @@ impl ClassroomConfig {
             api_keys: Vec::new(),
             seed: 42,
             prompt: PromptSet::built_in(),
+            client_times: Arc::default(),
             step_cap: 60,
             subagent_step_cap: 30,
             drain_limit: None,

@@ -45,7 +45,8 @@ async fn run_student(shared: Arc<Shared>, user: usize) {
     let config = &shared.config;
     let mut rng = ChaCha8Rng::seed_from_u64(student_seed(config.seed, user));
     let offset = rng.gen_range(0.0..=config.ramp_up.as_secs_f64());
-    let shell = ShellState::new(config.scenario, &mut rng);
+    let mut shell = ShellState::new(config.scenario, &mut rng);
+    shell.client_times = config.client_times.clone();
     let id = session_id(&mut rng);
     shared
         .clock

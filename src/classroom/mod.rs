@@ -20,6 +20,7 @@
 mod agent;
 mod buildlog;
 mod calls;
+pub mod client_times;
 pub mod compaction;
 pub mod config;
 mod driver;
@@ -36,6 +37,7 @@ mod tools_search;
 pub mod workspace;
 
 pub use calls::{retry_delay, MAX_RETRIES};
+pub use client_times::{ClientTimeKind, ClientTimes};
 pub use config::{ClassroomConfig, DEFAULT_OUTPUT_LIMIT};
 pub use driver::{run_classroom, run_classroom_until, ClassroomOutcome};
 pub use prompt::{PromptSet, PromptSource};

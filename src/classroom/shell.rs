@@ -2,11 +2,13 @@
 //! seconds of simulated time and print realistic logs, simple file commands
 //! answer from the in-memory project, anything else answers like a shell.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use rand::Rng;
 
 use super::buildlog::{self, build_log, test_log};
+use super::client_times::{ClientTimeKind, ClientTimes};
 use super::scenario::Scenario;
 use super::workspace::Workspace;
 
@@ -26,6 +28,9 @@ pub struct ShellState {
     pub first_test_fails: bool,
     /// Test runs so far in this session.
     pub test_runs: u32,
+    /// Where build, test and simple-command times come from (built in, or
+    /// measured by `codendum capture`).
+    pub client_times: Arc<ClientTimes>,
 }
 
 impl ShellState {
@@ -35,8 +40,18 @@ impl ShellState {
             scenario,
             first_test_fails: rng.gen_bool(FIRST_TEST_FAILURE_RATE),
             test_runs: 0,
+            client_times: Arc::default(),
         }
     }
+}
+
+/// Whether a command line builds or runs tests somewhere in it (`mvn test`,
+/// `cd x && pytest -q`, `javac …`), as the simulated shell classifies it.
+pub fn is_build_or_test(command: &str) -> bool {
+    split_top(command, &["&&", "||", ";"])
+        .iter()
+        .flat_map(|(segment, _)| split_top(segment, &["|"]))
+        .any(|(stage, _)| matches!(classify(&words(&stage)), Some(Kind::Test | Kind::Build)))
 }
 
 /// What a command printed, its exit code and how long it took.
@@ -229,9 +244,17 @@ fn run_one(
     let Some(first) = words.first() else {
         return (String::new(), 0, 0.0);
     };
-    let secs = rng.gen_range(BUILD_SECONDS.0..=BUILD_SECONDS.1);
+    let built_in = rng.gen_range(BUILD_SECONDS.0..=BUILD_SECONDS.1);
+    let kind = classify(words);
+    let secs = match kind {
+        Some(Kind::Test | Kind::Build) => state
+            .client_times
+            .draw(ClientTimeKind::BuildTest, rng)
+            .map_or(built_in, |d| d.as_secs_f64()),
+        _ => built_in,
+    };
     let quiet = words[1..].iter().any(|w| w == "-q" || w == "--quiet");
-    match classify(words) {
+    match kind {
         Some(Kind::Test) => {
             state.test_runs += 1;
             let fail = state.test_runs == 1 && state.first_test_fails;
@@ -263,7 +286,11 @@ fn run_one(
     } else {
         code
     };
-    (text, code, SIMPLE_COMMAND_SECONDS)
+    let simple = state
+        .client_times
+        .draw(ClientTimeKind::Bash, rng)
+        .map_or(SIMPLE_COMMAND_SECONDS, |d| d.as_secs_f64());
+    (text, code, simple)
 }
 
 #[cfg(test)]
@@ -278,6 +305,7 @@ mod tests {
             scenario: Scenario::Java,
             first_test_fails: fails,
             test_runs: 0,
+            client_times: Arc::default(),
         };
         (Workspace::new(Scenario::Java), state, rng)
     }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use rand::Rng;
 use serde_json::{Map, Value};
 
+use super::client_times::ClientTimeKind;
 use super::shell::{self, ShellState};
 use super::tools_search::{glob, grep, list};
 use super::workspace::Workspace;
@@ -121,7 +122,7 @@ pub fn execute<R: Rng>(ctx: &mut ToolContext<'_, R>, name: &str, arguments: &str
     };
     let mut r = result.unwrap_or_else(ToolResult::error);
     if r.elapsed.is_zero() {
-        r.elapsed = client_time(name, ctx.rng);
+        r.elapsed = client_time(name, ctx.shell, ctx.rng);
     }
     ToolStep::Done(r)
 }
@@ -136,10 +137,20 @@ pub const FILE_TOOL_SECONDS: (f64, f64) = (0.05, 0.5);
 pub const CHANGE_TOOL_SECONDS: (f64, f64) = (1.0, 4.0);
 
 /// The client-side time of a tool call that did not simulate its own (bash
-/// simulates builds, tests and simple commands itself).
-fn client_time(name: &str, rng: &mut impl Rng) -> Duration {
-    let (low, high) = match name {
-        "edit" | "write" => CHANGE_TOOL_SECONDS,
+/// simulates builds, tests and simple commands itself): drawn from the
+/// session's measured samples of the tool's kind when there are some
+/// (`--client-times`), else from the built-in ranges above.
+fn client_time(name: &str, shell: &ShellState, rng: &mut impl Rng) -> Duration {
+    let kind = match name {
+        "edit" | "write" => ClientTimeKind::AfterEdit,
+        "read" | "glob" | "grep" | "list" => ClientTimeKind::FileTool,
+        _ => ClientTimeKind::OtherTool,
+    };
+    if let Some(measured) = shell.client_times.draw(kind, rng) {
+        return measured;
+    }
+    let (low, high) = match kind {
+        ClientTimeKind::AfterEdit => CHANGE_TOOL_SECONDS,
         _ => FILE_TOOL_SECONDS,
     };
     Duration::from_secs_f64(rng.gen_range(low..=high))

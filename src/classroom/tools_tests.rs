@@ -36,6 +36,7 @@ impl World {
                 scenario,
                 first_test_fails: false,
                 test_runs: 0,
+                client_times: Default::default(),
             },
             rng: ChaCha8Rng::seed_from_u64(1),
             offered: offered.iter().map(|s| s.to_string()).collect(),

@@ -1,0 +1,303 @@
+//! The capture's records: `calls.jsonl` (one flushed line per finished
+//! call), the client time of each session, and the files derived from them
+//! (`prompt.json`, `client-times.json`), rewritten as samples arrive.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::classify::{after_answer, After, CaptureKind, RequestInfo};
+use super::files;
+use super::observe::{tool_lines, Answer, ToolCallLine};
+use crate::classroom::client_times::{ClientTimeKind, ClientTimes};
+use crate::error::Error;
+use crate::kinds::TokenSource;
+use crate::results::{JsonlFile, RunFolder};
+
+/// The file of per-call records in a capture folder.
+pub const CALLS_FILE: &str = "calls.jsonl";
+
+/// One line of `calls.jsonl`. Times are seconds; nothing of the request or
+/// answer text is kept beyond tool names (and never a key).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallLine {
+    /// 1, 2, … in the order requests arrived.
+    pub seq: u64,
+    /// When the request arrived, seconds since the capture started.
+    pub started_at_s: f64,
+    /// When the request arrived, UTC.
+    pub started_utc: DateTime<Utc>,
+    /// HTTP method.
+    pub method: String,
+    /// Request path (without the query).
+    pub path: String,
+    /// `x-session-id`.
+    pub session: Option<String>,
+    /// `x-parent-session-id`.
+    pub parent_session: Option<String>,
+    /// Why the call was made (see `classify`).
+    pub kind: CaptureKind,
+    /// Whether the request body was JSON (`false`: passed on as it was).
+    pub body_json: bool,
+    /// `stream` of the request.
+    pub stream: Option<bool>,
+    /// `model` of the request.
+    pub model: Option<String>,
+    /// `max_tokens` of the request, tokens.
+    pub max_tokens: Option<u64>,
+    /// Tool definitions offered.
+    pub tools_offered: usize,
+    /// Messages sent.
+    pub messages: usize,
+    /// Request body, bytes.
+    pub request_bytes: usize,
+    /// The upstream's status (502: the upstream could not be reached).
+    pub status: u16,
+    /// Prompt tokens, from the usage.
+    pub prompt_tokens: Option<u64>,
+    /// Output tokens: the usage's, else the chunks carrying text.
+    pub output_tokens: Option<u64>,
+    /// Who counted `output_tokens`: `server` (usage) or `client` (chunks).
+    pub tokens_counted_by: Option<TokenSource>,
+    /// Request arrived → first chunk carrying generated text, seconds.
+    pub ttft_s: Option<f64>,
+    /// Request arrived → last byte of the answer passed on, seconds.
+    pub duration_s: f64,
+    /// `finish_reason` of choice 0.
+    pub finish_reason: Option<String>,
+    /// The answer's tool calls: names and argument sizes.
+    pub tool_calls: Vec<ToolCallLine>,
+    /// End of this session's previous answer → this request, seconds.
+    pub client_time_s: Option<f64>,
+    /// What the client did in that time (a client-time kind, `task` or
+    /// `retry`).
+    pub client_time_kind: Option<String>,
+    /// Response body passed on, bytes.
+    pub response_bytes: u64,
+    /// What went wrong, if anything (upstream unreachable, stream cut, …).
+    pub error: Option<String>,
+}
+
+/// A call whose answer is still passing through.
+#[derive(Debug)]
+pub struct OpenCall {
+    line: CallLine,
+    received: Instant,
+}
+
+#[derive(Debug, Default)]
+struct Session {
+    in_flight: u32,
+    last: Option<(Instant, After)>,
+}
+
+struct Inner {
+    calls: Option<JsonlFile<CallLine>>,
+    seq: u64,
+    sessions: HashMap<String, Session>,
+    samples: BTreeMap<ClientTimeKind, Vec<f64>>,
+    prompt_written: bool,
+    write_failed: bool,
+}
+
+/// The capture's state, shared by every request.
+pub struct Store {
+    folder: PathBuf,
+    source: String,
+    origin: Instant,
+    inner: Mutex<Inner>,
+}
+
+impl Store {
+    /// Opens `calls.jsonl` in `folder` (which must exist); `source` names
+    /// the upstream in `client-times.json`.
+    pub fn open(folder: &Path, source: String) -> Result<Self, Error> {
+        let calls = RunFolder::at(folder).appender::<CallLine>(CALLS_FILE)?;
+        Ok(Store {
+            folder: folder.to_path_buf(),
+            source,
+            origin: Instant::now(),
+            inner: Mutex::new(Inner {
+                calls: Some(calls),
+                seq: 0,
+                sessions: HashMap::new(),
+                samples: BTreeMap::new(),
+                prompt_written: false,
+                write_failed: false,
+            }),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A request arrived at `received`: numbers it, measures its session's
+    /// client time, and keeps the first agent request's prompt.
+    pub fn begin(
+        &self,
+        (method, path): (&str, &str),
+        info: &RequestInfo,
+        body: Option<&Value>,
+        request_bytes: usize,
+        received: Instant,
+    ) -> OpenCall {
+        let mut inner = self.lock();
+        inner.seq += 1;
+        let mut line = CallLine {
+            seq: inner.seq,
+            started_at_s: received
+                .saturating_duration_since(self.origin)
+                .as_secs_f64(),
+            started_utc: Utc::now(),
+            method: method.to_string(),
+            path: path.to_string(),
+            session: info.session.clone(),
+            parent_session: info.parent.clone(),
+            kind: info.kind,
+            body_json: info.body_json,
+            stream: info.stream,
+            model: info.model.clone(),
+            max_tokens: info.max_tokens,
+            tools_offered: info.tools_offered,
+            messages: info.messages,
+            request_bytes,
+            status: 0,
+            prompt_tokens: None,
+            output_tokens: None,
+            tokens_counted_by: None,
+            ttft_s: None,
+            duration_s: 0.0,
+            finish_reason: None,
+            tool_calls: Vec::new(),
+            client_time_s: None,
+            client_time_kind: None,
+            response_bytes: 0,
+            error: None,
+        };
+        if tracks_session(info.kind) {
+            if let Some(id) = &info.session {
+                let s = inner.sessions.entry(id.clone()).or_default();
+                if s.in_flight == 0 {
+                    if let Some((end, after)) = s.last.take() {
+                        let secs = received.saturating_duration_since(end).as_secs_f64();
+                        line.client_time_s = Some(secs);
+                        line.client_time_kind = Some(after.as_str().to_string());
+                        if let After::Kind(k) = after {
+                            inner.samples.entry(k).or_default().push(secs);
+                            self.write_client_times(&mut inner);
+                        }
+                    }
+                } else {
+                    // Another call of the session is still running: no pairing.
+                    s.last = None;
+                }
+                if let Some(s) = inner.sessions.get_mut(id) {
+                    s.in_flight += 1;
+                }
+            }
+        }
+        if info.kind == CaptureKind::Agent && !inner.prompt_written {
+            if let Some(prompt) = body.and_then(super::classify::prompt_of) {
+                inner.prompt_written = true;
+                let result = files::write_json(&self.folder.join(files::PROMPT_FILE), &prompt);
+                self.note(&mut inner, result);
+            }
+        }
+        OpenCall { line, received }
+    }
+
+    /// The answer of `call` ended at `end` with `status` (`error`: what
+    /// went wrong): writes its line and what follows for its session.
+    pub fn finish(
+        &self,
+        call: OpenCall,
+        status: u16,
+        answer: Answer,
+        end: Instant,
+        error: Option<String>,
+    ) {
+        let OpenCall { mut line, received } = call;
+        line.status = status;
+        line.duration_s = end.saturating_duration_since(received).as_secs_f64();
+        line.ttft_s = answer
+            .first_token
+            .map(|t| t.saturating_duration_since(received).as_secs_f64());
+        line.prompt_tokens = answer.prompt_tokens;
+        (line.output_tokens, line.tokens_counted_by) = match answer.completion_tokens {
+            Some(n) => (Some(n), Some(TokenSource::Server)),
+            None if line.stream == Some(true) => {
+                (Some(answer.text_chunks), Some(TokenSource::Client))
+            }
+            None => (None, None),
+        };
+        line.finish_reason = answer.finish_reason.clone();
+        line.tool_calls = tool_lines(&answer.tool_calls);
+        line.response_bytes = answer.bytes;
+        line.error = error;
+        let ok = (200..300).contains(&status) && line.error.is_none();
+        let mut inner = self.lock();
+        if tracks_session(line.kind) {
+            if let Some(s) = line
+                .session
+                .as_ref()
+                .and_then(|id| inner.sessions.get_mut(id))
+            {
+                s.in_flight = s.in_flight.saturating_sub(1);
+                s.last = after_answer(line.kind, ok, &answer.tool_calls).map(|a| (end, a));
+            }
+        }
+        let result = match inner.calls.as_mut() {
+            Some(w) => w.append(&line).map_err(Error::from),
+            None => Ok(()),
+        };
+        self.note(&mut inner, result);
+    }
+
+    /// The samples measured so far, as the classroom reads them.
+    pub fn client_times(&self) -> ClientTimes {
+        ClientTimes::from_samples(self.lock().samples.clone())
+    }
+
+    /// Calls recorded so far.
+    pub fn calls(&self) -> u64 {
+        self.lock().seq
+    }
+
+    /// Rewrites `client-times.json` (also at the end of the capture).
+    pub fn flush(&self) -> Result<(), Error> {
+        let inner = self.lock();
+        let file = ClientTimes::from_samples(inner.samples.clone()).to_file(&self.source);
+        files::write_json(&self.folder.join(files::CLIENT_TIMES_FILE), &file)
+    }
+
+    fn write_client_times(&self, inner: &mut Inner) {
+        let file = ClientTimes::from_samples(inner.samples.clone()).to_file(&self.source);
+        let result = files::write_json(&self.folder.join(files::CLIENT_TIMES_FILE), &file);
+        self.note(inner, result);
+    }
+
+    /// Says a write error once on stderr; the capture keeps passing traffic.
+    fn note(&self, inner: &mut Inner, result: Result<(), Error>) {
+        if let Err(e) = result {
+            if !inner.write_failed {
+                inner.write_failed = true;
+                eprintln!(
+                    "codendum capture: cannot write into {}: {e}",
+                    self.folder.display()
+                );
+            }
+        }
+    }
+}
+
+/// Whether calls of this kind take part in their session's client time
+/// (titles run beside the first step; `other` is not a model call).
+fn tracks_session(kind: CaptureKind) -> bool {
+    !matches!(kind, CaptureKind::Title | CaptureKind::Other)
+}
