@@ -1,27 +1,38 @@
 //! `codendum plan` end to end: simulate every cell of the plan on worker
-//! threads (a progress line per cell on stderr), write `plan.md`,
-//! `plan.json` and `plan.html`, print each variant's verdict on stderr and
-//! the path of `plan.md` on stdout.
+//! threads (a progress line per cell on stderr; in a search, one per probe
+//! of the bisection), write `plan.md`, `plan.json` and `plan.html`, print
+//! each variant's verdict on stderr and the path of `plan.md` on stdout.
 
 use std::path::PathBuf;
 
 use crate::error::Error;
-use crate::plan::{CellResult, PlanConfig, PlanResults};
+use crate::plan::search_text::probe_line;
+use crate::plan::{CellResult, JudgedCell, PlanConfig, PlanResults};
 
 /// Runs the plan (off the async runtime) and writes its folder; returns the
 /// results and the folder.
 pub async fn run(config: PlanConfig) -> Result<(PlanResults, PathBuf), Error> {
     config.validate()?;
-    let (results, folder) =
-        tokio::task::spawn_blocking(move || crate::plan::plan(&config, &progress_line))
-            .await
-            .map_err(|e| Error::Failed(format!("the plan stopped: {e}")))??;
+    let (results, folder) = tokio::task::spawn_blocking(move || {
+        if config.max_users.is_some() {
+            crate::plan::plan_search(&config, &search_line)
+        } else {
+            crate::plan::plan(&config, &progress_line)
+        }
+    })
+    .await
+    .map_err(|e| Error::Failed(format!("the plan stopped: {e}")))??;
     for v in &results.verdicts {
         eprintln!("{}", v.summary);
     }
     eprintln!("Plan in {}", folder.display());
     println!("{}", folder.join("plan.md").display());
     Ok((results, folder))
+}
+
+/// One line on stderr per probe of a search, in the bisection's order.
+fn search_line(variant: &str, cell: &JudgedCell, meets_ceilings: bool) {
+    eprintln!("  {}", probe_line(variant, cell, meets_ceilings));
 }
 
 /// One line on stderr as a cell finishes.

@@ -13,6 +13,10 @@ use crate::profile::Profile;
 /// The seed's ramp-up: students start within two minutes.
 pub const RAMP_UP: Duration = Duration::from_secs(120);
 
+/// Upper end of the search for the largest class when `--max-users` is
+/// not given, students: five times the seed's class of forty.
+pub const DEFAULT_MAX_USERS: u32 = 200;
+
 /// Everything `codendum plan` needs.
 #[derive(Debug, Clone)]
 pub struct PlanConfig {
@@ -36,11 +40,15 @@ pub struct PlanConfig {
     pub jobs: usize,
     /// Folder under which `plan-<UTC timestamp>/` is created.
     pub results_dir: PathBuf,
+    /// Search the largest class up to this many students
+    /// (`--max-users`; [`crate::plan::search`]) instead of trying
+    /// `users`. `None`: try `users`.
+    pub max_users: Option<u32>,
 }
 
 impl PlanConfig {
-    /// Defaults: 40 users, `classroom-64k`, java, 900 s, seed 1, one job per
-    /// available core, `bench-results`.
+    /// Defaults: 40 users (no search), `classroom-64k`, java, 900 s, seed
+    /// 1, one job per available core, `bench-results`.
     pub fn new() -> Self {
         PlanConfig {
             users: vec![40],
@@ -51,12 +59,13 @@ impl PlanConfig {
             seed: 1,
             jobs: default_jobs(),
             results_dir: PathBuf::from(crate::results::DEFAULT_RESULTS_ROOT),
+            max_users: None,
         }
     }
 
     /// Checks the values and loads the profiles; errors name the flag.
     pub fn validate(&self) -> Result<Vec<Profile>, ConfigError> {
-        if self.users.is_empty() {
+        if self.max_users.is_none() && self.users.is_empty() {
             return Err(ConfigError::invalid(
                 "--users",
                 "give at least one class size",
@@ -66,6 +75,12 @@ impl PlanConfig {
             return Err(ConfigError::invalid(
                 "--users",
                 format!("{u} is not between 1 and 10000"),
+            ));
+        }
+        if let Some(m) = self.max_users.filter(|m| *m == 0 || *m > 10_000) {
+            return Err(ConfigError::invalid(
+                "--max-users",
+                format!("{m} is not between 1 and 10000"),
             ));
         }
         if self.profiles.is_empty() {

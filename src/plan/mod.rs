@@ -11,16 +11,25 @@
 //! where the limit comes from ([`Bottleneck`]). Targets are read and judged by
 //! [`crate::targets::classroom`], as the capacity suite judges them. Results
 //! are deterministic for a seed, whatever the number of threads.
+//!
+//! Without `--users` a plan is a search ([`search`]): for each variant the
+//! largest class meeting the profile's targets, by bisection over
+//! `1..=--max-users`, and the limit judged at the first class that misses.
 
+pub mod bisect;
 pub mod cell;
 pub mod config;
+pub mod limit;
 pub mod run;
+pub mod search;
+pub mod search_text;
 pub mod targets;
 pub mod write;
 
 pub use cell::{run_cell, CellResult};
 pub use config::{CellSpec, PlanConfig};
 pub use run::{run_plan, JudgedCell, PlanParameters, PlanResults, VariantVerdict};
+pub use search::{run_search, Probe, SearchParameters, SearchResults, SeatsProbe, VariantSearch};
 pub use targets::{
     classify, classroom_targets, judge_cell, Bottleneck, Check, ClassroomTargets, TargetList,
     Threshold,
@@ -39,6 +48,19 @@ pub fn plan(
     on_cell: &(dyn Fn(&CellResult) + Sync),
 ) -> Result<(PlanResults, PathBuf), Error> {
     let results = run_plan(config, on_cell)?;
+    let folder = write_plan(&results, &config.results_dir, chrono::Utc::now())?;
+    Ok((results, folder))
+}
+
+/// Runs a search (`config.max_users` set) and writes its folder as
+/// [`plan`] does. `on_probe` is called for each probe on a bisection's
+/// path, in path order (the variant, the judged cell, whether it met the
+/// ceilings).
+pub fn plan_search(
+    config: &PlanConfig,
+    on_probe: search::ProbeHook<'_>,
+) -> Result<(PlanResults, PathBuf), Error> {
+    let results = run_search(config, on_probe)?;
     let folder = write_plan(&results, &config.results_dir, chrono::Utc::now())?;
     Ok((results, folder))
 }

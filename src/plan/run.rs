@@ -16,14 +16,15 @@ use crate::profile::Profile;
 
 /// Name of the `kind` field of `plan.json`.
 pub const PLAN_KIND: &str = "plan";
-/// Version of the `plan.json` layout.
+/// Version of the `plan.json` layout of a plan over given class sizes (a
+/// search writes [`super::search::SEARCH_SCHEMA_VERSION`]).
 pub const PLAN_SCHEMA_VERSION: u32 = 1;
 
 /// The parameters a plan ran with (everything that shapes its results;
 /// `jobs` does not).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlanParameters {
-    /// Class sizes tried, ascending.
+    /// Class sizes tried, ascending (in a search: the sizes probed).
     pub users: Vec<u32>,
     /// Profiles, as given.
     pub profiles: Vec<String>,
@@ -37,6 +38,10 @@ pub struct PlanParameters {
     pub ramp_up_s: f64,
     /// Seed.
     pub seed: u64,
+    /// Upper end of a search (`--max-users`), students; absent when the
+    /// class sizes were given (`--users`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_users: Option<u32>,
 }
 
 /// A cell with its target checks.
@@ -63,8 +68,11 @@ pub struct VariantVerdict {
     pub targets: TargetList,
     /// The largest class size tried such that it and every smaller size
     /// tried met the targets; `None` when the smallest already missed.
+    /// In a search: the answer (`carries`) when it meets every target,
+    /// floors included; `None` otherwise.
     pub largest_class: Option<u32>,
     /// The smallest class size tried that missed the targets.
+    /// In a search: the first class that missed a ceiling (`carries + 1`).
     pub first_miss: Option<u32>,
     /// Where the limit comes from, judged at `first_miss`.
     pub limit: Option<Bottleneck>,
@@ -85,16 +93,25 @@ pub struct PlanResults {
     pub cells: Vec<JudgedCell>,
     /// One answer per server variant.
     pub verdicts: Vec<VariantVerdict>,
+    /// The search for the largest class (no `--users`): its probes and
+    /// answers. Absent when the class sizes were given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<super::search::SearchResults>,
 }
 
 /// Runs a plan: validates `config`, simulates every cell (in parallel over
 /// `config.jobs` threads; the results do not depend on the number) and
 /// judges them. `on_cell` is called as each cell finishes (from worker
-/// threads, in completion order), e.g. for a progress line.
+/// threads, in completion order), e.g. for a progress line. With
+/// `config.max_users` set this is a search ([`super::search::run_search`])
+/// and `on_cell` is called for each probe on the bisection's path.
 pub fn run_plan(
     config: &PlanConfig,
     on_cell: &(dyn Fn(&CellResult) + Sync),
 ) -> Result<PlanResults, Error> {
+    if config.max_users.is_some() {
+        return super::search::run_search(config, &|_, cell, _| on_cell(&cell.result));
+    }
     let profiles = config.validate()?;
     let targets = profiles
         .iter()
@@ -106,13 +123,7 @@ pub fn run_plan(
         .into_iter()
         .map(|result| {
             let t = &targets[profile_index(&profiles, &result.spec.profile)];
-            let checks = judge_cell(t, &result);
-            let meets_targets = checks.iter().all(|c| c.met);
-            JudgedCell {
-                result,
-                checks,
-                meets_targets,
-            }
+            judge(t, result)
         })
         .collect();
     let verdicts = verdicts(&judged, &profiles, &targets);
@@ -122,7 +133,19 @@ pub fn run_plan(
         parameters: parameters(config),
         cells: judged,
         verdicts,
+        search: None,
     })
+}
+
+/// Judges a cell against its profile's targets.
+pub fn judge(targets: &ClassroomTargets, result: CellResult) -> JudgedCell {
+    let checks = judge_cell(targets, &result);
+    let meets_targets = checks.iter().all(|c| c.met);
+    JudgedCell {
+        result,
+        checks,
+        meets_targets,
+    }
 }
 
 /// The index of the profile named `name` (the first when none is).
@@ -131,7 +154,7 @@ fn profile_index(profiles: &[Profile], name: &str) -> usize {
 }
 
 /// What `config` asks for, as `plan.json` records it.
-fn parameters(config: &PlanConfig) -> PlanParameters {
+pub(super) fn parameters(config: &PlanConfig) -> PlanParameters {
     let mut users = config.users.clone();
     users.sort_unstable();
     users.dedup();
@@ -143,12 +166,13 @@ fn parameters(config: &PlanConfig) -> PlanParameters {
         duration_s: config.duration.as_secs_f64(),
         ramp_up_s: config.ramp_up().as_secs_f64(),
         seed: config.seed,
+        max_users: config.max_users,
     }
 }
 
 /// Simulates every cell over `config.jobs` threads; the results come back
 /// in the order of `specs`. The first failure stops the others starting.
-fn run_cells(
+pub(super) fn run_cells(
     config: &PlanConfig,
     profiles: &[Profile],
     specs: &[CellSpec],

@@ -119,9 +119,29 @@ pub enum Bottleneck {
     /// Requests rarely queued: the answers themselves are too slow for the
     /// targets.
     RequestSpeed,
+    /// Prefill: the TTFT target failed while requests rarely queued, so the
+    /// time to first token is the prompts' own reading time (the search's
+    /// classification only).
+    Prefill,
+    /// Server errors: the only targets missed count HTTP 5xx answers (the
+    /// search's classification only).
+    ServerErrors,
 }
 
 impl Bottleneck {
+    /// The limit in a few words: `decode throughput`, `seats`,
+    /// `KV memory`, `request speed`, `prefill`, `server errors`.
+    pub fn short(self) -> &'static str {
+        match self {
+            Bottleneck::KvMemory => "KV memory",
+            Bottleneck::Seats => "seats",
+            Bottleneck::DecodeThroughput => "decode throughput",
+            Bottleneck::RequestSpeed => "request speed",
+            Bottleneck::Prefill => "prefill",
+            Bottleneck::ServerErrors => "server errors",
+        }
+    }
+
     /// A short explanation for reports.
     pub fn describe(self) -> &'static str {
         match self {
@@ -129,6 +149,8 @@ impl Bottleneck {
             Bottleneck::Seats => "seats (running pinned at max_num_seqs with requests waiting, KV low; more seats met the targets)",
             Bottleneck::DecodeThroughput => "decode throughput (running pinned at max_num_seqs with requests waiting, KV low)",
             Bottleneck::RequestSpeed => "request speed (requests rarely waited; the answers alone are too slow)",
+            Bottleneck::Prefill => "prefill (TTFT misses its target while requests rarely wait: reading the prompts takes that long)",
+            Bottleneck::ServerErrors => "server errors (the server answered 5xx)",
         }
     }
 }

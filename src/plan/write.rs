@@ -125,7 +125,9 @@ pub fn markdown(results: &PlanResults) -> String {
     for v in &results.verdicts {
         let _ = writeln!(s, "- {}", v.summary);
     }
-    let _ = writeln!(s, "\n## Cells\n");
+    s.push('\n');
+    s.push_str(&super::search_text::search_markdown(results));
+    let _ = writeln!(s, "## Cells\n");
     let (head, rows) = table(results);
     let _ = writeln!(s, "| {} |", head.join(" | "));
     let _ = writeln!(s, "|{}", "---|".repeat(head.len()));
@@ -193,7 +195,9 @@ pub fn html(results: &PlanResults) -> String {
     for v in &results.verdicts {
         let _ = writeln!(s, "<li>{}</li>", xml_escape(&v.summary));
     }
-    let _ = writeln!(s, "</ul>\n<h2>Charts</h2>");
+    let _ = writeln!(s, "</ul>");
+    s.push_str(&super::search_text::search_html(results));
+    let _ = writeln!(s, "<h2>Charts</h2>");
     s.push_str(&chart(
         results,
         "Time to first token, P95",

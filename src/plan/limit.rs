@@ -1,0 +1,106 @@
+//! What a search probe means: whether a judged cell meets the profile's
+//! ceilings (the targets that more students make harder to meet) and, for
+//! the first size that misses them, where the limit comes from. The checks
+//! themselves are [`crate::targets::classroom`]'s (through
+//! [`super::targets::judge_cell`]); this module only reads them.
+
+use super::run::JudgedCell;
+use super::targets::{Bottleneck, Check, KV_HIGH, PERSISTENT};
+use crate::targets::Bound;
+
+/// Whether every ceiling (`Max` target: TTFT P95, coding request P50,
+/// preemptions, server errors) of the cell is met. Floors (server output)
+/// are left out: a small class cannot produce a large server output, so a
+/// floor is judged at the answer instead of steering the bisection.
+pub fn meets_ceilings(cell: &JudgedCell) -> bool {
+    ceilings(&cell.checks).all(|c| c.met)
+}
+
+/// The cell's ceiling checks.
+pub fn ceilings(checks: &[Check]) -> impl Iterator<Item = &Check> {
+    checks.iter().filter(|c| c.bound == Bound::Max)
+}
+
+/// The cell's floor checks.
+pub fn floors(checks: &[Check]) -> impl Iterator<Item = &Check> {
+    checks.iter().filter(|c| c.bound == Bound::Min)
+}
+
+/// The keys of the targets the cell missed, in judging order.
+pub fn missed_keys(cell: &JudgedCell) -> Vec<String> {
+    cell.checks
+        .iter()
+        .filter(|c| !c.met)
+        .map(|c| c.key.clone())
+        .collect()
+}
+
+/// Where the limit comes from, judged on `failed`, the smallest class that
+/// missed its ceilings (plain function). `seats_probe_met` tells whether
+/// the same class met them with more seats (`None`: not tried).
+///
+/// 1. only `server_errors` missed: [`Bottleneck::ServerErrors`];
+/// 2. any preemption, peak KV usage at [`KV_HIGH`] or more, or requests
+///    waiting with seats free in at least [`PERSISTENT`] of the
+///    steady-state samples (and more often than seats were full):
+///    [`Bottleneck::KvMemory`];
+/// 3. running pinned at `max_num_seqs` with requests waiting in at least
+///    [`PERSISTENT`] of the samples: [`Bottleneck::Seats`], unless more
+///    seats were tried and did not help, then
+///    [`Bottleneck::DecodeThroughput`];
+/// 4. requests rarely queued and TTFT P95 missed, the server's prefill
+///    time (when it has one) longer than its decode time:
+///    [`Bottleneck::Prefill`];
+/// 5. otherwise the answers are slow to generate with every request
+///    running: [`Bottleneck::DecodeThroughput`].
+pub fn classify_failure(failed: &JudgedCell, seats_probe_met: Option<bool>) -> Bottleneck {
+    let r = &failed.result;
+    let missed = missed_keys(failed);
+    if !missed.is_empty() && missed.iter().all(|k| k == "server_errors") {
+        return Bottleneck::ServerErrors;
+    }
+    let pinned = r.pinned_share.unwrap_or(0.0);
+    let blocked = r.blocked_share.unwrap_or(0.0);
+    if r.preemptions.unwrap_or(0) > 0
+        || r.peak_kv_usage.unwrap_or(0.0) >= KV_HIGH
+        || (blocked >= PERSISTENT && blocked > pinned)
+    {
+        return Bottleneck::KvMemory;
+    }
+    if pinned >= PERSISTENT {
+        return match seats_probe_met {
+            Some(false) => Bottleneck::DecodeThroughput,
+            _ => Bottleneck::Seats,
+        };
+    }
+    let split = r.summary.server.time_split;
+    let phase = |f: fn(&crate::results::TimeSplit) -> Option<crate::results::PhaseTime>| {
+        split.as_ref().and_then(f).map(|p| p.mean_s)
+    };
+    let prefill_heavier = match (phase(|s| s.prefill), phase(|s| s.decode)) {
+        (Some(p), Some(d)) => p > d,
+        _ => true,
+    };
+    if missed.iter().any(|k| k == "ttft_p95_s") && prefill_heavier {
+        Bottleneck::Prefill
+    } else {
+        Bottleneck::DecodeThroughput
+    }
+}
+
+/// Whether the seats probe is worth running for `failed`: its running
+/// requests were pinned at `max_num_seqs` with requests waiting, and the
+/// KV cache was not the limit (plain function, the test of
+/// [`classify_failure`]'s step 3).
+pub fn wants_seats_probe(failed: &JudgedCell) -> bool {
+    let probe_free = classify_failure(failed, None);
+    probe_free == Bottleneck::Seats
+}
+
+/// The seat count the seats probe runs with: twice the variant's, at most
+/// 4096 (vLLM's practical ceiling, and `--max-num-seqs`' limit); `None`
+/// when it cannot grow.
+pub fn probe_seats(max_num_seqs: u32) -> Option<u32> {
+    let more = max_num_seqs.saturating_mul(2).min(4096);
+    (more > max_num_seqs).then_some(more)
+}
