@@ -171,7 +171,7 @@ mod tests {
     fn a_dependent_column_is_named_by_an_infinite_error() {
         let x: Vec<Vec<f64>> = (0..10).map(|i| vec![1.0, 2.0, f64::from(i)]).collect();
         let y: Vec<f64> = (0..10).map(|i| 1.0 + 0.5 * f64::from(i)).collect();
-        let s = weighted_least_squares(&x, &y, &vec![1.0; 10]).expect("solves");
+        let s = weighted_least_squares(&x, &y, &[1.0; 10]).expect("solves");
         assert!(s.std_err[1].is_infinite());
         assert!(s.std_err[0].is_finite() && s.std_err[2].is_finite());
         assert!((s.coef[2] - 0.5).abs() < 1e-12);

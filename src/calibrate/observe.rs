@@ -123,7 +123,7 @@ fn decode_observation(
     budget: u64,
 ) -> Option<Observation> {
     let (w0, w1, len) = (r.first_token(), r.end(), r.decode_len());
-    if r.output_tokens < 2 || !(len > 0.0) {
+    if r.output_tokens < 2 || len.is_nan() || len <= 0.0 {
         return None;
     }
     let steps = (r.output_tokens - 1) as f64;
@@ -179,7 +179,7 @@ fn ttft_observation(
     budget: u64,
 ) -> Option<Observation> {
     let (a, b) = (r.start, r.first_token());
-    if !(r.ttft > 0.0) || r.input_tokens == 0 {
+    if r.ttft.is_nan() || r.ttft <= 0.0 || r.input_tokens == 0 {
         return None;
     }
     // A tiny allowance: a request starts as the previous one's last chunk
