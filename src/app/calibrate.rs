@@ -35,12 +35,18 @@ pub fn default_name(served_model_name: &str) -> String {
 }
 
 /// Runs the calibration and writes its files; `out` `None`: `<name>.toml`
-/// in the current folder.
+/// in the current folder. The name defaults to `out`'s file stem, else to
+/// [`default_name`] of the served model.
 pub fn run(
     options: &CalibrateOptions,
     out: Option<&Path>,
 ) -> Result<(Calibration, Written), Error> {
     let mut options = options.clone();
+    if options.name.is_empty() {
+        if let Some(stem) = out.and_then(|o| o.file_stem()).and_then(|s| s.to_str()) {
+            options.name = stem.to_string();
+        }
+    }
     if options.name.is_empty() {
         // The name needs the runs' model: read the first summary once.
         let first = options

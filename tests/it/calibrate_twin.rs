@@ -33,7 +33,7 @@ use codendum::target::Target;
 use codendum::twin::inproc::InProcTransport;
 use codendum::twin::TwinOptions;
 
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/calibration");
+pub(crate) const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/calibration");
 
 /// The twin's `/v1/models` and `/tokenize` seen from the bench.
 struct TwinInfo {
@@ -93,7 +93,7 @@ impl ServerMetrics for TwinReadings {
 
 /// Runs `cells` against the twin of `profile` in virtual time; returns the
 /// results folder and its levels.
-fn bench_twin(
+pub(crate) fn bench_twin(
     profile: &Profile,
     cells: Vec<Cell>,
     output_tokens: u32,

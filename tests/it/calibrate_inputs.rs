@@ -1,0 +1,203 @@
+//! `codendum calibrate` on awkward input: one level, folders that are not
+//! bench runs, runs of two servers, runs without a success; and the written
+//! profile read back by every command's loader.
+
+use std::path::Path;
+use std::process::Command;
+
+use codendum::bench::config::Cell;
+use codendum::bench::Shape;
+use codendum::calibrate::model::{Coefficients, ExpertUse, Terms};
+use codendum::profile::Profile;
+use codendum::twin::model::{PhysicalStepModel, StepShape};
+
+use super::calibrate_twin::{bench_twin, FIXTURES};
+
+fn fixture(name: &str) -> Profile {
+    Profile::load(&format!("{FIXTURES}/{name}")).expect("fixture loads")
+}
+
+fn one_level(profile: &Profile, root: &Path) -> std::path::PathBuf {
+    let cells = vec![Cell {
+        shape: Shape::Sized(256),
+        concurrency: 1,
+        requests: 4,
+    }];
+    bench_twin(profile, cells, 32, root).0
+}
+
+fn calibrate(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_codendum"))
+        .arg("calibrate")
+        .args(args)
+        .output()
+        .expect("runs")
+}
+
+fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn calibrate_one_level_fits_what_it_can_and_names_the_rest() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = one_level(&fixture("moe-slow.toml"), dir.path());
+    let out = dir.path().join("one.toml");
+    let o = calibrate(&[
+        run.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--bootstrap",
+        "20",
+    ]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("one batch size"), "{err}");
+    assert!(
+        err.contains("one level: the held-out check needs two or more"),
+        "{err}"
+    );
+    let profile = std::fs::read_to_string(&out).expect("profile");
+    assert!(profile.contains("Source: the embedded twin"), "{profile}");
+    let loaded = Profile::load(out.to_str().unwrap()).expect("loads");
+    assert_eq!(loaded.server.max_num_seqs, 16);
+    assert_eq!(
+        loaded.hardware.model.experts_per_token, 0,
+        "expert term fixed: dense"
+    );
+}
+
+#[test]
+fn calibrate_refuses_folders_that_are_not_bench_runs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let o = calibrate(&[empty.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no summary.json"), "{}", stderr(&o));
+    let class = dir.path().join("class");
+    std::fs::create_dir(&class).unwrap();
+    std::fs::write(
+        class.join("summary.json"),
+        r#"{"schema_version":1,"kind":"classroom"}"#,
+    )
+    .unwrap();
+    let o = calibrate(&[class.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("is a classroom run, not a bench run"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(stderr(&o).trim().lines().count(), 1, "{}", stderr(&o));
+}
+
+#[test]
+fn calibrate_refuses_runs_of_two_servers_naming_the_difference() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let a = one_level(&fixture("moe-slow.toml"), &dir.path().join("a"));
+    let b = one_level(&fixture("dense-fast.toml"), &dir.path().join("b"));
+    let o = calibrate(&[a.to_str().unwrap(), b.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(
+        err.contains("different servers") && err.contains("moe-coder"),
+        "{err}"
+    );
+}
+
+#[test]
+fn calibrate_refuses_a_run_without_a_success() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = one_level(&fixture("dense-fast.toml"), dir.path());
+    let path = run.join("requests.jsonl");
+    let failed: String = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(|l| l.replace("\"ok\":true", "\"ok\":false") + "\n")
+        .collect();
+    std::fs::write(&path, failed).unwrap();
+    let o = calibrate(&[run.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("no successful request"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn calibrated_profile_round_trips_into_the_twins_step_model() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let truth = fixture("moe-slow.toml");
+    let cells = [1u32, 2, 4, 8, 16]
+        .map(|n| Cell {
+            shape: Shape::Sized(256),
+            concurrency: n,
+            requests: u64::from(2 * n.max(4)),
+        })
+        .into_iter()
+        .chain([1_024, 4_096, 8_192].map(|t| Cell {
+            shape: Shape::Sized(t),
+            concurrency: 1,
+            requests: 3,
+        }))
+        .collect();
+    let run = bench_twin(&truth, cells, 64, dir.path()).0;
+    let out = dir.path().join("rt.toml");
+    let o = calibrate(&[
+        run.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--targets-from",
+        "classroom-64k",
+        "--bootstrap",
+        "10",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("rt-fit.json")).unwrap())
+            .unwrap();
+    let c: Coefficients = Coefficients {
+        step_s: json["fit"]["coefficients"]["step_s"].as_f64().unwrap(),
+        expert_s: json["fit"]["coefficients"]["expert_s"].as_f64().unwrap(),
+        context_s: json["fit"]["coefficients"]["context_s"].as_f64().unwrap(),
+        prefill_token_s: json["fit"]["coefficients"]["prefill_token_s"]
+            .as_f64()
+            .unwrap(),
+        prefill_pair_s: json["fit"]["coefficients"]["prefill_pair_s"]
+            .as_f64()
+            .unwrap(),
+        path_s: 0.0,
+    };
+    let share = json["fit"]["expert_share"].as_f64();
+    let loaded = Profile::load(out.to_str().unwrap()).expect("the written profile loads");
+    assert!(loaded.targets.contains_key("classroom"), "targets copied");
+    let model = PhysicalStepModel::new(&loaded.hardware);
+    for (batch, ctx, prefill) in [(1u64, 300u64, 0u64), (12, 4_000, 0), (4, 2_000, 1_000)] {
+        let shape = StepShape {
+            num_tokens: batch + prefill,
+            num_decode: batch,
+            decode_context_tokens: batch * ctx,
+            prefill_tokens: prefill,
+            prefill_pairs: prefill * prefill.saturating_sub(1) / 2,
+        };
+        let terms = Terms {
+            steps: 1.0,
+            experts: vec![ExpertUse {
+                weight: 1.0,
+                tokens: (batch + prefill) as f64,
+            }],
+            context_tokens: (batch * ctx) as f64,
+            prefill_tokens: prefill as f64,
+            prefill_pairs: shape.prefill_pairs as f64,
+            path: 0.0,
+        };
+        let written = model.step_seconds(&shape);
+        let fitted = c.predict(&terms, share);
+        assert!(
+            (written / fitted - 1.0).abs() < 0.01,
+            "{batch}/{ctx}/{prefill}: {written} vs {fitted}"
+        );
+    }
+}
