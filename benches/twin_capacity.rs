@@ -10,6 +10,11 @@
 //! threads each) in this one process.
 //!
 //! `cargo bench --bench twin_capacity` (about a minute).
+//!
+//! A fleet: `CODENDUM_REPLICAS=4 CODENDUM_SEATS=256 CODENDUM_STREAMS=1024`
+//! runs 4 replicas of 256 seats each behind one endpoint (round-robin: the
+//! streams carry no session), each engine on its own thread; the lateness is
+//! reported for all engines together and per replica.
 
 use std::sync::Arc;
 
@@ -17,9 +22,11 @@ use codendum::clock::Clock;
 use codendum::openai::client::{ClientOptions, HttpClient};
 use codendum::openai::{CallRequest, Endpoint, Transport};
 use codendum::stats::{percentile, sorted_finite};
+use codendum::twin::fleet::{start_fleet, FleetHandle, FleetSpec, RouterPolicy};
 use codendum::twin::profile::Profile;
+use codendum::twin::runner::StepLateness;
 use codendum::twin::runner::ON_TIME_SHARE;
-use codendum::twin::{start, TwinOptions};
+use codendum::twin::{start, TwinHandle, TwinOptions};
 use serde_json::json;
 
 fn env_usize(name: &str, default: usize) -> usize {
@@ -32,8 +39,10 @@ fn env_usize(name: &str, default: usize) -> usize {
 fn main() {
     let streams = env_usize("CODENDUM_STREAMS", 1000);
     let tokens = env_usize("CODENDUM_TOKENS", 256);
+    let replicas = env_usize("CODENDUM_REPLICAS", 1) as u32;
     let mut profile = Profile::load("classroom-64k").expect("embedded profile");
-    profile.server.max_num_seqs = 1024;
+    let seats = env_usize("CODENDUM_SEATS", 1024);
+    profile.server.max_num_seqs = seats as u32;
     let twin_rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("twin")
@@ -49,9 +58,20 @@ fn main() {
     let clock = Clock::real();
     let mut opts = TwinOptions::new(profile);
     opts.clock = clock.clone();
-    let twin = twin_rt
-        .block_on(start(opts, "127.0.0.1:0".parse().expect("addr")))
-        .expect("start the twin");
+    let addr = "127.0.0.1:0".parse().expect("addr");
+    let twin = if replicas > 1 {
+        let spec = FleetSpec {
+            replicas,
+            router: RouterPolicy::RoundRobin,
+        };
+        Server::Fleet(
+            twin_rt
+                .block_on(start_fleet(opts, spec, addr))
+                .expect("start the fleet"),
+        )
+    } else {
+        Server::One(twin_rt.block_on(start(opts, addr)).expect("start the twin"))
+    };
     let client = Arc::new(
         HttpClient::new(
             &twin.base_url(),
@@ -101,7 +121,8 @@ fn main() {
                 .await
         })
         .expect("metrics text");
-    let lateness = twin.state().step_lateness();
+    let parts = twin.lateness();
+    let lateness = codendum::twin::fleet::pages::merge_lateness(&parts);
     twin_rt.block_on(twin.shutdown());
 
     let ok = outcomes.iter().filter(|o| o.is_ok()).count();
@@ -117,7 +138,8 @@ fn main() {
         .map(|(b, c)| format!("<={b}s:{c}"))
         .collect();
     println!(
-        "twin capacity: {streams} streams x {tokens} tokens, {ok} ok, {out_tokens} tokens in {wall:.1} s ({:.0} tok/s)",
+        "twin capacity: {replicas} replica(s) x {} seats, {streams} streams x {tokens} tokens, {ok} ok, {out_tokens} tokens in {wall:.1} s ({:.0} tok/s)",
+        seats,
         out_tokens as f64 / wall
     );
     println!(
@@ -147,11 +169,58 @@ fn main() {
         .map(|(i, share)| format!("#{i}:{:.1}%", share * 100.0))
         .collect();
     println!("  late steps (number: lateness/step): {}", late.join(" "));
+    if parts.len() > 1 {
+        for (i, l) in parts.iter().enumerate() {
+            println!(
+                "  replica {i}: steps {}, on time {} = {:.2} %, max lateness {:.3} ms = {:.2} % of its step",
+                l.steps,
+                l.on_time,
+                l.on_time_share() * 100.0,
+                l.max_seconds * 1e3,
+                l.max_share * 100.0
+            );
+        }
+    }
     println!(
         "  /metrics has the lateness histogram: {}; load before {load_before}, after {}",
         page.contains("codendum_twin_step_lateness_seconds_count"),
         loadavg()
     );
+}
+
+enum Server {
+    One(TwinHandle),
+    Fleet(FleetHandle),
+}
+
+impl Server {
+    fn base_url(&self) -> String {
+        match self {
+            Server::One(t) => t.base_url(),
+            Server::Fleet(f) => f.base_url(),
+        }
+    }
+
+    fn metrics_url(&self) -> String {
+        match self {
+            Server::One(t) => t.metrics_url(),
+            Server::Fleet(f) => f.metrics_url(),
+        }
+    }
+
+    fn lateness(&self) -> Vec<StepLateness> {
+        match self {
+            Server::One(t) => vec![t.state().step_lateness()],
+            Server::Fleet(f) => f.replicas().iter().map(|r| r.step_lateness()).collect(),
+        }
+    }
+
+    async fn shutdown(self) {
+        match self {
+            Server::One(t) => t.shutdown().await,
+            Server::Fleet(f) => f.shutdown().await,
+        }
+    }
 }
 
 fn loadavg() -> String {

@@ -10,6 +10,7 @@ use crate::openai::client::{build_http_client, ClientOptions, HttpClient};
 use crate::profile::Profile;
 use crate::prom::Scraper;
 use crate::target::{Secret, Target};
+use crate::twin::fleet::{start_fleet, FleetHandle, FleetSpec, RouterPolicy};
 use crate::twin::persona::AgentPersona;
 use crate::twin::proxy::ProxyConfig;
 use crate::twin::{TwinHandle, TwinOptions};
@@ -37,6 +38,15 @@ pub struct ConnectOptions {
     /// class. Against either server, the first one signs the side calls
     /// (`/v1/models`) when no `--api-key` is given.
     pub student_keys: Vec<Secret>,
+    /// Replicas of the embedded twin (`--replicas`); `None`: the profile's
+    /// `[fleet] replicas`, else 1. An error against a live server.
+    pub replicas: Option<u32>,
+    /// Router in front of the replicas (`--router`); `None`: the profile's
+    /// `[fleet] router`, else `round-robin`. An error against a live server.
+    pub router: Option<String>,
+    /// `--prometheus-url`: read the server figures through this Prometheus
+    /// instead of scraping `/metrics` (a live fleet only).
+    pub prometheus: Option<super::fleet::PrometheusOptions>,
 }
 
 impl ConnectOptions {
@@ -48,6 +58,9 @@ impl ConnectOptions {
             seed: 1,
             max_connections: 64,
             student_keys: Vec::new(),
+            replicas: None,
+            router: None,
+            prometheus: None,
         }
     }
 }
@@ -61,8 +74,11 @@ pub struct Connection {
     pub scraper: Option<Scraper>,
     /// Real time for a live server; scaled for the embedded twin.
     pub clock: Clock,
-    /// The embedded twin, when no server was named.
+    /// The embedded twin, when no server was named (one replica).
     pub twin: Option<TwinHandle>,
+    /// The embedded fleet, when no server was named and it has several
+    /// replicas (`twin` is then `None`).
+    pub fleet: Option<FleetHandle>,
     /// The twin's profile when embedded.
     pub profile: Option<Profile>,
     /// What to call the target in messages and results (no credentials).
@@ -73,7 +89,7 @@ impl std::fmt::Debug for Connection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Connection")
             .field("label", &self.label)
-            .field("embedded", &self.twin.is_some())
+            .field("embedded", &self.is_embedded())
             .finish_non_exhaustive()
     }
 }
@@ -89,6 +105,18 @@ impl Connection {
     }
 
     fn live(target: &Target, base: &str, opts: &ConnectOptions) -> Result<Connection, Error> {
+        for (flag, given) in [
+            ("--replicas", opts.replicas.is_some()),
+            ("--router", opts.router.is_some()),
+        ] {
+            if given {
+                return Err(crate::error::ConfigError::invalid(
+                    flag,
+                    "applies to the embedded twin only: a live fleet is routed by its own router",
+                )
+                .into());
+            }
+        }
         let clock = Clock::real();
         let client = HttpClient::new(
             base,
@@ -114,6 +142,7 @@ impl Connection {
             scraper,
             clock,
             twin: None,
+            fleet: None,
             profile: None,
             label: target.display_url(),
         })
@@ -121,6 +150,10 @@ impl Connection {
 
     async fn embedded(target: &Target, opts: &ConnectOptions) -> Result<Connection, Error> {
         let profile = Profile::load(&opts.profile)?;
+        let (spec, note) = resolve_fleet(&profile, opts.replicas, opts.router.as_deref())?;
+        if let Some(note) = note {
+            eprintln!("codendum: note: {note}");
+        }
         if !(opts.time_scale.is_finite() && opts.time_scale > 0.0 && opts.time_scale <= 10_000.0) {
             return Err(crate::error::ConfigError::invalid(
                 "--time-scale",
@@ -142,11 +175,24 @@ impl Connection {
             });
         }
         let loopback = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
-        let twin = crate::twin::start(twin_opts, loopback)
-            .await
-            .map_err(|e| Error::Failed(format!("cannot start the embedded twin: {e}")))?;
+        let failed = |e: crate::twin::TwinError| {
+            Error::Failed(format!("cannot start the embedded twin: {e}"))
+        };
+        let (twin, fleet, base_url, metrics_url) = if spec.replicas > 1 {
+            let f = start_fleet(twin_opts, spec, loopback)
+                .await
+                .map_err(failed)?;
+            let urls = (f.base_url(), f.metrics_url());
+            (None, Some(f), urls.0, urls.1)
+        } else {
+            let t = crate::twin::start(twin_opts, loopback)
+                .await
+                .map_err(failed)?;
+            let urls = (t.base_url(), t.metrics_url());
+            (Some(t), None, urls.0, urls.1)
+        };
         let client = HttpClient::new(
-            &twin.base_url(),
+            &base_url,
             ClientOptions {
                 cacert: None,
                 timeout: target.request_timeout,
@@ -156,9 +202,17 @@ impl Connection {
             },
         )?;
         let http = build_http_client(None, 4)?;
-        let scraper = Scraper::new(http, vec![twin.metrics_url()]);
+        let scraper = Scraper::new(http, vec![metrics_url]);
+        let fleet_label = if spec.replicas > 1 {
+            format!(
+                ", {} replicas behind a {} router",
+                spec.replicas, spec.router
+            )
+        } else {
+            String::new()
+        };
         let label = format!(
-            "embedded twin (vLLM {} on a GB10, profile {}, {}x real time)",
+            "embedded twin (vLLM {} on a GB10, profile {}, {}x real time{fleet_label})",
             crate::twin::vllm_series(),
             profile.name,
             opts.time_scale
@@ -167,7 +221,8 @@ impl Connection {
             client: Arc::new(client),
             scraper: Some(scraper),
             clock,
-            twin: Some(twin),
+            twin,
+            fleet,
             profile: Some(profile),
             label,
         })
@@ -175,15 +230,47 @@ impl Connection {
 
     /// Whether the target is the embedded twin.
     pub fn is_embedded(&self) -> bool {
-        self.twin.is_some()
+        self.twin.is_some() || self.fleet.is_some()
     }
 
-    /// Stops the embedded twin, if any.
+    /// Stops the embedded twin or fleet, if any.
     pub async fn close(self) {
         if let Some(t) = self.twin {
             t.shutdown().await;
         }
+        if let Some(f) = self.fleet {
+            f.shutdown().await;
+        }
     }
+}
+
+/// The embedded twin's fleet: `--replicas` and `--router` when given, else
+/// the profile's `[fleet]` table. Errors name the flag (`--replicas 0`, an
+/// unknown router with the valid ones); a router given for one replica is
+/// no error but a note (returned, for stderr): one replica is the single
+/// server, whatever the router.
+pub fn resolve_fleet(
+    profile: &Profile,
+    replicas: Option<u32>,
+    router: Option<&str>,
+) -> Result<(FleetSpec, Option<String>), crate::error::ConfigError> {
+    use crate::error::ConfigError;
+    let n = replicas.unwrap_or(profile.fleet.replicas);
+    let policy = match router {
+        Some(name) => name
+            .parse::<RouterPolicy>()
+            .map_err(|e| ConfigError::invalid("--router", e))?,
+        None => profile.fleet.router,
+    };
+    let spec = FleetSpec {
+        replicas: n,
+        router: policy,
+    };
+    spec.check()
+        .map_err(|e| ConfigError::invalid("--replicas", e))?;
+    let note = (n == 1 && router.is_some())
+        .then(|| format!("--router {policy} has no effect with one replica (the single server)"));
+    Ok((spec, note))
 }
 
 /// The key of the side calls (`/v1/models`): `--api-key`, else the first

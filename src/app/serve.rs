@@ -11,6 +11,7 @@ use tokio::sync::watch;
 use crate::error::{ConfigError, Error};
 use crate::target::Secret;
 use crate::twin::faults::FaultPlan;
+use crate::twin::fleet::{start_fleet, FleetSpec};
 use crate::twin::persona::AgentPersona;
 use crate::twin::profile::Profile;
 use crate::twin::proxy::ProxyConfig;
@@ -45,6 +46,9 @@ pub struct ServeConfig {
     pub faults: Option<FaultPlan>,
     /// Becomes `true` on Ctrl-C / SIGTERM: the normal end.
     pub stop: watch::Receiver<bool>,
+    /// Replicas and router (`--replicas`, `--router`, the profile's
+    /// `[fleet]`); one replica is the single twin.
+    pub fleet: FleetSpec,
 }
 
 impl ServeConfig {
@@ -78,6 +82,7 @@ pub async fn run(config: ServeConfig) -> Result<(), Error> {
         seed,
         faults,
         mut stop,
+        fleet,
     } = config;
     let profile_name = profile.name.clone();
     let mut opts = TwinOptions::new(profile);
@@ -96,15 +101,27 @@ pub async fn run(config: ServeConfig) -> Result<(), Error> {
         None => opts.api_keys = keys,
     }
     opts.faults = faults.map(Arc::new);
-    let handle = twin::start(opts, addr)
-        .await
-        .map_err(|e| Error::Failed(e.to_string()))?;
-    eprintln!(
-        "codendum serve: twin of vLLM {} on a GB10, profile {profile_name}, {}x real time, listening on {} (Ctrl-C stops)",
-        twin::vllm_series(),
-        time_scale,
-        handle.base_url()
-    );
+    let failed = |e: twin::TwinError| Error::Failed(e.to_string());
+    let banner = |url: String, what: String| {
+        eprintln!(
+            "codendum serve: {what} of vLLM {} on a GB10, profile {profile_name}, {}x real time, listening on {url} (Ctrl-C stops)",
+            twin::vllm_series(),
+            time_scale,
+        )
+    };
+    if fleet.replicas > 1 {
+        let handle = start_fleet(opts, fleet, addr).await.map_err(failed)?;
+        let what = format!(
+            "fleet of {} twins behind a {} router (/metrics: engine=\"0\"..; /metrics/replica/N)",
+            fleet.replicas, fleet.router
+        );
+        banner(handle.base_url(), what);
+        let _ = stop.wait_for(|s| *s).await;
+        let _ = tokio::time::timeout(Duration::from_secs(5), handle.shutdown()).await;
+        return Ok(());
+    }
+    let handle = twin::start(opts, addr).await.map_err(failed)?;
+    banner(handle.base_url(), "twin".into());
     let _ = stop.wait_for(|s| *s).await;
     // Streams still open get the grace; then the twin is dropped.
     let _ = tokio::time::timeout(Duration::from_secs(5), handle.shutdown()).await;

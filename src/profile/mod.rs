@@ -55,10 +55,40 @@ pub struct ServerSettings {
     pub enable_prefix_caching: bool,
 }
 
+/// The `[fleet]` table: how many replicas of this server the embedded twin
+/// runs and which router is in front (`--replicas` and `--router` override
+/// it). Absent: one replica, `round-robin` (the single server).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FleetSettings {
+    /// Replicas, 1 to 64.
+    #[serde(default = "one")]
+    pub replicas: u32,
+    /// The routing policy: `round-robin`, `least-loaded`, `power-of-two`,
+    /// `session` or `prefix-aware`.
+    #[serde(default)]
+    pub router: crate::twin::router::RouterPolicy,
+}
+
+fn one() -> u32 {
+    1
+}
+
+impl Default for FleetSettings {
+    fn default() -> Self {
+        FleetSettings {
+            replicas: 1,
+            router: crate::twin::router::RouterPolicy::RoundRobin,
+        }
+    }
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ProfileFile {
     server: ServerSettings,
+    #[serde(default)]
+    fleet: FleetSettings,
     #[serde(default)]
     targets: toml::Table,
 }
@@ -72,6 +102,8 @@ pub struct Profile {
     pub server: ServerSettings,
     /// The hardware TOML the profile names.
     pub hardware: HardwareProfile,
+    /// The `[fleet]` table (replicas and router of the embedded twin).
+    pub fleet: FleetSettings,
     /// The `[targets]` table, uninterpreted (the capacity module reads it).
     pub targets: toml::Table,
 }
@@ -131,11 +163,18 @@ impl Profile {
         let file: ProfileFile =
             toml::from_str(text).map_err(|e| bad(squash_whitespace(&e.to_string())))?;
         validate(&file.server).map_err(bad)?;
+        if !(1..=crate::twin::fleet::MAX_REPLICAS).contains(&file.fleet.replicas) {
+            return Err(bad(format!(
+                "fleet.replicas = {}: give 1 to 64",
+                file.fleet.replicas
+            )));
+        }
         let hardware = load_hardware(&file.server.hardware, dir)?;
         Ok(Profile {
             name: name.to_string(),
             server: file.server,
             hardware,
+            fleet: file.fleet,
             targets: file.targets,
         })
     }

@@ -19,6 +19,7 @@
 //! the same [`TimelineSample`]s a `/metrics` sampler writes, so server
 //! figures come from [`crate::prom::window_stats`] as in a live run.
 
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,7 +28,7 @@ use futures::future::BoxFuture;
 use super::chunks::Piece;
 use super::engine_stats::EngineStats;
 use super::server::{admit, TwinState};
-use super::{build_state, TwinOptions};
+use super::{build_state_shared, TwinOptions};
 use crate::clock::Clock;
 use crate::openai::stream::truncate_message;
 use crate::openai::{
@@ -60,7 +61,13 @@ impl InProcTransport {
     /// # Panics
     /// When called outside a tokio runtime (as `tokio::spawn`).
     pub fn start(opts: TwinOptions) -> Self {
-        let (state, engine) = build_state(opts);
+        Self::start_shared(opts, None)
+    }
+
+    /// [`InProcTransport::start`] for one replica of a fleet: request ids
+    /// drawn from `ids` when given (shared by the replicas).
+    pub fn start_shared(opts: TwinOptions, ids: Option<Arc<AtomicU64>>) -> Self {
+        let (state, engine) = build_state_shared(opts, ids);
         InProcTransport {
             state,
             engine,

@@ -41,6 +41,7 @@ pub struct MetricsContext<'a> {
 
 struct Out<'a> {
     s: String,
+    engine: String,
     labels: String,
     ctx: &'a MetricsContext<'a>,
 }
@@ -52,7 +53,7 @@ impl Out<'_> {
 
     fn sample(&mut self, name: &str, extra: &[(&str, &str)], v: f64) {
         let mut labels: Vec<(String, String)> = vec![
-            ("engine".into(), "0".into()),
+            ("engine".into(), self.engine.clone()),
             ("model_name".into(), self.labels.clone()),
         ];
         labels.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
@@ -100,15 +101,26 @@ impl Out<'_> {
 
 const NONE: &[(&str, &str)] = &[];
 
-/// Renders the whole `/metrics` page.
+/// Renders the whole `/metrics` page (one engine, `engine="0"`).
 pub fn render(st: &EngineStats, ctx: &MetricsContext<'_>) -> String {
+    let mut s = String::with_capacity(48 * 1024);
+    process_families(&mut s, ctx.started_unix);
+    s.push_str(&render_engine(st, ctx, 0));
+    http_families(&mut s, ctx);
+    s
+}
+
+/// The vLLM families of one engine (no process or HTTP families), every
+/// sample labelled `engine="<engine>"`: the part of a page a fleet repeats
+/// per replica (`fleet::merge_families`).
+pub fn render_engine(st: &EngineStats, ctx: &MetricsContext<'_>, engine: usize) -> String {
     let p = ctx.profile;
     let mut o = Out {
-        s: String::with_capacity(48 * 1024),
+        s: String::with_capacity(40 * 1024),
+        engine: engine.to_string(),
         labels: p.server.model.replace('\\', "\\\\").replace('"', "\\\""),
         ctx,
     };
-    process_families(&mut o.s, ctx.started_unix);
     for (what, help) in [
         ("flops", "Estimated number of floating point operations per GPU (for Model Flops Utilization calculations)."),
         ("read_bytes", "Estimated number of bytes read from memory per GPU (for Model Flops Utilization calculations)."),
@@ -283,12 +295,13 @@ pub fn render(st: &EngineStats, ctx: &MetricsContext<'_>) -> String {
         "Histogram of new KV tokens computed during prefill (excluding cached tokens).",
         &st.request_prefill_computed,
     );
-    cache_config(&mut o.s, p);
-    http_families(&mut o.s, ctx);
+    cache_config(&mut o.s, p, engine);
     o.s
 }
 
-fn process_families(s: &mut String, started: f64) {
+/// The process families (`python_gc_*`, `python_info`,
+/// `process_start_time_seconds`) a vLLM API server shows once.
+pub fn process_families(s: &mut String, started: f64) {
     let _ = write!(
         s,
         "# HELP python_gc_objects_collected_total Objects collected during gc\n# TYPE python_gc_objects_collected_total counter\n"
@@ -314,7 +327,7 @@ fn process_families(s: &mut String, started: f64) {
     let _ = write!(s, "# HELP process_start_time_seconds Start time of the process since unix epoch in seconds.\n# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds {}\n", go_float((started * 100.0).round() / 100.0));
 }
 
-fn cache_config(s: &mut String, p: &Profile) {
+fn cache_config(s: &mut String, p: &Profile, engine: usize) {
     let sv = &p.server;
     let concurrency = sv.kv_cache_tokens as f64 / f64::from(sv.max_model_len.max(1));
     let caching = if sv.enable_prefix_caching {
@@ -325,14 +338,15 @@ fn cache_config(s: &mut String, p: &Profile) {
     let _ = write!(
         s,
         "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n# TYPE vllm:cache_config_info gauge\n\
-vllm:cache_config_info{{_block_size_resolved=\"True\",block_size=\"{bs}\",cache_dtype=\"fp8\",enable_mamba_fine_grained_prefix_cache=\"False\",enable_prefix_caching=\"{caching}\",engine=\"0\",gpu_memory_utilization=\"0.8\",is_attention_free=\"False\",kv_cache_dtype_skip_layers=\"[]\",kv_cache_layout=\"LBNHC\",kv_cache_max_concurrency=\"{concurrency:?}\",kv_cache_memory_bytes=\"None\",kv_cache_size_tokens=\"{tokens}\",kv_offloading_backend=\"native\",kv_offloading_size=\"None\",kv_sharing_fast_prefill=\"False\",mamba_block_size=\"None\",mamba_cache_dtype=\"auto\",mamba_cache_mode=\"none\",mamba_page_size_padded=\"None\",mamba_ssm_cache_dtype=\"auto\",num_cpu_blocks=\"None\",num_gpu_blocks=\"{blocks}\",num_gpu_blocks_override=\"None\",prefix_cache_retention_interval=\"0\",prefix_caching_hash_algo=\"sha256\",prefix_match_unit=\"{bs}\",replayssm_buffer_len=\"16\",skip_page_size_padded=\"None\",sliding_window=\"None\",use_kda_recoverssm=\"False\",use_replayssm=\"False\",user_specified_block_size=\"False\",user_specified_mamba_block_size=\"False\"}} 1.0\n",
+vllm:cache_config_info{{_block_size_resolved=\"True\",block_size=\"{bs}\",cache_dtype=\"fp8\",enable_mamba_fine_grained_prefix_cache=\"False\",enable_prefix_caching=\"{caching}\",engine=\"{engine}\",gpu_memory_utilization=\"0.8\",is_attention_free=\"False\",kv_cache_dtype_skip_layers=\"[]\",kv_cache_layout=\"LBNHC\",kv_cache_max_concurrency=\"{concurrency:?}\",kv_cache_memory_bytes=\"None\",kv_cache_size_tokens=\"{tokens}\",kv_offloading_backend=\"native\",kv_offloading_size=\"None\",kv_sharing_fast_prefill=\"False\",mamba_block_size=\"None\",mamba_cache_dtype=\"auto\",mamba_cache_mode=\"none\",mamba_page_size_padded=\"None\",mamba_ssm_cache_dtype=\"auto\",num_cpu_blocks=\"None\",num_gpu_blocks=\"{blocks}\",num_gpu_blocks_override=\"None\",prefix_cache_retention_interval=\"0\",prefix_caching_hash_algo=\"sha256\",prefix_match_unit=\"{bs}\",replayssm_buffer_len=\"16\",skip_page_size_padded=\"None\",sliding_window=\"None\",use_kda_recoverssm=\"False\",use_replayssm=\"False\",user_specified_block_size=\"False\",user_specified_mamba_block_size=\"False\"}} 1.0\n",
         bs = sv.block_size,
         tokens = sv.kv_cache_tokens,
         blocks = p.num_gpu_blocks(),
     );
 }
 
-fn http_families(s: &mut String, ctx: &MetricsContext<'_>) {
+/// `http_requests_total` and `http_requests_created` of the API server.
+pub fn http_families(s: &mut String, ctx: &MetricsContext<'_>) {
     let help = "Total number of requests by method, status and handler.";
     let _ = write!(
         s,

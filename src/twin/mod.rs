@@ -25,6 +25,7 @@ pub mod engine_stats;
 pub mod faults;
 pub mod filler;
 pub mod firehose;
+pub mod fleet;
 pub mod generation;
 pub mod inproc;
 pub mod kv;
@@ -34,6 +35,7 @@ pub mod persona;
 pub use crate::profile;
 pub mod proxy;
 pub mod request_body;
+pub mod router;
 pub mod runner;
 pub mod server;
 pub mod tokenizer;
@@ -42,6 +44,7 @@ pub mod tokenizer;
 mod engine_tests;
 
 use std::net::SocketAddr;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 use crate::clock::Clock;
@@ -130,7 +133,16 @@ pub enum TwinError {
 /// runtime). For wrapping [`router`] in another layer; [`start`] does this
 /// with the engine on its own thread.
 pub fn build_state(opts: TwinOptions) -> (Arc<TwinState>, tokio::task::JoinHandle<()>) {
-    assemble(opts, |engine, clock, stats, lateness| {
+    build_state_shared(opts, None)
+}
+
+/// [`build_state`] for one replica of a fleet: request ids are drawn from
+/// `ids` when given (shared by the replicas).
+pub fn build_state_shared(
+    opts: TwinOptions,
+    ids: Option<Arc<AtomicU64>>,
+) -> (Arc<TwinState>, tokio::task::JoinHandle<()>) {
+    assemble(opts, ids, |engine, clock, stats, lateness| {
         Ok::<_, std::convert::Infallible>(runner::spawn_engine_timed(
             engine, clock, stats, lateness,
         ))
@@ -143,6 +155,7 @@ type Spawned<R> = (tokio::sync::mpsc::UnboundedSender<runner::EngineCmd>, R);
 /// The state around an engine started by `spawn`.
 fn assemble<R, E>(
     opts: TwinOptions,
+    ids: Option<Arc<AtomicU64>>,
     spawn: impl FnOnce(
         Engine,
         Clock,
@@ -164,6 +177,9 @@ fn assemble<R, E>(
         stats,
     )
     .with_step_lateness(lateness);
+    if let Some(ids) = ids {
+        state = state.with_shared_ids(ids);
+    }
     state.faults = opts.faults;
     Ok((Arc::new(state), runner))
 }
@@ -207,6 +223,18 @@ impl TwinHandle {
     }
 }
 
+/// The state of one twin (or fleet replica) with its engine on a thread of
+/// its own; request ids drawn from `ids` when given.
+fn start_replica(
+    opts: TwinOptions,
+    ids: Option<Arc<AtomicU64>>,
+) -> Result<(Arc<TwinState>, runner::EngineThread), TwinError> {
+    assemble(opts, ids, |engine, clock, stats, lateness| {
+        runner::spawn_engine_thread(engine, clock, stats, lateness)
+    })
+    .map_err(|source| TwinError::EngineThread { source })
+}
+
 /// Binds `addr` (use `127.0.0.1:0` in tests) and serves the twin.
 pub async fn start(opts: TwinOptions, addr: SocketAddr) -> Result<TwinHandle, TwinError> {
     let listener = tokio::net::TcpListener::bind(addr)
@@ -220,10 +248,7 @@ pub async fn start(opts: TwinOptions, addr: SocketAddr) -> Result<TwinHandle, Tw
         .clone()
         .map(|config| proxy::ProxyState::new(config, opts.clock.clone()));
     // The engine runs on its own thread: stream tasks never delay a step.
-    let (state, engine) = assemble(opts, |engine, clock, stats, lateness| {
-        runner::spawn_engine_thread(engine, clock, stats, lateness)
-    })
-    .map_err(|source| TwinError::EngineThread { source })?;
+    let (state, engine) = start_replica(opts, None)?;
     let app = match &proxy {
         Some(p) => p.wrap(router(state.clone())),
         None => router(state.clone()),

@@ -49,7 +49,7 @@ pub struct TwinState {
     pub started_unix: f64,
     /// Injected faults (`--faults`); `None`: none.
     pub faults: Option<Arc<FaultPlan>>,
-    next_id: AtomicU64,
+    next_id: Arc<AtomicU64>,
     http: Mutex<BTreeMap<(String, String, String), u64>>,
     lateness: SharedLateness,
 }
@@ -85,7 +85,7 @@ impl TwinState {
             stats,
             started_unix,
             faults: None,
-            next_id: AtomicU64::new(1),
+            next_id: Arc::new(AtomicU64::new(1)),
             http: Mutex::new(BTreeMap::new()),
             lateness: SharedLateness::default(),
         }
@@ -95,6 +95,18 @@ impl TwinState {
     pub fn with_step_lateness(mut self, lateness: SharedLateness) -> Self {
         self.lateness = lateness;
         self
+    }
+
+    /// Draws request ids from `ids` (shared by the replicas of a fleet, so
+    /// that chunk ids stay unique across it).
+    pub fn with_shared_ids(mut self, ids: Arc<AtomicU64>) -> Self {
+        self.next_id = ids;
+        self
+    }
+
+    /// HTTP requests answered so far by (handler, method, status class).
+    pub fn http_counts(&self) -> BTreeMap<(String, String, String), u64> {
+        self.http.lock().map(|m| m.clone()).unwrap_or_default()
     }
 
     /// A copy of the engine task's step-lateness record so far.
@@ -252,7 +264,10 @@ async fn completions(
     serve_generation(st, headers, body, false).await
 }
 
-async fn serve_generation(
+/// One generation request against `st` (faults, admission, the stream or
+/// the collected answer), counted in its HTTP counters; the fleet's routes
+/// call it on the chosen replica.
+pub(crate) async fn serve_generation(
     st: Arc<TwinState>,
     headers: HeaderMap,
     body: Bytes,

@@ -3,4 +3,5 @@
 //! measure.
 
 mod firehose;
+mod fleet_streams;
 mod twin_lateness;
