@@ -201,3 +201,41 @@ fn calibrated_profile_round_trips_into_the_twins_step_model() {
         );
     }
 }
+
+/// A calibration run recorded against a real vLLM 0.32 on this machine's CPU
+/// (`fixtures/vllm-0.32/calibration-run/`, its timeline thinned to every
+/// 20th reading): the facts come from vLLM's own answers, the fit is dense.
+#[test]
+fn calibrate_reads_a_real_vllm_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/vllm-0.32/calibration-run"
+    );
+    let out = dir.path().join("cpu.toml");
+    let o = calibrate(&[
+        run,
+        "--out",
+        out.to_str().unwrap(),
+        "--max-num-seqs",
+        "16",
+        "--max-num-batched-tokens",
+        "4096",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&out).expect("profile");
+    for line in [
+        "# read: block_size of vllm:cache_config_info\nblock_size = 128",
+        "# read: KV capacity of vllm:cache_config_info\nkv_cache_tokens = 93184",
+        "# read: max_model_len of /v1/models\nmax_model_len = 8192",
+        "# given: --max-num-seqs\nmax_num_seqs = 16",
+    ] {
+        assert!(text.contains(line), "{line:?} in\n{text}");
+    }
+    assert!(!text.contains("embedded twin"));
+    let p = Profile::load(out.to_str().unwrap()).expect("loads");
+    assert_eq!(p.hardware.model.experts_per_token, 0, "a dense model");
+    let step_ms = p.hardware.hardware.step_fixed_ms;
+    assert!((30.0..200.0).contains(&step_ms), "CPU step {step_ms} ms");
+    assert!(p.hardware.prefill.ms_per_token > 1.0, "CPU prefill is slow");
+}
