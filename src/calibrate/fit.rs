@@ -209,6 +209,8 @@ fn structural_fixes(obs: &[Observation]) -> ([Option<(f64, String)>; PARAMS], Ve
         .collect();
     sizes.sort_unstable();
     sizes.dedup();
+    let path_measured = obs.iter().any(|o| o.kind == ObservationKind::Ttft)
+        && obs.iter().all(|o| o.kind == ObservationKind::Decode || o.terms.path == 0.0);
     let prefill_in_decode = obs
         .iter()
         .any(|o| o.terms.prefill_tokens > 0.0 && o.terms.path == 0.0);
@@ -238,6 +240,12 @@ fn structural_fixes(obs: &[Observation]) -> ([Option<(f64, String)>; PARAMS], Ve
             ));
         }
         _ => {}
+    }
+    if path_measured {
+        fixed[5] = Some((
+            0.0,
+            "the server's own TTFT histogram measured the path: subtracted from each TTFT".into(),
+        ));
     }
     let batches: Vec<f64> = obs
         .iter()

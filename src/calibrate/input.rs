@@ -145,6 +145,16 @@ pub fn timed_requests(runs: &[RunInput]) -> (Vec<TimedRequest>, Vec<LevelKey>) {
     let mut out = Vec::new();
     for (run, input) in runs.iter().enumerate() {
         let targets = shape_targets(&input.summary);
+        let path_of = |shape: &str, n: u32| {
+            input
+                .summary
+                .levels
+                .iter()
+                .find(|l| l.shape == shape && l.concurrency == n)
+                .and_then(|l| l.time_split.as_ref())
+                .and_then(|t| t.path_ttft_s())
+                .filter(|p| p.is_finite())
+        };
         for r in input.requests.iter().filter(|r| r.ok) {
             let Some(ttft) = r.ttft_s else { continue };
             let key = LevelKey {
@@ -171,6 +181,7 @@ pub fn timed_requests(runs: &[RunInput]) -> (Vec<TimedRequest>, Vec<LevelKey>) {
                 e2e: r.e2e_s,
                 input_tokens,
                 output_tokens: r.output_tokens,
+                path_s: path_of(&r.shape, r.concurrency),
             });
         }
     }

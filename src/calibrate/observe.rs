@@ -13,7 +13,8 @@
 //! - **ttft**: the time to first token of a request that met an idle
 //!   server (nothing else in flight from its start to its first token): its
 //!   prefill step(s) plus the path (network, HTTP, tokenisation), a constant
-//!   of its own.
+//!   of its own, or minus the path when the server's own TTFT histogram
+//!   measured it for the level.
 
 use super::model::{ExpertUse, Terms};
 
@@ -36,6 +37,10 @@ pub struct TimedRequest {
     pub input_tokens: u64,
     /// Output tokens, tokens.
     pub output_tokens: u64,
+    /// The path's share of the level's TTFT (client mean minus the server's
+    /// own `vllm:time_to_first_token_seconds` mean), seconds, when the
+    /// server measured it: subtracted, so the fit needs no path term.
+    pub path_s: Option<f64>,
 }
 
 impl TimedRequest {
@@ -192,10 +197,14 @@ fn ttft_observation(
         return None;
     }
     let sizes = chunks(r.input_tokens, budget);
+    let (seconds, path) = match r.path_s {
+        Some(p) if r.ttft - p > 0.0 => (r.ttft - p, 0.0),
+        _ => (r.ttft, 1.0),
+    };
     Some(Observation {
         kind: ObservationKind::Ttft,
         level: r.level,
-        seconds: r.ttft,
+        seconds,
         terms: Terms {
             steps: sizes.len() as f64,
             experts: sizes
@@ -208,7 +217,7 @@ fn ttft_observation(
             context_tokens: 0.0,
             prefill_tokens: r.input_tokens as f64,
             prefill_pairs: prompt_pairs(r.input_tokens),
-            path: 1.0,
+            path,
         },
     })
 }
@@ -226,6 +235,7 @@ mod tests {
             e2e,
             input_tokens: input,
             output_tokens: 11,
+            path_s: None,
         }
     }
 
