@@ -2,18 +2,16 @@
 //! confirm, sample `/metrics` every second, run the closed loop, write the
 //! results folder and its report.
 
-use std::time::Duration;
-
 use tokio::sync::watch;
 
 use super::connect::{ConnectOptions, Connection};
+use super::fleet_bench::BenchSampling;
 use super::seams::SampledMetrics;
 use crate::bench::{
     preflight, resolve_model, run_bench, BenchConfig, BenchDeps, BenchOutcome, GuardVerdict,
 };
 use crate::capacity::server_match;
 use crate::error::Error;
-use crate::prom::Sampler;
 
 /// Asks the operator to go ahead with a plan; `false` refuses (exit 3).
 pub type Confirm = dyn Fn(&str) -> bool + Send + Sync;
@@ -84,20 +82,29 @@ async fn run_connected(run: &BenchRun<'_>, conn: &Connection) -> Result<BenchOut
         eprintln!("Target: {}", conn.label);
         if let Some(p) = &conn.profile {
             config.provenance.profile = Some(p.name.clone());
+            config.stated_engine = Some(crate::results::EngineSettings {
+                max_num_seqs: p.server.max_num_seqs,
+                max_num_batched_tokens: p.server.max_num_batched_tokens,
+                enable_prefix_caching: p.server.enable_prefix_caching,
+            });
         }
     }
-    let sampler = conn
-        .scraper
-        .clone()
-        .map(|s| Sampler::start(s, conn.clock.clone(), Duration::from_secs(1)));
-    let metrics = match (&conn.scraper, &sampler) {
+    // Prometheus (a live fleet whose /metrics are out of reach) or the 1 s
+    // sampler of every /metrics URL.
+    let sampling =
+        BenchSampling::start(run.connect.prometheus.as_ref(), &config.target, conn).await?;
+    let metrics = match (&conn.scraper, sampling.sampler()) {
         (Some(scraper), Some(sampler)) => Some(SampledMetrics::new(scraper, sampler)),
         _ => None,
     };
-    let metrics_dyn = metrics
-        .as_ref()
-        .map(|m| m as &dyn crate::bench::ServerMetrics);
+    let metrics_dyn = match (sampling.prometheus(), &metrics) {
+        (Some(p), _) => Some(p as &dyn crate::bench::ServerMetrics),
+        (None, m) => m.as_ref().map(|m| m as &dyn crate::bench::ServerMetrics),
+    };
     let mut profile_check = None;
+    if config.calibration.is_some() {
+        super::bench_calibration::plan_cells(&mut config, conn).await?;
+    }
     if !conn.is_embedded() {
         let model = resolve_model(&config, conn.client.as_ref()).await?;
         let limit = crate::bench::ServerInfo::max_model_len(conn.client.as_ref(), &model).await;
@@ -132,10 +139,8 @@ async fn run_connected(run: &BenchRun<'_>, conn: &Connection) -> Result<BenchOut
         stop: run.stop.clone(),
         show_progress: run.show_progress,
     };
-    let outcome = run_bench(&config, deps).await;
-    if let Some(s) = sampler {
-        s.stop().await;
-    }
+    let mut outcome = run_bench(&config, deps).await;
+    sampling.finish(&mut outcome, &conn.clock).await?;
     if let (Ok(o), Some(check)) = (&outcome, &profile_check) {
         if let Err(e) = server_match::record_in_summary(&o.folder, &o.summary, check) {
             eprintln!("codendum: the profile check is not in summary.json: {e}");

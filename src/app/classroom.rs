@@ -12,6 +12,7 @@ use super::bench::Confirm;
 pub use super::classroom_output::render_summary;
 use super::classroom_output::show_status;
 use super::connect::{ConnectOptions, Connection};
+use super::fleet::{open_prometheus, ClassSampling, RunTimelines};
 use crate::bench::ServerInfo;
 use crate::classroom::{
     run_classroom_until, ClassroomConfig, ClassroomSummary, JsonlSink, LiveStatus, ServerFigures,
@@ -19,7 +20,8 @@ use crate::classroom::{
 use crate::clock::Clock;
 use crate::error::Error;
 use crate::prom::{
-    align_timeline, read_timeline, window_stats, Sampler, SamplerHandle, Scraper, TimelineSample,
+    align_timeline, fleet_figures, read_timeline, window_stats, Sampler, SamplerHandle, Scraper,
+    TimelineSample,
 };
 use crate::results::{
     self, ClassroomParameters, ClassroomRunSummary, RunFolder, RunHeader, ServerDescription,
@@ -102,6 +104,10 @@ async fn run_connected(
     run: &ClassroomRun<'_>,
     conn: &Connection,
 ) -> Result<ClassroomResult, Error> {
+    let prometheus = match &run.connect.prometheus {
+        Some(p) => Some(open_prometheus(p, &run.target).await?),
+        None => None,
+    };
     let ready = super::classroom_prepare::prepare(run, conn).await?;
     let config = &ready.config;
     let clock = conn.clock.clone();
@@ -111,10 +117,7 @@ async fn run_connected(
     // and written as a flushed JSON line at once (`kill -9` loses nothing
     // finished).
     let sink = Arc::new(JsonlSink::in_folder(&folder)?);
-    let sampler = match &conn.scraper {
-        Some(s) => start_sampler(s, &clock, &folder, ready.metrics_reachable).await?,
-        None => None,
-    };
+    let sampling = class_sampling(prometheus, conn, &folder, ready.metrics_reachable).await?;
     let status = Arc::new(LiveStatus::new(clock.clone()));
     let status_task = run
         .show_progress
@@ -127,11 +130,11 @@ async fn run_connected(
         t.abort();
         eprintln!();
     }
+    sampling.mark_end().await;
     let span = clock.now_secs() - origin;
-    let timeline = match sampler {
-        Some(s) => s.stop().await,
-        None => Vec::new(),
-    };
+    let read = sampling
+        .finish(&clock, &folder, origin, origin + span)
+        .await;
     let (interrupted, mut summary, key_note) = match outcome {
         Some(Ok(o)) => (false, o.summary, o.key_note),
         Some(Err(Error::Io { context, source })) => {
@@ -142,7 +145,7 @@ async fn run_connected(
         None => (true, summary_from(config, &sink), config.key_sharing_note()),
     };
     let window = (started_utc, origin, span);
-    let figures_source = fill_server_figures(run, config, &mut summary, &sink, timeline, window)?;
+    let figures_source = fill_server_figures(run, config, &mut summary, &sink, read, window)?;
     let server_version = if conn.is_embedded() {
         Some(format!("{} (twin)", crate::twin::VLLM_VERSION))
     } else {
@@ -163,6 +166,8 @@ async fn run_connected(
             model: config.model.clone(),
             server_version,
             metrics: figures_source != "none",
+            max_model_len: None,
+            engine: None,
         },
         provenance: ready.provenance,
         server_figures_source: figures_source.into(),
@@ -207,16 +212,29 @@ fn fill_server_figures(
     config: &ClassroomConfig,
     summary: &mut ClassroomSummary,
     sink: &JsonlSink,
-    sampled: Vec<TimelineSample>,
+    read: RunTimelines,
     window: (chrono::DateTime<chrono::Utc>, f64, f64),
 ) -> Result<&'static str, Error> {
     let (started_utc, origin, span) = window;
     let (source, timeline, t0) = match &run.server_timeline {
         Some(path) => ("timeline-file", read_host_timeline(path, started_utc)?, 0.0),
-        None if sampled.is_empty() => ("none", sampled, origin),
-        None => ("sampler", sampled, origin),
+        None if read.fleet.is_empty() => ("none", read.fleet, origin),
+        None if read.read_after_run => ("prometheus", read.fleet, origin),
+        None => ("sampler", read.fleet, origin),
     };
+    // A class starts and ends idle: reading Prometheus two steps (twice its
+    // lag) past the end takes in a scrape after it, and no gauge moves then.
+    let span = span + 2.0 * read.lag_s;
     summary.server = server_figures(&timeline, t0, span, config);
+    if run.server_timeline.is_none() {
+        summary.server_fleet = fleet_figures(&read.replicas, read.source, t0, t0 + span);
+    }
+    if let Some(fleet) = &summary.server_fleet {
+        eprint!(
+            "{}",
+            super::fleet::class_fleet_table(&summary.server, fleet)
+        );
+    }
     if let Some(split) = summary.server.time_split.as_mut() {
         let calls = sink.requests();
         let ok = calls.iter().filter(|r| r.error_kind.is_none());
@@ -298,6 +316,23 @@ pub fn read_host_timeline(
         })
     })?;
     Ok(align_timeline(samples, run_start))
+}
+
+/// Where the class reads its server: Prometheus when given, else the
+/// sampler of the connection's `/metrics` (when it can be read).
+async fn class_sampling(
+    prometheus: Option<super::fleet::OpenedPrometheus>,
+    conn: &Connection,
+    folder: &RunFolder,
+    reachable: Option<bool>,
+) -> Result<ClassSampling, Error> {
+    Ok(match (prometheus, &conn.scraper) {
+        (Some(p), _) => ClassSampling::Prometheus(p),
+        (None, Some(s)) => start_sampler(s, &conn.clock, folder, reachable)
+            .await?
+            .map_or(ClassSampling::Off, ClassSampling::Sampler),
+        (None, None) => ClassSampling::Off,
+    })
 }
 
 /// Starts the 1 s `/metrics` sampler, which appends every sample to the

@@ -48,9 +48,10 @@ pub(super) async fn prepare(run: &ClassroomRun<'_>, conn: &Connection) -> Result
         // A stated profile is checked (a warning when the server differs)
         // while the busy guard reads /metrics.
         let guard_load = async {
-            match &conn.scraper {
-                Some(s) => super::seams::load_now(s).await,
-                None => None,
+            match (&run.connect.prometheus, &conn.scraper) {
+                (Some(p), _) => super::fleet::prometheus_load(p, &run.target).await,
+                (None, Some(s)) => super::seams::load_now(s).await,
+                (None, None) => None,
             }
         };
         let (load, check) = tokio::join!(

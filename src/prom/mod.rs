@@ -11,17 +11,28 @@
 //! - [`render`]: the table and `--watch` line of `codendum metrics` (the
 //!   command itself is [`crate::app::metrics`]).
 
+pub mod api;
 pub mod latency;
 mod lex;
 pub mod parse;
+pub mod remote;
 pub mod render;
+pub mod replicas;
+pub mod replicas_render;
 pub mod sampler;
 pub mod snapshot;
 pub mod window;
 
 pub use latency::{Histogram, LatencyHistograms, Phase};
 pub use parse::{parse, Exposition, LineProblem, MetricType, ParseError, Sample};
-pub use sampler::{sample_once, Sampler, SamplerHandle, ScrapeError, Scraper};
+pub use remote::{PromSource, PromSourceError};
+pub use replicas::{
+    fleet_figures, fleet_figures_with, lagged_window, replica_name, ReplicaSample,
+    REPLICA_TIMELINE_JSONL,
+};
+pub use sampler::{
+    sample_fleet, sample_once, Recording, Sampler, SamplerHandle, ScrapeError, Scraper,
+};
 pub use snapshot::ServerSnapshot;
 pub use window::{
     align_timeline, counter_increase, parse_timeline, read_timeline, window_stats, IntervalRates,

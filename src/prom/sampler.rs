@@ -8,11 +8,16 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use super::parse::{parse, ParseError};
+pub use super::replicas::Recording;
+pub use super::replicas::Scraped;
+use super::replicas::{
+    fleet_figures, replica_name, split_replicas, timeline_sample, ReplicaSample,
+};
 use super::snapshot::ServerSnapshot;
 use super::window::{window_stats, TimelineSample, WindowStats};
 use crate::clock::Clock;
 use crate::error::one_line;
-use crate::results::JsonlWriter;
+use crate::results::{FleetFigures, JsonlWriter};
 
 /// Why a scrape failed. The message names the URL and fits on one line.
 #[derive(Debug, thiserror::Error)]
@@ -89,15 +94,20 @@ impl Scraper {
         if self.urls.is_empty() {
             return Err(ScrapeError::NoUrls);
         }
-        let results = futures::future::join_all(self.urls.iter().map(|u| self.scrape_one(u))).await;
-        let snapshots = results.into_iter().collect::<Result<Vec<_>, _>>()?;
-        Ok(match snapshots.as_slice() {
-            [one] => one.clone(),
-            many => ServerSnapshot::sum(many),
-        })
+        let snapshots = self
+            .scrape_each()
+            .await
+            .into_iter()
+            .map(|r| r.map(|s| s.total));
+        sum_replicas(snapshots.collect::<Result<Vec<_>, _>>()?)
     }
 
-    async fn scrape_one(&self, url: &str) -> Result<ServerSnapshot, ScrapeError> {
+    /// Scrapes every URL concurrently: one result per URL, in order.
+    pub async fn scrape_each(&self) -> Vec<Result<Scraped, ScrapeError>> {
+        futures::future::join_all(self.urls.iter().map(|u| self.scrape_one(u))).await
+    }
+
+    async fn scrape_one(&self, url: &str) -> Result<Scraped, ScrapeError> {
         let unreachable = |e: reqwest::Error| ScrapeError::Unreachable {
             url: url.to_string(),
             reason: one_line(&e.without_url()),
@@ -124,56 +134,87 @@ impl Scraper {
             url: url.to_string(),
             source,
         })?;
-        Ok(ServerSnapshot::from_exposition(&page))
+        Ok(Scraped {
+            total: ServerSnapshot::from_exposition(&page),
+            engines: ServerSnapshot::per_engine(&page),
+        })
     }
+}
+
+fn sum_replicas(snapshots: Vec<ServerSnapshot>) -> Result<ServerSnapshot, ScrapeError> {
+    Ok(match snapshots.as_slice() {
+        [] => return Err(ScrapeError::NoUrls),
+        [one] => one.clone(),
+        many => ServerSnapshot::sum(many),
+    })
 }
 
 /// Takes one sample now: a snapshot, or the error as text.
 pub async fn sample_once(scraper: &Scraper, clock: &Clock) -> TimelineSample {
+    sample_fleet(scraper, clock).await.0
+}
+
+/// Takes one sample now of the fleet (the sum; any failing replica fails
+/// it) and, for a fleet (several URLs, or one page of several engines),
+/// one of each replica (see [`split_replicas`]).
+pub async fn sample_fleet(
+    scraper: &Scraper,
+    clock: &Clock,
+) -> (TimelineSample, Vec<ReplicaSample>) {
     let t = clock.now_secs();
     let utc = clock.utc_now();
-    match scraper.scrape().await {
-        Ok(snapshot) => TimelineSample {
-            utc,
-            t,
-            snapshot: Some(snapshot),
-            error: None,
-        },
-        Err(e) => TimelineSample {
-            utc,
-            t,
-            snapshot: None,
-            error: Some(e.to_string()),
-        },
-    }
+    let each = scraper.scrape_each().await;
+    let names: Vec<String> = scraper.urls().iter().map(|u| replica_name(u)).collect();
+    let replicas = split_replicas(&names, &each, utc, t);
+    let fleet = each
+        .into_iter()
+        .map(|r| r.map(|s| s.total))
+        .collect::<Result<Vec<_>, _>>()
+        .and_then(sum_replicas)
+        .map_err(|e| e.to_string());
+    (timeline_sample(utc, t, fleet), replicas)
 }
 
 /// Starts background sampling.
 #[derive(Debug)]
 pub struct Sampler;
 
+/// What a running sampler has recorded: the fleet's samples and, with
+/// several URLs, each replica's.
+#[derive(Debug, Default)]
+struct Recorded {
+    fleet: Vec<TimelineSample>,
+    replicas: Vec<ReplicaSample>,
+}
+
 /// A running sampler: read its timeline at any time, stop it at the end.
 #[derive(Debug)]
 pub struct SamplerHandle {
     scraper: Scraper,
     clock: Clock,
-    timeline: Arc<Mutex<Vec<TimelineSample>>>,
+    recorded: Arc<Mutex<Recorded>>,
     stop: oneshot::Sender<()>,
     task: JoinHandle<()>,
 }
 
-fn lock(timeline: &Mutex<Vec<TimelineSample>>) -> MutexGuard<'_, Vec<TimelineSample>> {
+fn lock(recorded: &Mutex<Recorded>) -> MutexGuard<'_, Recorded> {
     // A panic elsewhere cannot leave a Vec of samples half-written.
-    timeline
+    recorded
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Puts a sample in its place by time (an extra sample may land between
+/// Puts samples in their place by time (an extra sample may land between
 /// a periodic scrape's start and its answer).
-fn file_by_time(timeline: &mut Vec<TimelineSample>, sample: TimelineSample) {
-    let at = timeline.partition_point(|s| s.t <= sample.t);
-    timeline.insert(at, sample);
+fn file_by_time(recorded: &mut Recorded, sample: TimelineSample, replicas: Vec<ReplicaSample>) {
+    let at = recorded.fleet.partition_point(|s| s.t <= sample.t);
+    recorded.fleet.insert(at, sample);
+    for r in replicas {
+        let at = recorded
+            .replicas
+            .partition_point(|s| s.sample.t <= r.sample.t);
+        recorded.replicas.insert(at, r);
+    }
 }
 
 impl Sampler {
@@ -182,7 +223,7 @@ impl Sampler {
     /// goes on. A scrape slower than the interval skips the ticks it missed.
     /// Call it inside a tokio runtime; dropping the handle stops the task.
     pub fn start(scraper: Scraper, clock: Clock, interval: Duration) -> SamplerHandle {
-        Self::spawn(scraper, clock, interval, None)
+        Self::start_recording_fleet(scraper, clock, interval, Recording::default())
     }
 
     /// Like [`Sampler::start`], and also appends each sample to `file` as a
@@ -195,19 +236,25 @@ impl Sampler {
         interval: Duration,
         file: JsonlWriter<std::fs::File, TimelineSample>,
     ) -> SamplerHandle {
-        Self::spawn(scraper, clock, interval, Some(file))
+        let recording = Recording {
+            fleet: Some(file),
+            replicas: None,
+        };
+        Self::start_recording_fleet(scraper, clock, interval, recording)
     }
 
-    fn spawn(
+    /// Like [`Sampler::start_recording`], with each replica's samples also
+    /// appended to `recording.replicas` (several URLs only).
+    pub fn start_recording_fleet(
         scraper: Scraper,
         clock: Clock,
         interval: Duration,
-        mut file: Option<JsonlWriter<std::fs::File, TimelineSample>>,
+        mut recording: Recording,
     ) -> SamplerHandle {
         let interval = interval.max(Duration::from_millis(1));
-        let timeline = Arc::new(Mutex::new(Vec::new()));
+        let recorded = Arc::new(Mutex::new(Recorded::default()));
         let (stop, mut stopped) = oneshot::channel();
-        let shared = Arc::clone(&timeline);
+        let shared = Arc::clone(&recorded);
         let handle_scraper = scraper.clone();
         let handle_clock = clock.clone();
         let task = tokio::spawn(async move {
@@ -215,20 +262,15 @@ impl Sampler {
             loop {
                 let step = async {
                     clock.sleep_until(next).await;
-                    sample_once(&scraper, &clock).await
+                    sample_fleet(&scraper, &clock).await
                 };
-                let sample = tokio::select! {
+                let (sample, replicas) = tokio::select! {
                     biased;
                     _ = &mut stopped => break,
                     sample = step => sample,
                 };
-                if let Some(writer) = file.as_mut() {
-                    if let Err(e) = writer.append(&sample) {
-                        eprintln!("codendum: cannot write the server timeline: {e}");
-                        file = None;
-                    }
-                }
-                file_by_time(&mut lock(&shared), sample);
+                recording.append(&sample, &replicas);
+                file_by_time(&mut lock(&shared), sample, replicas);
                 next += interval;
                 let now = clock.now();
                 while next <= now {
@@ -239,7 +281,7 @@ impl Sampler {
         SamplerHandle {
             scraper: handle_scraper,
             clock: handle_clock,
-            timeline,
+            recorded,
             stop,
             task,
         }
@@ -249,12 +291,28 @@ impl Sampler {
 impl SamplerHandle {
     /// A copy of the samples taken so far, in order.
     pub fn timeline(&self) -> Vec<TimelineSample> {
-        lock(&self.timeline).clone()
+        lock(&self.recorded).fleet.clone()
+    }
+
+    /// A copy of each replica's samples so far (empty for one URL).
+    pub fn replica_timeline(&self) -> Vec<ReplicaSample> {
+        lock(&self.recorded).replicas.clone()
     }
 
     /// The figures of the window [t0, t1] (simulated seconds) so far.
     pub fn window(&self, t0: f64, t1: f64) -> WindowStats {
-        window_stats(&lock(&self.timeline), t0, t1)
+        window_stats(&lock(&self.recorded).fleet, t0, t1)
+    }
+
+    /// Each replica's figures over [t0, t1]; `None` for one URL.
+    pub fn fleet(&self, t0: f64, t1: f64) -> Option<FleetFigures> {
+        let recorded = lock(&self.recorded);
+        fleet_figures(
+            &recorded.replicas,
+            crate::results::replicas::SOURCE_SCRAPE,
+            t0,
+            t1,
+        )
     }
 
     /// Takes one extra sample now and files it in the timeline by time, so
@@ -262,20 +320,22 @@ impl SamplerHandle {
     /// reading. Skipped (returns `false`) while the latest scrape failed: an
     /// unreachable `/metrics` would cost a whole scrape timeout each time.
     pub async fn sample_now(&self) -> bool {
-        let last_failed = lock(&self.timeline)
+        let last_failed = lock(&self.recorded)
+            .fleet
             .last()
             .is_some_and(|s| s.snapshot.is_none());
         if last_failed {
             return false;
         }
-        let sample = sample_once(&self.scraper, &self.clock).await;
-        file_by_time(&mut lock(&self.timeline), sample);
+        let (sample, replicas) = sample_fleet(&self.scraper, &self.clock).await;
+        file_by_time(&mut lock(&self.recorded), sample, replicas);
         true
     }
 
     /// The most recent successful snapshot.
     pub fn latest(&self) -> Option<ServerSnapshot> {
-        lock(&self.timeline)
+        lock(&self.recorded)
+            .fleet
             .iter()
             .rev()
             .find_map(|s| s.snapshot.clone())
@@ -283,7 +343,8 @@ impl SamplerHandle {
 
     /// How many scrapes failed so far.
     pub fn failed_scrapes(&self) -> usize {
-        lock(&self.timeline)
+        lock(&self.recorded)
+            .fleet
             .iter()
             .filter(|s| s.snapshot.is_none())
             .count()
@@ -291,9 +352,15 @@ impl SamplerHandle {
 
     /// Stops sampling (a scrape in flight is abandoned) and returns the timeline.
     pub async fn stop(self) -> Vec<TimelineSample> {
+        self.stop_fleet().await.0
+    }
+
+    /// Stops sampling and returns the fleet's timeline and each replica's.
+    pub async fn stop_fleet(self) -> (Vec<TimelineSample>, Vec<ReplicaSample>) {
         let _ = self.stop.send(());
         let _ = self.task.await;
-        let mut guard = lock(&self.timeline);
-        std::mem::take(&mut *guard)
+        let mut guard = lock(&self.recorded);
+        let recorded = std::mem::take(&mut *guard);
+        (recorded.fleet, recorded.replicas)
     }
 }

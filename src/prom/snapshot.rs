@@ -93,6 +93,39 @@ enum Role {
     CacheConfig,
 }
 
+/// Every sample name a [`ServerSnapshot`] reads except the latency
+/// histograms: what a Prometheus query must fetch to rebuild one.
+pub const SNAPSHOT_SAMPLE_NAMES: [&str; 23] = [
+    "vllm:num_requests_running",
+    "vllm:num_requests_waiting",
+    "vllm:num_preemptions_total",
+    "vllm:num_preemptions",
+    "vllm:prefix_cache_queries_total",
+    "vllm:prefix_cache_queries",
+    "vllm:gpu_prefix_cache_queries_total",
+    "vllm:gpu_prefix_cache_queries",
+    "vllm:prefix_cache_hits_total",
+    "vllm:prefix_cache_hits",
+    "vllm:gpu_prefix_cache_hits_total",
+    "vllm:gpu_prefix_cache_hits",
+    "vllm:prompt_tokens_total",
+    "vllm:prompt_tokens",
+    "vllm:generation_tokens_total",
+    "vllm:generation_tokens",
+    "vllm:kv_cache_usage_perc",
+    "vllm:gpu_cache_usage_perc",
+    "vllm:prompt_tokens_by_source_total",
+    "vllm:prompt_tokens_by_source",
+    "vllm:request_success_total",
+    "vllm:request_success",
+    "vllm:cache_config_info",
+];
+
+/// Whether a sample name is one a snapshot reads (histograms aside).
+pub fn is_snapshot_sample(name: &str) -> bool {
+    role(name).is_some()
+}
+
 fn role(name: &str) -> Option<Role> {
     use Scalar::*;
     Some(match name {
@@ -231,6 +264,39 @@ impl ServerSnapshot {
             model_name: model_name.map(Cow::into_owned),
             latency: LatencyHistograms::from_exposition(page),
         }
+    }
+
+    /// Each engine's figures of a page whose vLLM samples carry several
+    /// `engine` label values (vLLM data parallel, the twin's fleet), in
+    /// order of first appearance; empty for a page of one engine.
+    pub fn per_engine(page: &Exposition<'_>) -> Vec<(String, ServerSnapshot)> {
+        let mut engines: Vec<Cow<'_, str>> = Vec::new();
+        for sample in page.samples.iter().filter(|s| s.name.starts_with("vllm:")) {
+            if let Some(e) = sample.label("engine") {
+                if !engines.contains(&e) {
+                    engines.push(e);
+                }
+            }
+        }
+        if engines.len() < 2 {
+            return Vec::new();
+        }
+        engines
+            .iter()
+            .map(|e| {
+                let one = Exposition {
+                    samples: page
+                        .samples
+                        .iter()
+                        .filter(|s| s.label("engine").as_ref() == Some(e))
+                        .cloned()
+                        .collect(),
+                    helps: page.helps.clone(),
+                    types: page.types.clone(),
+                };
+                (e.to_string(), ServerSnapshot::from_exposition(&one))
+            })
+            .collect()
     }
 
     /// The sum over several replicas (one snapshot per `/metrics` URL):

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::latency::LatencyHistograms;
 use super::snapshot::ServerSnapshot;
-use crate::results::TimeSplit;
+use crate::results::{ServerWindow, TimeSplit};
 
 /// One scrape of the server: a snapshot, or the reason the scrape failed.
 /// One JSON object per line in `server-timeline.jsonl`.
@@ -64,6 +64,10 @@ pub struct WindowStats {
     pub prefix_cache_hits: Option<f64>,
     /// Δhits / Δqueries over the window, FRACTION 0..1 (absent without queries).
     pub prefix_hit_rate: Option<f64>,
+    /// Requests finished during the window, every reason together
+    /// (`vllm:request_success_total`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_finished: Option<f64>,
     /// The server's latency histograms over the window (from the baseline
     /// to the last reading); absent when the server exports none. The
     /// client means are left for the caller.
@@ -169,9 +173,25 @@ pub fn window_stats(timeline: &[TimelineSample], t0: f64, t1: f64) -> WindowStat
         prompt_tokens: increase(|s| s.prompt_tokens),
         generation_tokens: increase(|s| s.generation_tokens),
         prefix_hit_rate: hit_rate(prefix_cache_hits, prefix_cache_queries),
+        requests_finished: increase(ServerSnapshot::finished_total),
         prefix_cache_queries,
         prefix_cache_hits,
         time_split,
+    }
+}
+
+impl WindowStats {
+    /// The figures a bench level folds in ([`ServerWindow`]).
+    pub fn server_window(&self) -> ServerWindow {
+        ServerWindow {
+            preemptions: self.preemptions,
+            peak_kv_usage: self.peak_kv_usage,
+            peak_running: self.peak_running,
+            peak_waiting: self.peak_waiting,
+            prefix_hit_rate: self.prefix_hit_rate,
+            failed_scrapes: self.failed_scrapes as u64,
+            time_split: self.time_split,
+        }
     }
 }
 

@@ -64,7 +64,8 @@ pub fn load_run(folder: &Path, server_timeline: Option<&Path>) -> Result<LoadedR
             let summary = results::read_summary_json(text.as_bytes())
                 .map_err(|e| bad_folder(folder, e.to_string()))?;
             let timeline = timeline_for(folder, server_timeline, summary.header.started_utc)?;
-            let report = bench_report(&summary, &timeline);
+            let mut report = bench_report(&summary, &timeline);
+            report.replica_timelines = replica_lines_in(folder, summary.header.started_utc);
             Ok(LoadedRun::Bench(Box::new(report), Box::new(summary)))
         }
         "classroom" => {
@@ -73,7 +74,8 @@ pub fn load_run(folder: &Path, server_timeline: Option<&Path>) -> Result<LoadedR
             let timeline = timeline_for(folder, server_timeline, summary.header.started_utc)?;
             let requests: Vec<CallRecord> = read_lines(folder, results::REQUESTS_JSONL);
             let tasks: Vec<TaskRecord> = read_lines(folder, results::TASKS_JSONL);
-            let report = classroom_report(&summary, &timeline, &requests, &tasks);
+            let mut report = classroom_report(&summary, &timeline, &requests, &tasks);
+            report.replica_timelines = replica_lines_in(folder, summary.header.started_utc);
             Ok(LoadedRun::Classroom(Box::new(report), Box::new(summary)))
         }
         other => Err(bad_folder(
@@ -104,6 +106,21 @@ fn timeline_for(
         })
     })?;
     Ok(align_timeline(samples, started))
+}
+
+/// Each replica's samples of the folder's `replica-timeline.jsonl` (none
+/// without the file), on the run's axis.
+fn replica_lines_in(
+    folder: &Path,
+    started: chrono::DateTime<chrono::Utc>,
+) -> Vec<super::model::ReplicaLine> {
+    let mut samples: Vec<crate::prom::ReplicaSample> =
+        read_lines(folder, crate::prom::REPLICA_TIMELINE_JSONL);
+    for s in &mut samples {
+        let one = align_timeline(vec![s.sample.clone()], started);
+        s.sample.t = one[0].t;
+    }
+    super::from_results::replica_lines(&samples)
 }
 
 fn read_lines<T: serde::de::DeserializeOwned>(folder: &Path, name: &'static str) -> Vec<T> {

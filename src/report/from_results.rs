@@ -2,13 +2,24 @@
 //! identity, parameters, figures and the server timeline as chart points.
 
 use super::model::{
-    BenchReport, ClassroomFigures, ClassroomReport, ErrorCount, LevelBoundary, LevelRow, Parameter,
-    RunInfo, TimelinePoint, Verdict,
+    BenchReport, ClassroomFigures, ClassroomReport, ErrorCount, FleetWindow, LevelBoundary,
+    LevelRow, Parameter, ReplicaLine, RunInfo, TimelinePoint, Verdict,
 };
 use crate::kinds::TokenSource;
 use crate::prom::TimelineSample;
 use crate::results::classroom_records::{CallRecord, TaskRecord};
 use crate::results::{self, BenchSummary, ClassroomRunSummary, RunHeader};
+
+/// Each replica's samples as chart points, in order of first appearance.
+pub fn replica_lines(samples: &[crate::prom::ReplicaSample]) -> Vec<ReplicaLine> {
+    crate::prom::replicas::replica_order(samples)
+        .into_iter()
+        .map(|name| ReplicaLine {
+            points: points(&crate::prom::replicas::replica_timeline(samples, &name)),
+            replica: name,
+        })
+        .collect()
+}
 
 fn points(timeline: &[TimelineSample]) -> Vec<TimelinePoint> {
     timeline
@@ -119,6 +130,17 @@ pub fn bench_report(s: &BenchSummary, timeline: &[TimelineSample]) -> BenchRepor
         boundaries,
         verdicts: Vec::new(),
         not_run: s.skipped_shapes.iter().map(|k| k.reason()).collect(),
+        replica_timelines: Vec::new(),
+        fleets: s
+            .levels
+            .iter()
+            .filter_map(|l| {
+                Some(FleetWindow {
+                    label: format!("{} c{}", l.shape, l.concurrency),
+                    fleet: l.fleet.clone()?,
+                })
+            })
+            .collect(),
     }
 }
 
@@ -150,6 +172,16 @@ pub fn classroom_report(
             .collect(),
         timeline: points(timeline),
         verdicts: Vec::<Verdict>::new(),
+        replica_timelines: Vec::new(),
+        fleets: s
+            .summary
+            .server_fleet
+            .iter()
+            .map(|f| FleetWindow {
+                label: "class".into(),
+                fleet: f.clone(),
+            })
+            .collect(),
     }
 }
 

@@ -26,6 +26,7 @@ pub mod html;
 pub mod markdown;
 pub mod model;
 pub mod rebuild;
+mod replicas_doc;
 mod run_docs;
 pub mod svg;
 mod time_split_doc;
@@ -36,6 +37,6 @@ pub use compare::{
 };
 pub use doc::DISCLAIMER;
 pub use model::{
-    BenchReport, ClassroomFigures, ClassroomReport, ErrorCount, LevelBoundary, LevelRow, Parameter,
-    RunInfo, TimelinePoint, Verdict,
+    BenchReport, ClassroomFigures, ClassroomReport, ErrorCount, FleetWindow, LevelBoundary,
+    LevelRow, Parameter, ReplicaLine, RunInfo, TimelinePoint, Verdict,
 };

@@ -130,6 +130,24 @@ pub struct TimelinePoint {
     pub kv_usage: Option<f64>,
 }
 
+/// One replica's samples of a fleet's server timeline.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReplicaLine {
+    /// The replica (`host:port`, or its Prometheus instance).
+    pub replica: String,
+    /// Its samples on the run's axis.
+    pub points: Vec<TimelinePoint>,
+}
+
+/// A window's per-replica figures (a bench level, or the whole class).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FleetWindow {
+    /// What the window is: `short c8`, `class`.
+    pub label: String,
+    /// The replicas' figures and the imbalance.
+    pub fleet: crate::results::FleetFigures,
+}
+
 /// Where a level starts on the server timeline.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LevelBoundary {
@@ -171,6 +189,12 @@ pub struct BenchReport {
     /// cannot fit in the server's context).
     #[serde(default)]
     pub not_run: Vec<String>,
+    /// Each replica's timeline, for a fleet (empty for one server).
+    #[serde(default)]
+    pub replica_timelines: Vec<ReplicaLine>,
+    /// Each level's per-replica figures, for a fleet.
+    #[serde(default)]
+    pub fleets: Vec<FleetWindow>,
 }
 
 impl BenchReport {
@@ -279,4 +303,10 @@ pub struct ClassroomReport {
     pub timeline: Vec<TimelinePoint>,
     /// Target checks; empty when none were evaluated.
     pub verdicts: Vec<Verdict>,
+    /// Each replica's timeline, for a fleet (empty for one server).
+    #[serde(default)]
+    pub replica_timelines: Vec<ReplicaLine>,
+    /// The class's per-replica figures, for a fleet.
+    #[serde(default)]
+    pub fleets: Vec<FleetWindow>,
 }

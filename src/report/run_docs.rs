@@ -66,6 +66,10 @@ pub(crate) fn bench_doc(r: &BenchReport) -> Doc {
     for chart in throughput_chart.into_iter().chain(charts) {
         doc.chart(chart);
     }
+    super::replicas_doc::push_fleet(&mut doc, &r.fleets);
+    for chart in super::replicas_doc::replica_charts(&r.replica_timelines) {
+        doc.chart(chart);
+    }
     push_verdicts(&mut doc, &r.verdicts);
     doc
 }
@@ -107,6 +111,10 @@ pub(crate) fn classroom_doc(r: &ClassroomReport) -> Doc {
     doc.heading("Server queue");
     doc.paragraph(timeline_sentence(&r.timeline));
     if let Some(chart) = queue {
+        doc.chart(chart);
+    }
+    super::replicas_doc::push_fleet(&mut doc, &r.fleets);
+    for chart in super::replicas_doc::replica_charts(&r.replica_timelines) {
         doc.chart(chart);
     }
     push_verdicts(&mut doc, &r.verdicts);

@@ -64,6 +64,7 @@ pub struct ClassroomRunSummary {
     /// Profile, image digest, model revision, DGX OS, driver.
     pub provenance: Provenance,
     /// Where the server figures came from: `sampler` (live `/metrics`),
+    /// `prometheus` (`--prometheus-url`, read after the class),
     /// `timeline-file` (a host recording folded in), or `none`.
     pub server_figures_source: String,
     /// A note when students share keys (fewer keys than students).

@@ -103,6 +103,10 @@ pub struct ClassroomSummary {
     pub tool_errors: u64,
     /// Server figures from `/metrics` (filled by the caller).
     pub server: ServerFigures,
+    /// Each replica's figures over the run and the fleet's imbalance, when
+    /// the server is a fleet (filled by the caller); absent for one server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_fleet: Option<super::FleetFigures>,
 }
 
 impl ClassroomSummary {
@@ -171,6 +175,7 @@ impl ClassroomSummary {
             tool_calls: tasks.iter().map(|t| t.tool_calls as u64).sum(),
             tool_errors: tasks.iter().map(|t| t.tool_errors as u64).sum(),
             server: ServerFigures::default(),
+            server_fleet: None,
         }
     }
 }

@@ -44,6 +44,27 @@ pub struct LevelFrame<'a> {
     pub abandoned: u64,
 }
 
+/// Puts the server figures of `window` into `level` (what
+/// [`summarize_level`] does with a window; used again when the figures come
+/// in after the run, from Prometheus). The client means of the time split
+/// are kept.
+pub fn apply_server_window(level: &mut LevelSummary, window: &ServerWindow) {
+    level.preemptions = window.preemptions;
+    level.peak_kv_usage = window.peak_kv_usage;
+    level.peak_running = window.peak_running;
+    level.peak_waiting = window.peak_waiting;
+    level.prefix_hit_rate = window.prefix_hit_rate;
+    level.failed_scrapes = Some(window.failed_scrapes);
+    let client = level.time_split.take();
+    level.time_split = window.time_split.map(|mut split| {
+        if let Some(c) = client {
+            split.client_ttft_mean_s = c.client_ttft_mean_s;
+            split.client_e2e_mean_s = c.client_e2e_mean_s;
+        }
+        split
+    });
+}
+
 /// Summarises one level. Throughputs and latencies use successful requests;
 /// percentiles are taken from the raw values. `window` is `None` when there
 /// was no `/metrics`: the server columns are then absent, not zero.
@@ -103,5 +124,6 @@ pub fn summarize_level(
             split.client_e2e_mean_s = mean(ok.iter().map(|r| r.e2e_s));
             split
         }),
+        fleet: None,
     }
 }

@@ -41,6 +41,7 @@ fn full_level() -> LevelSummary {
         prefix_hit_rate: Some(0.25),
         failed_scrapes: Some(0),
         time_split: None,
+        fleet: None,
     }
 }
 

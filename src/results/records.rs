@@ -143,4 +143,9 @@ pub struct LevelSummary {
     /// histograms) and the client's means beside them; absent without them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_split: Option<super::TimeSplit>,
+    /// Each replica's figures over the level and the fleet's imbalance,
+    /// when the server is a fleet (several `--metrics-url`s, or several
+    /// Prometheus instances); absent for one server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<super::FleetFigures>,
 }

@@ -1,0 +1,260 @@
+//! Server figures of a live fleet for `bench` and `classroom`: each
+//! replica's figures from the 1 s sampler of several `--metrics-url`s, or
+//! everything through Prometheus (`--prometheus-url`) when the replicas'
+//! `/metrics` are out of reach but their Prometheus is not.
+
+use std::time::Duration;
+
+use crate::bench::ServerLoad;
+use crate::clock::Clock;
+use crate::error::{ConfigError, Error};
+use crate::prom::api::{PromApiError, PromClient};
+use crate::prom::replicas::replica_name;
+use crate::prom::replicas_render::{render_fleet_table, FleetRow};
+use crate::prom::{
+    PromSource, PromSourceError, ReplicaSample, TimelineSample, REPLICA_TIMELINE_JSONL,
+};
+use crate::results::FleetFigures;
+use crate::results::{RunFolder, SERVER_TIMELINE_JSONL};
+use crate::target::Target;
+
+/// The sampling interval of a run's server figures (and the step of its
+/// Prometheus range queries), simulated seconds.
+pub const SAMPLING_INTERVAL: Duration = Duration::from_secs(1);
+
+/// `--prometheus-url` and `--prometheus-selector`, checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PrometheusOptions {
+    /// Prometheus's base URL (`http://prom:9090`).
+    pub url: String,
+    /// A PromQL label filter (`job="vllm"`); `None`: the instances of
+    /// `--metrics-url`.
+    pub selector: Option<String>,
+}
+
+impl PrometheusOptions {
+    /// Checks the URL is http(s) and the selector is not empty.
+    pub fn new(url: &str, selector: Option<&str>) -> Result<Self, ConfigError> {
+        let url = url.trim();
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(ConfigError::invalid(
+                "--prometheus-url",
+                format!("{url} is not an http(s) URL"),
+            ));
+        }
+        let selector = selector.map(str::trim);
+        if selector.is_some_and(|s| s.trim_matches(['{', '}', ' ']).is_empty()) {
+            return Err(ConfigError::invalid(
+                "--prometheus-selector",
+                "empty: give a label filter such as job=\"vllm\"",
+            ));
+        }
+        Ok(PrometheusOptions {
+            url: url.to_string(),
+            selector: selector.map(String::from),
+        })
+    }
+}
+
+/// A Prometheus that holds the fleet, and the instances found in it.
+#[derive(Debug, Clone)]
+pub struct OpenedPrometheus {
+    /// The queries.
+    pub source: PromSource,
+    /// The replicas (Prometheus instances), in `--metrics-url` order.
+    pub instances: Vec<String>,
+}
+
+/// Checks that `opts` names a Prometheus holding the target's replicas
+/// (the `host:port` of each `--metrics-url`, unless a selector is given).
+/// Unreachable: exit 1; not Prometheus, or no series: exit 2.
+pub async fn open_prometheus(
+    opts: &PrometheusOptions,
+    target: &Target,
+) -> Result<OpenedPrometheus, Error> {
+    if target.base_url.is_none() {
+        return Err(ConfigError::invalid(
+            "--prometheus-url",
+            "reads a live fleet's figures: give --base-url too (the embedded twin is in no Prometheus)",
+        )
+        .into());
+    }
+    let http = crate::openai::client::build_http_client(target.cacert.as_deref(), 4)?;
+    let expected = target
+        .metrics_urls
+        .iter()
+        .map(|u| replica_name(u))
+        .collect();
+    let source = PromSource::new(
+        PromClient::new(http, &opts.url),
+        opts.selector.clone(),
+        expected,
+        SAMPLING_INTERVAL,
+    );
+    let instances = source
+        .instances()
+        .await
+        .map_err(|e| source_error(opts, e))?;
+    eprintln!(
+        "Server figures: Prometheus at {} ({} {{{}}})",
+        source.url(),
+        if instances.len() > 1 {
+            "instances"
+        } else {
+            "instance"
+        },
+        source.selector()
+    );
+    Ok(OpenedPrometheus { source, instances })
+}
+
+/// The command's error for a Prometheus problem.
+pub fn source_error(opts: &PrometheusOptions, e: PromSourceError) -> Error {
+    match e {
+        PromSourceError::Api(PromApiError::Unreachable { .. }) => Error::Failed(e.to_string()),
+        PromSourceError::NoSeries { .. } => {
+            let flag = match opts.selector {
+                Some(_) => "--prometheus-selector",
+                None => "--metrics-url",
+            };
+            ConfigError::invalid(flag, e.to_string()).into()
+        }
+        PromSourceError::Api(_) => ConfigError::invalid("--prometheus-url", e.to_string()).into(),
+    }
+}
+
+/// What a run read of the server, for the figures filled in after it.
+#[derive(Debug, Default)]
+pub struct RunTimelines {
+    /// The fleet's samples (the sum over replicas).
+    pub fleet: Vec<TimelineSample>,
+    /// Each replica's samples (empty for one server).
+    pub replicas: Vec<ReplicaSample>,
+    /// [`crate::results::replicas::SOURCE_SCRAPE`] or `SOURCE_PROMETHEUS`.
+    pub source: &'static str,
+    /// Whether the fleet's figures were read after the run (Prometheus):
+    /// then the levels' server figures and `server-timeline.jsonl` are
+    /// written from `fleet` here.
+    pub read_after_run: bool,
+    /// How much later a window is read on this timeline, seconds: one step
+    /// for Prometheus (its reading at a step is its latest scrape, up to
+    /// one scrape interval older), 0 for direct scraping.
+    pub lag_s: f64,
+}
+
+/// The seconds on `clock` at which a run that started at `started_utc` began.
+pub fn clock_secs_at(clock: &Clock, started_utc: chrono::DateTime<chrono::Utc>) -> f64 {
+    let origin = clock.utc_at(Duration::ZERO);
+    let offset = started_utc.signed_duration_since(origin);
+    offset
+        .num_microseconds()
+        .map_or(offset.num_milliseconds() as f64 / 1e3, |us| us as f64 / 1e6)
+}
+
+/// Appends the fleet's samples read after the run (Prometheus) to
+/// `server-timeline.jsonl`, and writes each replica's to
+/// `replica-timeline.jsonl`.
+pub fn write_timelines(folder: &RunFolder, read: &RunTimelines) -> Result<(), Error> {
+    if read.read_after_run {
+        let mut file = folder.appender::<TimelineSample>(SERVER_TIMELINE_JSONL)?;
+        for s in &read.fleet {
+            file.append(s)?;
+        }
+    }
+    if !read.replicas.is_empty() {
+        let mut file = folder.appender::<ReplicaSample>(REPLICA_TIMELINE_JSONL)?;
+        for s in &read.replicas {
+            file.append(s)?;
+        }
+    }
+    Ok(())
+}
+
+/// How a class reads its server: the 1 s sampler during the class, or
+/// Prometheus once it is over.
+#[derive(Debug)]
+pub enum ClassSampling {
+    /// The sampler of every `/metrics` URL.
+    Sampler(crate::prom::SamplerHandle),
+    /// Prometheus, read after the class.
+    Prometheus(OpenedPrometheus),
+    /// No server figures.
+    Off,
+}
+
+impl ClassSampling {
+    /// Takes a last reading now, at the class's end, so that its counters
+    /// are whole (the sampler's; Prometheus is read one step later anyway).
+    pub async fn mark_end(&self) {
+        if let ClassSampling::Sampler(s) = self {
+            s.sample_now().await;
+        }
+    }
+
+    /// Stops sampling (or reads Prometheus over `[t0, t1]`, seconds on
+    /// `clock`) and writes what was read after the run and each replica's
+    /// samples into `folder`. A Prometheus that cannot be read leaves the
+    /// figures empty, with a note.
+    pub async fn finish(self, clock: &Clock, folder: &RunFolder, t0: f64, t1: f64) -> RunTimelines {
+        let read = match self {
+            ClassSampling::Sampler(s) => {
+                let (fleet, replicas) = s.stop_fleet().await;
+                RunTimelines {
+                    fleet,
+                    replicas,
+                    source: crate::results::replicas::SOURCE_SCRAPE,
+                    read_after_run: false,
+                    lag_s: 0.0,
+                }
+            }
+            ClassSampling::Prometheus(p) => {
+                let lag_s = p.source.step().as_secs_f64();
+                match p
+                    .source
+                    .fetch(&p.instances, clock, t0.floor(), t1 + 2.0 * lag_s)
+                    .await
+                {
+                    Ok((fleet, replicas)) => RunTimelines {
+                        fleet,
+                        replicas,
+                        source: crate::results::replicas::SOURCE_PROMETHEUS,
+                        read_after_run: true,
+                        lag_s,
+                    },
+                    Err(e) => {
+                        eprintln!("codendum: Prometheus could not be read ({e}); server figures stay empty");
+                        RunTimelines::default()
+                    }
+                }
+            }
+            ClassSampling::Off => RunTimelines::default(),
+        };
+        if let Err(e) = write_timelines(folder, &read) {
+            eprintln!("codendum: {e}");
+        }
+        read
+    }
+}
+
+/// The busy guard's load through Prometheus; `None` when it cannot tell.
+pub async fn prometheus_load(opts: &PrometheusOptions, target: &Target) -> Option<ServerLoad> {
+    let opened = open_prometheus(opts, target).await.ok()?;
+    let (running, waiting) = opened.source.load_now().await?;
+    Some(ServerLoad { running, waiting })
+}
+
+/// The per-replica table of a class (the fleet row from `server`).
+pub fn class_fleet_table(server: &crate::results::ServerFigures, fleet: &FleetFigures) -> String {
+    render_fleet_table(&[FleetRow {
+        label: "class".into(),
+        fleet: [
+            server.peak_running,
+            server.peak_waiting,
+            server.peak_kv_cache_usage,
+            server.preemptions.map(|p| p as f64),
+            server.prefix_cache_hit_rate,
+        ],
+        served: fleet.replicas.iter().map(|r| r.requests_served).sum(),
+        replicas: fleet,
+    }])
+}

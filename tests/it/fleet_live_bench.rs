@@ -1,0 +1,152 @@
+//! Live fleets scraped directly: `bench` through a round-robin router to two
+//! twins with one `--metrics-url` per replica, and `classroom` against the
+//! embedded twin fleet (`--replicas 2`, one `/metrics` with an `engine`
+//! label per replica). Each run reports every replica's figures next to the
+//! fleet's, the imbalance, `replica-timeline.jsonl`, and a report whose
+//! server timeline has one line per replica.
+
+use serde_json::Value;
+
+use crate::cli_support::{codendum, only_folder, read_json, read_jsonl, run_in};
+use crate::fleet_live_support::LiveFleet;
+
+fn num(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("a number: {v}"))
+}
+
+fn served(replicas: &[Value]) -> f64 {
+    replicas.iter().map(|r| num(&r["requests_served"])).sum()
+}
+
+fn assert_report_has_replicas(folder: &std::path::Path, names: &[String]) {
+    let html = std::fs::read_to_string(folder.join("report.html")).expect("report.html");
+    let md = std::fs::read_to_string(folder.join("report.md")).expect("report.md");
+    for needle in [
+        "Running requests per replica",
+        "KV-cache usage per replica",
+        "Imbalance",
+    ] {
+        assert!(html.contains(needle), "report.html has {needle:?}");
+    }
+    assert!(
+        md.contains("## Replicas"),
+        "report.md has the replica table"
+    );
+    for n in names {
+        assert!(md.contains(n.as_str()), "report.md names {n}");
+        assert!(html.contains(n.as_str()), "report.html names {n}");
+    }
+}
+
+#[test]
+fn bench_against_two_replicas_reports_each_and_the_imbalance() {
+    let fleet = LiveFleet::start(2);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut cmd = codendum(dir.path());
+    cmd.args(["bench", "--base-url", &fleet.base_url()])
+        .args(["--metrics-url", &fleet.metrics_urls()])
+        .args(["--concurrency", "1,4", "--shapes", "short"])
+        .args(["--output-tokens", "16", "--requests-per-level", "8"])
+        .args(["--yes", "--results-dir", "results"]);
+    let run = run_in(cmd, dir.path(), "bench");
+    assert_eq!(run.code, Some(0), "{}", run.both());
+    assert!(
+        run.stderr
+            .contains("Imbalance (max over mean of requests served)"),
+        "{}",
+        run.both()
+    );
+    let folder = only_folder(&dir.path().join("results"));
+    let summary = read_json(&folder.join("summary.json"));
+    let names = fleet.instances();
+    for level in summary["levels"].as_array().expect("levels") {
+        let f = &level["fleet"];
+        assert_eq!(f["source"], "scrape");
+        let replicas = f["replicas"].as_array().expect("replicas");
+        let got: Vec<&str> = replicas
+            .iter()
+            .map(|r| r["replica"].as_str().unwrap())
+            .collect();
+        assert_eq!(got, names.iter().map(String::as_str).collect::<Vec<_>>());
+        // The sampler reads every replica at the level's start and end, so
+        // the replicas' finished requests add up to the level's requests.
+        assert_eq!(served(replicas), num(&level["successes"]), "{level}");
+        let max = replicas
+            .iter()
+            .map(|r| num(&r["requests_served"]))
+            .fold(0.0, f64::max);
+        let want = max / (served(replicas) / 2.0);
+        assert!((num(&f["imbalance"]) - want).abs() < 1e-9, "{f}");
+        // The fleet's peak is at least each replica's and at most their sum.
+        let peaks: Vec<f64> = replicas.iter().map(|r| num(&r["peak_running"])).collect();
+        let fleet_peak = num(&level["peak_running"]);
+        assert!(peaks.iter().all(|p| *p <= fleet_peak) && fleet_peak <= peaks.iter().sum::<f64>());
+        assert!(fleet_peak <= num(&level["concurrency"]));
+    }
+    let lines = read_jsonl(&folder.join("replica-timeline.jsonl"), false);
+    assert!(
+        lines.len() >= 4,
+        "samples of both replicas: {}",
+        lines.len()
+    );
+    assert!(lines
+        .iter()
+        .all(|l| names.iter().any(|n| l["replica"] == n.as_str())));
+    // The fleet's timeline keeps its meaning: the sum of the replicas.
+    let timeline = read_jsonl(&folder.join("server-timeline.jsonl"), false);
+    assert!(timeline.iter().all(|s| s.get("replica").is_none()));
+    assert_report_has_replicas(&folder, &names);
+}
+
+#[test]
+fn classroom_against_the_twin_fleet_reports_each_engine() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut cmd = codendum(dir.path());
+    cmd.args(["classroom", "--replicas", "2", "--router", "round-robin"])
+        .args(["--users", "4", "--duration", "60", "--ramp-up", "5"])
+        .args(["--follow-ups", "0", "--seed", "7"])
+        .args(["--yes", "--results-dir", "results"]);
+    let run = run_in(cmd, dir.path(), "classroom");
+    assert_eq!(run.code, Some(0), "{}", run.both());
+    let folder = only_folder(&dir.path().join("results"));
+    let summary = read_json(&folder.join("summary.json"));
+    let f = &summary["summary"]["server_fleet"];
+    let replicas = f["replicas"]
+        .as_array()
+        .unwrap_or_else(|| panic!("server_fleet: {summary}"));
+    assert_eq!(replicas.len(), 2, "{f}");
+    let names: Vec<String> = replicas
+        .iter()
+        .map(|r| r["replica"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        names[0].ends_with("engine=0") && names[1].ends_with("engine=1"),
+        "{names:?}"
+    );
+    // Round-robin spreads the calls: both engines served, and the fleet's
+    // finished requests are the calls the class made (all ended in it).
+    assert!(
+        replicas.iter().all(|r| num(&r["requests_served"]) > 0.0),
+        "{f}"
+    );
+    assert_eq!(
+        served(replicas),
+        num(&summary["summary"]["requests"]),
+        "{f}"
+    );
+    assert!(
+        num(&f["imbalance"]) >= 1.0 && num(&f["imbalance"]) <= 2.0,
+        "{f}"
+    );
+    let fleet_hit = num(&summary["summary"]["server"]["prefix_cache_hit_rate"]);
+    let hits: Vec<f64> = replicas
+        .iter()
+        .map(|r| num(&r["prefix_hit_rate"]))
+        .collect();
+    let (lo, hi) = (hits[0].min(hits[1]), hits[0].max(hits[1]));
+    assert!(
+        lo - 1e-9 <= fleet_hit && fleet_hit <= hi + 1e-9,
+        "fleet {fleet_hit} within {hits:?}"
+    );
+    assert_report_has_replicas(&folder, &names);
+}
