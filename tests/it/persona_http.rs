@@ -19,8 +19,10 @@ use codendum::twin::{start, TwinOptions};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_sessions_over_http_match_the_seed_calibration() {
-    // Fast enough for CI; the counts checked here do not depend on timing.
-    let clock = Clock::scaled(200.0);
+    // Fast enough for CI. At 200x a loaded 2-core machine cannot keep up
+    // with the clock (the students fall behind and 6-12 of 50 were cut off
+    // at the end of the run); at 100x all 50 finish with the same counts.
+    let clock = Clock::scaled(100.0);
     let profile = Profile::load("classroom-64k-high-concurrency").expect("profile");
     let mut opts = TwinOptions::new(profile);
     opts.clock = clock.clone();
@@ -58,9 +60,15 @@ async fn fifty_sessions_over_http_match_the_seed_calibration() {
         .iter()
         .filter(|t| t.outcome == TaskOutcome::Completed)
         .collect();
+    let others: Vec<String> = outcome
+        .tasks
+        .iter()
+        .filter(|t| t.outcome != TaskOutcome::Completed)
+        .map(|t| format!("{:?} after {} calls", t.outcome, t.calls))
+        .collect();
     assert!(
         done.len() >= 45,
-        "{} of 50 coding requests completed",
+        "{} of 50 coding requests completed; the others: {others:?}",
         done.len()
     );
     let n = done.len() as f64;

@@ -8,6 +8,8 @@ use serde_json::json;
 
 use super::changes::{change_step, edit_call, source_candidates};
 use super::paths::{basename, is_test_path, lang_of};
+use super::recovery::{may_compile, recover};
+pub(super) use super::report::finish;
 use super::tools::{Slot, ToolRole};
 use super::transcript::{Event, Outcome};
 use super::writing;
@@ -56,40 +58,36 @@ pub fn next_step(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
     if t.steps >= MAX_STEPS {
         return finish(ctx, rng, false);
     }
+    if let Some(a) = recover(ctx, rng) {
+        return a;
+    }
     let changes = t.changes().len();
     let since = t.since_last_test();
     let changed_since = since.iter().any(is_change);
-    if let Some(last) = t.last_test() {
-        let failed_runs = t
-            .events
-            .iter()
-            .filter(|e| e.outcome == Outcome::TestFailed)
-            .count();
-        match last.outcome {
-            Outcome::TestFailed if !changed_since && failed_runs >= MAX_FAILED_RUNS => {
-                return finish(ctx, rng, false)
-            }
-            Outcome::TestFailed if !changed_since => return fix_step(ctx, rng, last, since),
-            Outcome::TestPassed if !changed_since && changes > 0 => return finish(ctx, rng, true),
-            _ => {}
-        }
+    if let Some(a) = after_tests(ctx, rng, since, changed_since) {
+        return a;
     }
     let just_changed = t.events.last().is_some_and(is_change);
-    if just_changed && rng.gen_bool(plan.compile_after_change) {
+    if just_changed && rng.gen_bool(plan.compile_after_change) && may_compile(ctx) {
         if let Some(a) = compile(ctx, rng) {
             return a;
         }
     }
     if t.files.is_empty() {
-        let listed = t.events.iter().any(|e| {
-            matches!(e.role, ToolRole::List | ToolRole::Glob | ToolRole::Shell)
-                || e.path.as_deref() == Some(".")
-        });
+        let listed = t
+            .events
+            .iter()
+            .any(|e| is_listing(e) && e.outcome == Outcome::Ok);
         return if listed {
             finish(ctx, rng, false)
         } else {
             listing(ctx, rng)
         };
+    }
+    if changes == 0 {
+        if let Some(a) = super::explore::subfolders(ctx, rng) {
+            return a;
+        }
     }
     let read_steps = read_steps(ctx);
     let unread = unread_files(ctx);
@@ -97,7 +95,8 @@ pub fn next_step(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
     let delegated = usize::from(t.count(ToolRole::Task) > 0);
     if read_steps + delegated < plan.read_steps && !unread.is_empty() && ctx.kit.has(ToolRole::Read)
     {
-        if plan.baseline_test && t.last_test().is_none() && read_steps >= 1 {
+        let can_test = ctx.tests_missing.is_none();
+        if plan.baseline_test && can_test && t.last_test().is_none() && read_steps >= 1 {
             return run_tests(ctx, rng, false);
         }
         if ctx.kit.has(ToolRole::Grep) && t.count(ToolRole::Grep) == 0 && rng.gen_bool(0.5) {
@@ -105,6 +104,14 @@ pub fn next_step(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
         }
         let n = (1 + usize::from(rng.gen_bool(0.3))).min(unread.len());
         return read(ctx, rng, &unread[..n]);
+    }
+    // Nothing to change is known yet (a subagent read the code, not this
+    // agent): read a source first, as OpenCode's edit tool requires.
+    let known_sources = source_candidates(ctx).iter().any(|f| !is_test_path(f));
+    if changes == 0 && !known_sources && ctx.kit.has(ToolRole::Read) {
+        if let Some(first) = unread.iter().find(|f| lang_of(f) == Some(ctx.lang)) {
+            return read(ctx, rng, std::slice::from_ref(first));
+        }
     }
     if changes < plan.edits {
         if let Some(a) = change_step(ctx, rng, &plan, changes) {
@@ -114,10 +121,41 @@ pub fn next_step(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
             return read(ctx, rng, &unread[..1]);
         }
     }
-    if ctx.kit.has(ToolRole::Shell) && (t.last_test().is_none() || changed_since) {
+    let can_test = ctx.kit.has(ToolRole::Shell) && ctx.tests_missing.is_none();
+    if can_test && (t.last_test().is_none() || changed_since) {
         return run_tests(ctx, rng, t.last_test().is_some());
     }
     finish(ctx, rng, true)
+}
+
+/// After a test run: fix a failure, give up after too many, or finish when
+/// the tests pass and nothing changed since (`None`: go on with the plan).
+fn after_tests(
+    ctx: &Ctx<'_>,
+    rng: &mut ChaCha8Rng,
+    since: &[Event],
+    changed_since: bool,
+) -> Option<PlannedAnswer> {
+    let t = ctx.t;
+    let changes = t.changes().len();
+    if let Some(last) = t.last_test() {
+        let failed_runs = t
+            .events
+            .iter()
+            .filter(|e| e.outcome == Outcome::TestFailed)
+            .count();
+        match last.outcome {
+            Outcome::TestFailed if !changed_since && failed_runs >= MAX_FAILED_RUNS => {
+                return Some(finish(ctx, rng, false))
+            }
+            Outcome::TestFailed if !changed_since => return Some(fix_step(ctx, rng, last, since)),
+            Outcome::TestPassed if !changed_since && changes > 0 => {
+                return Some(finish(ctx, rng, true))
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 fn first_step(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
@@ -167,6 +205,10 @@ fn read_steps(ctx: &Ctx<'_>) -> usize {
         .events
         .iter()
         .filter(|e| e.role == ToolRole::Read)
+        .filter(|e| {
+            let p = e.path.as_deref().unwrap_or("");
+            p != "." && !ctx.t.dirs.iter().any(|d| d == p)
+        })
         .map(|e| e.step)
         .collect();
     steps.dedup();
@@ -177,6 +219,9 @@ fn read_steps(ctx: &Ctx<'_>) -> usize {
 pub(super) fn relevance(ctx: &Ctx<'_>, path: &str) -> i32 {
     let base = basename(path).to_ascii_lowercase();
     let mut score = 0;
+    if ctx.t.task.contains(path) {
+        score += 4;
+    }
     if lang_of(path) == Some(ctx.lang) {
         score += 3;
     }
@@ -237,18 +282,39 @@ fn read(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng, files: &[String]) -> PlannedAnswer 
     answer(writing::before_reading(rng, files, ctx.topic), calls)
 }
 
+/// Whether a call was a look at the project's files: a list, a glob, a read
+/// of a folder, `find` or `ls` through the shell.
+fn is_listing(e: &Event) -> bool {
+    match e.role {
+        ToolRole::List | ToolRole::Glob => true,
+        ToolRole::Read => e.path.as_deref() == Some("."),
+        ToolRole::Shell => e
+            .command
+            .as_deref()
+            .is_some_and(|c| c.starts_with("find ") || c.starts_with("ls")),
+        _ => false,
+    }
+}
+
+/// Lists the project with what the toolset offers: a list tool, a read tool
+/// that reads folders, a glob, `ls` through the shell, or a plain read of `.`.
 fn listing(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
     let kit = ctx.kit;
-    let call = if let Some(list) = kit.get(ToolRole::List) {
+    let t = ctx.t;
+    let tried = |role: ToolRole| t.events.iter().any(|e| e.role == role && is_listing(e));
+    let read = kit.get(ToolRole::Read).filter(|_| !tried(ToolRole::Read));
+    let call = if let Some(list) = kit.get(ToolRole::List).filter(|_| !tried(ToolRole::List)) {
         list.call(vec![(Slot::Path, json!("."))])
-    } else if let Some(glob) = kit.get(ToolRole::Glob) {
+    } else if let Some(read) = read.filter(|r| r.reads_folders) {
+        read.call(vec![(Slot::Path, json!("."))])
+    } else if let Some(glob) = kit.get(ToolRole::Glob).filter(|_| !tried(ToolRole::Glob)) {
         glob.call(vec![(Slot::Pattern, json!("**/*"))])
-    } else if let Some(sh) = kit.get(ToolRole::Shell) {
+    } else if let Some(sh) = kit.get(ToolRole::Shell).filter(|_| !tried(ToolRole::Shell)) {
         sh.call(vec![(
             Slot::Command,
             json!("find . -type f -not -path '*/.git/*' | head -100"),
         )])
-    } else if let Some(read) = kit.get(ToolRole::Read) {
+    } else if let Some(read) = read {
         read.call(vec![(Slot::Path, json!("."))])
     } else {
         return finish(ctx, rng, false);
@@ -282,9 +348,9 @@ fn run_tests(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng, again: bool) -> PlannedAnswer 
 fn compile(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> Option<PlannedAnswer> {
     let sh = ctx.kit.get(ToolRole::Shell)?;
     let command = match ctx.test_command.split_whitespace().next()? {
-        "mvn" => "mvn -q compile",
-        "./gradlew" => "./gradlew -q compileJava",
-        "pytest" => "python -m compileall -q .",
+        "mvn" | "./mvnw" => "mvn -q compile",
+        "./gradlew" | "gradle" => "./gradlew -q compileJava",
+        "pytest" | "python3" => "python3 -m compileall -q .",
         _ => return None,
     };
     Some(answer(
@@ -338,31 +404,4 @@ fn fix_step(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng, failed: &Event, since: &[Event]
         Some(call) => answer(writing::before_fix(rng, &target), vec![call]),
         None => finish(ctx, rng, false),
     }
-}
-
-/// The final text answer of the request.
-pub(super) fn finish(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng, passed: bool) -> PlannedAnswer {
-    let mut changed: Vec<String> = Vec::new();
-    for e in ctx.t.changes() {
-        if let Some(p) = &e.path {
-            if !changed.contains(p) {
-                changed.push(p.clone());
-            }
-        }
-    }
-    let tested = passed && ctx.t.last_test().is_some();
-    let size = rng.gen_range(150..400) * CODE_CHARS_PER_TOKEN;
-    let mut text = writing::final_summary(
-        rng,
-        &changed,
-        tested.then_some(ctx.test_command.as_str()),
-        ctx.topic,
-        size,
-    );
-    if !passed {
-        text.push_str(
-            "\n\nI could not confirm that every test passes; please check the remaining failures.",
-        );
-    }
-    PlannedAnswer::text(text)
 }

@@ -21,6 +21,7 @@ pub(super) fn source_candidates<'a>(ctx: &'a Ctx<'_>) -> Vec<&'a String> {
         .files
         .iter()
         .filter(|f| lang_of(f) == Some(ctx.lang) && ctx.t.contents.contains_key(f.as_str()))
+        .filter(|f| ctx.t.failed_edits(f) < 2)
         .collect();
     c.sort_by_key(|f| (is_test_path(f), -relevance(ctx, f)));
     c
@@ -35,12 +36,22 @@ pub(super) fn change_step(
     let last = index + 1 >= plan.edits;
     let candidates = source_candidates(ctx);
     let can_write = ctx.kit.has(ToolRole::Write);
+    // A task that asks for tests gets a test, at the latest with the last change.
+    let owes_test = ctx.t.task.to_ascii_lowercase().contains("test")
+        && !ctx
+            .t
+            .changes()
+            .iter()
+            .any(|e| e.path.as_deref().is_some_and(is_test_path));
     if can_write && ((plan.write_new && last) || !ctx.kit.has(ToolRole::Edit)) {
-        let tests = !candidates.is_empty() && rng.gen_bool(0.6);
+        let tests = !candidates.is_empty() && (owes_test && last || rng.gen_bool(0.6));
         return Some(write_new(ctx, rng, tests));
     }
     let sources: Vec<&&String> = candidates.iter().filter(|f| !is_test_path(f)).collect();
     let tests: Vec<&&String> = candidates.iter().filter(|f| is_test_path(f)).collect();
+    if last && owes_test && tests.is_empty() && can_write {
+        return Some(write_new(ctx, rng, true));
+    }
     let target = match (last, tests.first(), sources.is_empty()) {
         (true, Some(t), _) => (**t).clone(),
         (_, _, false) => (**sources[index % sources.len()]).clone(),

@@ -14,6 +14,8 @@ mod changes;
 pub mod code;
 pub mod explore;
 pub mod paths;
+mod recovery;
+mod report;
 pub mod tools;
 pub mod transcript;
 pub mod writing;
@@ -27,7 +29,7 @@ use crate::twin::answer::{AnswerPart, AnswerRequest, PlannedAnswer, Responder};
 
 use paths::{lang_of, Lang};
 use tools::{ToolKit, ToolRole};
-use transcript::Transcript;
+use transcript::{Outcome, Transcript};
 
 /// Settings of the persona.
 #[derive(Debug, Clone, PartialEq)]
@@ -88,8 +90,12 @@ pub struct Ctx<'a> {
     pub lang: Lang,
     /// What the task is about (a noun such as `message`).
     pub topic: &'static str,
-    /// The command that runs the tests.
+    /// The command that runs the tests (the first one that has not come
+    /// back as not installed).
     pub test_command: String,
+    /// When every way of running the tests came back as not installed: what
+    /// the last attempt printed (`pytest: command not found`).
+    pub tests_missing: Option<String>,
     /// The persona's settings.
     pub config: &'a PersonaConfig,
 }
@@ -103,14 +109,16 @@ impl Responder for AgentPersona {
         }
         let kit = ToolKit::from_definitions(request.tools);
         let t = Transcript::read(request.messages, &kit);
-        let ctx = Ctx {
+        let mut ctx = Ctx {
             kit: &kit,
             t: &t,
             lang: project_lang(&t),
             topic: topic_of(&t.task, &mut rng),
-            test_command: test_command(&t),
+            test_command: String::new(),
+            tests_missing: None,
             config: &self.config,
         };
+        (ctx.test_command, ctx.tests_missing) = test_runner(&t);
         if !kit.offered_any() {
             return without_tools(&ctx, &mut rng);
         }
@@ -199,22 +207,45 @@ fn project_lang(t: &Transcript) -> Lang {
     }
 }
 
-/// The command that runs the project's tests.
-fn test_command(t: &Transcript) -> String {
+/// The commands that can run the project's tests, preferred first.
+fn test_commands(t: &Transcript) -> Vec<&'static str> {
     let has = |name: &str| t.files.iter().any(|f| paths::basename(f) == name);
     if has("pom.xml") {
-        "mvn -q test".into()
+        if has("mvnw") {
+            vec!["./mvnw -q test", "mvn -q test"]
+        } else {
+            vec!["mvn -q test"]
+        }
     } else if has("build.gradle") || has("build.gradle.kts") {
-        "./gradlew test".into()
+        vec!["./gradlew test", "gradle test"]
     } else if has("package.json") {
-        "npm test".into()
+        vec!["npm test"]
     } else if has("Cargo.toml") {
-        "cargo test".into()
+        vec!["cargo test"]
     } else if project_lang(t) == Lang::Python {
-        "pytest -q".into()
+        vec!["pytest -q", "python3 -m pytest -q"]
     } else {
-        "mvn -q test".into()
+        vec!["mvn -q test"]
     }
+}
+
+/// The test command to use next, and what the last attempt printed when
+/// every candidate came back as not installed.
+fn test_runner(t: &Transcript) -> (String, Option<String>) {
+    let missing = |cmd: &str| {
+        t.events
+            .iter()
+            .rev()
+            .find(|e| e.outcome == Outcome::Missing && e.command.as_deref() == Some(cmd))
+    };
+    let candidates = test_commands(t);
+    if let Some(cmd) = candidates.iter().find(|c| missing(c).is_none()) {
+        return (cmd.to_string(), None);
+    }
+    let first = candidates[0].to_string();
+    let last = candidates.last().and_then(|c| missing(c));
+    let printed = last.map(|e| e.result.trim().lines().last().unwrap_or("").to_string());
+    (first, printed)
 }
 
 /// The noun the task is about (a seeded pick when it names none).

@@ -213,6 +213,33 @@ pub fn listing_paths(text: &str, base: Option<&str>) -> Vec<String> {
     out
 }
 
+/// The entries of a folder read in OpenCode's form (`<type>directory</type>`
+/// then one name a line between `<entries>` and `</entries>`, folders ending
+/// in `/`), as (files, folders) under `base`. `None` for any other text.
+pub fn folder_entries(text: &str, base: &str) -> Option<(Vec<String>, Vec<String>)> {
+    if !text.contains("<type>directory</type>") {
+        return None;
+    }
+    let body = text.split("<entries>").nth(1)?.split("</entries>").next()?;
+    let base = base.trim_end_matches('/');
+    let under = |name: &str| match base {
+        "" | "." => name.to_string(),
+        b => format!("{b}/{name}"),
+    };
+    let (mut files, mut dirs) = (Vec::new(), Vec::new());
+    for line in body.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('(') {
+            continue;
+        }
+        match line.strip_suffix('/') {
+            Some(dir) => dirs.push(under(dir)),
+            None if is_file_like(line) => files.push(under(line)),
+            None => {}
+        }
+    }
+    Some((files, dirs))
+}
+
 fn trailing_ws(line: &str) -> usize {
     line.chars().count() - line.trim_end().chars().count()
 }

@@ -65,6 +65,9 @@ pub struct MappedTool {
     pub name: String,
     /// What the agent uses it for.
     pub role: ToolRole,
+    /// A read tool that also lists folders (OpenCode's `read`: "Read a file
+    /// or directory").
+    pub reads_folders: bool,
     slots: Vec<(Slot, String)>,
     schema: Value,
 }
@@ -157,12 +160,26 @@ fn map_tool(def: &Value) -> Option<MappedTool> {
         .map(|p| p.keys().cloned().collect())
         .unwrap_or_default();
     let lname = name.to_ascii_lowercase();
-    let role = role_from_words(&Words::Name(&lname), &params, &schema)
-        .or_else(|| role_from_words(&Words::Prose(&first_sentence(&desc)), &params, &schema))?;
+    let first = first_sentence(&desc);
+    let role = role_of(
+        &Words::Name(&lname),
+        &Words::Prose(&first),
+        &params,
+        &schema,
+    )?;
     let slots = slots_for(role, &params, &schema);
+    let path_doc = slots
+        .iter()
+        .find(|(s, _)| *s == Slot::Path)
+        .and_then(|(_, p)| schema["properties"][p.as_str()]["description"].as_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let folders = |t: &str| has_any(t, &["directory", "folder"]);
+    let reads_folders = role == ToolRole::Read && (folders(&first) || folders(&path_doc));
     Some(MappedTool {
         name,
         role,
+        reads_folders,
         slots,
         schema,
     })
@@ -195,38 +212,73 @@ impl Words<'_> {
     }
 }
 
-fn role_from_words(text: &Words<'_>, params: &[String], schema: &Value) -> Option<ToolRole> {
+/// The role of a tool: its parameters first (a path with old and new text
+/// edits, a path with content writes, a command runs, a pattern searches, a
+/// path alone reads or lists), its name and then its description's first
+/// sentence to tell apart tools with the same parameters. A tool whose
+/// parameters fit no role (`skill {name}`, `webfetch {url}`) gets none and is
+/// never called.
+fn role_of(
+    name: &Words<'_>,
+    prose: &Words<'_>,
+    params: &[String],
+    schema: &Value,
+) -> Option<ToolRole> {
     let p = |slot| find_param(slot, params, schema).is_some();
-    if text.any(&["todo"]) {
-        return p(Slot::Todos).then_some(ToolRole::Todo);
-    }
-    if text.any(&["task", "subagent", "delegate", "agent"]) && p(Slot::Prompt) {
-        return Some(ToolRole::Task);
-    }
-    if text.any(&["bash", "shell", "exec", "terminal", "command", "run"]) && p(Slot::Command) {
-        return Some(ToolRole::Shell);
-    }
-    if text.any(&["edit", "replace", "patch", "modify"])
-        && p(Slot::Path)
-        && p(Slot::Old)
-        && p(Slot::New)
-    {
+    let named = |slot| named_param(slot, params).is_some();
+    let says = |words: &[&str]| name.any(words) || prose.any(words);
+    if p(Slot::Path) && p(Slot::Old) && p(Slot::New) {
         return Some(ToolRole::Edit);
     }
-    if text.any(&["write", "create", "save"]) && p(Slot::Path) && p(Slot::Content) {
+    if p(Slot::Path) && p(Slot::Content) {
         return Some(ToolRole::Write);
     }
-    if text.any(&["read", "view", "cat", "open", "show"]) && p(Slot::Path) {
-        return Some(ToolRole::Read);
+    if p(Slot::Todos) && (says(&["todo"]) || named(Slot::Todos)) && !p(Slot::Path) {
+        return Some(ToolRole::Todo);
     }
-    if text.any(&["grep", "search"]) && p(Slot::Pattern) {
-        return Some(ToolRole::Grep);
+    if p(Slot::Prompt)
+        && (named(Slot::SubagentType) || says(&["task", "subagent", "delegate", "agent"]))
+    {
+        return Some(ToolRole::Task);
     }
-    if text.any(&["glob", "find"]) && p(Slot::Pattern) {
-        return Some(ToolRole::Glob);
+    if named(Slot::Command) {
+        return Some(ToolRole::Shell);
     }
-    if text.any(&["list", "dir", "tree"]) || matches!(text, Words::Name("ls")) {
+    if p(Slot::Pattern) {
+        let grep: &[&str] = &["grep", "search", "content"];
+        let glob: &[&str] = &["glob", "find", "match", "file"];
+        for words in [name, prose] {
+            if words.any(grep) {
+                return Some(ToolRole::Grep);
+            }
+            if words.any(glob) {
+                return Some(ToolRole::Glob);
+            }
+        }
+        return params
+            .iter()
+            .any(|p| squash(p) == "include")
+            .then_some(ToolRole::Grep);
+    }
+    let read: &[&str] = &["read", "view", "cat", "open", "show"];
+    let list: &[&str] = &["list", "dir", "tree"];
+    let lists = |w: &Words<'_>| w.any(list) || matches!(w, Words::Name("ls"));
+    if p(Slot::Path) {
+        for words in [name, prose] {
+            if lists(words) && !words.any(read) {
+                return Some(ToolRole::List);
+            }
+            if words.any(read) {
+                return Some(ToolRole::Read);
+            }
+        }
+        return None;
+    }
+    if lists(name) && required_names(schema).is_empty() {
         return Some(ToolRole::List);
+    }
+    if p(Slot::Command) && says(&["bash", "shell", "exec", "terminal", "command", "run"]) {
+        return Some(ToolRole::Shell);
     }
     None
 }
@@ -254,7 +306,9 @@ fn squash(name: &str) -> String {
         .to_ascii_lowercase()
 }
 
-fn find_param(slot: Slot, params: &[String], schema: &Value) -> Option<String> {
+/// The parameter of a slot by its usual names only (`filePath`, `old_str`,
+/// `cmd`, ...).
+fn named_param(slot: Slot, params: &[String]) -> Option<String> {
     let exact: &[&str] = match slot {
         Slot::Path => &[
             "filepath",
@@ -278,11 +332,22 @@ fn find_param(slot: Slot, params: &[String], schema: &Value) -> Option<String> {
         Slot::Todos => &["todos", "todo", "items", "tasks"],
     };
     let squashed: Vec<(String, &String)> = params.iter().map(|p| (squash(p), p)).collect();
-    for want in exact {
-        if let Some((_, p)) = squashed.iter().find(|(s, _)| s == want) {
-            return Some((*p).clone());
-        }
+    exact.iter().find_map(|want| {
+        squashed
+            .iter()
+            .find(|(s, _)| s == want)
+            .map(|(_, p)| (*p).clone())
+    })
+}
+
+/// The parameter of a slot: by its usual names, then by a name containing
+/// the slot's word (`sourcePath`), then (for a command) the only required
+/// string parameter.
+fn find_param(slot: Slot, params: &[String], schema: &Value) -> Option<String> {
+    if let Some(p) = named_param(slot, params) {
+        return Some(p);
     }
+    let squashed: Vec<(String, &String)> = params.iter().map(|p| (squash(p), p)).collect();
     let fuzzy = match slot {
         Slot::Path => "path",
         Slot::Old => "old",

@@ -6,9 +6,14 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::paths::{listing_paths, numbered_content, path_tokens};
+use super::paths::{folder_entries, listing_paths, numbered_content, path_tokens};
 use super::tools::{Slot, ToolKit, ToolRole};
 use super::{fnv1a, mix};
+
+#[path = "results.rs"]
+mod results;
+use results::is_error_result;
+pub use results::{is_compile_command, is_test_command, log_failed, program_missing};
 
 /// How a tool call went, read off its result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,6 +26,9 @@ pub enum Outcome {
     TestFailed,
     /// A test run that passed.
     TestPassed,
+    /// A shell command whose program is not installed (`pytest: command not
+    /// found`, `No module named pytest`).
+    Missing,
 }
 
 /// One tool call of the current request and its outcome.
@@ -36,6 +44,8 @@ pub struct Event {
     pub outcome: Outcome,
     /// The result text (empty until it arrives).
     pub result: String,
+    /// The command line of a shell call.
+    pub command: Option<String>,
 }
 
 /// The conversation, digested.
@@ -47,6 +57,8 @@ pub struct Transcript {
     pub task: String,
     /// Every file named so far, in order of first appearance.
     pub files: Vec<String>,
+    /// Folders seen in folder listings (OpenCode's `read` of a folder).
+    pub dirs: Vec<String>,
     /// Known file contents (from reads and writes, own edits applied).
     pub contents: HashMap<String, String>,
     /// Assistant steps since the last user message.
@@ -73,43 +85,6 @@ pub fn content_text(message: &Value) -> String {
             .join("\n"),
         _ => String::new(),
     }
-}
-
-/// Whether a shell command runs the tests (a build that also tests counts).
-pub fn is_test_command(command: &str) -> bool {
-    !is_compile_command(command)
-        && ["test", "pytest", "mvn", "gradle", "unittest", "verify"]
-            .iter()
-            .any(|w| command.contains(w))
-}
-
-/// Whether a shell command only compiles (`mvn -q compile`,
-/// `python -m compileall`): its log says whether the code builds, not
-/// whether the tests pass.
-pub fn is_compile_command(command: &str) -> bool {
-    command.contains("compile") && !command.contains("test")
-}
-
-/// Whether a test log shows a failure (`FAIL`, `ERROR`, `failed`, a traceback).
-pub fn log_failed(log: &str) -> bool {
-    [
-        "FAIL",
-        "ERROR",
-        "failed",
-        "Traceback",
-        "error:",
-        "Exception",
-    ]
-    .iter()
-    .any(|w| log.contains(w))
-}
-
-fn is_error_result(text: &str) -> bool {
-    let l = text.trim_start().to_ascii_lowercase();
-    l.starts_with("error")
-        || l.contains("not found")
-        || l.contains("no such file")
-        || l.starts_with("failed")
 }
 
 struct PendingCall {
@@ -215,6 +190,7 @@ impl Transcript {
                     path: arg(kit, name, Slot::Path, &args),
                     outcome: Outcome::Ok,
                     result: String::new(),
+                    command: arg(kit, name, Slot::Command, &args),
                 });
                 Some(self.events.len() - 1)
             }
@@ -249,9 +225,17 @@ impl Transcript {
                     self.add_files(vec![p.clone()]);
                     self.contents.insert(p.clone(), content);
                 }
-                (Some(p), None) if outcome == Outcome::Ok => {
-                    self.add_files(listing_paths(text, Some(p)));
-                }
+                (Some(p), None) if outcome == Outcome::Ok => match folder_entries(text, p) {
+                    Some((files, dirs)) => {
+                        self.add_files(files);
+                        for d in dirs {
+                            if !self.dirs.contains(&d) {
+                                self.dirs.push(d);
+                            }
+                        }
+                    }
+                    None => self.add_files(listing_paths(text, Some(p))),
+                },
                 (Some(p), _) => {
                     self.files.retain(|f| f != p);
                     self.contents.remove(p);
@@ -262,19 +246,7 @@ impl Transcript {
             ToolRole::Grep | ToolRole::Task => self.add_files(path_tokens(text)),
             ToolRole::Shell => {
                 let command = arg(kit, name, Slot::Command, &call.args).unwrap_or_default();
-                if is_test_command(&command) {
-                    outcome = if log_failed(text) {
-                        Outcome::TestFailed
-                    } else {
-                        Outcome::TestPassed
-                    };
-                } else if is_compile_command(&command) {
-                    if log_failed(text) {
-                        outcome = Outcome::Error;
-                    }
-                } else {
-                    self.add_files(listing_paths(text, None));
-                }
+                outcome = self.shell_outcome(&command, text, outcome);
             }
             ToolRole::Edit if outcome == Outcome::Ok => {
                 let old = arg(kit, name, Slot::Old, &call.args).unwrap_or_default();
@@ -283,6 +255,12 @@ impl Transcript {
                     if !old.is_empty() && c.contains(&old) {
                         *c = c.replacen(&old, &new, 1);
                     }
+                }
+            }
+            ToolRole::Write if outcome == Outcome::Error => {
+                // The path exists (or cannot be written): never write it again.
+                if let Some(p) = &path {
+                    self.add_files(vec![p.clone()]);
                 }
             }
             ToolRole::Write if outcome == Outcome::Ok => {
@@ -297,6 +275,28 @@ impl Transcript {
         if let Some(e) = call.event.and_then(|i| self.events.get_mut(i)) {
             e.outcome = outcome;
             e.result = text.to_string();
+        }
+    }
+
+    /// How a shell command went: a test run passes or fails, a compile
+    /// fails on errors, a missing program is `Missing`; other commands may
+    /// list files.
+    fn shell_outcome(&mut self, command: &str, text: &str, outcome: Outcome) -> Outcome {
+        let test = is_test_command(command);
+        let compile = is_compile_command(command);
+        if program_missing(text) && (test || compile) {
+            Outcome::Missing
+        } else if test && log_failed(text) {
+            Outcome::TestFailed
+        } else if test {
+            Outcome::TestPassed
+        } else if compile && log_failed(text) {
+            Outcome::Error
+        } else {
+            if !compile {
+                self.add_files(listing_paths(text, None));
+            }
+            outcome
         }
     }
 
@@ -322,6 +322,22 @@ impl Transcript {
             .map(|i| i + 1)
             .unwrap_or(0);
         &self.events[start..]
+    }
+
+    /// Whether a call of this role failed in the current request.
+    pub fn failed(&self, role: ToolRole) -> bool {
+        self.events
+            .iter()
+            .any(|e| e.role == role && e.outcome == Outcome::Error)
+    }
+
+    /// Failed edits of a file in the current request.
+    pub fn failed_edits(&self, path: &str) -> usize {
+        self.events
+            .iter()
+            .filter(|e| e.role == ToolRole::Edit && e.outcome == Outcome::Error)
+            .filter(|e| e.path.as_deref() == Some(path))
+            .count()
     }
 
     /// Successful edits and writes in the current request.

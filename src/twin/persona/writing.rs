@@ -157,8 +157,17 @@ const FILLER: &[&str] = &[
     "Logging uses the existing logger, so the output format did not change.",
 ];
 
-fn pad(rng: &mut ChaCha8Rng, mut text: String, target_chars: usize) -> String {
-    let mut pool: Vec<&str> = FILLER.to_vec();
+pub(super) fn pad(rng: &mut ChaCha8Rng, text: String, target_chars: usize) -> String {
+    pad_with(rng, text, target_chars, FILLER)
+}
+
+pub(super) fn pad_with(
+    rng: &mut ChaCha8Rng,
+    mut text: String,
+    target_chars: usize,
+    pool: &[&str],
+) -> String {
+    let mut pool: Vec<&str> = pool.to_vec();
     pool.shuffle(rng);
     let mut i = 0;
     while text.len() < target_chars {
@@ -167,32 +176,6 @@ fn pad(rng: &mut ChaCha8Rng, mut text: String, target_chars: usize) -> String {
         i += 1;
     }
     text.trim_end().to_string()
-}
-
-/// The final answer of a coding request.
-pub fn final_summary(
-    rng: &mut ChaCha8Rng,
-    changes: &[String],
-    test_command: Option<&str>,
-    topic: &str,
-    target_chars: usize,
-) -> String {
-    let mut s = format!("Done. The chat project now handles {topic}s as requested.\n\nChanges:\n");
-    for f in changes {
-        let what = if is_test_path(f) {
-            format!("tests for the {topic} behaviour")
-        } else {
-            format!("{topic} handling and input checks")
-        };
-        s.push_str(&format!("- `{f}`: {what}\n"));
-    }
-    if changes.is_empty() {
-        s.push_str("- no files needed to change\n");
-    }
-    if let Some(cmd) = test_command {
-        s.push_str(&format!("\n`{cmd}` passes.\n\n"));
-    }
-    pad(rng, s, target_chars)
 }
 
 /// A subagent's findings.
@@ -219,20 +202,39 @@ pub fn findings(
     pad(rng, s, target_chars)
 }
 
-/// A title of at most eight words from the user's first message.
+/// Words a title does not end on.
+const DANGLING: &[&str] = &[
+    "a", "an", "the", "to", "of", "in", "on", "for", "with", "and", "or", "that", "which", "by",
+];
+
+/// A title of at most six words and 50 characters from the user's first
+/// message: quotes and punctuation around words removed, never ending on a
+/// word such as "that" or "with".
 pub fn title(task: &str) -> String {
-    let words: Vec<&str> = task
-        .split_whitespace()
-        .filter(|w| w.chars().any(|c| c.is_alphanumeric()))
-        .take(6)
-        .collect();
+    let mut words: Vec<&str> = Vec::new();
+    let mut len = 0;
+    for w in task.split_whitespace() {
+        let w = w.trim_matches(|c: char| !c.is_alphanumeric() && !"/._-`".contains(c));
+        let w = w.trim_matches(['`', '.', '_', '-']);
+        if w.is_empty() || !w.chars().any(char::is_alphanumeric) {
+            continue;
+        }
+        if words.len() == 6 || len + w.len() + 1 > 50 {
+            break;
+        }
+        len += w.len() + 1;
+        words.push(w);
+    }
+    while words
+        .last()
+        .is_some_and(|w| DANGLING.contains(&w.to_ascii_lowercase().as_str()))
+    {
+        words.pop();
+    }
     if words.is_empty() {
         return "New coding session".to_string();
     }
-    let mut t = words
-        .join(" ")
-        .trim_end_matches(['.', ',', ':', ';'])
-        .to_string();
+    let mut t = words.join(" ");
     if let Some(first) = t.get_mut(0..1) {
         first.make_ascii_uppercase();
     }

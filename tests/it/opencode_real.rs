@@ -1,0 +1,393 @@
+//! The real OpenCode 1.18.33 client (`opencode run`) against the twin, in a
+//! scratch copy of the python classroom project with an isolated HOME: what
+//! it read, edited, wrote and ran, checked on disk and on the wire (every
+//! request the twin answered, recorded beside the persona's answer).
+//!
+//! The binary is found at `$CODENDUM_OPENCODE` or
+//! `~/.cache/codendum-opencode/node_modules/opencode-linux-x64/bin/opencode`
+//! (`.ci/run` installs it there). Without it the test fails when `CI` is set
+//! and is passed over with a note otherwise.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::persona_support::text;
+use codendum::clock::Clock;
+use codendum::twin::answer::{AnswerRequest, PlannedAnswer, Responder};
+use codendum::twin::persona::AgentPersona;
+use codendum::twin::profile::Profile;
+use codendum::twin::{start, TwinOptions};
+use serde_json::{json, Value};
+
+const VERSION: &str = "1.18.33";
+const INSTALL: &str = "npm install --prefix ~/.cache/codendum-opencode opencode-linux-x64@1.18.33";
+const TASK: &str = "Add a function to chat/protocol.py that encodes a PRIVATE message for one \
+recipient, add a pytest test for it, and run the tests.";
+/// The twin runs this many times faster than the GB10 it models.
+const TIME_SCALE: f64 = 20.0;
+/// The whole `opencode run` must end within this (wall seconds).
+const LIMIT: Duration = Duration::from_secs(120);
+
+/// One request the twin answered: what OpenCode sent, what the persona said.
+struct Call {
+    messages: Vec<Value>,
+    tools: Vec<Value>,
+    answer: PlannedAnswer,
+}
+
+/// The persona of `codendum serve`, recording every request.
+struct Recorder {
+    persona: AgentPersona,
+    calls: Mutex<Vec<Call>>,
+}
+
+impl Responder for Recorder {
+    fn plan(&self, r: &AnswerRequest<'_>) -> PlannedAnswer {
+        let answer = self.persona.plan(r);
+        self.calls.lock().expect("calls").push(Call {
+            messages: r.messages.to_vec(),
+            tools: r.tools.to_vec(),
+            answer: answer.clone(),
+        });
+        answer
+    }
+}
+
+fn opencode_binary() -> Option<PathBuf> {
+    let path = match std::env::var_os("CODENDUM_OPENCODE") {
+        Some(p) => PathBuf::from(p),
+        None => PathBuf::from(std::env::var_os("HOME")?)
+            .join(".cache/codendum-opencode/node_modules/opencode-linux-x64/bin/opencode"),
+    };
+    path.is_file().then_some(path)
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read_dir") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+/// The project's opencode.json: the twin as an OpenAI-compatible provider.
+fn config(base_url: &str) -> Value {
+    json!({
+        "$schema": "https://opencode.ai/config.json",
+        "provider": {"twin": {
+            "npm": "@ai-sdk/openai-compatible",
+            "name": "codendum twin",
+            "options": {"baseURL": base_url, "apiKey": "twin-test-key"},
+            "models": {"qwen3-coder": {"name": "qwen3-coder",
+                "limit": {"context": 65536, "output": 8192}}}
+        }},
+        "model": "twin/qwen3-coder",
+        "autoupdate": false,
+        "share": "disabled"
+    })
+}
+
+/// Runs `opencode run TASK` in `project` with HOME and the XDG folders under
+/// `home` and nothing else from the environment but PATH. Returns stdout,
+/// stderr and the wall time.
+async fn run_opencode(bin: &Path, project: &Path, home: &Path) -> (String, String, Duration) {
+    let mut cmd = tokio::process::Command::new(bin);
+    cmd.arg("run")
+        .arg(TASK)
+        .current_dir(project)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("XDG_DATA_HOME", home.join(".local/share"))
+        .env("XDG_CACHE_HOME", home.join(".cache"))
+        .env("XDG_STATE_HOME", home.join(".local/state"))
+        .env("TERM", "dumb")
+        .env("OPENCODE_DISABLE_AUTOUPDATE", "1")
+        .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
+        .env("OPENCODE_DISABLE_SHARE", "1")
+        .env("OPENCODE_DISABLE_CLAUDE_CODE", "1")
+        .env("OPENCODE_DISABLE_LSP_DOWNLOAD", "1")
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    let started = Instant::now();
+    let out = tokio::time::timeout(LIMIT, cmd.output())
+        .await
+        .unwrap_or_else(|_| panic!("opencode run did not end within {LIMIT:?}"))
+        .expect("opencode starts");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        out.status.success(),
+        "opencode run failed ({}):\n{stdout}\n{stderr}",
+        out.status
+    );
+    (stdout, stderr, started.elapsed())
+}
+
+/// Every tool call of the recorded answers with its result (from the next
+/// requests): (name, arguments, result).
+fn tool_calls(calls: &[Call]) -> Vec<(String, Value, String)> {
+    let mut results = std::collections::HashMap::new();
+    for c in calls {
+        for m in &c.messages {
+            if m["role"] == "tool" {
+                let id = m["tool_call_id"].as_str().unwrap_or("").to_string();
+                results.insert(id, m["content"].as_str().unwrap_or("").to_string());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for c in calls {
+        for m in &c.messages {
+            for tc in m["tool_calls"].as_array().into_iter().flatten() {
+                let id = tc["id"].as_str().unwrap_or("").to_string();
+                if !seen.insert(id.clone()) {
+                    continue;
+                }
+                let f = &tc["function"];
+                let args = serde_json::from_str(f["arguments"].as_str().unwrap_or(""))
+                    .unwrap_or(Value::Null);
+                let result = results.get(&id).cloned().unwrap_or_default();
+                out.push((f["name"].as_str().unwrap_or("").to_string(), args, result));
+            }
+        }
+    }
+    out
+}
+
+/// Tool errors a real model would meet here too: no ripgrep for OpenCode's
+/// glob and grep (it downloads one from GitHub), pytest not installed, the
+/// project's Python 3.12 syntax on an older Python.
+fn real_error(result: &str) -> bool {
+    [
+        "ripgrep",
+        "command not found",
+        "No module named",
+        "SyntaxError",
+        "Error compiling",
+    ]
+    .iter()
+    .any(|w| result.contains(w))
+}
+
+fn looks_failed(result: &str) -> bool {
+    let head: String = result
+        .chars()
+        .take(200)
+        .collect::<String>()
+        .to_ascii_lowercase();
+    !head.contains("<type>file</type>")
+        && (head.starts_with("error")
+            || head.contains("not found")
+            || head.contains("failed")
+            || head.contains("invalid"))
+}
+
+/// A summary line of a session: calls, tools used, files changed, wall time.
+fn figure(
+    calls: &[Call],
+    tools: &[(String, Value, String)],
+    changed: &[String],
+    wall: Duration,
+) -> String {
+    let title = calls.iter().filter(|c| c.tools.is_empty()).count();
+    let sub = calls
+        .iter()
+        .filter(|c| !c.tools.is_empty() && c.tools.len() < 10)
+        .count();
+    let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
+    for (name, _, _) in tools {
+        *counts.entry(name.as_str()).or_default() += 1;
+    }
+    let used: Vec<String> = counts.iter().map(|(n, c)| format!("{n} {c}")).collect();
+    format!(
+        "opencode {VERSION} against the twin: {} calls ({title} title, {} build agent, {sub} subagent); \
+         tools: {}; files changed: {}; wall {:.1} s",
+        calls.len(),
+        calls.len() - title - sub,
+        used.join(", "),
+        changed.join(", "),
+        wall.as_secs_f64()
+    )
+}
+
+/// Files of `project` that differ from the original project or are new.
+fn changed_files(original: &Path, project: &Path, rel: &Path, out: &mut Vec<String>) {
+    for entry in std::fs::read_dir(project.join(rel))
+        .expect("read_dir")
+        .flatten()
+    {
+        let name = rel.join(entry.file_name());
+        let s = name.to_string_lossy().to_string();
+        if s.starts_with('.') || s.contains("__pycache__") || s == "opencode.json" {
+            continue;
+        }
+        if entry.path().is_dir() {
+            changed_files(original, project, &name, out);
+        } else if std::fs::read(original.join(&name)).ok() != std::fs::read(entry.path()).ok() {
+            out.push(s);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_opencode_reads_edits_writes_runs_and_answers() {
+    let Some(bin) = opencode_binary() else {
+        let msg =
+            format!("OpenCode {VERSION} not found (set CODENDUM_OPENCODE or run `{INSTALL}`)");
+        assert!(std::env::var_os("CI").is_none(), "{msg}");
+        eprintln!("skipped outside CI: {msg}");
+        return;
+    };
+    let version = std::process::Command::new(&bin)
+        .arg("--version")
+        .env("HOME", "/nonexistent")
+        .output();
+    let version = version.map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    assert_eq!(
+        version.as_deref().ok(),
+        Some(VERSION),
+        "{bin:?} is not OpenCode {VERSION}; run `{INSTALL}`"
+    );
+
+    let recorder = Arc::new(Recorder {
+        persona: AgentPersona::new(1),
+        calls: Mutex::new(Vec::new()),
+    });
+    let mut opts = TwinOptions::new(Profile::load("classroom-64k").expect("profile"));
+    opts.clock = Clock::scaled(TIME_SCALE);
+    opts.responder = recorder.clone();
+    opts.seed = 1;
+    let twin = start(opts, "127.0.0.1:0".parse().unwrap())
+        .await
+        .expect("twin");
+
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let original = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/classroom/python");
+    let project = scratch.path().join("chat");
+    let home = scratch.path().join("home");
+    copy_dir(&original, &project);
+    std::fs::create_dir_all(&home).expect("home");
+    let cfg = serde_json::to_string_pretty(&config(&twin.base_url())).unwrap();
+    std::fs::write(project.join("opencode.json"), cfg).expect("config");
+
+    let (stdout, stderr, wall) = run_opencode(&bin, &project, &home).await;
+    twin.shutdown().await;
+    let calls = std::mem::take(&mut *recorder.calls.lock().unwrap());
+    let tools = tool_calls(&calls);
+    let mut changed = Vec::new();
+    changed_files(&original, &project, Path::new(""), &mut changed);
+    changed.sort();
+    for (name, args, result) in &tools {
+        let args: String = args.to_string().chars().take(100).collect();
+        let result: String = result.chars().take(100).collect();
+        eprintln!("{name} {args}\n    -> {result:?}");
+    }
+    eprintln!("{}", figure(&calls, &tools, &changed, wall));
+    let skip = stderr.chars().count().saturating_sub(3000);
+    let tail: String = stderr.chars().skip(skip).collect();
+    let log = format!("stdout:\n{stdout}\nstderr (tail):\n{tail}");
+    check_session(&calls, &tools, &changed, (&original, &project), &log);
+}
+
+fn check_session(
+    calls: &[Call],
+    tools: &[(String, Value, String)],
+    changed: &[String],
+    (original, project): (&Path, &Path),
+    log: &str,
+) {
+    let title = calls
+        .iter()
+        .find(|c| c.tools.is_empty())
+        .expect("a title request");
+    let title_text = text(&title.answer);
+    assert!(
+        title_text.len() <= 50 && !title_text.contains('\n'),
+        "title {title_text:?}"
+    );
+    for (name, args, result) in tools {
+        assert!(
+            !["skill", "webfetch"].contains(&name.as_str()),
+            "called {name} {args}\n{log}"
+        );
+        if name != "bash" && looks_failed(result) {
+            assert!(
+                real_error(result),
+                "tool error that a real model would not meet: {name} {args} -> {result}\n{log}"
+            );
+        }
+    }
+    let read_py = tools.iter().any(|(n, a, r)| {
+        n == "read"
+            && a["filePath"].as_str().is_some_and(|p| p.ends_with(".py"))
+            && r.contains("<content>")
+    });
+    assert!(read_py, "no python file was read\n{log}");
+    let edited: Vec<&Value> = tools
+        .iter()
+        .filter(|(n, _, r)| n == "edit" && r.contains("Edit applied successfully"))
+        .map(|(_, a, _)| a)
+        .collect();
+    assert!(!edited.is_empty(), "no edit applied\n{log}");
+    for a in &edited {
+        let path = a["filePath"].as_str().unwrap();
+        assert!(
+            changed.iter().any(|c| c == path),
+            "{path} edited but unchanged on disk: {changed:?}"
+        );
+    }
+    // A test was added: a new test file, or a test file with a new test.
+    let added_test = changed.iter().filter(|c| c.contains("test")).any(|c| {
+        let now = std::fs::read_to_string(project.join(c)).unwrap_or_default();
+        let before = std::fs::read_to_string(original.join(c)).unwrap_or_default();
+        now.matches("def test_").count() > before.matches("def test_").count()
+    });
+    assert!(added_test, "no test was added: changed {changed:?}\n{log}");
+    check_tests_and_answer(calls, tools, log);
+}
+
+/// A test command ran through bash, and the final answer says what it really
+/// printed: passing, failing or not installed.
+fn check_tests_and_answer(calls: &[Call], tools: &[(String, Value, String)], log: &str) {
+    let runs: Vec<&String> = tools
+        .iter()
+        .filter(|(n, a, _)| {
+            n == "bash" && a["command"].as_str().is_some_and(|c| c.contains("pytest"))
+        })
+        .map(|(_, _, r)| r)
+        .collect();
+    let last = *runs
+        .last()
+        .unwrap_or_else(|| panic!("the tests were never run\n{log}"));
+    let last_call = calls.last().expect("calls");
+    assert!(
+        !last_call.answer.has_tool_calls(),
+        "the last call was not a final answer\n{log}"
+    );
+    let answer = text(&last_call.answer);
+    let first_line = answer.lines().next().unwrap_or("");
+    assert!(
+        log.contains(first_line),
+        "OpenCode did not print the final answer {first_line:?}\n{log}"
+    );
+    if real_error(last) && (last.contains("not found") || last.contains("No module named")) {
+        assert!(
+            answer.contains("not installed") && !answer.contains("passes"),
+            "{answer}"
+        );
+        assert!(!answer.starts_with("Done"), "{answer}");
+    } else if last.contains("passed") && !last.contains("failed") {
+        assert!(answer.contains("passes"), "{answer}");
+    } else {
+        assert!(!answer.contains("passes"), "{answer}");
+    }
+}
