@@ -16,13 +16,19 @@
 //! - [`targets`]: what a profile's `[targets]` mean, one definition for
 //!   the capacity suite and `codendum plan`;
 //! - [`capacity`]: the acceptance suite judging a profile's targets;
-//! - [`plan`]: the classroom in virtual time, judged by the same targets.
+//! - [`plan`]: the classroom in virtual time, judged by the same targets;
+//! - [`calibrate`]: fits the twin's step-time model to bench runs of a
+//!   real server and writes the profile;
+//! - [`capture`]: a recording reverse proxy between OpenCode and the server
+//!   (per-call records, the client time, the captured prompt).
 //!
 //! Everything that waits or measures time asks one [`clock::Clock`].
 
 pub mod app;
 pub mod bench;
 pub mod capacity;
+pub mod calibrate;
+pub mod capture;
 pub mod classroom;
 pub mod clock;
 pub mod error;
