@@ -35,6 +35,10 @@ pub enum Command {
     Compare(CompareArgs),
     /// Plan a class without the hardware: the classroom against the twin in virtual time.
     Plan(PlanArgs),
+    /// Fit the twin's step-time model to bench runs of your server and write a profile.
+    Calibrate(CalibrateArgs),
+    /// Record OpenCode's calls through a reverse proxy: per-call records, client times, the prompt.
+    Capture(CaptureArgs),
 }
 
 /// Where the server is. Flags win over the environment, the environment over `.env`.
@@ -58,6 +62,15 @@ pub struct TargetArgs {
     /// vLLM /metrics URL(s), comma-separated for replicas [default: <base origin>/metrics].
     #[arg(long, env = "CODENDUM_METRICS_URL", value_name = "URL[,URL...]")]
     pub metrics_url: Option<String>,
+    /// Read the server figures through this Prometheus (its HTTP API, a range
+    /// query over the run, step 1 s) instead of scraping /metrics; the
+    /// replicas are the host:port of each --metrics-url.
+    #[arg(long, env = "CODENDUM_PROMETHEUS_URL", value_name = "URL")]
+    pub prometheus_url: Option<String>,
+    /// With --prometheus-url: a PromQL label filter picking the replicas
+    /// (e.g. job="vllm") instead of the --metrics-url instances.
+    #[arg(long, value_name = "FILTER", requires = "prometheus_url")]
+    pub prometheus_selector: Option<String>,
     /// Model to request [default: the first id of /v1/models].
     #[arg(long, env = "CODENDUM_MODEL")]
     pub model: Option<String>,
@@ -129,6 +142,23 @@ pub struct TwinArgs {
     /// reported in simulated (real-run) seconds. [default: 4 for bench, 25 for classroom]
     #[arg(long, value_name = "N")]
     pub time_scale: Option<f64>,
+    /// Replicas and router of the embedded twin.
+    #[command(flatten)]
+    pub fleet: FleetArgs,
+}
+
+/// The embedded twin as a fleet (`serve`, `bench`, `classroom`).
+#[derive(Debug, Args, Clone, Default)]
+pub struct FleetArgs {
+    /// Embedded twin only: N replicas (each its own engine, KV blocks and prefix
+    /// cache) behind one endpoint. [default: the profile's [fleet] replicas, else 1]
+    #[arg(long, value_name = "N")]
+    pub replicas: Option<u32>,
+    /// Embedded twin only: the router in front of the replicas: round-robin,
+    /// least-loaded, power-of-two, session, prefix-aware. With one replica it has
+    /// no effect (a note says so). [default: the profile's [fleet] router, else round-robin]
+    #[arg(long, value_name = "POLICY")]
+    pub router: Option<String>,
 }
 
 /// The endpoint a benchmark request goes to.
@@ -143,9 +173,17 @@ pub enum EndpointArg {
 /// `codendum bench`.
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Concurrency levels: requests kept in flight, comma-separated.
-    #[arg(long, default_value = "1,8,16,24,40", value_name = "N,N,...")]
-    pub concurrency: String,
+    /// Concurrency levels: requests kept in flight, comma-separated
+    /// [default: 1,8,16,24,40; with --calibration: the decode ladder, default
+    /// powers of two up to the twin's seats, else 1,2,4,8,16].
+    #[arg(long, value_name = "N,N,...")]
+    pub concurrency: Option<String>,
+    /// Run the calibration workload for `codendum calibrate` instead of the
+    /// levels × shapes grid: a decode ladder, two context lengths, cold
+    /// prompts of several lengths (--shapes and --requests-per-level are
+    /// not used).
+    #[arg(long)]
+    pub calibration: bool,
     /// Prompt shapes: short (~512 input tokens), long (~16,384), comma-separated.
     #[arg(long, default_value = "short,long", value_name = "SHAPE,...")]
     pub shapes: String,
@@ -155,9 +193,10 @@ pub struct BenchArgs {
     /// Stop starting requests in a level after this many seconds.
     #[arg(long, value_name = "SECONDS")]
     pub level_duration: Option<f64>,
-    /// Output tokens per request (max_tokens = min_tokens, ignore_eos).
-    #[arg(long, default_value_t = 256)]
-    pub output_tokens: u32,
+    /// Output tokens per request (max_tokens = min_tokens, ignore_eos)
+    /// [default: 256; with --calibration 128].
+    #[arg(long)]
+    pub output_tokens: Option<u32>,
     /// OpenAI endpoint.
     #[arg(long, value_enum, default_value = "chat")]
     pub endpoint: EndpointArg,
@@ -214,6 +253,10 @@ pub struct ClassroomArgs {
     /// A captured system prompt and tools (OpenCode request body JSON, or {system, tools}).
     #[arg(long, value_name = "FILE")]
     pub prompt_file: Option<PathBuf>,
+    /// Measured client times per tool kind (a capture's client-times.json, or its folder)
+    /// instead of the built-in ones.
+    #[arg(long, value_name = "FILE")]
+    pub client_times: Option<PathBuf>,
     /// Client context limit, tokens [default: the server's max_model_len].
     #[arg(long, value_name = "TOKENS")]
     pub context_limit: Option<u64>,
@@ -300,6 +343,27 @@ pub struct ServeArgs {
     /// (grammar in the README, "Fault injection").
     #[arg(long, value_name = "SPEC")]
     pub faults: Option<String>,
+    /// Replicas and router.
+    #[command(flatten)]
+    pub fleet: FleetArgs,
+}
+
+/// `codendum capture`.
+#[derive(Debug, Args)]
+pub struct CaptureArgs {
+    /// The lab's server: its OpenAI base URL (e.g. https://llm.lab.example:8443/v1).
+    #[arg(long, value_name = "URL")]
+    pub upstream: String,
+    /// Address to listen on; give OpenCode http://ADDR/v1 as its base URL.
+    #[arg(long, default_value = "127.0.0.1:8001", value_name = "IP:PORT")]
+    pub listen: String,
+    /// Folder to write calls.jsonl, prompt.json, client-times.json and capture.json into
+    /// (created; must not hold a capture yet).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// PEM bundle of the upstream's private CA; replaces the system roots, as curl's --cacert.
+    #[arg(long, env = "CODENDUM_CACERT", value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
 }
 
 /// `codendum report`.
@@ -329,9 +393,13 @@ pub struct CompareArgs {
 /// `codendum plan`.
 #[derive(Debug, Args)]
 pub struct PlanArgs {
-    /// Class sizes to try, comma-separated.
-    #[arg(long, default_value = "20,40,80", value_name = "N,N,...")]
-    pub users: String,
+    /// Class sizes to try, comma-separated. Without it, plan searches the
+    /// largest class meeting each profile's [targets.classroom].
+    #[arg(long, value_name = "N,N,...")]
+    pub users: Option<String>,
+    /// Upper end of the search for the largest class, students [default: 200].
+    #[arg(long, value_name = "N")]
+    pub max_users: Option<u32>,
     /// Server profiles to try (names in profiles/ or .toml paths), comma-separated.
     #[arg(
         long,
@@ -354,7 +422,53 @@ pub struct PlanArgs {
     /// Threads to run cells on [default: the machine's cores].
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
+    /// Fleet sizes to try, comma-separated: N replicas of each profile (each its
+    /// own engine, KV blocks and prefix cache). [default: the profile's [fleet]
+    /// replicas, else 1]
+    #[arg(long, value_name = "N,N,...")]
+    pub replicas: Option<String>,
+    /// Routers to try in front of fleets, comma-separated: round-robin,
+    /// least-loaded, power-of-two, session, prefix-aware. With one replica it has
+    /// no effect (a note says so). [default: the profile's [fleet] router]
+    #[arg(long, value_name = "POLICY,...")]
+    pub router: Option<String>,
     /// Folder under which the plan's folder is created.
     #[arg(long, default_value = "bench-results", value_name = "DIR")]
     pub results_dir: PathBuf,
+}
+
+/// `codendum calibrate`.
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    /// Bench results folders of one server and model (a `bench --calibration`
+    /// run separates the model's terms best).
+    #[arg(required = true, value_name = "RUN_DIR")]
+    pub runs: Vec<PathBuf>,
+    /// The profile to write; its hardware TOML goes to `hardware/<name>.toml`
+    /// beside it, the fit report to `<name>-fit.json` [default: ./<name>.toml].
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Profile and hardware name [default: the --out file's stem, else
+    /// calibrated-<served model name>].
+    #[arg(long)]
+    pub name: Option<String>,
+    /// The server's --max-num-seqs, when the runs cannot tell it.
+    #[arg(long, value_name = "N")]
+    pub max_num_seqs: Option<u32>,
+    /// The server's --max-num-batched-tokens [default: the twin's, else 8192].
+    #[arg(long, value_name = "TOKENS")]
+    pub max_num_batched_tokens: Option<u32>,
+    /// Copy [targets] from this profile (a name or a .toml path).
+    #[arg(long, value_name = "PROFILE")]
+    pub targets_from: Option<String>,
+    /// Bandwidth that turns fitted seconds into the hardware TOML's bytes, GB/s
+    /// (a normalisation; the fit measures time).
+    #[arg(long, default_value_t = 1000.0, value_name = "GB_S")]
+    pub memory_bandwidth_gb_s: f64,
+    /// Bootstrap resamples for the uncertainties.
+    #[arg(long, default_value_t = 200, value_name = "N")]
+    pub bootstrap: usize,
+    /// Seed of the bootstrap.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
 }

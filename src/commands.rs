@@ -10,8 +10,8 @@ use codendum::error::{ConfigError, Error};
 use codendum::target::{Provenance, Target};
 
 use crate::cli::{
-    BenchArgs, ClassroomArgs, Cli, Command, CompareArgs, EndpointArg, MetricsArgs, PlanArgs,
-    ProvenanceArgs, ReportArgs, ScenarioArg, ServeArgs, TargetArgs,
+    BenchArgs, CaptureArgs, ClassroomArgs, Cli, Command, CompareArgs, EndpointArg, MetricsArgs,
+    PlanArgs, ProvenanceArgs, ReportArgs, ScenarioArg, ServeArgs, TargetArgs,
 };
 
 /// Runs one command.
@@ -24,6 +24,8 @@ pub async fn run(cli: Cli) -> Result<(), Error> {
         Command::Report(args) => report(args),
         Command::Compare(args) => compare(args),
         Command::Plan(args) => plan(args).await,
+        Command::Calibrate(args) => calibrate(args),
+        Command::Capture(args) => capture(args).await,
     }
 }
 
@@ -80,6 +82,14 @@ fn metrics_urls(args: &MetricsArgs) -> Result<Vec<String>, Error> {
 async fn serve(args: ServeArgs) -> Result<(), Error> {
     use codendum::app::serve::{ProxyLimits, ServeConfig};
     let profile = codendum::twin::profile::Profile::load(&args.profile)?;
+    let (fleet, note) = codendum::app::connect::resolve_fleet(
+        &profile,
+        args.fleet.replicas,
+        args.fleet.router.as_deref(),
+    )?;
+    if let Some(note) = note {
+        eprintln!("codendum: note: {note}");
+    }
     if !(args.time_scale.is_finite() && args.time_scale > 0.0) {
         return Err(ConfigError::invalid("--time-scale", "must be a positive number").into());
     }
@@ -122,8 +132,21 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
         seed: args.seed,
         faults,
         stop: stop_on_signal(),
+        fleet,
     };
     codendum::app::serve::run(config).await
+}
+
+/// `--prometheus-url` and `--prometheus-selector`, checked.
+fn prometheus(
+    args: &TargetArgs,
+) -> Result<Option<codendum::app::fleet::PrometheusOptions>, ConfigError> {
+    args.prometheus_url
+        .as_deref()
+        .map(|u| {
+            codendum::app::fleet::PrometheusOptions::new(u, args.prometheus_selector.as_deref())
+        })
+        .transpose()
 }
 
 fn target(args: &TargetArgs) -> Result<Target, ConfigError> {
@@ -187,14 +210,27 @@ async fn bench(args: BenchArgs) -> Result<(), Error> {
     let target = target(&args.target)?;
     let mut config = BenchConfig::new(target);
     config.provenance = provenance(&args.provenance);
-    config.concurrency = parse_concurrency(&args.concurrency)?;
+    if let Some(levels) = &args.concurrency {
+        config.concurrency = parse_concurrency(levels)?;
+    }
+    if args.calibration {
+        let ladder = args
+            .concurrency
+            .as_ref()
+            .map(|_| config.concurrency.clone());
+        config.calibration = Some(ladder.unwrap_or_default());
+    }
     config.shapes = parse_shapes(&args.shapes)?;
     config.requests_per_level = args.requests_per_level;
     config.level_duration = args
         .level_duration
         .map(|d| positive_seconds("--level-duration", d))
         .transpose()?;
-    config.output_tokens = args.output_tokens;
+    config.output_tokens = args.output_tokens.unwrap_or(if args.calibration {
+        codendum::bench::calibration::CALIBRATION_OUTPUT_TOKENS
+    } else {
+        codendum::bench::config::DEFAULT_OUTPUT_TOKENS
+    });
     config.endpoint = match args.endpoint {
         EndpointArg::Chat => codendum::openai::Endpoint::Chat,
         EndpointArg::Completions => codendum::openai::Endpoint::Completions,
@@ -209,6 +245,9 @@ async fn bench(args: BenchArgs) -> Result<(), Error> {
         time_scale(args.twin.time_scale, BENCH_TIME_SCALE)?,
     );
     connect.seed = args.run.seed;
+    connect.replicas = args.twin.fleet.replicas;
+    connect.router = args.twin.fleet.router.clone();
+    connect.prometheus = prometheus(&args.target)?;
     let run = codendum::app::bench::BenchRun {
         config,
         connect,
@@ -246,6 +285,10 @@ async fn classroom(args: ClassroomArgs) -> Result<(), Error> {
     if let Some(path) = &args.prompt_file {
         config.prompt = PromptSet::from_file(path)?;
     }
+    if let Some(path) = &args.client_times {
+        config.client_times =
+            std::sync::Arc::new(codendum::classroom::ClientTimes::from_path(path)?);
+    }
     if let Some(model) = &target.model {
         config.model = model.clone();
     }
@@ -263,6 +306,9 @@ async fn classroom(args: ClassroomArgs) -> Result<(), Error> {
         time_scale(args.twin.time_scale, CLASSROOM_TIME_SCALE)?,
     );
     connect.seed = args.run.seed;
+    connect.replicas = args.twin.fleet.replicas;
+    connect.router = args.twin.fleet.router.clone();
+    connect.prometheus = prometheus(&args.target)?;
     let run = codendum::app::classroom::ClassroomRun {
         config,
         target,
@@ -322,7 +368,20 @@ async fn plan(args: PlanArgs) -> Result<(), Error> {
     use codendum::classroom::Scenario;
     use codendum::plan::PlanConfig;
     let mut config = PlanConfig::new();
-    config.users = number_list("--users", &args.users)?;
+    match (&args.users, args.max_users) {
+        (Some(_), Some(_)) => {
+            return Err(ConfigError::invalid(
+                "--max-users",
+                "bounds the search for the largest class; not with --users, which tries exactly the sizes given",
+            )
+            .into())
+        }
+        (Some(raw), None) => config.users = number_list("--users", raw)?,
+        (None, max) => {
+            config.users = Vec::new();
+            config.max_users = Some(max.unwrap_or(codendum::plan::config::DEFAULT_MAX_USERS));
+        }
+    }
     config.profiles = args
         .profile
         .split(',')
@@ -344,6 +403,62 @@ async fn plan(args: PlanArgs) -> Result<(), Error> {
         config.jobs = j;
     }
     config.results_dir = args.results_dir.clone();
+    if let Some(raw) = &args.replicas {
+        config.replicas = number_list("--replicas", raw)?;
+    }
+    if let Some(raw) = &args.router {
+        config.routers = codendum::plan::fleet::parse_routers(raw)?;
+    }
     config.validate()?;
     codendum::app::plan::run(config).await.map(|_| ())
+}
+
+async fn capture(args: CaptureArgs) -> Result<(), Error> {
+    let mut config =
+        codendum::capture::CaptureConfig::new(&args.upstream, &args.listen, args.out.clone())?;
+    config.cacert = args.cacert.clone();
+    codendum::app::capture::run(config, stop_on_signal())
+        .await
+        .map(|_| ())
+}
+
+fn calibrate(args: crate::cli::CalibrateArgs) -> Result<(), Error> {
+    use codendum::calibrate::{CalibrateOptions, FactOverrides, FitOptions};
+    if !(args.memory_bandwidth_gb_s.is_finite() && args.memory_bandwidth_gb_s > 0.0) {
+        return Err(
+            ConfigError::invalid("--memory-bandwidth-gb-s", "must be a positive number").into(),
+        );
+    }
+    if args.max_num_seqs == Some(0) || args.max_num_batched_tokens == Some(0) {
+        return Err(ConfigError::invalid(
+            "--max-num-seqs / --max-num-batched-tokens",
+            "must be at least 1",
+        )
+        .into());
+    }
+    let targets_from = args
+        .targets_from
+        .as_deref()
+        .map(codendum::profile::Profile::load)
+        .transpose()?;
+    let options = CalibrateOptions {
+        runs: args.runs,
+        name: args.name.unwrap_or_default(),
+        overrides: FactOverrides {
+            max_num_seqs: args.max_num_seqs,
+            max_num_batched_tokens: args.max_num_batched_tokens,
+        },
+        fit: FitOptions {
+            bootstrap_rounds: args.bootstrap,
+            seed: args.seed,
+        },
+        memory_bandwidth_gb_s: args.memory_bandwidth_gb_s,
+        targets_from,
+    };
+    let (calibration, written) = codendum::app::calibrate::run(&options, args.out.as_deref())?;
+    eprint!("{}", codendum::calibrate::write::summary_text(&calibration));
+    eprintln!("Profile:  {}", written.profile.display());
+    eprintln!("Hardware: {}", written.hardware.display());
+    eprintln!("Fit:      {}", written.report.display());
+    Ok(())
 }

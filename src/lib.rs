@@ -26,8 +26,8 @@
 
 pub mod app;
 pub mod bench;
-pub mod capacity;
 pub mod calibrate;
+pub mod capacity;
 pub mod capture;
 pub mod classroom;
 pub mod clock;

@@ -11,10 +11,15 @@
 //! The embedded twin is wired in one place: [`connect::Connection::open`].
 
 pub mod bench;
+mod bench_calibration;
+pub mod calibrate;
+pub mod capture;
 pub mod classroom;
 mod classroom_output;
 mod classroom_prepare;
 pub mod connect;
+pub mod fleet;
+pub mod fleet_bench;
 pub mod metrics;
 pub mod plan;
 pub mod report;

@@ -13,6 +13,9 @@ use crate::plan::{CellResult, JudgedCell, PlanConfig, PlanResults};
 /// results and the folder.
 pub async fn run(config: PlanConfig) -> Result<(PlanResults, PathBuf), Error> {
     config.validate()?;
+    if let Some(note) = crate::plan::fleet::router_note(&config) {
+        eprintln!("{note}");
+    }
     let (results, folder) = tokio::task::spawn_blocking(move || {
         if config.max_users.is_some() {
             crate::plan::plan_search(&config, &search_line)
@@ -24,6 +27,9 @@ pub async fn run(config: PlanConfig) -> Result<(PlanResults, PathBuf), Error> {
     .map_err(|e| Error::Failed(format!("the plan stopped: {e}")))??;
     for v in &results.verdicts {
         eprintln!("{}", v.summary);
+    }
+    for line in results.fleet.iter().flat_map(|f| &f.lines) {
+        eprintln!("{line}");
     }
     eprintln!("Plan in {}", folder.display());
     println!("{}", folder.join("plan.md").display());

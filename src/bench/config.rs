@@ -136,7 +136,9 @@ pub fn parse_shapes(raw: &str) -> Result<Vec<Shape>, ConfigError> {
         let shape = Shape::from_name(part).ok_or_else(|| {
             ConfigError::invalid(
                 "--shapes",
-                format!("unknown shape {part:?} (known: short, long, or input tokens 16..=1048576)"),
+                format!(
+                    "unknown shape {part:?} (known: short, long, or input tokens 16..=1048576)"
+                ),
             )
         })?;
         if shapes.contains(&shape) {

@@ -210,7 +210,9 @@ fn structural_fixes(obs: &[Observation]) -> ([Option<(f64, String)>; PARAMS], Ve
     sizes.sort_unstable();
     sizes.dedup();
     let path_measured = obs.iter().any(|o| o.kind == ObservationKind::Ttft)
-        && obs.iter().all(|o| o.kind == ObservationKind::Decode || o.terms.path == 0.0);
+        && obs
+            .iter()
+            .all(|o| o.kind == ObservationKind::Decode || o.terms.path == 0.0);
     let prefill_in_decode = obs
         .iter()
         .any(|o| o.terms.prefill_tokens > 0.0 && o.terms.path == 0.0);

@@ -244,13 +244,7 @@ pub fn summary_text(c: &Calibration) -> String {
             .map_or("none (dense)".to_string(), |q| format!("{q:.4}"))
     );
     for p in &f.params {
-        let _ = writeln!(
-            t,
-            "  {:<16} {:>12.4e}  {}",
-            p.name,
-            p.value,
-            spread_text(p)
-        );
+        let _ = writeln!(t, "  {:<16} {:>12.4e}  {}", p.name, p.value, spread_text(p));
     }
     let _ = writeln!(
         t,

@@ -73,7 +73,7 @@ pub struct CellResult {
 }
 
 /// Keeps nothing: the classroom already collects its records.
-struct NoSink;
+pub(super) struct NoSink;
 
 impl RecordSink for NoSink {
     fn request(&self, _record: &CallRecord) -> std::io::Result<()> {
@@ -87,7 +87,8 @@ impl RecordSink for NoSink {
 /// Runs one cell on a fresh current-thread tokio runtime whose time is
 /// paused, so every wait (engine steps, builds, pauses) passes at once.
 /// `profile` is the cell's profile as loaded; its `max_num_seqs` is replaced
-/// by the cell's.
+/// by the cell's. A profile whose `[fleet]` has more than one replica runs
+/// as a fleet ([`super::fleet_cell`]); one replica is the single twin.
 pub fn run_cell(
     spec: &CellSpec,
     profile: &Profile,
@@ -122,6 +123,9 @@ async fn simulate(
     opts.clock = clock.clone();
     opts.responder = Arc::new(AgentPersona::new(config.seed));
     opts.seed = config.seed;
+    if opts.profile.fleet.replicas > 1 {
+        return super::fleet_cell::simulate_fleet(spec, config, &classroom, opts).await;
+    }
     let transport = Arc::new(InProcTransport::start(opts));
     let sampler = StatsSampler::spawn(Arc::clone(&transport), SAMPLE_INTERVAL);
     let origin = clock.now_secs();

@@ -44,6 +44,12 @@ pub struct PlanConfig {
     /// (`--max-users`; [`crate::plan::search`]) instead of trying
     /// `users`. `None`: try `users`.
     pub max_users: Option<u32>,
+    /// Fleet sizes to try (`--replicas 1,2,4`), replicas; empty: each
+    /// profile's `[fleet] replicas` (1 when absent).
+    pub replicas: Vec<u32>,
+    /// Routers to try in front of fleets of more than one replica
+    /// (`--router session,round-robin`); empty: each profile's `[fleet] router`.
+    pub routers: Vec<crate::twin::router::RouterPolicy>,
 }
 
 impl PlanConfig {
@@ -60,11 +66,27 @@ impl PlanConfig {
             jobs: default_jobs(),
             results_dir: PathBuf::from(crate::results::DEFAULT_RESULTS_ROOT),
             max_users: None,
+            replicas: Vec::new(),
+            routers: Vec::new(),
         }
     }
 
-    /// Checks the values and loads the profiles; errors name the flag.
+    /// Checks the values and loads the profiles, one per fleet
+    /// ([`super::fleet::expand`]); errors name the flag.
     pub fn validate(&self) -> Result<Vec<Profile>, ConfigError> {
+        self.validate_fleets().map(|(profiles, _)| profiles)
+    }
+
+    /// [`Self::validate`] with the fleet of each profile returned.
+    pub fn validate_fleets(
+        &self,
+    ) -> Result<(Vec<Profile>, Vec<super::fleet::FleetVariant>), ConfigError> {
+        super::fleet::check_replicas(&self.replicas)?;
+        let bases = self.load_profiles()?;
+        Ok(super::fleet::expand(self, bases))
+    }
+
+    fn load_profiles(&self) -> Result<Vec<Profile>, ConfigError> {
         if self.max_users.is_none() && self.users.is_empty() {
             return Err(ConfigError::invalid(
                 "--users",

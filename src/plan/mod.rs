@@ -19,6 +19,9 @@
 pub mod bisect;
 pub mod cell;
 pub mod config;
+pub mod fleet;
+pub mod fleet_cell;
+pub mod fleet_text;
 pub mod limit;
 pub mod run;
 pub mod search;
@@ -28,6 +31,7 @@ pub mod write;
 
 pub use cell::{run_cell, CellResult};
 pub use config::{CellSpec, PlanConfig};
+pub use fleet::{FleetAnswer, FleetPlan, FleetVariant};
 pub use run::{run_plan, JudgedCell, PlanParameters, PlanResults, VariantVerdict};
 pub use search::{run_search, Probe, SearchParameters, SearchResults, SeatsProbe, VariantSearch};
 pub use targets::{

@@ -42,6 +42,12 @@ pub struct PlanParameters {
     /// class sizes were given (`--users`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_users: Option<u32>,
+    /// Fleet sizes asked for (`--replicas`), replicas; empty: the profiles' own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replicas: Vec<u32>,
+    /// Routers asked for (`--router`), names; empty: the profiles' own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub routers: Vec<String>,
 }
 
 /// A cell with its target checks.
@@ -97,6 +103,11 @@ pub struct PlanResults {
     /// answers. Absent when the class sizes were given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search: Option<super::search::SearchResults>,
+    /// The fleets (replicas × router) and, with `--users`, the fewest
+    /// replicas per router. Absent when every cell is one server and no
+    /// fleet was asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<super::fleet::FleetPlan>,
 }
 
 /// Runs a plan: validates `config`, simulates every cell (in parallel over
@@ -112,7 +123,7 @@ pub fn run_plan(
     if config.max_users.is_some() {
         return super::search::run_search(config, &|_, cell, _| on_cell(&cell.result));
     }
-    let profiles = config.validate()?;
+    let (profiles, fleets) = config.validate_fleets()?;
     let targets = profiles
         .iter()
         .map(|p| classroom_targets(&p.name, &p.targets))
@@ -127,14 +138,17 @@ pub fn run_plan(
         })
         .collect();
     let verdicts = verdicts(&judged, &profiles, &targets);
-    Ok(PlanResults {
+    let mut results = PlanResults {
         kind: PLAN_KIND.into(),
         schema_version: PLAN_SCHEMA_VERSION,
         parameters: parameters(config),
         cells: judged,
         verdicts,
         search: None,
-    })
+        fleet: None,
+    };
+    results.fleet = super::fleet::plan_fleet(config, fleets, &results);
+    Ok(results)
 }
 
 /// Judges a cell against its profile's targets.
@@ -167,6 +181,12 @@ pub(super) fn parameters(config: &PlanConfig) -> PlanParameters {
         ramp_up_s: config.ramp_up().as_secs_f64(),
         seed: config.seed,
         max_users: config.max_users,
+        replicas: config.replicas.clone(),
+        routers: config
+            .routers
+            .iter()
+            .map(|r| r.name().to_string())
+            .collect(),
     }
 }
 

@@ -131,7 +131,7 @@ pub fn run_search(config: &PlanConfig, on_probe: ProbeHook<'_>) -> Result<PlanRe
     let max = config
         .max_users
         .ok_or_else(|| ConfigError::invalid("--max-users", "a search needs an upper bound"))?;
-    let profiles = config.validate()?;
+    let (profiles, fleets) = config.validate_fleets()?;
     let mut states = start(config, &profiles, max)?;
     bisect_all(config, &profiles, &mut states, on_probe)?;
     let probes = seats_probes(config, &profiles, &states)?;
@@ -159,7 +159,7 @@ pub fn run_search(config: &PlanConfig, on_probe: ProbeHook<'_>) -> Result<PlanRe
     params.users = cells.iter().map(|c| c.result.spec.users).collect();
     params.users.sort_unstable();
     params.users.dedup();
-    Ok(PlanResults {
+    let mut results = PlanResults {
         kind: PLAN_KIND.into(),
         schema_version: SEARCH_SCHEMA_VERSION,
         parameters: params,
@@ -172,7 +172,10 @@ pub fn run_search(config: &PlanConfig, on_probe: ProbeHook<'_>) -> Result<PlanRe
             },
             variants,
         }),
-    })
+        fleet: None,
+    };
+    results.fleet = super::fleet::plan_fleet(config, fleets, &results);
+    Ok(results)
 }
 
 /// One state per variant; refuses profiles without classroom targets.

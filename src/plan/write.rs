@@ -127,6 +127,7 @@ pub fn markdown(results: &PlanResults) -> String {
     }
     s.push('\n');
     s.push_str(&super::search_text::search_markdown(results));
+    s.push_str(&super::fleet_text::fleet_markdown(results));
     let _ = writeln!(s, "## Cells\n");
     let (head, rows) = table(results);
     let _ = writeln!(s, "| {} |", head.join(" | "));
@@ -197,6 +198,7 @@ pub fn html(results: &PlanResults) -> String {
     }
     let _ = writeln!(s, "</ul>");
     s.push_str(&super::search_text::search_html(results));
+    s.push_str(&super::fleet_text::fleet_html(results));
     let _ = writeln!(s, "<h2>Charts</h2>");
     s.push_str(&chart(
         results,

@@ -66,12 +66,10 @@ impl HardwareProfile {
     }
 
     fn validate(&self) -> Result<(), String> {
-        let positive = [
-            (
-                "hardware.memory_bandwidth_gb_s",
-                self.hardware.memory_bandwidth_gb_s,
-            ),
-        ];
+        let positive = [(
+            "hardware.memory_bandwidth_gb_s",
+            self.hardware.memory_bandwidth_gb_s,
+        )];
         for (name, v) in positive {
             if !(v.is_finite() && v > 0.0) {
                 return Err(format!("{name} must be a positive number"));

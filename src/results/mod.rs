@@ -37,8 +37,9 @@ pub use self::metrics::{level_metric, LevelMetric, LEVEL_METRICS};
 pub use self::records::{ErrorGroup, LevelEnd, LevelSummary, RequestRecord};
 pub use self::replicas::{imbalance, FleetFigures, ReplicaFigures, ReplicaMetric, REPLICA_METRICS};
 pub use self::summary::{
-    read_summary_json, write_summary_json, BenchParameters, BenchSummary, PromptSizing, RunHeader,
-    EngineSettings, ServerDescription, ShapeSizing, SizingMethod, SkippedShape, BENCH_KIND, BENCH_SCHEMA_VERSION,
+    read_summary_json, write_summary_json, BenchParameters, BenchSummary, EngineSettings,
+    PromptSizing, RunHeader, ServerDescription, ShapeSizing, SizingMethod, SkippedShape,
+    BENCH_KIND, BENCH_SCHEMA_VERSION,
 };
 pub use self::time_split::{PhaseTime, TimeSplit};
 

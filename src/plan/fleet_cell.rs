@@ -1,0 +1,83 @@
+//! One cell of a plan on a fleet: the class against R in-process twins
+//! behind a router ([`FleetTransport`]), in virtual time, with each
+//! replica's peaks, hit rate and requests served in the summary's
+//! `server_fleet`.
+
+use std::sync::Arc;
+
+use super::cell::{figures, CellResult, NoSink, Window, SAMPLE_INTERVAL};
+use super::config::{CellSpec, PlanConfig};
+use crate::classroom::{run_classroom, ClassroomConfig, LiveStatus};
+use crate::error::Error;
+use crate::prom::{window_stats, TimelineSample};
+use crate::results::{FleetFigures, ReplicaFigures};
+use crate::twin::fleet::{FleetSampler, FleetSpec, FleetTransport};
+use crate::twin::TwinOptions;
+
+/// `FleetFigures::source` of a simulated fleet: the twin's own engines.
+pub const SOURCE_TWIN: &str = "twin";
+
+/// Runs the class of `classroom` against a fleet of `opts.profile.fleet`
+/// (replicas and router) on the current (paused) runtime.
+pub(super) async fn simulate_fleet(
+    spec: &CellSpec,
+    config: &PlanConfig,
+    classroom: &ClassroomConfig,
+    opts: TwinOptions,
+) -> Result<CellResult, Error> {
+    let clock = opts.clock.clone();
+    let fleet_spec = FleetSpec {
+        replicas: opts.profile.fleet.replicas,
+        router: opts.profile.fleet.router,
+    };
+    let fleet = Arc::new(FleetTransport::start(opts, fleet_spec));
+    let sampler = FleetSampler::spawn(Arc::clone(&fleet), SAMPLE_INTERVAL);
+    let origin = clock.now_secs();
+    let status = Arc::new(LiveStatus::new(clock.clone()));
+    let run = run_classroom(
+        classroom,
+        fleet.clone(),
+        clock.clone(),
+        Arc::new(NoSink),
+        status,
+    )
+    .await;
+    let timeline = sampler.finish();
+    let served = fleet.served();
+    fleet.stop();
+    let outcome = run?;
+    let window = Window {
+        origin,
+        ramp_up: config.ramp_up().as_secs_f64(),
+        duration: config.duration.as_secs_f64(),
+    };
+    let mut cell = figures(spec, outcome.summary, &timeline.fleet, window);
+    cell.summary.server_fleet = Some(replica_figures(&timeline.replicas, &served));
+    Ok(cell)
+}
+
+/// Each replica's figures over the whole run from its own timeline, with
+/// the requests the router sent it (plain function). The imbalance is max
+/// over mean of `served`.
+pub fn replica_figures(timelines: &[Vec<TimelineSample>], served: &[u64]) -> FleetFigures {
+    let replicas = timelines
+        .iter()
+        .enumerate()
+        .map(|(i, line)| {
+            let w = window_stats(line, f64::NEG_INFINITY, f64::INFINITY);
+            ReplicaFigures {
+                replica: i.to_string(),
+                requests_served: served.get(i).map(|s| *s as f64),
+                peak_running: w.peak_running,
+                peak_waiting: w.peak_waiting,
+                peak_kv_usage: w.peak_kv_usage,
+                preemptions: w.preemptions,
+                prefix_hit_rate: w.prefix_hit_rate,
+                prompt_tokens: w.prompt_tokens,
+                generation_tokens: w.generation_tokens,
+                failed_samples: w.failed_scrapes as u64,
+            }
+        })
+        .collect();
+    FleetFigures::new(SOURCE_TWIN, replicas)
+}
