@@ -45,7 +45,7 @@ pub use files::{CaptureHeader, PROMPT_FILE};
 pub use store::{CallLine, Store, CALLS_FILE};
 
 use crate::error::{ConfigError, Error};
-use crate::target::{origin, read_pem_bundle};
+use crate::target::origin;
 
 /// What a capture runs with.
 #[derive(Debug, Clone)]
@@ -218,17 +218,7 @@ fn upstream_client(config: &CaptureConfig) -> Result<reqwest::Client, ConfigErro
         builder = builder.no_proxy();
     }
     if let Some(path) = &config.cacert {
-        let pem = read_pem_bundle(path)?;
-        let certs =
-            reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| ConfigError::BadFile {
-                what: "CA file",
-                path: path.clone(),
-                reason: format!("not a usable PEM bundle: {e}"),
-            })?;
-        builder = builder.tls_built_in_root_certs(false);
-        for cert in certs {
-            builder = builder.add_root_certificate(cert);
-        }
+        builder = crate::openai::client::trust_only(builder, path)?;
     }
     builder
         .build()

@@ -76,21 +76,30 @@ pub fn build_http_client(
         .tcp_nodelay(true)
         .pool_max_idle_per_host(max_connections.max(1));
     if let Some(path) = cacert {
-        let pem = read_pem_bundle(path)?;
-        let certs =
-            reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| ConfigError::BadFile {
-                what: "CA file",
-                path: path.to_path_buf(),
-                reason: format!("not a usable PEM bundle: {e}"),
-            })?;
-        builder = builder.tls_built_in_root_certs(false);
-        for cert in certs {
-            builder = builder.add_root_certificate(cert);
-        }
+        builder = trust_only(builder, path)?;
     }
     builder
         .build()
         .map_err(|e| ConfigError::invalid("HTTP client", error_chain(&e)))
+}
+
+/// Trusts only the CAs of the PEM bundle at `path` (the private CA), as
+/// curl's `--cacert`: the system roots are dropped.
+pub fn trust_only(
+    builder: reqwest::ClientBuilder,
+    path: &std::path::Path,
+) -> Result<reqwest::ClientBuilder, ConfigError> {
+    let pem = read_pem_bundle(path)?;
+    let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| ConfigError::BadFile {
+        what: "CA file",
+        path: path.to_path_buf(),
+        reason: format!("not a usable PEM bundle: {e}"),
+    })?;
+    let mut builder = builder.tls_built_in_root_certs(false);
+    for cert in certs {
+        builder = builder.add_root_certificate(cert);
+    }
+    Ok(builder)
 }
 
 /// The streaming OpenAI-compatible client.

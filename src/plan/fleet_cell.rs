@@ -10,7 +10,7 @@ use super::config::{CellSpec, PlanConfig};
 use crate::classroom::{run_classroom, ClassroomConfig, LiveStatus};
 use crate::error::Error;
 use crate::prom::{window_stats, TimelineSample};
-use crate::results::{FleetFigures, ReplicaFigures};
+use crate::results::FleetFigures;
 use crate::twin::fleet::{FleetSampler, FleetSpec, FleetTransport};
 use crate::twin::TwinOptions;
 
@@ -65,18 +65,11 @@ pub fn replica_figures(timelines: &[Vec<TimelineSample>], served: &[u64]) -> Fle
         .enumerate()
         .map(|(i, line)| {
             let w = window_stats(line, f64::NEG_INFINITY, f64::INFINITY);
-            ReplicaFigures {
-                replica: i.to_string(),
-                requests_served: served.get(i).map(|s| *s as f64),
-                peak_running: w.peak_running,
-                peak_waiting: w.peak_waiting,
-                peak_kv_usage: w.peak_kv_usage,
-                preemptions: w.preemptions,
-                prefix_hit_rate: w.prefix_hit_rate,
-                prompt_tokens: w.prompt_tokens,
-                generation_tokens: w.generation_tokens,
-                failed_samples: w.failed_scrapes as u64,
-            }
+            crate::prom::replicas::replica_figures(
+                i.to_string(),
+                &w,
+                served.get(i).map(|s| *s as f64),
+            )
         })
         .collect();
     FleetFigures::new(SOURCE_TWIN, replicas)
