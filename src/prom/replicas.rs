@@ -235,6 +235,27 @@ impl Recording {
     }
 }
 
+/// One replica's figures from its window; `requests_served` from wherever
+/// the caller counts them (the success counter, or the router's tally).
+pub fn replica_figures(
+    replica: String,
+    w: &super::window::WindowStats,
+    requests_served: Option<f64>,
+) -> ReplicaFigures {
+    ReplicaFigures {
+        replica,
+        requests_served,
+        peak_running: w.peak_running,
+        peak_waiting: w.peak_waiting,
+        peak_kv_usage: w.peak_kv_usage,
+        preemptions: w.preemptions,
+        prefix_hit_rate: w.prefix_hit_rate,
+        prompt_tokens: w.prompt_tokens,
+        generation_tokens: w.generation_tokens,
+        failed_samples: w.failed_scrapes as u64,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -350,26 +371,5 @@ mod tests {
         // max 6 over mean 4
         assert_eq!(fleet.imbalance, Some(1.5));
         assert!(fleet_figures(&samples[..1], "scrape", 0.0, 2.0).is_none());
-    }
-}
-
-/// One replica's figures from its window; `requests_served` from wherever
-/// the caller counts them (the success counter, or the router's tally).
-pub fn replica_figures(
-    replica: String,
-    w: &super::window::WindowStats,
-    requests_served: Option<f64>,
-) -> ReplicaFigures {
-    ReplicaFigures {
-        replica,
-        requests_served,
-        peak_running: w.peak_running,
-        peak_waiting: w.peak_waiting,
-        peak_kv_usage: w.peak_kv_usage,
-        preemptions: w.preemptions,
-        prefix_hit_rate: w.prefix_hit_rate,
-        prompt_tokens: w.prompt_tokens,
-        generation_tokens: w.generation_tokens,
-        failed_samples: w.failed_scrapes as u64,
     }
 }
