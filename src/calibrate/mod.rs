@@ -9,6 +9,7 @@
 //! settings, [`write`] renders the profile, its hardware TOML and the fit
 //! report.
 
+mod design;
 pub mod facts;
 pub mod fit;
 pub mod input;
