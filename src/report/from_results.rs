@@ -61,7 +61,7 @@ fn param(name: &str, value: impl ToString) -> Parameter {
 pub fn bench_report(s: &BenchSummary, timeline: &[TimelineSample]) -> BenchReport {
     let p = &s.parameters;
     let levels_text: Vec<String> = p.concurrency.iter().map(u32::to_string).collect();
-    let parameters = vec![
+    let mut parameters = vec![
         param("concurrency", levels_text.join(",")),
         param("shapes", p.shapes.join(",")),
         param("output tokens", p.output_tokens),
@@ -73,6 +73,12 @@ pub fn bench_report(s: &BenchSummary, timeline: &[TimelineSample]) -> BenchRepor
         param("clock scale", p.clock_scale),
         param("seed", p.seed),
     ];
+    if p.calibration {
+        parameters.push(param(
+            "workload",
+            "calibration (bench --calibration): cells for codendum calibrate",
+        ));
+    }
     let t0 = s.levels.first().map_or(0.0, |l| l.started_at_s);
     let levels = s
         .levels
