@@ -128,7 +128,7 @@ pub fn kind_of(body: &Value, has_parent: bool) -> CaptureKind {
     }
     let texts: Vec<String> = messages
         .iter()
-        .map(|m| text_of(m.get("content")).to_ascii_lowercase())
+        .map(|m| crate::openai::message_text(m).to_ascii_lowercase())
         .collect();
     if texts.iter().any(|t| t.contains("title")) {
         return CaptureKind::Title;
@@ -138,19 +138,6 @@ pub fn kind_of(body: &Value, has_parent: bool) -> CaptureKind {
         CaptureKind::Compaction
     } else {
         CaptureKind::Title
-    }
-}
-
-/// The text of a message `content`: a string, or an array of text parts.
-fn text_of(content: Option<&Value>) -> String {
-    match content {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
     }
 }
 

@@ -56,18 +56,6 @@ pub fn estimate_tokens(message: &Value) -> u64 {
     (message.to_string().len() / CHARS_PER_TOKEN) as u64
 }
 
-fn text_of(message: &Value) -> String {
-    match message.get("content") {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
-
 fn role(message: &Value) -> &str {
     message.get("role").and_then(Value::as_str).unwrap_or("")
 }
@@ -80,7 +68,7 @@ pub fn transcript(messages: &[Value], max_chars: usize) -> String {
     for m in messages {
         match role(m) {
             "tool" => {
-                let text = text_of(m);
+                let text = crate::openai::message_text(m);
                 let cut: String = text.chars().take(TOOL_OUTPUT_CHARS).collect();
                 let more = if cut.len() < text.len() {
                     "\n[output cut]"
@@ -90,7 +78,7 @@ pub fn transcript(messages: &[Value], max_chars: usize) -> String {
                 out.push_str(&format!("[tool result]\n{cut}{more}\n\n"));
             }
             r => {
-                out.push_str(&format!("[{r}]\n{}\n", text_of(m)));
+                out.push_str(&format!("[{r}]\n{}\n", crate::openai::message_text(m)));
                 for c in m
                     .get("tool_calls")
                     .and_then(Value::as_array)
@@ -168,7 +156,7 @@ pub fn compacted_messages(
             .iter()
             .rev()
             .find(|m| role(m) == "user")
-            .map(text_of)
+            .map(crate::openai::message_text)
             .unwrap_or_else(|| CONTINUE.to_string());
         out.push(json!({"role": "user", "content": last_user}));
         return out;
@@ -255,10 +243,10 @@ mod tests {
             roles,
             vec!["user", "assistant", "assistant", "tool", "user"]
         );
-        assert_eq!(text_of(&msgs[0]), RECAP_QUESTION);
-        assert_eq!(text_of(&msgs[1]), "SUMMARY");
+        assert_eq!(crate::openai::message_text(&msgs[0]), RECAP_QUESTION);
+        assert_eq!(crate::openai::message_text(&msgs[1]), "SUMMARY");
         assert_eq!(msgs[2]["tool_calls"][0]["id"], "c2");
-        assert_eq!(text_of(&msgs[4]), CONTINUE);
+        assert_eq!(crate::openai::message_text(&msgs[4]), CONTINUE);
         let roomy = compacted_messages(&conversation(), "S", 100_000, false);
         assert_eq!(roomy.len(), 2 + 5 + 1);
     }
@@ -268,6 +256,9 @@ mod tests {
         let msgs = compacted_messages(&conversation(), "SUMMARY", 2_000, true);
         let roles: Vec<&str> = msgs.iter().map(role).collect();
         assert_eq!(roles, vec!["user", "assistant", "user"]);
-        assert_eq!(text_of(&msgs[2]), "Add private messages");
+        assert_eq!(
+            crate::openai::message_text(&msgs[2]),
+            "Add private messages"
+        );
     }
 }

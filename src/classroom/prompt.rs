@@ -255,7 +255,7 @@ pub fn parse_prompt(text: &str) -> Result<(String, Vec<Value>), String> {
         let parts: Vec<String> = msgs
             .iter()
             .filter(|m| m.get("role").and_then(Value::as_str) == Some("system"))
-            .map(|m| content_text(m.get("content")))
+            .map(crate::openai::message_text)
             .collect();
         if parts.is_empty() {
             return Err("\"messages\" has no system message".into());
@@ -286,19 +286,6 @@ pub fn parse_prompt(text: &str) -> Result<(String, Vec<Value>), String> {
         }
     }
     Ok((system, tools))
-}
-
-/// The text of a message `content`: a string, or an array of text parts.
-fn content_text(content: Option<&Value>) -> String {
-    match content {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
 }
 
 #[cfg(test)]

@@ -157,6 +157,21 @@ pub trait Transport: Send + Sync {
     fn call(&self, request: CallRequest) -> BoxFuture<'_, CallOutcome>;
 }
 
+/// The plain text of a chat message's `content`: the string, or the `text`
+/// of each part of an array, one per line; empty for anything else.
+pub fn message_text(message: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match message.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -74,19 +74,6 @@ pub struct Transcript {
     pub len: usize,
 }
 
-/// The plain text of a message's `content` (a string or an array of parts).
-pub fn content_text(message: &Value) -> String {
-    match message.get("content") {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
-
 struct PendingCall {
     name: String,
     role: Option<ToolRole>,
@@ -107,7 +94,7 @@ impl Transcript {
         let mut calls: HashMap<String, PendingCall> = HashMap::new();
         for (i, m) in messages.iter().enumerate() {
             let current = last_user.is_some_and(|u| i > u);
-            let text = content_text(m);
+            let text = crate::openai::message_text(m);
             match m.get("role").and_then(Value::as_str).unwrap_or("") {
                 "system" => t.system.push_str(&text),
                 "user" => {
@@ -370,7 +357,7 @@ fn arg(kit: &ToolKit, name: &str, slot: Slot, args: &Value) -> Option<String> {
 
 /// The part of an assistant message that does not depend on server-issued ids.
 fn step_fingerprint(message: &Value) -> String {
-    let mut s = content_text(message);
+    let mut s = crate::openai::message_text(message);
     for call in message
         .get("tool_calls")
         .and_then(Value::as_array)
