@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::calibrate::{calibrate, write, CalibrateOptions, Calibration};
-use crate::error::{ConfigError, Error};
+use crate::error::Error;
 
 /// The files a calibration wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,16 +47,11 @@ pub fn run(
             options.name = stem.to_string();
         }
     }
+    let mut calibration = calibrate(&options)?;
     if options.name.is_empty() {
-        // The name needs the runs' model: read the first summary once.
-        let first = options
-            .runs
-            .first()
-            .ok_or_else(|| ConfigError::invalid("RUN_DIR", "no bench folder given"))?;
-        let run = crate::calibrate::input::read_run(first)?;
-        options.name = default_name(&run.summary.server.model);
+        options.name = default_name(&calibration.server.served_model_name.value);
+        calibration.name = options.name.clone();
     }
-    let calibration = calibrate(&options)?;
     let profile = out.map_or_else(
         || PathBuf::from(format!("{}.toml", options.name)),
         Path::to_path_buf,

@@ -109,7 +109,7 @@ pub fn fit(obs: &[Observation], options: FitOptions) -> Result<Fit, String> {
     }
     let total = obs.len();
     let (fixed, mut notes) = structural_fixes(obs);
-    let (share, linear) = best_share(obs, &fixed, &mut scratch_notes())?;
+    let (share, linear) = best_share(obs, &fixed, &mut Vec::new())?;
     // Second pass: a decode window that mostly timed other requests'
     // prefills says little about decoding and much about how those prefills
     // were spread over it, which the client cannot see; idle-server TTFTs
@@ -162,10 +162,6 @@ pub fn fit(obs: &[Observation], options: FitOptions) -> Result<Fit, String> {
         notes,
         fixed: final_fixed,
     })
-}
-
-fn scratch_notes() -> Vec<String> {
-    Vec::new()
 }
 
 /// Candidate expert shares: dense, then 1/2 … 1/256.

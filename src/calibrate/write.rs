@@ -11,17 +11,17 @@ use super::Calibration;
 /// to a fraction of a percent.
 const EXPERTS_PER_TOKEN: u32 = 64;
 
-fn uncertainty(p: &ParamFit, unit: f64, digits: usize) -> String {
+fn uncertainty(p: &ParamFit, unit: f64) -> String {
     match p.status {
         Status::Fixed => format!(
             "fixed: {}",
             p.note.as_deref().unwrap_or("not identified by these runs")
         ),
         Status::AtZero => "fitted: at 0 (the best non-negative value)".to_string(),
-        Status::Fitted => {
-            let spread = p.bootstrap_sd.or(p.std_err).unwrap_or(f64::NAN) * unit;
-            format!("fitted: ± {spread:.digits$} (bootstrap SD)")
-        }
+        Status::Fitted => match p.bootstrap_sd.or(p.std_err) {
+            Some(sd) => format!("fitted: ± {:.2e} (bootstrap SD)", sd * unit),
+            None => "fitted".to_string(),
+        },
     }
 }
 
@@ -73,7 +73,7 @@ pub fn hardware_toml(c: &Calibration) -> String {
     let _ = writeln!(
         t,
         "# fixed cost per step plus the weights every step reads (one number to a timing); {}",
-        uncertainty(p("step_s"), 1e3, 3)
+        uncertainty(p("step_s"), 1e3)
     );
     let _ = writeln!(t, "step_fixed_ms = {:?}\n", round_sig(coef.step_s * 1e3));
     let _ = writeln!(t, "[model]");
@@ -83,7 +83,7 @@ pub fn hardware_toml(c: &Calibration) -> String {
     let _ = writeln!(
         t,
         "# all experts' weights at the bandwidth above; {}",
-        uncertainty(p("expert_s"), bw, 3)
+        uncertainty(p("expert_s"), bw)
     );
     let _ = writeln!(t, "expert_weight_gb = {:?}", round_sig(coef.expert_s * bw));
     match f.expert_share {
@@ -106,7 +106,7 @@ pub fn hardware_toml(c: &Calibration) -> String {
     let _ = writeln!(
         t,
         "# bytes per context token at the bandwidth above; {}",
-        uncertainty(p("context_s"), bw * 1e9, 0)
+        uncertainty(p("context_s"), bw * 1e9)
     );
     let _ = writeln!(
         t,
@@ -114,13 +114,13 @@ pub fn hardware_toml(c: &Calibration) -> String {
         (coef.context_s * bw * 1e9).round().max(0.0) as u64
     );
     let _ = writeln!(t, "[prefill]");
-    let _ = writeln!(t, "# {}", uncertainty(p("prefill_token_s"), 1e3, 5));
+    let _ = writeln!(t, "# {}", uncertainty(p("prefill_token_s"), 1e3));
     let _ = writeln!(
         t,
         "ms_per_token = {:?}",
         round_sig(coef.prefill_token_s * 1e3)
     );
-    let _ = writeln!(t, "# {}", uncertainty(p("prefill_pair_s"), 1e9, 3));
+    let _ = writeln!(t, "# {}", uncertainty(p("prefill_pair_s"), 1e9));
     let _ = writeln!(
         t,
         "ns_per_token_pair = {:?}",
@@ -244,7 +244,13 @@ pub fn summary_text(c: &Calibration) -> String {
             .map_or("none (dense)".to_string(), |q| format!("{q:.4}"))
     );
     for p in &f.params {
-        let _ = writeln!(t, "  {:<16} {:>12.4e}  {}", p.name, p.value, spread_text(p));
+        let _ = writeln!(
+            t,
+            "  {:<16} {:>12.4e}  {}",
+            p.name,
+            p.value,
+            uncertainty(p, 1.0)
+        );
     }
     let _ = writeln!(
         t,
@@ -272,16 +278,4 @@ pub fn summary_text(c: &Calibration) -> String {
         let _ = writeln!(t, "note: {n}");
     }
     t
-}
-
-/// `± SD` of a fitted coefficient (seconds per unit), or why it has none.
-fn spread_text(p: &ParamFit) -> String {
-    match p.status {
-        Status::Fitted => p
-            .bootstrap_sd
-            .or(p.std_err)
-            .map_or("-".to_string(), |s| format!("± {s:.2e} (bootstrap SD)")),
-        Status::AtZero => "at 0 (the best non-negative value)".to_string(),
-        Status::Fixed => format!("fixed: {}", p.note.as_deref().unwrap_or("")),
-    }
 }
