@@ -15,6 +15,10 @@
 //! runs 4 replicas of 256 seats each behind one endpoint (round-robin: the
 //! streams carry no session), each engine on its own thread; the lateness is
 //! reported for all engines together and per replica.
+//!
+//! `CODENDUM_BUSY_LOOPS=2` spins that many threads beside the run (the load
+//! of other work on the same cores); the output says whether the engine
+//! threads got their raised priority (root or `CAP_SYS_NICE`).
 
 use std::sync::Arc;
 
@@ -83,6 +87,7 @@ fn main() {
         )
         .expect("client"),
     );
+    let busy = BusyLoops::start(env_usize("CODENDUM_BUSY_LOOPS", 0));
     let load_before = loadavg();
     let t0 = clock.now_secs();
     let outcomes = client_rt.block_on(async {
@@ -121,7 +126,9 @@ fn main() {
                 .await
         })
         .expect("metrics text");
+    drop(busy);
     let parts = twin.lateness();
+    let raised = twin.engine_priority_raised();
     let lateness = codendum::twin::fleet::pages::merge_lateness(&parts);
     twin_rt.block_on(twin.shutdown());
 
@@ -182,10 +189,46 @@ fn main() {
         }
     }
     println!(
-        "  /metrics has the lateness histogram: {}; load before {load_before}, after {}",
+        "  /metrics has the lateness histogram: {}; engine priority raised: {raised}; {} busy loops beside; load before {load_before}, after {}",
         page.contains("codendum_twin_step_lateness_seconds_count"),
+        env_usize("CODENDUM_BUSY_LOOPS", 0),
         loadavg()
     );
+}
+
+/// Threads spinning until dropped: other work on the same cores.
+struct BusyLoops {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl BusyLoops {
+    fn start(n: usize) -> BusyLoops {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let threads = (0..n)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    let mut x = 0u64;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        x = std::hint::black_box(
+                            x.wrapping_mul(6364136223846793005).wrapping_add(1),
+                        );
+                    }
+                })
+            })
+            .collect();
+        BusyLoops { stop, threads }
+    }
+}
+
+impl Drop for BusyLoops {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
 }
 
 enum Server {
@@ -212,6 +255,13 @@ impl Server {
         match self {
             Server::One(t) => vec![t.state().step_lateness()],
             Server::Fleet(f) => f.replicas().iter().map(|r| r.step_lateness()).collect(),
+        }
+    }
+
+    fn engine_priority_raised(&self) -> bool {
+        match self {
+            Server::One(t) => t.engine_priority_raised(),
+            Server::Fleet(f) => f.engine_priority_raised(),
         }
     }
 

@@ -13,6 +13,10 @@ use std::time::{Duration, SystemTime};
 
 use chrono::{DateTime, Utc};
 
+/// How early (real time) [`Clock::sleep_until_precise`] lets the timer wake
+/// it: tokio's timer rounds a deadline up to the next millisecond.
+pub const PRECISE_WAKE_MARGIN: Duration = Duration::from_micros(1_500);
+
 /// A scaled, mockable clock. Cheap to clone; all clones share one origin.
 #[derive(Debug, Clone)]
 pub struct Clock {
@@ -87,6 +91,22 @@ impl Clock {
         let now = self.now();
         if t > now {
             self.sleep(t - now).await;
+        }
+    }
+
+    /// [`Clock::sleep_until`] without the timer's millisecond rounding: the
+    /// timer wakes the task up to [`PRECISE_WAKE_MARGIN`] (real time) early
+    /// and the thread sleeps the rest itself, blocking. Only for a thread
+    /// that runs nothing else and a clock that is not paused (the twin's
+    /// engine thread).
+    pub async fn sleep_until_precise(&self, t: Duration) {
+        let ahead = self.to_real(t.saturating_sub(self.now()));
+        if ahead > PRECISE_WAKE_MARGIN {
+            tokio::time::sleep(ahead - PRECISE_WAKE_MARGIN).await;
+        }
+        let rest = self.to_real(t.saturating_sub(self.now()));
+        if !rest.is_zero() {
+            std::thread::sleep(rest);
         }
     }
 

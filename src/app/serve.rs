@@ -102,12 +102,18 @@ pub async fn run(config: ServeConfig) -> Result<(), Error> {
     }
     opts.faults = faults.map(Arc::new);
     let failed = |e: twin::TwinError| Error::Failed(e.to_string());
-    let banner = |url: String, what: String| {
+    let banner = |url: String, what: String, raised: bool| {
         eprintln!(
             "codendum serve: {what} of vLLM {} on a GB10, profile {profile_name}, {}x real time, listening on {url} (Ctrl-C stops)",
             twin::vllm_series(),
             time_scale,
-        )
+        );
+        if !raised {
+            eprintln!(
+                "codendum serve: the engine threads run at normal priority (raising it to nice {} needs root or CAP_SYS_NICE): under load, steps may start late",
+                twin::runner::ENGINE_NICENESS
+            );
+        }
     };
     if fleet.replicas > 1 {
         let handle = start_fleet(opts, fleet, addr).await.map_err(failed)?;
@@ -115,13 +121,17 @@ pub async fn run(config: ServeConfig) -> Result<(), Error> {
             "fleet of {} twins behind a {} router (/metrics: engine=\"0\"..; /metrics/replica/N)",
             fleet.replicas, fleet.router
         );
-        banner(handle.base_url(), what);
+        banner(handle.base_url(), what, handle.engine_priority_raised());
         let _ = stop.wait_for(|s| *s).await;
         let _ = tokio::time::timeout(Duration::from_secs(5), handle.shutdown()).await;
         return Ok(());
     }
     let handle = twin::start(opts, addr).await.map_err(failed)?;
-    banner(handle.base_url(), "twin".into());
+    banner(
+        handle.base_url(),
+        "twin".into(),
+        handle.engine_priority_raised(),
+    );
     let _ = stop.wait_for(|s| *s).await;
     // Streams still open get the grace; then the twin is dropped.
     let _ = tokio::time::timeout(Duration::from_secs(5), handle.shutdown()).await;

@@ -67,6 +67,12 @@ impl FleetHandle {
         &self.shared.core
     }
 
+    /// Whether every replica's engine thread runs at the raised priority it
+    /// asks for ([`crate::twin::runner::ENGINE_NICENESS`]).
+    pub fn engine_priority_raised(&self) -> bool {
+        self.engines.iter().all(|e| e.priority_raised())
+    }
+
     /// Stops serving: closes the listener and every connection, ends the engines.
     pub async fn shutdown(self) {
         self.server.abort();

@@ -214,6 +214,12 @@ impl TwinHandle {
         &self.state
     }
 
+    /// Whether the engine thread runs at the raised priority it asks for
+    /// ([`runner::ENGINE_NICENESS`]).
+    pub fn engine_priority_raised(&self) -> bool {
+        self.engine.priority_raised()
+    }
+
     /// Stops serving: closes the listener and every connection, ends the engine.
     pub async fn shutdown(self) {
         self.server.abort();
