@@ -35,19 +35,26 @@ pub enum Phase {
     E2e,
 }
 
-/// The histogram names of a phase, current name first.
+/// Every latency histogram a snapshot reads: its name, its phase, and its
+/// rank among the names of that phase (0 = the current name; an older name
+/// is read only when the current one is absent).
+pub const LATENCY_HISTOGRAMS: [(&str, Phase, usize); 8] = [
+    ("vllm:request_queue_time_seconds", Phase::Queue, 0),
+    ("vllm:request_prefill_time_seconds", Phase::Prefill, 0),
+    ("vllm:request_decode_time_seconds", Phase::Decode, 0),
+    ("vllm:request_inference_time_seconds", Phase::Inference, 0),
+    ("vllm:time_to_first_token_seconds", Phase::Ttft, 0),
+    ("vllm:inter_token_latency_seconds", Phase::InterToken, 0),
+    ("vllm:time_per_output_token_seconds", Phase::InterToken, 1),
+    ("vllm:e2e_request_latency_seconds", Phase::E2e, 0),
+];
+
+/// The phase and rank of a histogram name ([`LATENCY_HISTOGRAMS`]).
 fn phase_of(base: &str) -> Option<(Phase, usize)> {
-    Some(match base {
-        "vllm:request_queue_time_seconds" => (Phase::Queue, 0),
-        "vllm:request_prefill_time_seconds" => (Phase::Prefill, 0),
-        "vllm:request_decode_time_seconds" => (Phase::Decode, 0),
-        "vllm:request_inference_time_seconds" => (Phase::Inference, 0),
-        "vllm:time_to_first_token_seconds" => (Phase::Ttft, 0),
-        "vllm:inter_token_latency_seconds" => (Phase::InterToken, 0),
-        "vllm:time_per_output_token_seconds" => (Phase::InterToken, 1),
-        "vllm:e2e_request_latency_seconds" => (Phase::E2e, 0),
-        _ => return None,
-    })
+    LATENCY_HISTOGRAMS
+        .iter()
+        .find(|(name, _, _)| *name == base)
+        .map(|&(_, phase, rank)| (phase, rank))
 }
 
 /// One histogram summed over engines and label sets: cumulative counts by

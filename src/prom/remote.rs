@@ -7,7 +7,8 @@
 //! Each step's series of one instance are written back as a Prometheus text
 //! page and read by [`ServerSnapshot::from_exposition`]: old metric names,
 //! engines and KV weighting behave exactly as on a scrape. The latency
-//! histograms are not fetched (a run's time split needs `/metrics`).
+//! histograms come the same way, so a window's time split (queue, prefill,
+//! decode, server TTFT) is the one direct scraping gives.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

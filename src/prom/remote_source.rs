@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use super::super::api::{unix_secs, PromClient};
+use super::super::latency::LATENCY_HISTOGRAMS;
 use super::super::replicas::ReplicaSample;
 use super::super::window::TimelineSample;
 use super::{
@@ -169,11 +170,17 @@ impl PromSource {
         };
         let (start, end) = (unix_secs(first.1), unix_secs(last.1));
         self.wait_until_scraped(end).await;
-        let names = SNAPSHOT_SAMPLE_NAMES
+        let mut names: Vec<String> = SNAPSHOT_SAMPLE_NAMES
             .iter()
-            .map(|n| n.trim_start_matches("vllm:"))
-            .collect::<Vec<_>>()
-            .join("|");
+            .map(|n| n.trim_start_matches("vllm:").to_string())
+            .collect();
+        // The latency histograms too: a window's time split comes from them.
+        names.extend(
+            LATENCY_HISTOGRAMS
+                .iter()
+                .map(|(n, _, _)| format!("{}_(bucket|sum|count)", n.trim_start_matches("vllm:"))),
+        );
+        let names = names.join("|");
         let mut filter = format!("__name__=~\"vllm:({names})\"");
         if !self.selector.is_empty() {
             filter = format!("{filter},{}", self.selector);

@@ -51,8 +51,10 @@ pub fn replica_name(url: &str) -> String {
 /// the next level's ends that soon. Counters that move when a request
 /// starts (prompt tokens, prefix-cache queries and hits) read it early, at
 /// the last step at or before `b` (a scrape before `b`): a level's last
-/// prompts arrive well before its end, the next level's after it.
-/// Contiguous windows share their boundary readings, so a run's counters
+/// prompts arrive well before its end, the next level's after it. Of the
+/// latency histograms, TTFT (observed at a request's first token) is read
+/// early and the others (observed at its end; inter-token latency as its
+/// tokens come) late. Contiguous windows share their boundary readings, so a run's counters
 /// add up. Peaks come from the steps in `[t0 + lag, t1]`, whose scrapes all
 /// fall inside the window (every step read late when the window is shorter
 /// than `lag`). `lag` 0 is [`window_stats`].
@@ -83,6 +85,10 @@ pub fn lagged_window(
         prefix_cache_queries: early.prefix_cache_queries,
         prefix_cache_hits: early.prefix_cache_hits,
         prefix_hit_rate: early.prefix_hit_rate,
+        time_split: late.time_split.map(|mut split| {
+            split.ttft = early.time_split.and_then(|e| e.ttft).or(split.ttft);
+            split
+        }),
         ..late
     }
 }

@@ -55,12 +55,9 @@ pub fn apply_server_window(level: &mut LevelSummary, window: &ServerWindow) {
     level.peak_waiting = window.peak_waiting;
     level.prefix_hit_rate = window.prefix_hit_rate;
     level.failed_scrapes = Some(window.failed_scrapes);
-    let client = level.time_split.take();
     level.time_split = window.time_split.map(|mut split| {
-        if let Some(c) = client {
-            split.client_ttft_mean_s = c.client_ttft_mean_s;
-            split.client_e2e_mean_s = c.client_e2e_mean_s;
-        }
+        split.client_ttft_mean_s = level.ttft_mean_s;
+        split.client_e2e_mean_s = level.e2e_mean_s;
         split
     });
 }
@@ -74,6 +71,8 @@ pub fn summarize_level(
     window: Option<ServerWindow>,
 ) -> LevelSummary {
     let ok: Vec<&RequestRecord> = records.iter().filter(|r| r.ok).collect();
+    let ttft_mean_s = mean(ok.iter().filter_map(|r| r.ttft_s));
+    let e2e_mean_s = mean(ok.iter().map(|r| r.e2e_s));
     let mut errors: BTreeMap<String, ErrorGroup> = BTreeMap::new();
     for r in records.iter().filter(|r| !r.ok) {
         let kind = r.error_kind.clone().unwrap_or_else(|| "unknown".into());
@@ -113,6 +112,8 @@ pub fn summarize_level(
         e2e_p50_s: percentile(&e2e, 50.0),
         e2e_p95_s: percentile(&e2e, 95.0),
         tpot_mean_s: mean(ok.iter().filter_map(|r| r.tpot_s)),
+        ttft_mean_s,
+        e2e_mean_s,
         preemptions: window.and_then(|w| w.preemptions),
         peak_kv_usage: window.and_then(|w| w.peak_kv_usage),
         peak_running: window.and_then(|w| w.peak_running),
@@ -120,8 +121,8 @@ pub fn summarize_level(
         prefix_hit_rate: window.and_then(|w| w.prefix_hit_rate),
         failed_scrapes: window.map(|w| w.failed_scrapes),
         time_split: window.and_then(|w| w.time_split).map(|mut split| {
-            split.client_ttft_mean_s = mean(ok.iter().filter_map(|r| r.ttft_s));
-            split.client_e2e_mean_s = mean(ok.iter().map(|r| r.e2e_s));
+            split.client_ttft_mean_s = ttft_mean_s;
+            split.client_e2e_mean_s = e2e_mean_s;
             split
         }),
         fleet: None,

@@ -34,6 +34,8 @@ fn full_level() -> LevelSummary {
         e2e_p50_s: Some(1.0),
         e2e_p95_s: Some(1.5),
         tpot_mean_s: Some(0.01),
+        ttft_mean_s: Some(0.3),
+        e2e_mean_s: Some(2.0),
         preemptions: Some(0.0),
         peak_kv_usage: Some(0.5),
         peak_running: Some(4.0),

@@ -121,6 +121,13 @@ pub struct LevelSummary {
     pub e2e_p95_s: Option<f64>,
     /// Mean of the requests' time per output token over successes, seconds.
     pub tpot_mean_s: Option<f64>,
+    /// Mean time to first token over successes, seconds (the client's side
+    /// of the time split).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_mean_s: Option<f64>,
+    /// Mean end-to-end latency over successes, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e2e_mean_s: Option<f64>,
     /// Preemptions during the level (increase of the counter).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preemptions: Option<f64>,

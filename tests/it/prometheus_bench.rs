@@ -13,13 +13,19 @@
 //! reads every second without boundary readings, so against it a level's
 //! count may differ by the requests ending within a second of a boundary
 //! (at most the concurrency at each end), and gauge peaks, read at other
-//! instants, by at most the level's concurrency.
+//! instants, by at most the level's concurrency. The latency histograms
+//! come through Prometheus too: each level's time split counts its
+//! requests, and the whole run's split equals the direct one.
 
 use std::path::Path;
 use std::time::Duration;
 
 use codendum::clock::Clock;
-use codendum::prom::{align_timeline, fleet_figures, ReplicaSample, Sampler, Scraper};
+use codendum::prom::{
+    align_timeline, fleet_figures, LatencyHistograms, ReplicaSample, Sampler, Scraper,
+    TimelineSample,
+};
+use codendum::results::TimeSplit;
 use serde_json::Value;
 
 use crate::cli_support::{codendum, only_folder, read_json, read_jsonl, run_in};
@@ -113,6 +119,37 @@ fn assert_level_agrees(level: &Value, direct: &[ReplicaSample]) {
     // The fleet's own figures come from Prometheus too.
     assert!(num(&level["peak_running"]) <= c, "{level}");
     assert_eq!(level["failed_scrapes"], 0, "{level}");
+    // The server's time split comes through Prometheus as well: every
+    // request of the level, once, in each phase the twin exports.
+    let split = &level["time_split"];
+    for phase in ["queue", "prefill", "decode", "ttft", "e2e"] {
+        assert_eq!(
+            num(&split[phase]["requests"]),
+            num(&level["successes"]),
+            "{phase}: {split}"
+        );
+    }
+    let (server, client) = (
+        num(&split["ttft"]["mean_s"]),
+        num(&split["client_ttft_mean_s"]),
+    );
+    assert!(
+        server > 0.0 && server <= client,
+        "server TTFT {server} s within the client's {client} s"
+    );
+}
+
+/// The whole run's time split (first to last reading, fleet sum).
+fn whole_run_split(timeline: &[TimelineSample]) -> TimeSplit {
+    let with: Vec<&LatencyHistograms> = timeline
+        .iter()
+        .filter_map(|s| s.snapshot.as_ref()?.latency.as_ref())
+        .collect();
+    let (first, last) = (
+        with.first().expect("histograms"),
+        with.last().expect("histograms"),
+    );
+    last.split_since(first).expect("a time split")
 }
 
 #[test]
@@ -139,7 +176,7 @@ fn bench_through_prometheus_gives_the_direct_figures() {
         .args(["--yes", "--results-dir", "results"]);
     let run = run_in(cmd, dir.path(), "bench");
     assert_eq!(run.code, Some(0), "{}", run.both());
-    let (_, direct_replicas) = fleet.rt.block_on(direct.stop_fleet());
+    let (direct_fleet, direct_replicas) = fleet.rt.block_on(direct.stop_fleet());
 
     let folder = only_folder(&dir.path().join("results"));
     let summary = read_json(&folder.join("summary.json"));
@@ -163,6 +200,13 @@ fn bench_through_prometheus_gives_the_direct_figures() {
         assert_level_agrees(level, &direct);
     }
     let timeline = read_jsonl(&folder.join("server-timeline.jsonl"), false);
+    let through: Vec<TimelineSample> = timeline
+        .iter()
+        .map(|v| serde_json::from_value(v.clone()).expect("a timeline sample"))
+        .collect();
+    // Both timelines start before the first request and end after the
+    // last: the histograms' increases are the same.
+    assert_eq!(whole_run_split(&through), whole_run_split(&direct_fleet));
     assert!(
         timeline.len() >= 5,
         "one sample a second: {}",
