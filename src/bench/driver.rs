@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use super::config::BenchConfig;
 use super::level::{record_from_outcome, summarize_level, LevelFrame};
 use super::progress::LevelProgress;
-use super::prompt::{request_body, ShapePrompt};
+use super::prompt::{request_body, session_id, ShapePrompt};
 use super::seams::{ServerInfo, ServerMetrics};
 use crate::clock::Clock;
 use crate::error::Error;
@@ -240,7 +240,10 @@ fn start_request<'a>(
             ctx.config.output_tokens,
         ),
         api_key: ctx.config.target.api_key.clone(),
-        headers: Vec::new(),
+        headers: vec![(
+            "x-session-id".to_string(),
+            session_id(prompt.shape, n, index),
+        )],
         record_gaps: false,
     };
     Box::pin(async move {

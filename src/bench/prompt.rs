@@ -97,6 +97,16 @@ pub fn prompt_tag(run_id: &str, shape: Shape, concurrency: u32, index: u64) -> S
     )
 }
 
+/// The `x-session-id` a bench request carries: each request is a
+/// conversation of its own, as a new OpenCode session is, so a router with
+/// session affinity spreads a bench's requests as it spreads a class's
+/// sessions (and does not pin the whole run to the replica its API key
+/// hashes to). Derived from the shape, level and index only, so a run's
+/// routing repeats.
+pub fn session_id(shape: Shape, concurrency: u32, index: u64) -> String {
+    format!("codendum-bench-{}-c{concurrency}-{index}", shape.name())
+}
+
 /// Deterministic filler text of exactly `chars` ASCII characters (words
 /// drawn with a seeded generator, sentences of about twelve words).
 pub fn filler_text(seed: u64, chars: usize) -> String {

@@ -150,3 +150,56 @@ fn classroom_against_the_twin_fleet_reports_each_engine() {
     );
     assert_report_has_replicas(&folder, &names);
 }
+
+/// Every bench request carries an `x-session-id` of its own, as each new
+/// OpenCode session does: a session-affinity router keyed on it spreads the
+/// run over the replicas, where the one API key alone would pin all of it
+/// to the replica the key hashes to.
+#[test]
+fn bench_requests_carry_their_own_session_for_an_affinity_router() {
+    use codendum::twin::fleet::{start_fleet, FleetSpec, RouterPolicy};
+    use codendum::twin::profile::Profile;
+    use codendum::twin::TwinOptions;
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let mut opts = TwinOptions::new(Profile::load("classroom-64k").expect("profile"));
+    opts.clock = codendum::clock::Clock::scaled(50.0);
+    let spec = FleetSpec {
+        replicas: 2,
+        router: RouterPolicy::Session,
+    };
+    let fleet = rt
+        .block_on(start_fleet(
+            opts,
+            spec,
+            "127.0.0.1:0".parse().expect("addr"),
+        ))
+        .expect("fleet");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut cmd = codendum(dir.path());
+    cmd.args(["bench", "--base-url", &fleet.base_url()])
+        .args(["--metrics-url", &fleet.metrics_url()])
+        .args(["--api-key", "sk-test-one-key-for-all"])
+        .args(["--concurrency", "4", "--shapes", "short"])
+        .args(["--output-tokens", "16", "--requests-per-level", "16"])
+        .args(["--yes", "--results-dir", "results"]);
+    let run = run_in(cmd, dir.path(), "bench");
+    assert_eq!(run.code, Some(0), "{}", run.both());
+    let served = fleet.core().served();
+    rt.block_on(fleet.shutdown());
+    // The 16 sessions hash to both replicas (the ids are fixed by shape,
+    // level and index, so this split is the same on every run).
+    assert!(
+        served.iter().all(|&s| s > 0),
+        "served per replica: {served:?}"
+    );
+    assert!(served.iter().sum::<u64>() >= 16, "{served:?}");
+    let folder = only_folder(&dir.path().join("results"));
+    let summary = read_json(&folder.join("summary.json"));
+    let level = &summary["levels"][0];
+    assert!(num(&level["fleet"]["imbalance"]) < 2.0, "{level}");
+}
