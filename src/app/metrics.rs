@@ -13,7 +13,8 @@ use tokio::sync::watch;
 use crate::clock::Clock;
 use crate::error::{ConfigError, Error};
 use crate::prom::render::{render_table, render_watch_line};
-use crate::prom::{sample_once, IntervalRates, Scraper, TimelineSample};
+use crate::prom::replicas_render::{render_replica_readings, render_replica_watch};
+use crate::prom::{sample_fleet, IntervalRates, ReplicaSample, Scraper, TimelineSample};
 
 /// What `codendum metrics` was asked to do.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -79,6 +80,10 @@ struct JsonLine<'a> {
     sample: &'a TimelineSample,
     #[serde(skip_serializing_if = "Option::is_none")]
     rates: Option<&'a IntervalRates>,
+    /// Each replica's reading, for a fleet (several URLs, or one page of
+    /// several engines); absent for a single server.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    replicas: &'a [ReplicaSample],
 }
 
 fn write_error(e: std::io::Error) -> Error {
@@ -89,9 +94,14 @@ fn write_json(
     out: &mut (dyn Write + Send),
     sample: &TimelineSample,
     rates: Option<&IntervalRates>,
+    replicas: &[ReplicaSample],
 ) -> Result<(), Error> {
-    let line = serde_json::to_string(&JsonLine { sample, rates })
-        .map_err(|e| Error::Failed(format!("cannot encode a metrics sample as JSON: {e}")))?;
+    let line = serde_json::to_string(&JsonLine {
+        sample,
+        rates,
+        replicas,
+    })
+    .map_err(|e| Error::Failed(format!("cannot encode a metrics sample as JSON: {e}")))?;
     writeln!(out, "{line}").map_err(write_error)?;
     out.flush().map_err(write_error)
 }
@@ -120,20 +130,21 @@ async fn once(
     clock: &Clock,
     out: &mut (dyn Write + Send),
 ) -> Result<(), Error> {
-    let sample = sample_once(scraper, clock).await;
+    let (sample, replicas) = sample_fleet(scraper, clock).await;
     let Some(snapshot) = &sample.snapshot else {
         let reason = sample.error.as_deref().unwrap_or("scrape failed");
         return Err(Error::Failed(format!("metrics: {reason}")));
     };
     if opts.json {
-        return write_json(out, &sample, None);
+        return write_json(out, &sample, None, &replicas);
     }
     let urls = if opts.urls.is_empty() {
         scraper.urls()
     } else {
         &opts.urls
     };
-    out.write_all(render_table(snapshot, urls).as_bytes())
+    let text = render_table(snapshot, urls) + &render_replica_readings(&replicas);
+    out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
         .map_err(write_error)
 }
@@ -152,7 +163,7 @@ async fn watch_loop(
     let mut next = clock.now();
     loop {
         clock.sleep_until(next).await;
-        let sample = sample_once(scraper, clock).await;
+        let (sample, replicas) = sample_fleet(scraper, clock).await;
         taken += 1;
         if let Some(reason) = &sample.error {
             writeln!(
@@ -163,16 +174,20 @@ async fn watch_loop(
             .and_then(|()| err.flush())
             .map_err(write_error)?;
             if opts.json {
-                write_json(out, &sample, None)?;
+                write_json(out, &sample, None, &replicas)?;
             }
         } else {
             let rates = previous
                 .as_ref()
                 .and_then(|p| IntervalRates::between(p, &sample));
             if opts.json {
-                write_json(out, &sample, rates.as_ref())?;
+                write_json(out, &sample, rates.as_ref(), &replicas)?;
             } else {
-                writeln!(out, "{}", render_watch_line(&sample, rates.as_ref()))
+                let mut text = render_watch_line(&sample, rates.as_ref());
+                for r in &replicas {
+                    text.push_str(&format!("\n  {}", render_replica_watch(r)));
+                }
+                writeln!(out, "{text}")
                     .and_then(|()| out.flush())
                     .map_err(write_error)?;
             }

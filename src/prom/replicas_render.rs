@@ -1,8 +1,10 @@
 //! The per-replica table `bench` and `classroom` print on stderr at the end
 //! of a run against a fleet: each window's fleet row and one row per
-//! replica, then the imbalance.
+//! replica, then the imbalance; and the per-replica readings of one
+//! `codendum metrics` sample.
 
 use super::render::{format_count, format_percent};
+use super::replicas::ReplicaSample;
 use crate::results::FleetFigures;
 
 /// One window of the table: its label (`short c8`, `class`), the fleet's
@@ -68,6 +70,75 @@ pub fn render_fleet_table(rows: &[FleetRow<'_>]) -> String {
     out
 }
 
+/// One sample's replicas (`codendum metrics` against a fleet): gauges now
+/// and counters since each replica started, a row per replica, and the
+/// imbalance of the requests each has finished. Empty for a single server.
+pub fn render_replica_readings(replicas: &[ReplicaSample]) -> String {
+    if replicas.is_empty() {
+        return String::new();
+    }
+    let w = replicas
+        .iter()
+        .map(|r| r.replica.len())
+        .max()
+        .unwrap_or(0)
+        .max(7);
+    let mut out = format!(
+        "\n{:<w$} {:>5} {:>5} {:>8} {:>8} {:>8} {:>10} {:>12}\n",
+        "replica", "run", "wait", "kv", "preempt", "hit", "finished", "generated"
+    );
+    let mut finished = Vec::new();
+    for r in replicas {
+        let Some(s) = &r.sample.snapshot else {
+            // No count for this replica: no imbalance either.
+            finished.push(None);
+            let why = r.sample.error.as_deref().unwrap_or("no reading");
+            out.push_str(&format!("{:<w$} {why}\n", r.replica));
+            continue;
+        };
+        finished.push(s.finished_total());
+        out.push_str(&format!(
+            "{:<w$} {:>5} {:>5} {:>8} {:>8} {:>8} {:>10} {:>12}\n",
+            r.replica,
+            format_count(s.running),
+            format_count(s.waiting),
+            format_percent(s.kv_usage),
+            format_count(s.preemptions),
+            format_percent(s.prefix_hit_rate()),
+            format_count(s.finished_total()),
+            format_count(s.generation_tokens),
+        ));
+    }
+    let served: Option<Vec<f64>> = finished.into_iter().collect();
+    if let Some(x) = served
+        .as_deref()
+        .and_then(crate::results::replicas::imbalance)
+    {
+        out.push_str(&format!(
+            "imbalance (max over mean of requests finished): {x:.2}\n"
+        ));
+    }
+    out
+}
+
+/// One replica's gauges in a `--watch` line (indented under the fleet's).
+pub fn render_replica_watch(replica: &ReplicaSample) -> String {
+    match &replica.sample.snapshot {
+        Some(s) => format!(
+            "{}  running {}  waiting {}  KV {}",
+            replica.replica,
+            format_count(s.running),
+            format_count(s.waiting),
+            format_percent(s.kv_usage),
+        ),
+        None => format!(
+            "{}  {}",
+            replica.replica,
+            replica.sample.error.as_deref().unwrap_or("no reading")
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,5 +175,53 @@ mod tests {
             "{table}"
         );
         assert!(lines[5].ends_with("short c4 1.50"), "{table}");
+    }
+
+    #[test]
+    fn a_sample_has_a_row_per_replica_and_a_failed_one_says_why() {
+        use crate::prom::{ServerSnapshot, TimelineSample};
+        let at =
+            |replica: &str, snapshot: Option<ServerSnapshot>, error: Option<&str>| ReplicaSample {
+                replica: replica.into(),
+                sample: TimelineSample {
+                    utc: chrono::DateTime::from_timestamp(0, 0).expect("epoch"),
+                    t: 0.0,
+                    snapshot,
+                    error: error.map(str::to_string),
+                },
+            };
+        let mut busy = ServerSnapshot::from_text(
+            "vllm:num_requests_running 3\nvllm:request_success_total{finished_reason=\"stop\"} 9\n",
+        )
+        .expect("page");
+        busy.kv_usage = Some(0.5);
+        let idle = ServerSnapshot::from_text(
+            "vllm:num_requests_running 0\nvllm:request_success_total{finished_reason=\"stop\"} 3\n",
+        )
+        .expect("page");
+        let both = [
+            at("a:1", Some(busy.clone()), None),
+            at("b:2", Some(idle), None),
+        ];
+        let table = render_replica_readings(&both);
+        let lines: Vec<&str> = table.lines().collect();
+        assert!(lines[1].starts_with("replica"), "{table}");
+        assert!(
+            lines[2].starts_with("a:1") && lines[2].contains("50.0 %"),
+            "{table}"
+        );
+        assert!(lines[3].starts_with("b:2"), "{table}");
+        assert_eq!(
+            lines[4],
+            "imbalance (max over mean of requests finished): 1.50"
+        );
+        let failed = [
+            at("a:1", Some(busy), None),
+            at("b:2", None, Some("connection refused")),
+        ];
+        let table = render_replica_readings(&failed);
+        assert!(table.contains("b:2     connection refused"), "{table}");
+        assert!(!table.contains("imbalance"), "{table}");
+        assert_eq!(render_replica_readings(&[]), "");
     }
 }

@@ -92,14 +92,11 @@ pub fn prefix_margin(profile: &Profile) -> usize {
 }
 
 /// Max over mean of the requests each replica served (1 = perfectly even);
-/// `None` before any request.
+/// `None` before any request. The counts as integers; the one definition
+/// is [`crate::results::replicas::imbalance`].
 pub fn imbalance(served: &[u64]) -> Option<f64> {
-    let total: u64 = served.iter().sum();
-    if served.is_empty() || total == 0 {
-        return None;
-    }
-    let mean = total as f64 / served.len() as f64;
-    Some(*served.iter().max().unwrap_or(&0) as f64 / mean)
+    let served: Vec<f64> = served.iter().map(|&s| s as f64).collect();
+    crate::results::replicas::imbalance(&served)
 }
 
 /// The router's record of the prompt blocks it sent one replica: chained

@@ -151,44 +151,60 @@ fn classroom_against_the_twin_fleet_reports_each_engine() {
     assert_report_has_replicas(&folder, &names);
 }
 
+/// A twin fleet of two replicas under `router`, on `rt`, 50 × real time.
+fn twin_fleet(
+    rt: &tokio::runtime::Runtime,
+    router: codendum::twin::fleet::RouterPolicy,
+) -> codendum::twin::fleet::FleetHandle {
+    use codendum::twin::fleet::{start_fleet, FleetSpec};
+    use codendum::twin::profile::Profile;
+    use codendum::twin::TwinOptions;
+    let mut opts = TwinOptions::new(Profile::load("classroom-64k").expect("profile"));
+    opts.clock = codendum::clock::Clock::scaled(50.0);
+    let spec = FleetSpec {
+        replicas: 2,
+        router,
+    };
+    rt.block_on(start_fleet(
+        opts,
+        spec,
+        "127.0.0.1:0".parse().expect("addr"),
+    ))
+    .expect("fleet")
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// A short bench against `fleet` (one API key, `requests` at concurrency 4).
+fn short_bench(dir: &std::path::Path, fleet: &codendum::twin::fleet::FleetHandle, requests: u32) {
+    let mut cmd = codendum(dir);
+    cmd.args(["bench", "--base-url", &fleet.base_url()])
+        .args(["--metrics-url", &fleet.metrics_url()])
+        .args(["--api-key", "sk-test-one-key-for-all"])
+        .args(["--concurrency", "4", "--shapes", "short"])
+        .args(["--output-tokens", "16"])
+        .args(["--requests-per-level", &requests.to_string()])
+        .args(["--yes", "--results-dir", "results"]);
+    let run = run_in(cmd, dir, "bench");
+    assert_eq!(run.code, Some(0), "{}", run.both());
+}
+
 /// Every bench request carries an `x-session-id` of its own, as each new
 /// OpenCode session does: a session-affinity router keyed on it spreads the
 /// run over the replicas, where the one API key alone would pin all of it
 /// to the replica the key hashes to.
 #[test]
 fn bench_requests_carry_their_own_session_for_an_affinity_router() {
-    use codendum::twin::fleet::{start_fleet, FleetSpec, RouterPolicy};
-    use codendum::twin::profile::Profile;
-    use codendum::twin::TwinOptions;
-
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let mut opts = TwinOptions::new(Profile::load("classroom-64k").expect("profile"));
-    opts.clock = codendum::clock::Clock::scaled(50.0);
-    let spec = FleetSpec {
-        replicas: 2,
-        router: RouterPolicy::Session,
-    };
-    let fleet = rt
-        .block_on(start_fleet(
-            opts,
-            spec,
-            "127.0.0.1:0".parse().expect("addr"),
-        ))
-        .expect("fleet");
+    let rt = runtime();
+    let fleet = twin_fleet(&rt, codendum::twin::fleet::RouterPolicy::Session);
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut cmd = codendum(dir.path());
-    cmd.args(["bench", "--base-url", &fleet.base_url()])
-        .args(["--metrics-url", &fleet.metrics_url()])
-        .args(["--api-key", "sk-test-one-key-for-all"])
-        .args(["--concurrency", "4", "--shapes", "short"])
-        .args(["--output-tokens", "16", "--requests-per-level", "16"])
-        .args(["--yes", "--results-dir", "results"]);
-    let run = run_in(cmd, dir.path(), "bench");
-    assert_eq!(run.code, Some(0), "{}", run.both());
+    short_bench(dir.path(), &fleet, 16);
     let served = fleet.core().served();
     rt.block_on(fleet.shutdown());
     // The 16 sessions hash to both replicas (the ids are fixed by shape,
@@ -202,4 +218,74 @@ fn bench_requests_carry_their_own_session_for_an_affinity_router() {
     let summary = read_json(&folder.join("summary.json"));
     let level = &summary["levels"][0];
     assert!(num(&level["fleet"]["imbalance"]) < 2.0, "{level}");
+}
+
+/// `codendum metrics` against a fleet's page (one `engine` label per
+/// replica) shows a row per replica under the fleet's table, with the
+/// requests each finished and their imbalance; `--json` carries the same
+/// readings.
+#[test]
+fn metrics_shows_each_replica_of_a_fleet() {
+    let rt = runtime();
+    let fleet = twin_fleet(&rt, codendum::twin::fleet::RouterPolicy::RoundRobin);
+    let dir = tempfile::tempdir().expect("tempdir");
+    short_bench(dir.path(), &fleet, 8);
+    let mut cmd = codendum(dir.path());
+    cmd.args(["metrics", "--metrics-url", &fleet.metrics_url()]);
+    let table = run_in(cmd, dir.path(), "metrics");
+    let mut cmd = codendum(dir.path());
+    cmd.args(["metrics", "--json", "--metrics-url", &fleet.metrics_url()]);
+    let json = run_in(cmd, dir.path(), "metrics");
+    let served = fleet.core().served();
+    rt.block_on(fleet.shutdown());
+    assert_eq!(table.code, Some(0), "{}", table.both());
+    let host = fleet_host(&fleet_url_host(&table.stdout));
+    let rows: Vec<&str> = table
+        .stdout
+        .lines()
+        .filter(|l| l.contains(" engine="))
+        .collect();
+    assert_eq!(rows.len(), 2, "{}", table.stdout);
+    for (i, row) in rows.iter().enumerate() {
+        assert!(row.starts_with(&format!("{host} engine={i}")), "{row}");
+        // The last two columns: requests finished, tokens generated.
+        let finished: u64 = row
+            .split_whitespace()
+            .rev()
+            .nth(1)
+            .and_then(|v| v.parse().ok())
+            .expect(row);
+        assert_eq!(finished, served[i], "{row}");
+    }
+    assert!(
+        table
+            .stdout
+            .contains("imbalance (max over mean of requests finished): 1.00"),
+        "{}",
+        table.stdout
+    );
+    let line: Value = serde_json::from_str(json.stdout.trim()).expect("one JSON line");
+    let replicas = line["replicas"]
+        .as_array()
+        .expect("replicas in the JSON line");
+    assert_eq!(replicas.len(), 2, "{line}");
+    assert_eq!(replicas[1]["replica"], format!("{host} engine=1").as_str());
+    assert!(replicas[0]["snapshot"]["generation_tokens"].as_f64() > Some(0.0));
+}
+
+/// The `host:port` in the table's `server` row.
+fn fleet_url_host(table: &str) -> String {
+    table
+        .lines()
+        .find_map(|l| l.strip_prefix("server"))
+        .map(|u| u.trim().to_string())
+        .expect("a server row")
+}
+
+fn fleet_host(url: &str) -> String {
+    url.trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap_or_default()
+        .to_string()
 }
