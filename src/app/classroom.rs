@@ -261,6 +261,12 @@ fn parameters(config: &ClassroomConfig, run: &ClassroomRun<'_>, scale: f64) -> C
         output_limit: config.output_limit,
         seed: config.seed,
         prompt_file: run.prompt_file.clone(),
+        client_times: config.client_times.source().map(|p| {
+            p.file_name().map_or_else(
+                || p.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            )
+        }),
         api_keys: config.api_keys.len(),
         clock_scale: scale,
     }

@@ -119,6 +119,7 @@ fn class(summary: ClassroomSummary) -> ClassroomRunSummary {
             output_limit: 8_192,
             seed: 42,
             prompt_file: None,
+            client_times: None,
             api_keys: 40,
             clock_scale: 1.0,
         },

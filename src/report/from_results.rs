@@ -247,6 +247,12 @@ fn classroom_parameters(s: &ClassroomRunSummary) -> Vec<Parameter> {
                 .map_or("none".into(), |c| format!("{c} tokens")),
         ),
         param("output limit", format!("{} tokens", p.output_limit)),
+        param(
+            "client times",
+            p.client_times
+                .as_deref()
+                .map_or("built-in model".into(), |f| format!("measured ({f})")),
+        ),
         param("clock scale", p.clock_scale),
         param("seed", p.seed),
         param("server figures from", &s.server_figures_source),

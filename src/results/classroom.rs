@@ -44,6 +44,10 @@ pub struct ClassroomParameters {
     pub seed: u64,
     /// The captured prompt file, if one was given (its name only).
     pub prompt_file: Option<String>,
+    /// The measured client times (`--client-times`), if given (the file or
+    /// folder name only); absent: the built-in model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_times: Option<String>,
     /// API keys given (never the keys).
     pub api_keys: usize,
     /// Simulated seconds per real second (1 for a live server).

@@ -111,10 +111,10 @@ pub fn ends_after_ctrl_c(case: MetricsCase) -> Result<(), String> {
     let start = Instant::now();
     let results = dir.path().join("results");
     while !has_requests(&results) {
-        if start.elapsed() > Duration::from_secs(30) {
+        if start.elapsed() > Duration::from_secs(90) {
             let _ = running.kill();
             return Err(format!(
-                "no request finished within 30 s\n{}",
+                "no request finished within 90 s\n{}",
                 output(dir.path())
             ));
         }

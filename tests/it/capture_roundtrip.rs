@@ -146,4 +146,13 @@ fn the_classroom_binary_runs_with_a_captured_folder() {
             "a {gap:.2} s gap between calls: the built-in times were used"
         );
     }
+    // The run says which client times it used.
+    let summary = crate::cli_support::read_json(&run.join("summary.json"));
+    let named = summary["parameters"]["client_times"].as_str().unwrap_or("");
+    assert!(
+        named.ends_with(".json") || dir.path().ends_with(named),
+        "parameters.client_times: {:?}",
+        summary["parameters"]["client_times"]
+    );
+    assert!(!named.is_empty());
 }

@@ -166,6 +166,7 @@ fn capacity_results(summary: ClassroomSummary) -> WorkloadResults {
             output_limit: 8_192,
             seed: 1,
             prompt_file: None,
+            client_times: None,
             api_keys: 1,
             clock_scale: 1.0,
         },
