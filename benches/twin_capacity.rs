@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use codendum::clock::Clock;
 use codendum::openai::client::{ClientOptions, HttpClient};
-use codendum::openai::{CallRequest, Endpoint, Transport};
+use codendum::openai::{CallOutcome, CallRequest, Endpoint, Transport};
 use codendum::stats::{percentile, sorted_finite};
 use codendum::twin::fleet::{start_fleet, FleetHandle, FleetSpec, RouterPolicy};
 use codendum::twin::profile::Profile;
@@ -40,65 +40,106 @@ fn env_usize(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// What the environment asks for.
+struct Settings {
+    streams: usize,
+    tokens: usize,
+    replicas: u32,
+    seats: usize,
+    busy_loops: usize,
+}
+
+impl Settings {
+    fn from_env() -> Self {
+        Settings {
+            streams: env_usize("CODENDUM_STREAMS", 1000),
+            tokens: env_usize("CODENDUM_TOKENS", 256),
+            replicas: env_usize("CODENDUM_REPLICAS", 1) as u32,
+            seats: env_usize("CODENDUM_SEATS", 1024),
+            busy_loops: env_usize("CODENDUM_BUSY_LOOPS", 0),
+        }
+    }
+}
+
+fn runtime(name: &str) -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name(name)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
 fn main() {
-    let streams = env_usize("CODENDUM_STREAMS", 1000);
-    let tokens = env_usize("CODENDUM_TOKENS", 256);
-    let replicas = env_usize("CODENDUM_REPLICAS", 1) as u32;
-    let mut profile = Profile::load("classroom-64k").expect("embedded profile");
-    let seats = env_usize("CODENDUM_SEATS", 1024);
-    profile.server.max_num_seqs = seats as u32;
-    let twin_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("twin")
-        .enable_all()
-        .build()
-        .expect("twin runtime");
-    let client_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("client")
-        .enable_all()
-        .build()
-        .expect("client runtime");
+    let set = Settings::from_env();
+    let (twin_rt, client_rt) = (runtime("twin"), runtime("client"));
     let clock = Clock::real();
-    let mut opts = TwinOptions::new(profile);
-    opts.clock = clock.clone();
-    let addr = "127.0.0.1:0".parse().expect("addr");
-    let twin = if replicas > 1 {
-        let spec = FleetSpec {
-            replicas,
-            router: RouterPolicy::RoundRobin,
-        };
-        Server::Fleet(
-            twin_rt
-                .block_on(start_fleet(opts, spec, addr))
-                .expect("start the fleet"),
-        )
-    } else {
-        Server::One(twin_rt.block_on(start(opts, addr)).expect("start the twin"))
-    };
+    let twin = twin_rt.block_on(start_server(&set, clock.clone()));
     let client = Arc::new(
         HttpClient::new(
             &twin.base_url(),
             ClientOptions {
-                max_connections: streams,
+                max_connections: set.streams,
                 clock: clock.clone(),
                 ..ClientOptions::default()
             },
         )
         .expect("client"),
     );
-    let busy = BusyLoops::start(env_usize("CODENDUM_BUSY_LOOPS", 0));
+    let busy = BusyLoops::start(set.busy_loops);
     let load_before = loadavg();
     let t0 = clock.now_secs();
-    let outcomes = client_rt.block_on(async {
-        let mut tasks = Vec::with_capacity(streams);
-        for i in 0..streams {
+    let outcomes = client_rt.block_on(run_streams(&client, set.streams, set.tokens));
+    let wall = clock.now_secs() - t0;
+    let page = client_rt
+        .block_on(async { reqwest::get(twin.metrics_url()).await?.text().await })
+        .expect("metrics text");
+    drop(busy);
+    let parts = twin.lateness();
+    let raised = twin.engine_priority_raised();
+    twin_rt.block_on(twin.shutdown());
+    print_streams(&set, &outcomes, wall);
+    print_lateness(&parts);
+    println!(
+        "  /metrics has the lateness histogram: {}; engine priority raised: {raised}; {} busy loops beside; load before {load_before}, after {}",
+        page.contains("codendum_twin_step_lateness_seconds_count"),
+        set.busy_loops,
+        loadavg()
+    );
+}
+
+/// The twin (one replica) or a round-robin fleet, at time scale 1.
+async fn start_server(set: &Settings, clock: Clock) -> Server {
+    let mut profile = Profile::load("classroom-64k").expect("embedded profile");
+    profile.server.max_num_seqs = set.seats as u32;
+    let mut opts = TwinOptions::new(profile);
+    opts.clock = clock;
+    let addr = "127.0.0.1:0".parse().expect("addr");
+    if set.replicas > 1 {
+        let spec = FleetSpec {
+            replicas: set.replicas,
+            router: RouterPolicy::RoundRobin,
+        };
+        Server::Fleet(
+            start_fleet(opts, spec, addr)
+                .await
+                .expect("start the fleet"),
+        )
+    } else {
+        Server::One(start(opts, addr).await.expect("start the twin"))
+    }
+}
+
+/// `streams` paced streams of `tokens` tokens each, all at once.
+async fn run_streams(client: &Arc<HttpClient>, streams: usize, tokens: usize) -> Vec<CallOutcome> {
+    let tasks: Vec<_> = (0..streams)
+        .map(|i| {
             let client = client.clone();
             let body = json!({"model": "qwen3-coder",
                 "messages": [{"role": "user", "content": format!("Student {i}: why does my build fail?")}],
                 "max_tokens": tokens, "ignore_eos": true, "stream": true,
                 "stream_options": {"include_usage": true}});
-            tasks.push(tokio::spawn(async move {
+            tokio::spawn(async move {
                 client
                     .call(CallRequest {
                         endpoint: Endpoint::Chat,
@@ -108,45 +149,28 @@ fn main() {
                         record_gaps: true,
                     })
                     .await
-            }));
-        }
-        let mut out = Vec::with_capacity(streams);
-        for t in tasks {
-            out.push(t.await.expect("task"));
-        }
-        out
-    });
-    let wall = clock.now_secs() - t0;
-    let page = client_rt
-        .block_on(async {
-            reqwest::get(twin.metrics_url())
-                .await
-                .expect("metrics")
-                .text()
-                .await
+            })
         })
-        .expect("metrics text");
-    drop(busy);
-    let parts = twin.lateness();
-    let raised = twin.engine_priority_raised();
-    let lateness = codendum::twin::fleet::pages::merge_lateness(&parts);
-    twin_rt.block_on(twin.shutdown());
+        .collect();
+    let mut out = Vec::with_capacity(streams);
+    for t in tasks {
+        out.push(t.await.expect("task"));
+    }
+    out
+}
 
+fn print_streams(set: &Settings, outcomes: &[CallOutcome], wall: f64) {
     let ok = outcomes.iter().filter(|o| o.is_ok()).count();
     let out_tokens: u64 = outcomes.iter().map(|o| o.output_tokens().0).sum();
     let tpot = sorted_finite(outcomes.iter().filter_map(|o| o.tpot()));
     let ttft = sorted_finite(outcomes.iter().filter_map(|o| o.ttft));
     let p = |v: &[f64], q: f64| percentile(v, q).unwrap_or(f64::NAN);
-    let h = &lateness.histogram;
-    let bucket_line: Vec<String> = h
-        .bounds
-        .iter()
-        .zip(h.cumulative())
-        .map(|(b, c)| format!("<={b}s:{c}"))
-        .collect();
     println!(
-        "twin capacity: {replicas} replica(s) x {} seats, {streams} streams x {tokens} tokens, {ok} ok, {out_tokens} tokens in {wall:.1} s ({:.0} tok/s)",
-        seats,
+        "twin capacity: {} replica(s) x {} seats, {} streams x {} tokens, {ok} ok, {out_tokens} tokens in {wall:.1} s ({:.0} tok/s)",
+        set.replicas,
+        set.seats,
+        set.streams,
+        set.tokens,
         out_tokens as f64 / wall
     );
     println!(
@@ -156,6 +180,18 @@ fn main() {
         p(&tpot, 50.0) * 1e3,
         p(&tpot, 99.0) * 1e3
     );
+}
+
+/// Every engine's steps together, then each replica's.
+fn print_lateness(parts: &[StepLateness]) {
+    let lateness = codendum::twin::fleet::pages::merge_lateness(parts);
+    let h = &lateness.histogram;
+    let bucket_line: Vec<String> = h
+        .bounds
+        .iter()
+        .zip(h.cumulative())
+        .map(|(b, c)| format!("<={b}s:{c}"))
+        .collect();
     println!(
         "  steps {}, on time (lateness <= {:.0} % of the step) {} = {:.2} %; lateness mean {:.3} ms, max {:.3} ms = {:.2} % of its step",
         lateness.steps,
@@ -188,12 +224,6 @@ fn main() {
             );
         }
     }
-    println!(
-        "  /metrics has the lateness histogram: {}; engine priority raised: {raised}; {} busy loops beside; load before {load_before}, after {}",
-        page.contains("codendum_twin_step_lateness_seconds_count"),
-        env_usize("CODENDUM_BUSY_LOOPS", 0),
-        loadavg()
-    );
 }
 
 /// Threads spinning until dropped: other work on the same cores.

@@ -133,7 +133,7 @@ impl CaptureHandle {
 
     /// `http://ADDR/v1`: the base URL to give OpenCode.
     pub fn base_url(&self) -> String {
-        format!("http://{}/v1", self.addr)
+        crate::twin::base_url_at(self.addr)
     }
 
     /// The records so far.
@@ -171,7 +171,7 @@ pub async fn start(config: CaptureConfig) -> Result<CaptureHandle, Error> {
         .local_addr()
         .map_err(|e| Error::io("cannot read the bound address", e))?;
     let upstream = display(&config.upstream);
-    let header = CaptureHeader::new(upstream.clone(), format!("http://{addr}/v1"));
+    let header = CaptureHeader::new(upstream.clone(), crate::twin::base_url_at(addr));
     files::write_header(&config.out, &header)?;
     let store = Arc::new(Store::open(
         &config.out,

@@ -280,7 +280,7 @@ impl FirehoseHandle {
 
     /// `http://ADDR/v1`.
     pub fn base_url(&self) -> String {
-        format!("http://{}/v1", self.addr)
+        crate::twin::base_url_at(self.addr)
     }
 
     /// Stops serving.

@@ -44,17 +44,17 @@ impl FleetHandle {
 
     /// `http://127.0.0.1:PORT/v1`.
     pub fn base_url(&self) -> String {
-        format!("http://{}/v1", self.addr)
+        crate::twin::base_url_at(self.addr)
     }
 
     /// `http://127.0.0.1:PORT/metrics` (every replica).
     pub fn metrics_url(&self) -> String {
-        format!("http://{}/metrics", self.addr)
+        crate::twin::metrics_url_at(self.addr)
     }
 
     /// `http://127.0.0.1:PORT/metrics/replica/<index>`.
     pub fn replica_metrics_url(&self, index: usize) -> String {
-        format!("http://{}/metrics/replica/{index}", self.addr)
+        format!("{}/replica/{index}", self.metrics_url())
     }
 
     /// Each replica's state (engine statistics, step lateness).

@@ -184,6 +184,17 @@ fn assemble<R, E>(
     Ok((Arc::new(state), runner))
 }
 
+/// `http://ADDR/v1`: the OpenAI base URL of a server listening at `addr`
+/// (the twin, a fleet, the firehose, a capture proxy).
+pub fn base_url_at(addr: SocketAddr) -> String {
+    format!("http://{addr}/v1")
+}
+
+/// `http://ADDR/metrics`: its Prometheus page.
+pub fn metrics_url_at(addr: SocketAddr) -> String {
+    format!("http://{addr}/metrics")
+}
+
 /// A running twin.
 #[derive(Debug)]
 pub struct TwinHandle {
@@ -201,12 +212,12 @@ impl TwinHandle {
 
     /// `http://127.0.0.1:PORT/v1`.
     pub fn base_url(&self) -> String {
-        format!("http://{}/v1", self.addr)
+        base_url_at(self.addr)
     }
 
     /// `http://127.0.0.1:PORT/metrics`.
     pub fn metrics_url(&self) -> String {
-        format!("http://{}/metrics", self.addr)
+        metrics_url_at(self.addr)
     }
 
     /// The shared state (engine statistics, profile).
