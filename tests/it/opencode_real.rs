@@ -163,19 +163,27 @@ fn tool_calls(calls: &[Call]) -> Vec<(String, Value, String)> {
     out
 }
 
-/// Tool errors a real model would meet here too: no ripgrep for OpenCode's
-/// glob and grep (it downloads one from GitHub), pytest not installed, the
-/// project's Python 3.12 syntax on an older Python.
+/// Whether `rg` is on PATH (`.ci/run` installs it): OpenCode's glob and
+/// grep run it, and without it try to download one from GitHub and fail.
+fn ripgrep_on_path() -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("rg").is_file()))
+}
+
+/// Tool errors a real model would meet here too: pytest not installed, a
+/// syntax error of the agent's own making, and (only where `rg` is
+/// missing) OpenCode's glob and grep without ripgrep.
 fn real_error(result: &str) -> bool {
-    [
-        "ripgrep",
-        "command not found",
-        "No module named",
-        "SyntaxError",
-        "Error compiling",
-    ]
-    .iter()
-    .any(|w| result.contains(w))
+    let ripgrep = !ripgrep_on_path() && result.contains("ripgrep");
+    ripgrep
+        || [
+            "command not found",
+            "No module named",
+            "SyntaxError",
+            "Error compiling",
+        ]
+        .iter()
+        .any(|w| result.contains(w))
 }
 
 fn looks_failed(result: &str) -> bool {
@@ -339,9 +347,13 @@ fn check_session(
         .collect();
     assert!(!edited.is_empty(), "no edit applied\n{log}");
     for a in &edited {
-        let path = a["filePath"].as_str().unwrap();
+        // Relative to the project, or absolute (as glob and grep print paths).
+        let given = a["filePath"].as_str().unwrap();
+        let path = Path::new(given)
+            .strip_prefix(project)
+            .map_or(given.to_string(), |p| p.display().to_string());
         assert!(
-            changed.iter().any(|c| c == path),
+            changed.contains(&path),
             "{path} edited but unchanged on disk: {changed:?}"
         );
     }
@@ -375,6 +387,13 @@ fn check_tests_and_answer(calls: &[Call], tools: &[(String, Value, String)], log
     );
     let answer = text(&last_call.answer);
     let first_line = answer.lines().next().unwrap_or("");
+    let tally = last
+        .lines()
+        .rev()
+        .find(|l| l.contains(" passed") || l.contains(" failed") || l.contains("error"))
+        .or_else(|| last.lines().next())
+        .unwrap_or("(no output)");
+    eprintln!("last test run: {tally}\nfinal answer: {first_line}");
     assert!(
         log.contains(first_line),
         "OpenCode did not print the final answer {first_line:?}\n{log}"
