@@ -80,7 +80,7 @@ const fn percent(
 use self::{Better as B, Source as S, Unit as U};
 
 /// Every figure of a bench level, in `summary.csv` column order.
-pub const LEVEL_METRICS: [LevelMetric; 28] = [
+pub const LEVEL_METRICS: [LevelMetric; 30] = [
     text("shape", "shape", "Prompt shape", S::Level, |l| {
         l.shape.clone()
     }),
@@ -237,6 +237,22 @@ pub const LEVEL_METRICS: [LevelMetric; 28] = [
         B::Lower,
         S::Successes,
         |l| l.tpot_mean_s,
+    ),
+    metric(
+        "ttft_mean_s",
+        "TTFT mean",
+        U::Seconds,
+        B::Lower,
+        S::Successes,
+        |l| l.ttft_mean_s,
+    ),
+    metric(
+        "e2e_mean_s",
+        "E2E latency mean",
+        U::Seconds,
+        B::Lower,
+        S::Successes,
+        |l| l.e2e_mean_s,
     ),
     metric(
         "preemptions",
