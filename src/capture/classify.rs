@@ -41,11 +41,12 @@ pub enum CaptureKind {
 }
 
 /// What the capture reads off a request before forwarding it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RequestInfo {
     /// `x-session-id`.
     pub session: Option<String>,
-    /// `x-parent-session-id`.
+    /// `x-parent-session-id` (`parent_session` in `calls.jsonl`).
+    #[serde(rename = "parent_session")]
     pub parent: Option<String>,
     /// See the module rule.
     pub kind: CaptureKind,

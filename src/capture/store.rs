@@ -36,24 +36,11 @@ pub struct CallLine {
     pub method: String,
     /// Request path (without the query).
     pub path: String,
-    /// `x-session-id`.
-    pub session: Option<String>,
-    /// `x-parent-session-id`.
-    pub parent_session: Option<String>,
-    /// Why the call was made (see `classify`).
-    pub kind: CaptureKind,
-    /// Whether the request body was JSON (`false`: passed on as it was).
-    pub body_json: bool,
-    /// `stream` of the request.
-    pub stream: Option<bool>,
-    /// `model` of the request.
-    pub model: Option<String>,
-    /// `max_tokens` of the request, tokens.
-    pub max_tokens: Option<u64>,
-    /// Tool definitions offered.
-    pub tools_offered: usize,
-    /// Messages sent.
-    pub messages: usize,
+    /// What the request said of itself: session and parent session, kind,
+    /// and the body's `stream`, `model`, `max_tokens`, tools and messages
+    /// (flattened: one level of fields in `calls.jsonl`).
+    #[serde(flatten)]
+    pub request: RequestInfo,
     /// Request body, bytes.
     pub request_bytes: usize,
     /// The upstream's status (502: the upstream could not be reached).
@@ -157,15 +144,7 @@ impl Store {
             started_utc: Utc::now(),
             method: method.to_string(),
             path: path.to_string(),
-            session: info.session.clone(),
-            parent_session: info.parent.clone(),
-            kind: info.kind,
-            body_json: info.body_json,
-            stream: info.stream,
-            model: info.model.clone(),
-            max_tokens: info.max_tokens,
-            tools_offered: info.tools_offered,
-            messages: info.messages,
+            request: info.clone(),
             request_bytes,
             status: 0,
             prompt_tokens: None,
@@ -231,7 +210,7 @@ impl Store {
         line.prompt_tokens = answer.prompt_tokens;
         (line.output_tokens, line.tokens_counted_by) = match answer.completion_tokens {
             Some(n) => (Some(n), Some(TokenSource::Server)),
-            None if line.stream == Some(true) => {
+            None if line.request.stream == Some(true) => {
                 (Some(answer.text_chunks), Some(TokenSource::Client))
             }
             None => (None, None),
@@ -242,14 +221,15 @@ impl Store {
         line.error = error;
         let ok = (200..300).contains(&status) && line.error.is_none();
         let mut inner = self.lock();
-        if tracks_session(line.kind) {
+        if tracks_session(line.request.kind) {
             if let Some(s) = line
+                .request
                 .session
                 .as_ref()
                 .and_then(|id| inner.sessions.get_mut(id))
             {
                 s.in_flight = s.in_flight.saturating_sub(1);
-                s.last = after_answer(line.kind, ok, &answer.tool_calls).map(|a| (end, a));
+                s.last = after_answer(line.request.kind, ok, &answer.tool_calls).map(|a| (end, a));
             }
         }
         let result = match inner.calls.as_mut() {
