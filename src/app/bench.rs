@@ -139,13 +139,9 @@ async fn run_connected(run: &BenchRun<'_>, conn: &Connection) -> Result<BenchOut
         stop: run.stop.clone(),
         show_progress: run.show_progress,
     };
+    config.profile_check = profile_check;
     let mut outcome = run_bench(&config, deps).await;
     sampling.finish(&mut outcome, &conn.clock).await?;
-    if let (Ok(o), Some(check)) = (&outcome, &profile_check) {
-        if let Err(e) = server_match::record_in_summary(&o.folder, &o.summary, check) {
-            eprintln!("codendum: the profile check is not in summary.json: {e}");
-        }
-    }
     outcome
 }
 

@@ -173,26 +173,18 @@ async fn run_connected(
         server_figures_source: figures_source.into(),
         key_note,
         summary,
+        profile_check: ready.profile_check,
     };
-    write_summary(folder, run_summary, ready.profile_check.as_ref())
+    write_summary(folder, run_summary)
 }
 
-/// Writes `summary.json` (with the profile check, when there is one) and
-/// shows the final table.
+/// Writes `summary.json` and shows the final table.
 fn write_summary(
     folder: RunFolder,
     run_summary: ClassroomRunSummary,
-    profile_check: Option<&crate::capacity::server_match::ProfileCheck>,
 ) -> Result<ClassroomResult, Error> {
     folder.write_classroom_summary(&run_summary)?;
     let folder = folder.into_path();
-    if let Some(check) = profile_check {
-        if let Err(e) =
-            crate::capacity::server_match::record_in_summary(&folder, &run_summary, check)
-        {
-            eprintln!("codendum: the profile check is not in summary.json: {e}");
-        }
-    }
     // The final table is the human output of the run: always on stderr.
     eprint!("{}", render_summary(&run_summary));
     eprintln!("Results in {}", folder.display());

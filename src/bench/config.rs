@@ -203,6 +203,9 @@ pub struct BenchConfig {
     /// The engine settings the server states (the embedded twin's
     /// profile), recorded in `summary.json` for `codendum calibrate`.
     pub stated_engine: Option<crate::results::EngineSettings>,
+    /// The stated profile checked against the server before the run,
+    /// recorded in `summary.json` as `profile_check`.
+    pub profile_check: Option<crate::results::profile_check::ProfileCheck>,
 }
 
 /// One cell of a run: a shape at a concurrency level, with the requests it
@@ -238,6 +241,7 @@ impl BenchConfig {
             calibration: None,
             cells: None,
             stated_engine: None,
+            profile_check: None,
         }
     }
 

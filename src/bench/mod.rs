@@ -175,6 +175,7 @@ pub async fn run_bench(config: &BenchConfig, deps: BenchDeps<'_>) -> Result<Benc
         prompt_sizing,
         levels: levels.clone(),
         skipped_shapes,
+        profile_check: config.profile_check.clone(),
     };
     folder.write_bench_summary(&summary)?;
     let folder = folder.into_path();

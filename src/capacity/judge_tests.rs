@@ -135,6 +135,7 @@ fn class(summary: ClassroomSummary) -> ClassroomRunSummary {
         server_figures_source: "sampler".into(),
         key_note: None,
         summary,
+        profile_check: None,
     }
 }
 

@@ -20,17 +20,16 @@
 //!   `/metrics` URLs: each replica is compared);
 //! - [`check_live`]: `bench` and `classroom` against a live server with a
 //!   stated profile: reads, compares, warns on stderr;
-//! - [`record_in_summary`]: the check as `profile_check` in `summary.json`.
+//! - [`read_profile_check`]: a run's `profile_check` (`summary.json`, where
+//!   the bench and classroom summaries carry it as a field).
 
-pub use super::server_match_check::{check, ProfileCheck, ServerAnswers};
+pub use super::server_match_check::{check, ServerAnswers};
 pub use super::server_match_live::{
     check_live, check_target, read_metrics_pages, read_models, read_profile_check,
-    record_in_summary,
 };
+pub use crate::results::profile_check::{Difference, ProfileCheck, Setting};
 use std::fmt;
 use std::time::Duration;
-
-use serde::{Deserialize, Serialize};
 
 use crate::openai::client::ModelInfo;
 use crate::profile::ServerSettings;
@@ -51,18 +50,6 @@ pub const MODELS_SOURCE: &str = "/v1/models";
 /// The longest the check waits for `/v1/models` (real time).
 pub const MODELS_LIMIT: Duration = Duration::from_secs(10);
 
-/// A value of a setting: token counts, a switch, or a name.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum Setting {
-    /// On or off (`enable_prefix_caching`).
-    Flag(bool),
-    /// A count in tokens (`max_model_len`, `kv_cache_tokens`, `block_size`).
-    Tokens(u64),
-    /// A name (`served_model_name`; several served names joined by ", ").
-    Name(String),
-}
-
 impl fmt::Display for Setting {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -72,19 +59,6 @@ impl fmt::Display for Setting {
             Setting::Name(s) => f.write_str(s),
         }
     }
-}
-
-/// One setting the server states differently from the profile.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Difference {
-    /// The profile's `[server]` key (`max_model_len`, ...).
-    pub field: String,
-    /// The profile's value.
-    pub profile: Setting,
-    /// The server's value.
-    pub server: Setting,
-    /// Where the server stated it: `/v1/models` or the `/metrics` URL.
-    pub source: String,
 }
 
 impl fmt::Display for Difference {

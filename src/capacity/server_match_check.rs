@@ -4,9 +4,9 @@
 //! One set of stated values against a profile is
 //! [`super::server_match::compare`].
 
-use serde::{Deserialize, Serialize};
-
-use super::server_match::{compare, Comparison, Difference, StatedSettings, FIELDS, MODELS_SOURCE};
+use super::server_match::{
+    compare, Comparison, Difference, ProfileCheck, StatedSettings, FIELDS, MODELS_SOURCE,
+};
 use crate::openai::client::ModelInfo;
 use crate::profile::Profile;
 
@@ -18,29 +18,6 @@ pub struct ServerAnswers {
     pub models: Result<Vec<ModelInfo>, String>,
     /// `(URL, page text or why not)` per `/metrics` URL.
     pub metrics: Vec<(String, Result<String, String>)>,
-}
-
-/// A profile checked against a server: what `summary.json` records as
-/// `profile_check` and what the capacity trial judges.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProfileCheck {
-    /// The profile's name.
-    pub profile: String,
-    /// Settings the server states differently (empty: the switch took, as
-    /// far as the server states).
-    pub differences: Vec<Difference>,
-    /// Fields the server states as the profile says.
-    #[serde(default)]
-    pub matched: Vec<String>,
-    /// Fields the server does not state.
-    #[serde(default)]
-    pub not_stated: Vec<String>,
-    /// What was read: `/v1/models` and the `/metrics` URLs that answered.
-    #[serde(default)]
-    pub read: Vec<String>,
-    /// What could not be read, and why (one line each).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub unreadable: Vec<String>,
 }
 
 /// Compares `profile` with everything the server answered. With several

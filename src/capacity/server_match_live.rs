@@ -5,11 +5,8 @@
 
 use std::path::Path;
 
-use serde::Serialize;
-
 use super::server_match::{check, ProfileCheck, ServerAnswers, MODELS_LIMIT};
 use crate::app::{ConnectOptions, Connection};
-use crate::error::Error;
 use crate::openai::client::{HttpClient, ModelInfo};
 use crate::profile::Profile;
 use crate::target::{Secret, Target};
@@ -131,35 +128,6 @@ pub async fn check_live(
         );
     }
     Some(check)
-}
-
-/// The summary with `profile_check` after its own fields.
-#[derive(Serialize)]
-struct WithCheck<'a, T: Serialize> {
-    #[serde(flatten)]
-    summary: &'a T,
-    profile_check: &'a ProfileCheck,
-}
-
-/// Rewrites `folder/summary.json` as `summary` (a bench or classroom
-/// summary, written by its run just before) plus `"profile_check": check`
-/// after its last field. Readers of schema 1 ignore the field.
-pub fn record_in_summary<T: Serialize>(
-    folder: &Path,
-    summary: &T,
-    check: &ProfileCheck,
-) -> Result<(), Error> {
-    let path = folder.join(crate::results::SUMMARY_JSON);
-    let mut text = serde_json::to_string_pretty(&WithCheck {
-        summary,
-        profile_check: check,
-    })
-    .map_err(|e| Error::io(format!("cannot encode {}", path.display()), e.into()))?;
-    text.push('\n');
-    let partial = folder.join(format!("{}.partial", crate::results::SUMMARY_JSON));
-    std::fs::write(&partial, text)
-        .and_then(|()| std::fs::rename(&partial, &path))
-        .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))
 }
 
 /// The `profile_check` of a results folder's `summary.json`, if it has one.

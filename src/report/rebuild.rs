@@ -78,6 +78,7 @@ pub fn bench_summary_from_requests(folder: &Path) -> Result<BenchSummary, String
         },
         levels,
         skipped_shapes: Vec::new(),
+        profile_check: None,
     })
 }
 

@@ -76,6 +76,10 @@ pub struct ClassroomRunSummary {
     pub key_note: Option<String>,
     /// The figures.
     pub summary: ClassroomSummary,
+    /// The stated profile checked against the server before the class
+    /// (`--profile` against a live server); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_check: Option<super::profile_check::ProfileCheck>,
 }
 
 /// Writes a classroom `summary.json`.

@@ -12,6 +12,7 @@ pub mod folder;
 pub mod jsonl;
 pub mod level;
 pub mod metrics;
+pub mod profile_check;
 pub mod records;
 pub mod replicas;
 pub mod summary;

@@ -163,6 +163,10 @@ pub struct BenchSummary {
     /// fit in the server's context (absent when none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped_shapes: Vec<SkippedShape>,
+    /// The stated profile checked against the server before the run
+    /// (`--profile` against a live server); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_check: Option<super::profile_check::ProfileCheck>,
 }
 
 /// A requested shape the benchmark did not run, and why.

@@ -167,6 +167,7 @@ fn fixed_summary() -> BenchSummary {
         },
         levels,
         skipped_shapes: Vec::new(),
+        profile_check: None,
     }
 }
 

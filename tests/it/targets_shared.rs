@@ -182,6 +182,7 @@ fn capacity_results(summary: ClassroomSummary) -> WorkloadResults {
         server_figures_source: "sampler".into(),
         key_note: None,
         summary,
+        profile_check: None,
     };
     WorkloadResults {
         folder: PathBuf::from("bench-results/classroom-mixed"),
