@@ -19,7 +19,7 @@ use codendum::twin::{start, TwinHandle, TwinOptions};
 use serde_json::{json, Value};
 
 /// The API key the tests send (and look for in every file afterwards).
-pub const KEY: &str = "sk-test-capture-student-01";
+pub const KEY: &str = "sk-test-student-01";
 
 /// The agent script: read, edit, run the tests, answer. Requests without
 /// tools get a title.

@@ -186,7 +186,7 @@ fn short_bench(dir: &std::path::Path, fleet: &codendum::twin::fleet::FleetHandle
     let mut cmd = codendum(dir);
     cmd.args(["bench", "--base-url", &fleet.base_url()])
         .args(["--metrics-url", &fleet.metrics_url()])
-        .args(["--api-key", "sk-test-one-key-for-all"])
+        .args(["--api-key", "sk-test-student-02"])
         .args(["--concurrency", "4", "--shapes", "short"])
         .args(["--output-tokens", "16"])
         .args(["--requests-per-level", &requests.to_string()])
