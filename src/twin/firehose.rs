@@ -292,19 +292,9 @@ impl FirehoseHandle {
 
 /// Binds `addr` (port 0 for any) and serves the firehose (TCP_NODELAY on).
 pub async fn start(opts: FirehoseOptions, addr: SocketAddr) -> Result<FirehoseHandle, TwinError> {
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|source| TwinError::Bind { addr, source })?;
-    let bound = listener
-        .local_addr()
-        .map_err(|source| TwinError::Bind { addr, source })?;
+    let (listener, bound) = crate::twin::bind(addr).await?;
     let app = router(opts);
-    let server = tokio::spawn(async move {
-        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
-        let _ = axum::serve(listener, app).await;
-    });
+    let server = crate::twin::serve_no_delay(listener, app);
     Ok(FirehoseHandle {
         addr: bound,
         server,

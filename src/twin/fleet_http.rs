@@ -91,12 +91,7 @@ pub async fn start_fleet(
     spec: FleetSpec,
     addr: SocketAddr,
 ) -> Result<FleetHandle, TwinError> {
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|source| TwinError::Bind { addr, source })?;
-    let bound = listener
-        .local_addr()
-        .map_err(|source| TwinError::Bind { addr, source })?;
+    let (listener, bound) = crate::twin::bind(addr).await?;
     let proxy = opts
         .proxy
         .clone()
@@ -115,13 +110,7 @@ pub async fn start_fleet(
         Some(p) => p.wrap(app),
         None => app,
     };
-    let server = tokio::spawn(async move {
-        // As the single twin: no Nagle delay on the small SSE writes.
-        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
-        let _ = axum::serve(listener, app).await;
-    });
+    let server = crate::twin::serve_no_delay(listener, app);
     Ok(FleetHandle {
         addr: bound,
         server,

@@ -184,6 +184,35 @@ fn assemble<R, E>(
     Ok((Arc::new(state), runner))
 }
 
+/// Binds `addr` (port 0: any free one); the listener and the address it got.
+pub(crate) async fn bind(
+    addr: SocketAddr,
+) -> Result<(tokio::net::TcpListener, SocketAddr), TwinError> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| TwinError::Bind { addr, source })?;
+    let bound = listener
+        .local_addr()
+        .map_err(|source| TwinError::Bind { addr, source })?;
+    Ok((listener, bound))
+}
+
+/// Serves `app` on `listener` in a task, every connection with
+/// `TCP_NODELAY`: each SSE chunk is a small write, and without it Nagle's
+/// algorithm holds a chunk back until the client's delayed ACK (~40 ms),
+/// which would show up as client-side latency the twin never modelled.
+pub(crate) fn serve_no_delay(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        let _ = axum::serve(listener, app).await;
+    })
+}
+
 /// `http://ADDR/v1`: the OpenAI base URL of a server listening at `addr`
 /// (the twin, a fleet, the firehose, a capture proxy).
 pub fn base_url_at(addr: SocketAddr) -> String {
@@ -254,12 +283,7 @@ fn start_replica(
 
 /// Binds `addr` (use `127.0.0.1:0` in tests) and serves the twin.
 pub async fn start(opts: TwinOptions, addr: SocketAddr) -> Result<TwinHandle, TwinError> {
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|source| TwinError::Bind { addr, source })?;
-    let bound = listener
-        .local_addr()
-        .map_err(|source| TwinError::Bind { addr, source })?;
+    let (listener, bound) = crate::twin::bind(addr).await?;
     let proxy = opts
         .proxy
         .clone()
@@ -270,15 +294,7 @@ pub async fn start(opts: TwinOptions, addr: SocketAddr) -> Result<TwinHandle, Tw
         Some(p) => p.wrap(router(state.clone())),
         None => router(state.clone()),
     };
-    let server = tokio::spawn(async move {
-        // Each SSE chunk is a small write: without TCP_NODELAY, Nagle's
-        // algorithm holds it back until the client's delayed ACK (~40 ms),
-        // which would show up as client-side latency the twin never modelled.
-        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
-        let _ = axum::serve(listener, app).await;
-    });
+    let server = crate::twin::serve_no_delay(listener, app);
     Ok(TwinHandle {
         addr: bound,
         server,
