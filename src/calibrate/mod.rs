@@ -135,5 +135,4 @@ pub fn calibrate(options: &CalibrateOptions) -> Result<Calibration, ConfigError>
 }
 
 #[cfg(test)]
-#[path = "fit_tests.rs"]
 mod fit_tests;

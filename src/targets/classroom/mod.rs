@@ -281,5 +281,4 @@ pub fn server_errors(summary: &ClassroomSummary) -> u64 {
 }
 
 #[cfg(test)]
-#[path = "classroom_tests.rs"]
 mod tests;

@@ -279,5 +279,4 @@ pub fn request_seed(twin_seed: u64, body_seed: Option<u64>, prompt: &str) -> u64
 }
 
 #[cfg(test)]
-#[path = "tokenizer_tests.rs"]
 mod tests;

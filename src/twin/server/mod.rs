@@ -24,8 +24,6 @@ use super::tokenizer;
 use crate::clock::Clock;
 use crate::profile::Profile;
 use crate::target::Secret;
-
-#[path = "admission.rs"]
 mod admission;
 pub use admission::{admit, Admitted, Refusal};
 

@@ -185,10 +185,7 @@ fn read_page(text: &str) -> Result<Scraped, super::parse::ParseError> {
         engines: ServerSnapshot::per_engine(&page),
     })
 }
-
-#[path = "remote_source.rs"]
 mod source;
 
 #[cfg(test)]
-#[path = "remote_tests.rs"]
 mod tests;

@@ -389,6 +389,4 @@ fn planned_end(r: &EngineRequest, max_tokens: u32) -> (u32, FinishReason) {
         }
     }
 }
-
-#[path = "engine_step.rs"]
 mod engine_step;

@@ -325,5 +325,4 @@ pub fn decode_all(body: &[u8]) -> Vec<OwnedSseEvent> {
 }
 
 #[cfg(test)]
-#[path = "sse_tests.rs"]
 mod tests;

@@ -36,8 +36,6 @@ use crate::openai::{
     Transport, Usage,
 };
 use crate::prom::{ServerSnapshot, TimelineSample};
-
-#[path = "inproc_stats.rs"]
 mod stats;
 pub use stats::{snapshot_from_stats, StatsSampler};
 

@@ -26,12 +26,8 @@ use super::kv::block_hash;
 use super::router::RouteKey;
 pub use super::router::{Router, RouterPolicy};
 use crate::profile::Profile;
-
-#[path = "fleet_http.rs"]
 mod http;
-#[path = "fleet_inproc.rs"]
 mod inproc;
-#[path = "fleet_metrics.rs"]
 pub mod pages;
 pub use http::{start_fleet, FleetHandle};
 pub use inproc::{FleetSampler, FleetTimeline, FleetTransport};

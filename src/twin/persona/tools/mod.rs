@@ -5,8 +5,6 @@
 use serde_json::{Map, Value};
 
 use crate::twin::answer::AnswerPart;
-
-#[path = "tool_args.rs"]
 mod args;
 use args::{coerce, fill_required, required_names, todo_items, type_of};
 

@@ -218,5 +218,4 @@ pub fn compare(profile: &ServerSettings, stated: &StatedSettings) -> Comparison 
 }
 
 #[cfg(test)]
-#[path = "server_match_tests.rs"]
 mod tests;

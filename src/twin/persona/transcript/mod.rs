@@ -9,8 +9,6 @@ use serde_json::Value;
 use super::paths::{folder_entries, listing_paths, numbered_content, path_tokens};
 use super::tools::{Slot, ToolKit, ToolRole};
 use super::{fnv1a, mix};
-
-#[path = "results.rs"]
 mod results;
 use results::is_error_result;
 pub use results::{is_compile_command, is_test_command, log_failed, program_missing};

@@ -299,5 +299,4 @@ fn errors_by_kind(s: &ClassroomRunSummary) -> Option<String> {
 }
 
 #[cfg(test)]
-#[path = "judge_tests.rs"]
 mod tests;

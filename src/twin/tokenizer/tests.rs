@@ -17,22 +17,22 @@ fn pieces_are_lossless_and_about_four_chars() {
 fn project_sources_and_prompts_come_out_near_real_tokenizer_ratios() {
     let cases = [
         (
-            include_str!("../../fixtures/classroom/java/src/main/java/chat/ChatServer.java"),
+            include_str!("../../../fixtures/classroom/java/src/main/java/chat/ChatServer.java"),
             3.0,
             4.2,
         ),
         (
-            include_str!("../../fixtures/classroom/python/chat/server.py"),
+            include_str!("../../../fixtures/classroom/python/chat/server.py"),
             3.0,
             4.4,
         ),
         (
-            include_str!("../../fixtures/classroom/java/pom.xml"),
+            include_str!("../../../fixtures/classroom/java/pom.xml"),
             2.8,
             4.2,
         ),
         (
-            include_str!("../../fixtures/classroom/prompt/system.md"),
+            include_str!("../../../fixtures/classroom/prompt/system.md"),
             3.8,
             5.0,
         ),

@@ -33,8 +33,6 @@ use crate::target::{read_api_keys, Secret};
 const WINDOW: Duration = Duration::from_secs(60);
 /// `Retry-After` for in-flight limits, seconds.
 const IN_FLIGHT_RETRY_AFTER_SECS: u64 = 1;
-
-#[path = "proxy_layer.rs"]
 mod layer;
 
 /// The proxy's keys and limits (`None` = no limit).

@@ -356,5 +356,4 @@ pub fn check_version(v: &Value, supported: u32) -> Result<(), String> {
 }
 
 #[cfg(test)]
-#[path = "client_times_tests.rs"]
 mod tests;

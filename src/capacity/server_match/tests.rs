@@ -2,8 +2,8 @@ use super::*;
 use crate::profile::Profile;
 use std::path::Path;
 
-const METRICS_032: &str = include_str!("../../fixtures/vllm-0.32/metrics-busy.txt");
-const SMOLLM2: &str = include_str!("../../fixtures/profiles/vllm-032-smollm2.toml");
+const METRICS_032: &str = include_str!("../../../fixtures/vllm-0.32/metrics-busy.txt");
+const SMOLLM2: &str = include_str!("../../../fixtures/profiles/vllm-032-smollm2.toml");
 
 fn classroom_64k() -> Profile {
     Profile::load("classroom-64k").expect("embedded profile")

@@ -306,5 +306,4 @@ fn unknown(path: &str, key: &str, known: &str) -> ConfigError {
 }
 
 #[cfg(test)]
-#[path = "targets_tests.rs"]
 mod tests;

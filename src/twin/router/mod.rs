@@ -232,5 +232,4 @@ pub fn prefix_choice(cached_blocks: &[usize], loads: &[usize], margin: usize) ->
 }
 
 #[cfg(test)]
-#[path = "router_tests.rs"]
 mod tests;

@@ -132,12 +132,9 @@ impl LevelMetric {
 pub fn level_metric(column: &str) -> Option<&'static LevelMetric> {
     LEVEL_METRICS.iter().find(|m| m.column == column)
 }
-
-#[path = "metrics_table.rs"]
 mod table;
 
 pub use table::LEVEL_METRICS;
 
 #[cfg(test)]
-#[path = "metrics_tests.rs"]
 mod tests;
