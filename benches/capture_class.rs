@@ -15,13 +15,13 @@ use std::time::Instant;
 use codendum::classroom::{
     run_classroom, ClassroomConfig, ClientTimes, LiveStatus, MemorySink, PromptSet,
 };
-use codendum::clock::Clock;
 use codendum::plan::cell::{figures, CellResult, Window, SAMPLE_INTERVAL};
 use codendum::plan::config::CellSpec;
-use codendum::profile::Profile;
-use codendum::twin::inproc::{InProcTransport, StatsSampler};
-use codendum::twin::persona::AgentPersona;
-use codendum::twin::TwinOptions;
+use codendum_core::clock::Clock;
+use codendum_core::profile::Profile;
+use codendum_twin::inproc::{InProcTransport, StatsSampler};
+use codendum_twin::persona::AgentPersona;
+use codendum_twin::TwinOptions;
 
 const SEED: u64 = 1;
 const DURATION_S: u64 = 900;

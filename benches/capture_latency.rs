@@ -17,10 +17,10 @@
 use std::time::Instant;
 
 use codendum::capture::{self, CaptureConfig};
-use codendum::openai::chunk::parse_chunk;
-use codendum::openai::sse::{SseDecoder, SseEvent};
-use codendum::stats::{percentile, sorted_finite};
-use codendum::twin::firehose::{self, parse_stamps, FirehoseOptions};
+use codendum_core::openai::chunk::parse_chunk;
+use codendum_core::openai::sse::{SseDecoder, SseEvent};
+use codendum_core::stats::{percentile, sorted_finite};
+use codendum_twin::firehose::{self, parse_stamps, FirehoseOptions};
 use serde_json::json;
 
 const TOKENS: u64 = 100;

@@ -17,11 +17,11 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use codendum::clock::Clock;
-use codendum::openai::client::{ClientOptions, HttpClient};
-use codendum::openai::{CallOutcome, CallRequest, Endpoint, Transport};
-use codendum::stats::{percentile, sorted_finite};
-use codendum::twin::firehose::{self, parse_stamps, FirehoseOptions};
+use codendum::client::{ClientOptions, HttpClient};
+use codendum_core::clock::Clock;
+use codendum_core::openai::{CallOutcome, CallRequest, Endpoint, Transport};
+use codendum_core::stats::{percentile, sorted_finite};
+use codendum_twin::firehose::{self, parse_stamps, FirehoseOptions};
 use serde_json::json;
 
 const ROLE_ENV: &str = "CODENDUM_FIREHOSE_SERVER";

@@ -17,13 +17,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use codendum::classroom::{run_classroom, ClassroomConfig, LiveStatus, MemorySink, TaskOutcome};
-use codendum::clock::Clock;
-use codendum::prom::window_stats;
-use codendum::stats::{percentile, sorted_finite};
-use codendum::twin::fleet::{imbalance, FleetSampler, FleetSpec, FleetTransport, RouterPolicy};
-use codendum::twin::persona::AgentPersona;
-use codendum::twin::profile::Profile;
-use codendum::twin::TwinOptions;
+use codendum_core::clock::Clock;
+use codendum_core::profile::fleet::{FleetSpec, RouterPolicy};
+use codendum_core::profile::Profile;
+use codendum_core::prom::window_stats;
+use codendum_core::stats::{percentile, sorted_finite};
+use codendum_twin::fleet::{imbalance, FleetSampler, FleetTransport};
+use codendum_twin::persona::AgentPersona;
+use codendum_twin::TwinOptions;
 
 fn env(name: &str, default: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| default.to_string())
@@ -96,7 +97,7 @@ fn simulate(s: &Setup, spec: FleetSpec) -> Row {
     let ramp = class_config(s, 0).ramp_up.as_secs_f64();
     let t0 = tl.fleet.first().map_or(0.0, |x| x.t);
     let (a, b) = (t0 + ramp, t0 + s.duration as f64);
-    let out = |line: &[codendum::prom::TimelineSample]| {
+    let out = |line: &[codendum_core::prom::TimelineSample]| {
         window_stats(line, a, b).generation_tokens.unwrap_or(0.0) / (b - a)
     };
     let whole = window_stats(&tl.fleet, f64::NEG_INFINITY, f64::INFINITY);
@@ -120,7 +121,7 @@ fn simulate(s: &Setup, spec: FleetSpec) -> Row {
         preemptions: whole.preemptions.unwrap_or(0.0),
         errors: outcomes
             .iter()
-            .map(|o| codendum::targets::server_errors(&o.summary))
+            .map(|o| codendum_core::targets::server_errors(&o.summary))
             .sum(),
         completed: outcomes.iter().map(|o| o.summary.completed).sum(),
         wall: wall.elapsed().as_secs_f64(),

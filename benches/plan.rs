@@ -87,8 +87,9 @@ fn one_shot(cells: &str) {
 /// records (requests.jsonl, tasks.jsonl) to `dir`, for analysis.
 fn records(dir: &str, profile: &str) {
     use codendum::classroom::{run_classroom, ClassroomConfig, JsonlSink, LiveStatus};
-    use codendum::twin::inproc::InProcTransport;
-    use codendum::twin::{persona::AgentPersona, profile::Profile, TwinOptions};
+    use codendum_core::profile::Profile;
+    use codendum_twin::inproc::InProcTransport;
+    use codendum_twin::{persona::AgentPersona, TwinOptions};
     use std::sync::Arc;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -96,7 +97,7 @@ fn records(dir: &str, profile: &str) {
         .build()
         .expect("runtime");
     rt.block_on(async {
-        let clock = codendum::clock::Clock::scaled(1.0);
+        let clock = codendum_core::clock::Clock::scaled(1.0);
         let p = Profile::load(profile).expect("profile");
         let mut cc = ClassroomConfig::new(p.server.served_model_name.clone(), Some(65_536));
         cc.seed = 1;

@@ -3,7 +3,7 @@
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 
-use codendum::prom::{parse, ServerSnapshot};
+use codendum_core::prom::{parse, ServerSnapshot};
 
 const BUSY: &str = include_str!("../fixtures/metrics/vllm-0.30-metrics-busy.txt");
 

@@ -2,8 +2,8 @@
 //! alone, and decoding + chunk parsing + timing (the client's hot path),
 //! fed in network-sized pieces.
 
-use codendum::openai::sse::{SseDecoder, SseEvent};
-use codendum::openai::stream::StreamMeter;
+use codendum_core::openai::sse::{SseDecoder, SseEvent};
+use codendum_core::openai::stream::StreamMeter;
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 
 const TEXT_CHUNKS: usize = 8192;

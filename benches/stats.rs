@@ -5,7 +5,7 @@ use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use codendum::stats::{percentile, sorted_finite, Distribution};
+use codendum_core::stats::{percentile, sorted_finite, Distribution};
 
 fn values(n: usize) -> Vec<f64> {
     let mut rng = ChaCha8Rng::seed_from_u64(1);

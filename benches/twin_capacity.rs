@@ -22,15 +22,16 @@
 
 use std::sync::Arc;
 
-use codendum::clock::Clock;
-use codendum::openai::client::{ClientOptions, HttpClient};
-use codendum::openai::{CallOutcome, CallRequest, Endpoint, Transport};
-use codendum::stats::{percentile, sorted_finite};
-use codendum::twin::fleet::{start_fleet, FleetHandle, FleetSpec, RouterPolicy};
-use codendum::twin::profile::Profile;
-use codendum::twin::runner::StepLateness;
-use codendum::twin::runner::ON_TIME_SHARE;
-use codendum::twin::{start, TwinHandle, TwinOptions};
+use codendum::client::{ClientOptions, HttpClient};
+use codendum_core::clock::Clock;
+use codendum_core::openai::{CallOutcome, CallRequest, Endpoint, Transport};
+use codendum_core::profile::fleet::{FleetSpec, RouterPolicy};
+use codendum_core::profile::Profile;
+use codendum_core::stats::{percentile, sorted_finite};
+use codendum_twin::fleet::{start_fleet, FleetHandle};
+use codendum_twin::runner::StepLateness;
+use codendum_twin::runner::ON_TIME_SHARE;
+use codendum_twin::{start, TwinHandle, TwinOptions};
 use serde_json::json;
 
 fn env_usize(name: &str, default: usize) -> usize {
@@ -184,7 +185,7 @@ fn print_streams(set: &Settings, outcomes: &[CallOutcome], wall: f64) {
 
 /// Every engine's steps together, then each replica's.
 fn print_lateness(parts: &[StepLateness]) {
-    let lateness = codendum::twin::fleet::pages::merge_lateness(parts);
+    let lateness = codendum_twin::fleet::pages::merge_lateness(parts);
     let h = &lateness.histogram;
     let bucket_line: Vec<String> = h
         .bounds

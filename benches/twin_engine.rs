@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
-use codendum::twin::engine::{Engine, EngineConfig, EngineRequest};
-use codendum::twin::model::PhysicalStepModel;
-use codendum::twin::profile::Profile;
+use codendum_core::profile::Profile;
+use codendum_twin::engine::{Engine, EngineConfig, EngineRequest};
+use codendum_twin::model::PhysicalStepModel;
 use criterion::{criterion_group, criterion_main, Criterion};
 
 fn request(id: u64) -> EngineRequest {

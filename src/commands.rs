@@ -3,11 +3,11 @@
 use std::time::Duration;
 
 use codendum::app::bench::confirm_on_terminal;
-use codendum::app::connect::{BENCH_TIME_SCALE, CLASSROOM_TIME_SCALE};
 use codendum::app::signals::stop_on_signal;
-use codendum::app::ConnectOptions;
-use codendum::error::{ConfigError, Error};
-use codendum::target::{Provenance, Target};
+use codendum::connect::ConnectOptions;
+use codendum::connect::{BENCH_TIME_SCALE, CLASSROOM_TIME_SCALE};
+use codendum_core::error::{ConfigError, Error};
+use codendum_core::target::{Provenance, Target};
 
 use crate::cli::{
     BenchArgs, CaptureArgs, ClassroomArgs, Cli, Command, CompareArgs, EndpointArg, MetricsArgs,
@@ -68,9 +68,11 @@ fn metrics_urls(args: &MetricsArgs) -> Result<Vec<String>, Error> {
             .map(|u| u.trim().trim_end_matches('/').to_string())
             .filter(|u| !u.is_empty())
             .collect()),
-        (_, Some(b)) if !b.trim().is_empty() => Ok(vec![codendum::target::default_metrics_url(
-            &codendum::target::normalize_base_url(b)?,
-        )]),
+        (_, Some(b)) if !b.trim().is_empty() => {
+            Ok(vec![codendum_core::target::default_metrics_url(
+                &codendum_core::target::normalize_base_url(b)?,
+            )])
+        }
         _ => Err(ConfigError::invalid(
             "--metrics-url",
             "no server named: give --metrics-url or --base-url (or set CODENDUM_METRICS_URL)",
@@ -81,8 +83,8 @@ fn metrics_urls(args: &MetricsArgs) -> Result<Vec<String>, Error> {
 
 async fn serve(args: ServeArgs) -> Result<(), Error> {
     use codendum::app::serve::{ProxyLimits, ServeConfig};
-    let profile = codendum::twin::profile::Profile::load(&args.profile)?;
-    let (fleet, note) = codendum::app::connect::resolve_fleet(
+    let profile = codendum_core::profile::Profile::load(&args.profile)?;
+    let (fleet, note) = codendum::connect::resolve_fleet(
         &profile,
         args.fleet.replicas,
         args.fleet.router.as_deref(),
@@ -100,10 +102,10 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
         .map(str::trim)
         .filter(|k| !k.is_empty())
     {
-        keys.push(codendum::target::Secret::new(k));
+        keys.push(codendum_core::target::Secret::new(k));
     }
     if let Some(path) = &args.api_keys_file {
-        keys.extend(codendum::target::read_api_keys(path)?);
+        keys.extend(codendum_core::target::read_api_keys(path)?);
     }
     if args.proxy && keys.is_empty() {
         return Err(ConfigError::invalid("--proxy", "needs --api-keys-file or --api-key").into());
@@ -120,7 +122,7 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
                 ConfigError::invalid("--host", format!("{} is not an IP address", args.host))
             })?;
     let faults = match &args.faults {
-        Some(spec) => Some(codendum::twin::faults::FaultPlan::parse(spec)?.with_seed(args.seed)),
+        Some(spec) => Some(codendum_twin::faults::FaultPlan::parse(spec)?.with_seed(args.seed)),
         None => None,
     };
     let config = ServeConfig {
@@ -140,12 +142,10 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
 /// `--prometheus-url` and `--prometheus-selector`, checked.
 fn prometheus(
     args: &TargetArgs,
-) -> Result<Option<codendum::app::fleet::PrometheusOptions>, ConfigError> {
+) -> Result<Option<codendum::scrape::PrometheusOptions>, ConfigError> {
     args.prometheus_url
         .as_deref()
-        .map(|u| {
-            codendum::app::fleet::PrometheusOptions::new(u, args.prometheus_selector.as_deref())
-        })
+        .map(|u| codendum::scrape::PrometheusOptions::new(u, args.prometheus_selector.as_deref()))
         .transpose()
 }
 
@@ -232,8 +232,8 @@ async fn bench(args: BenchArgs) -> Result<(), Error> {
         codendum::bench::config::DEFAULT_OUTPUT_TOKENS
     });
     config.endpoint = match args.endpoint {
-        EndpointArg::Chat => codendum::openai::Endpoint::Chat,
-        EndpointArg::Completions => codendum::openai::Endpoint::Completions,
+        EndpointArg::Chat => codendum_core::openai::Endpoint::Chat,
+        EndpointArg::Completions => codendum_core::openai::Endpoint::Completions,
     };
     config.seed = args.run.seed;
     config.results_dir = args.run.results_dir.clone();
@@ -278,7 +278,7 @@ async fn classroom(args: ClassroomArgs) -> Result<(), Error> {
     config.output_limit = u64::from(args.output_limit);
     config.seed = args.run.seed;
     if let Some(path) = &args.api_keys_file {
-        config.api_keys = codendum::target::read_api_keys(path)?;
+        config.api_keys = codendum_core::target::read_api_keys(path)?;
     } else if let Some(k) = &target.api_key {
         config.api_keys = vec![k.clone()];
     }
@@ -439,7 +439,7 @@ fn calibrate(args: crate::cli::CalibrateArgs) -> Result<(), Error> {
     let targets_from = args
         .targets_from
         .as_deref()
-        .map(codendum::profile::Profile::load)
+        .map(codendum_core::profile::Profile::load)
         .transpose()?;
     let options = CalibrateOptions {
         runs: args.runs,

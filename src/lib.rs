@@ -1,45 +1,36 @@
 //! codendum: tells a lab whether its self-hosted coding-assistant server
 //! (vLLM behind an HTTPS proxy) can carry a class.
 //!
-//! The binary is a thin layer over this library:
+//! This crate is the top of the workspace's layers: it drives a server (or
+//! the twin) and writes results folders. Below it, `codendum_core` (the
+//! shared vocabulary), `codendum_twin` (the embedded twin) and
+//! `codendum_report` (reports from folders); above it, `codendum_capacity`
+//! (the acceptance suite). The binary is a thin layer over this library:
+//!
+//! - [`client`]: the HTTP client (codendum's own HTTP/1.1 streams, reqwest
+//!   for https and the side calls);
+//! - [`scrape`]: reading a live `/metrics` (the 1 s sampler) or Prometheus;
 //! - [`mod@bench`]: closed-loop capacity benchmark (levels × prompt shapes);
 //! - [`classroom`]: simulated students working with an OpenCode-like agent;
-//! - [`prom`]: the vLLM `/metrics` parser, server snapshots and the 1 s sampler;
-//! - [`twin`]: the embedded twin, vLLM on a GB10 in software;
-//! - [`kinds`]: the neutral vocabulary results files hold (endpoint, error
-//!   kinds, token source, provenance);
-//! - [`results`]: results folders, the bench and classroom records and their
-//!   summaries (plain functions of the records);
-//! - [`report`]: Markdown and HTML reports and comparisons from results folders;
-//! - [`profile`]: server profiles and hardware TOMLs, read by the twin, the
-//!   capacity suite and the planner;
-//! - [`targets`]: what a profile's `[targets]` mean, one definition for
-//!   the capacity suite and `codendum plan`;
-//! - [`capacity`]: the acceptance suite judging a profile's targets;
-//! - [`plan`]: the classroom in virtual time, judged by the same targets;
-//! - [`calibrate`]: fits the twin's step-time model to bench runs of a
-//!   real server and writes the profile;
-//! - [`capture`]: a recording reverse proxy between OpenCode and the server
-//!   (per-call records, the client time, the captured prompt).
+//! - [`capture`]: a recording reverse proxy between OpenCode and the server;
+//! - [`plan`]: the classroom in virtual time, judged by the profile's targets;
+//! - [`calibrate`]: fits the twin's step-time model to bench runs of a real
+//!   server and writes the profile;
+//! - [`connect`]: a live server or the embedded twin, opened in one place;
+//! - [`server_match`]: whether a live server is the one a profile describes;
+//! - [`app`]: each command as a library function (what the CLI and the
+//!   capacity suite call);
 //!
-//! Everything that waits or measures time asks one [`clock::Clock`].
+//! The binary's `cli` (clap's flags) and `commands` (their validation into
+//! the typed configurations of [`app`]) are the only code that knows clap.
 
 pub mod app;
 pub mod bench;
 pub mod calibrate;
-pub mod capacity;
 pub mod capture;
 pub mod classroom;
-pub mod clock;
-pub mod error;
-pub mod kinds;
-pub mod openai;
+pub mod client;
+pub mod connect;
 pub mod plan;
-pub mod profile;
-pub mod prom;
-pub mod report;
-pub mod results;
-pub mod stats;
-pub mod target;
-pub mod targets;
-pub mod twin;
+pub mod scrape;
+pub mod server_match;

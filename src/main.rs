@@ -66,7 +66,7 @@ fn usage_error(e: clap::Error) -> ! {
 }
 
 /// clap's multi-line message on one line: without the usage block and the
-/// "try --help" hint (clap's layout, unlike [`codendum::error::one_line`]'s
+/// "try --help" hint (clap's layout, unlike [`codendum_core::error::one_line`]'s
 /// error chains).
 fn usage_line(rendered: &str) -> String {
     let parts: Vec<&str> = rendered

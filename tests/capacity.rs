@@ -9,29 +9,28 @@
 //! (they reach loopback only, whatever the target is).
 
 mod capacity_support;
-mod servers;
 
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use codendum::capacity::Suite;
+use codendum_capacity::Suite;
 use libtest_mimic::{Arguments, Trial};
 
 fn main() -> ExitCode {
     let args = Arguments::from_args();
     if std::env::var_os(capacity_support::CHILD_ENV).is_some() {
         let suite = Arc::new(Suite::from_env(capacity_support::cache_dir()));
-        return libtest_mimic::run(&args, capacity_support::trials(&suite)).exit_code();
+        return libtest_mimic::run(&args, codendum_capacity::trials(&suite)).exit_code();
     }
     let suite = Arc::new(Suite::from_env(capacity_support::cache_dir()));
-    let mut trials = capacity_support::trials(&suite);
+    let mut trials = codendum_capacity::trials(&suite);
     trials.extend(selftests());
     libtest_mimic::run(&args, trials).exit_code()
 }
 
 fn selftests() -> Vec<Trial> {
     let mut trials = Vec::new();
-    for case in servers::MetricsCase::ALL {
+    for case in codendum_testkit::servers::MetricsCase::ALL {
         trials.push(Trial::test(
             format!("selftest::metrics-{}::ends", case.name()),
             move || capacity_support::selftest::ends_by_itself(case).map_err(Into::into),

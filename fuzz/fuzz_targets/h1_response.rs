@@ -4,7 +4,7 @@
 //! handed out never exceeds what came in.
 #![no_main]
 
-use codendum::openai::h1_wire::{parse_response_head, BodyDecoder, Piece};
+use codendum::client::h1_wire::{parse_response_head, BodyDecoder, Piece};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

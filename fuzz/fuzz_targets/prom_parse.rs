@@ -1,7 +1,7 @@
 //! The Prometheus text parser and the vLLM snapshot on arbitrary text.
 #![no_main]
 
-use codendum::prom::{parse, ServerSnapshot};
+use codendum_core::prom::{parse, ServerSnapshot};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

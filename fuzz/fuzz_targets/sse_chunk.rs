@@ -2,9 +2,9 @@
 //! split into pieces at places the input chooses.
 #![no_main]
 
-use codendum::openai::chunk::{parse_chunk, Assembler};
-use codendum::openai::sse::{decode_all, OwnedSseEvent, SseDecoder, SseEvent};
-use codendum::openai::stream::StreamMeter;
+use codendum_core::openai::chunk::{parse_chunk, Assembler};
+use codendum_core::openai::sse::{decode_all, OwnedSseEvent, SseDecoder, SseEvent};
+use codendum_core::openai::stream::StreamMeter;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

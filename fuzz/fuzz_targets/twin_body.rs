@@ -1,7 +1,7 @@
 //! The twin's chat/completions body parsing and validation on arbitrary bytes.
 #![no_main]
 
-use codendum::twin::request_body::parse_generation_body;
+use codendum_twin::request_body::parse_generation_body;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -4,14 +4,14 @@
 
 use tokio::sync::watch;
 
-use super::connect::{ConnectOptions, Connection};
 use super::fleet_bench::BenchSampling;
 use super::seams::SampledMetrics;
 use crate::bench::{
     preflight, resolve_model, run_bench, BenchConfig, BenchDeps, BenchOutcome, GuardVerdict,
 };
-use crate::capacity::server_match;
-use crate::error::Error;
+use crate::connect::{ConnectOptions, Connection};
+use crate::server_match;
+use codendum_core::error::Error;
 
 /// Asks the operator to go ahead with a plan; `false` refuses (exit 3).
 pub type Confirm = dyn Fn(&str) -> bool + Send + Sync;
@@ -60,7 +60,7 @@ pub async fn run(run: BenchRun<'_>) -> Result<BenchOutcome, Error> {
     conn.close().await;
     let outcome = result?;
     if run.write_report {
-        match crate::report::files::write_report(&outcome.folder, None) {
+        match codendum_report::files::write_report(&outcome.folder, None) {
             Ok(paths) => {
                 for p in paths {
                     eprintln!("Report: {}", p.display());
@@ -82,7 +82,7 @@ async fn run_connected(run: &BenchRun<'_>, conn: &Connection) -> Result<BenchOut
         eprintln!("Target: {}", conn.label);
         if let Some(p) = &conn.profile {
             config.provenance.profile = Some(p.name.clone());
-            config.stated_engine = Some(crate::results::EngineSettings {
+            config.stated_engine = Some(codendum_core::results::EngineSettings {
                 max_num_seqs: p.server.max_num_seqs,
                 max_num_batched_tokens: p.server.max_num_batched_tokens,
                 enable_prefix_caching: p.server.enable_prefix_caching,
@@ -161,7 +161,7 @@ pub fn check_outcome(outcome: &BenchOutcome) -> Result<(), Error> {
 /// Why a finished bench did not do what was asked: shapes that could not
 /// run, or levels where no request succeeded (exit 1, as AIPerf's parity
 /// notes ask of a run that failed throughout).
-pub fn unmet_requests(summary: &crate::results::BenchSummary) -> Option<String> {
+pub fn unmet_requests(summary: &codendum_core::results::BenchSummary) -> Option<String> {
     let mut problems: Vec<String> = summary
         .skipped_shapes
         .iter()

@@ -1,10 +1,10 @@
 //! `bench --calibration`: the calibration cells for the server at hand, once
 //! its seats (the embedded twin's profile) and `max_model_len` are known.
 
-use super::connect::Connection;
 use crate::bench::calibration::{calibration_plan, CalibrationInputs};
 use crate::bench::{plan_text, resolve_model, BenchConfig, ServerInfo, SpeedGuess};
-use crate::error::Error;
+use crate::connect::Connection;
+use codendum_core::error::Error;
 
 /// Fills `config.cells` (and the shapes they use) with the calibration
 /// workload; prints its notes, and for the embedded twin its plan (a live
@@ -46,7 +46,7 @@ fn speed_of(conn: &Connection) -> SpeedGuess {
     let Some(p) = &conn.profile else {
         return SpeedGuess::default();
     };
-    let m = crate::twin::model::PhysicalStepModel::new(&p.hardware);
+    let m = codendum_twin::model::PhysicalStepModel::new(&p.hardware);
     let seats = u64::from(p.server.max_num_seqs);
     SpeedGuess {
         single_stream_tok_per_s: m.decode_tokens_per_s(1, 2_000),

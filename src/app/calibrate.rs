@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::calibrate::{calibrate, write, CalibrateOptions, Calibration};
-use crate::error::Error;
+use codendum_core::error::Error;
 
 /// The files a calibration wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::capture::{self, CaptureConfig};
-use crate::error::Error;
+use codendum_core::error::Error;
 
 /// How long answers still streaming get after the stop, seconds.
 pub const STOP_GRACE: Duration = Duration::from_secs(5);

@@ -11,22 +11,22 @@ use tokio::sync::watch;
 use super::bench::Confirm;
 pub use super::classroom_output::render_summary;
 use super::classroom_output::show_status;
-use super::connect::{ConnectOptions, Connection};
 use super::fleet::{open_prometheus, ClassSampling, RunTimelines};
 use crate::bench::ServerInfo;
 use crate::classroom::{
     run_classroom_until, ClassroomConfig, ClassroomSummary, JsonlSink, LiveStatus, ServerFigures,
 };
-use crate::clock::Clock;
-use crate::error::Error;
-use crate::prom::{
-    align_timeline, fleet_figures, read_timeline, window_stats, Sampler, SamplerHandle, Scraper,
-    TimelineSample,
+use crate::connect::{ConnectOptions, Connection};
+use crate::scrape::{Sampler, SamplerHandle, Scraper};
+use codendum_core::clock::Clock;
+use codendum_core::error::Error;
+use codendum_core::prom::{
+    align_timeline, fleet_figures, read_timeline, window_stats, TimelineSample,
 };
-use crate::results::{
+use codendum_core::results::{
     self, ClassroomParameters, ClassroomRunSummary, RunFolder, RunHeader, ServerDescription,
 };
-use crate::target::{Provenance, Target};
+use codendum_core::target::{Provenance, Target};
 
 /// How long the calls in flight may go on after Ctrl-C or SIGTERM
 /// (simulated seconds), as bench's cancel grace.
@@ -85,7 +85,7 @@ pub async fn run(run: ClassroomRun<'_>) -> Result<ClassroomResult, Error> {
     conn.close().await;
     let result = result?;
     if run.write_report {
-        match crate::report::files::write_report(&result.folder, None) {
+        match codendum_report::files::write_report(&result.folder, None) {
             Ok(paths) => {
                 for p in paths {
                     eprintln!("Report: {}", p.display());
@@ -147,7 +147,7 @@ async fn run_connected(
     let window = (started_utc, origin, span);
     let figures_source = fill_server_figures(run, config, &mut summary, &sink, read, window)?;
     let server_version = if conn.is_embedded() {
-        Some(format!("{} (twin)", crate::twin::VLLM_VERSION))
+        Some(format!("{} (twin)", codendum_twin::VLLM_VERSION))
     } else {
         ServerInfo::server_version(conn.client.as_ref()).await
     };
@@ -230,8 +230,8 @@ fn fill_server_figures(
     if let Some(split) = summary.server.time_split.as_mut() {
         let calls = sink.requests();
         let ok = calls.iter().filter(|r| r.error_kind.is_none());
-        split.client_ttft_mean_s = crate::stats::mean(ok.clone().filter_map(|r| r.ttft_s));
-        split.client_e2e_mean_s = crate::stats::mean(ok.map(|r| r.duration_s));
+        split.client_ttft_mean_s = codendum_core::stats::mean(ok.clone().filter_map(|r| r.ttft_s));
+        split.client_e2e_mean_s = codendum_core::stats::mean(ok.map(|r| r.duration_s));
     }
     Ok(source)
 }
@@ -307,7 +307,7 @@ pub fn read_host_timeline(
     run_start: chrono::DateTime<chrono::Utc>,
 ) -> Result<Vec<TimelineSample>, Error> {
     let samples = read_timeline(path).map_err(|e| {
-        Error::Config(crate::error::ConfigError::BadFile {
+        Error::Config(codendum_core::error::ConfigError::BadFile {
             what: "server timeline",
             path: path.to_path_buf(),
             reason: e.to_string(),
@@ -374,7 +374,7 @@ async fn run_until_stopped(
     status: Arc<LiveStatus>,
     mut stop: watch::Receiver<bool>,
 ) -> Option<Result<crate::classroom::ClassroomOutcome, Error>> {
-    let transport: Arc<dyn crate::openai::Transport> = conn.client.clone();
+    let transport: Arc<dyn codendum_core::openai::Transport> = conn.client.clone();
     let class = run_classroom_until(
         config,
         transport,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::classroom::LiveStatus;
-use crate::results::ClassroomRunSummary;
+use codendum_core::results::ClassroomRunSummary;
 
 /// The live status line on stderr (nothing when stderr is not a terminal).
 pub async fn show_status(status: Arc<LiveStatus>) {
@@ -52,7 +52,7 @@ fn pct(v: Option<f64>) -> String {
 /// The rows of the summary table: a name and its figures.
 fn summary_rows(s: &ClassroomRunSummary) -> [(&'static str, String); 13] {
     let m = &s.summary;
-    let server_errors = crate::targets::server_errors(m);
+    let server_errors = codendum_core::targets::server_errors(m);
     [
         (
             "Server output, steady state",

@@ -3,13 +3,13 @@
 //! confirmation.
 
 use super::classroom::ClassroomRun;
-use super::connect::Connection;
 use crate::bench::{busy_guard, GuardVerdict};
-use crate::capacity::server_match::ProfileCheck;
 use crate::classroom::ClassroomConfig;
-use crate::error::Error;
-use crate::openai::client::ModelInfo;
-use crate::target::Provenance;
+use crate::client::ModelInfo;
+use crate::connect::Connection;
+use crate::server_match::ProfileCheck;
+use codendum_core::error::Error;
+use codendum_core::target::Provenance;
 
 /// What the run starts from.
 pub(super) struct Prepared {
@@ -56,7 +56,7 @@ pub(super) async fn prepare(run: &ClassroomRun<'_>, conn: &Connection) -> Result
         };
         let (load, check) = tokio::join!(
             guard_load,
-            crate::capacity::server_match::check_live(
+            crate::server_match::check_live(
                 provenance.profile.as_deref(),
                 &conn.client,
                 Some(&models),

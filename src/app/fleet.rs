@@ -6,55 +6,20 @@
 use std::time::Duration;
 
 use crate::bench::ServerLoad;
-use crate::clock::Clock;
-use crate::error::{ConfigError, Error};
-use crate::prom::api::{PromApiError, PromClient};
-use crate::prom::replicas::replica_name;
-use crate::prom::replicas_render::{render_fleet_table, FleetRow};
-use crate::prom::{
-    PromSource, PromSourceError, ReplicaSample, TimelineSample, REPLICA_TIMELINE_JSONL,
-};
-use crate::results::FleetFigures;
-use crate::results::{RunFolder, SERVER_TIMELINE_JSONL};
-use crate::target::Target;
+use crate::scrape::api::{PromApiError, PromClient};
+use crate::scrape::replicas_render::{render_fleet_table, FleetRow};
+use crate::scrape::{PromSource, PromSourceError, PrometheusOptions};
+use codendum_core::clock::Clock;
+use codendum_core::error::{ConfigError, Error};
+use codendum_core::prom::replicas::replica_name;
+use codendum_core::prom::{ReplicaSample, TimelineSample, REPLICA_TIMELINE_JSONL};
+use codendum_core::results::FleetFigures;
+use codendum_core::results::{RunFolder, SERVER_TIMELINE_JSONL};
+use codendum_core::target::Target;
 
 /// The sampling interval of a run's server figures (and the step of its
 /// Prometheus range queries), simulated seconds.
 pub const SAMPLING_INTERVAL: Duration = Duration::from_secs(1);
-
-/// `--prometheus-url` and `--prometheus-selector`, checked.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PrometheusOptions {
-    /// Prometheus's base URL (`http://prom:9090`).
-    pub url: String,
-    /// A PromQL label filter (`job="vllm"`); `None`: the instances of
-    /// `--metrics-url`.
-    pub selector: Option<String>,
-}
-
-impl PrometheusOptions {
-    /// Checks the URL is http(s) and the selector is not empty.
-    pub fn new(url: &str, selector: Option<&str>) -> Result<Self, ConfigError> {
-        let url = url.trim();
-        if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(ConfigError::invalid(
-                "--prometheus-url",
-                format!("{url} is not an http(s) URL"),
-            ));
-        }
-        let selector = selector.map(str::trim);
-        if selector.is_some_and(|s| s.trim_matches(['{', '}', ' ']).is_empty()) {
-            return Err(ConfigError::invalid(
-                "--prometheus-selector",
-                "empty: give a label filter such as job=\"vllm\"",
-            ));
-        }
-        Ok(PrometheusOptions {
-            url: url.to_string(),
-            selector: selector.map(String::from),
-        })
-    }
-}
 
 /// A Prometheus that holds the fleet, and the instances found in it.
 #[derive(Debug, Clone)]
@@ -79,7 +44,7 @@ pub async fn open_prometheus(
         )
         .into());
     }
-    let http = crate::openai::client::build_http_client(target.cacert.as_deref(), 4)?;
+    let http = crate::client::build_http_client(target.cacert.as_deref(), 4)?;
     let expected = target
         .metrics_urls
         .iter()
@@ -130,7 +95,7 @@ pub struct RunTimelines {
     pub fleet: Vec<TimelineSample>,
     /// Each replica's samples (empty for one server).
     pub replicas: Vec<ReplicaSample>,
-    /// [`crate::results::replicas::SOURCE_SCRAPE`] or `SOURCE_PROMETHEUS`.
+    /// [`codendum_core::results::replicas::SOURCE_SCRAPE`] or `SOURCE_PROMETHEUS`.
     pub source: &'static str,
     /// Whether the fleet's figures were read after the run (Prometheus):
     /// then the levels' server figures and `server-timeline.jsonl` are
@@ -175,7 +140,7 @@ pub fn write_timelines(folder: &RunFolder, read: &RunTimelines) -> Result<(), Er
 #[derive(Debug)]
 pub enum ClassSampling {
     /// The sampler of every `/metrics` URL.
-    Sampler(crate::prom::SamplerHandle),
+    Sampler(crate::scrape::SamplerHandle),
     /// Prometheus, read after the class.
     Prometheus(OpenedPrometheus),
     /// No server figures.
@@ -202,7 +167,7 @@ impl ClassSampling {
                 RunTimelines {
                     fleet,
                     replicas,
-                    source: crate::results::replicas::SOURCE_SCRAPE,
+                    source: codendum_core::results::replicas::SOURCE_SCRAPE,
                     read_after_run: false,
                     lag_s: 0.0,
                 }
@@ -217,7 +182,7 @@ impl ClassSampling {
                     Ok((fleet, replicas)) => RunTimelines {
                         fleet,
                         replicas,
-                        source: crate::results::replicas::SOURCE_PROMETHEUS,
+                        source: codendum_core::results::replicas::SOURCE_PROMETHEUS,
                         read_after_run: true,
                         lag_s,
                     },
@@ -244,7 +209,10 @@ pub async fn prometheus_load(opts: &PrometheusOptions, target: &Target) -> Optio
 }
 
 /// The per-replica table of a class (the fleet row from `server`).
-pub fn class_fleet_table(server: &crate::results::ServerFigures, fleet: &FleetFigures) -> String {
+pub fn class_fleet_table(
+    server: &codendum_core::results::ServerFigures,
+    fleet: &FleetFigures,
+) -> String {
     render_fleet_table(&[FleetRow {
         label: "class".into(),
         fleet: [

@@ -2,23 +2,23 @@
 //! [`ServerMetrics`], which sampler runs, and the figures filled in after
 //! the run (per replica; everything, from Prometheus).
 
+use crate::scrape::PrometheusOptions;
 use futures::future::BoxFuture;
 
-use super::connect::Connection;
 use super::fleet::{
-    clock_secs_at, open_prometheus, write_timelines, OpenedPrometheus, PrometheusOptions,
-    RunTimelines, SAMPLING_INTERVAL,
+    clock_secs_at, open_prometheus, write_timelines, OpenedPrometheus, RunTimelines,
+    SAMPLING_INTERVAL,
 };
 use crate::bench::{BenchOutcome, ServerLoad, ServerMetrics, ServerWindow};
-use crate::clock::Clock;
-use crate::error::Error;
-use crate::prom::replicas_render::{render_fleet_table, FleetRow};
-use crate::prom::{
-    fleet_figures_with, lagged_window, ReplicaSample, Sampler, SamplerHandle, TimelineSample,
-};
-use crate::results::replicas::{SOURCE_PROMETHEUS, SOURCE_SCRAPE};
-use crate::results::{apply_server_window, FleetFigures, RunFolder};
-use crate::target::Target;
+use crate::connect::Connection;
+use crate::scrape::replicas_render::{render_fleet_table, FleetRow};
+use crate::scrape::{Sampler, SamplerHandle};
+use codendum_core::clock::Clock;
+use codendum_core::error::Error;
+use codendum_core::prom::{fleet_figures_with, lagged_window, ReplicaSample, TimelineSample};
+use codendum_core::results::replicas::{SOURCE_PROMETHEUS, SOURCE_SCRAPE};
+use codendum_core::results::{apply_server_window, FleetFigures, RunFolder};
+use codendum_core::target::Target;
 
 /// Where a bench reads its server: Prometheus, or the 1 s sampler of every
 /// `/metrics` URL, or nothing.
@@ -214,14 +214,14 @@ pub fn finish_bench(
 /// The per-replica table of a bench's levels (empty for one server).
 /// With Prometheus read after the run, the fleet rows stand in for the
 /// server columns the run's own table could not show yet.
-fn bench_fleet_table(levels: &[crate::results::LevelSummary], source: &str) -> String {
+fn bench_fleet_table(levels: &[codendum_core::results::LevelSummary], source: &str) -> String {
     let no_replicas = FleetFigures::new(source, Vec::new());
     let rows: Vec<FleetRow<'_>> = levels
         .iter()
         .filter_map(|l| {
             let fleet = match (&l.fleet, source) {
                 (Some(f), _) => f,
-                (None, crate::results::replicas::SOURCE_PROMETHEUS) => &no_replicas,
+                (None, codendum_core::results::replicas::SOURCE_PROMETHEUS) => &no_replicas,
                 (None, _) => return None,
             };
             Some(FleetRow {

@@ -1,7 +1,7 @@
 //! `codendum metrics` end to end: read the server's `/metrics` once, or every
 //! `--watch` seconds, as a human table / line or as JSON lines that
-//! [`crate::prom::read_timeline`] reads back. The tables and lines themselves
-//! are drawn by [`crate::prom::render`].
+//! [`codendum_core::prom::read_timeline`] reads back. The tables and lines themselves
+//! are drawn by [`crate::scrape::render`].
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -10,11 +10,12 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio::sync::watch;
 
-use crate::clock::Clock;
-use crate::error::{ConfigError, Error};
-use crate::prom::render::{render_table, render_watch_line};
-use crate::prom::replicas_render::{render_replica_readings, render_replica_watch};
-use crate::prom::{sample_fleet, IntervalRates, ReplicaSample, Scraper, TimelineSample};
+use crate::scrape::render::{render_table, render_watch_line};
+use crate::scrape::replicas_render::{render_replica_readings, render_replica_watch};
+use crate::scrape::{sample_fleet, Scraper};
+use codendum_core::clock::Clock;
+use codendum_core::error::{ConfigError, Error};
+use codendum_core::prom::{IntervalRates, ReplicaSample, TimelineSample};
 
 /// What `codendum metrics` was asked to do.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -59,7 +60,7 @@ pub struct MetricsRun {
 /// until done or stopped (a stop is a normal end: `Ok`).
 pub async fn run(run: MetricsRun) -> Result<(), Error> {
     run.options.validate()?;
-    let client = crate::openai::client::build_http_client(run.cacert.as_deref(), 4)?;
+    let client = crate::client::build_http_client(run.cacert.as_deref(), 4)?;
     let scraper = Scraper::new(client, run.options.urls.clone());
     let clock = Clock::real();
     let mut out = std::io::stdout();

@@ -8,7 +8,7 @@
 //! [`report`] (`report` and `compare`). `src/commands.rs` in the binary only
 //! turns flags into those configs.
 //!
-//! The embedded twin is wired in one place: [`connect::Connection::open`].
+//! The embedded twin is wired in one place: [`crate::connect::Connection::open`].
 
 pub mod bench;
 mod bench_calibration;
@@ -17,7 +17,6 @@ pub mod capture;
 pub mod classroom;
 mod classroom_output;
 mod classroom_prepare;
-pub mod connect;
 pub mod fleet;
 pub mod fleet_bench;
 pub mod metrics;
@@ -26,5 +25,3 @@ pub mod report;
 pub mod seams;
 pub mod serve;
 pub mod signals;
-
-pub use connect::{ConnectOptions, Connection};

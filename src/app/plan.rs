@@ -5,9 +5,9 @@
 
 use std::path::PathBuf;
 
-use crate::error::Error;
 use crate::plan::search_text::probe_line;
 use crate::plan::{CellResult, JudgedCell, PlanConfig, PlanResults};
+use codendum_core::error::Error;
 
 /// Runs the plan (off the async runtime) and writes its folder; returns the
 /// results and the folder.

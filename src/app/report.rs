@@ -1,11 +1,11 @@
 //! `codendum report` and `codendum compare` end to end: read results
 //! folders, write the report (or comparison) files with
-//! [`crate::report::files`], and print their paths on stdout.
+//! [`codendum_report::files`], and print their paths on stdout.
 
 use std::path::PathBuf;
 
-use crate::error::Error;
-use crate::report::files::{write_comparison, write_report};
+use codendum_core::error::Error;
+use codendum_report::files::{write_comparison, write_report};
 
 /// What `codendum report` was asked to do.
 #[derive(Debug, Clone, PartialEq)]

@@ -7,9 +7,9 @@ use std::sync::Mutex;
 use futures::future::BoxFuture;
 
 use crate::bench::{ServerInfo, ServerLoad, ServerMetrics, ServerWindow};
-use crate::openai::client::HttpClient;
-use crate::openai::Endpoint;
-use crate::prom::{SamplerHandle, Scraper};
+use crate::client::HttpClient;
+use crate::scrape::{SamplerHandle, Scraper};
+use codendum_core::openai::Endpoint;
 
 impl ServerInfo for HttpClient {
     fn model_id(&self) -> BoxFuture<'_, Result<String, String>> {

@@ -8,14 +8,15 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::error::{ConfigError, Error};
-use crate::target::Secret;
-use crate::twin::faults::FaultPlan;
-use crate::twin::fleet::{start_fleet, FleetSpec};
-use crate::twin::persona::AgentPersona;
-use crate::twin::profile::Profile;
-use crate::twin::proxy::ProxyConfig;
-use crate::twin::{self, TwinOptions};
+use codendum_core::error::{ConfigError, Error};
+use codendum_core::profile::fleet::FleetSpec;
+use codendum_core::profile::Profile;
+use codendum_core::target::Secret;
+use codendum_twin::faults::FaultPlan;
+use codendum_twin::fleet::start_fleet;
+use codendum_twin::persona::AgentPersona;
+use codendum_twin::proxy::ProxyConfig;
+use codendum_twin::TwinOptions;
 
 /// The proxy's limits (`--proxy`); `None` fields are the proxy's defaults.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -86,7 +87,7 @@ pub async fn run(config: ServeConfig) -> Result<(), Error> {
     } = config;
     let profile_name = profile.name.clone();
     let mut opts = TwinOptions::new(profile);
-    opts.clock = crate::clock::Clock::scaled(time_scale);
+    opts.clock = codendum_core::clock::Clock::scaled(time_scale);
     opts.responder = Arc::new(AgentPersona::new(seed));
     opts.seed = seed;
     match proxy {
@@ -101,17 +102,17 @@ pub async fn run(config: ServeConfig) -> Result<(), Error> {
         None => opts.api_keys = keys,
     }
     opts.faults = faults.map(Arc::new);
-    let failed = |e: twin::TwinError| Error::Failed(e.to_string());
+    let failed = |e: codendum_twin::TwinError| Error::Failed(e.to_string());
     let banner = |url: String, what: String, raised: bool| {
         eprintln!(
             "codendum serve: {what} of vLLM {} on a GB10, profile {profile_name}, {}x real time, listening on {url} (Ctrl-C stops)",
-            twin::vllm_series(),
+            codendum_twin::vllm_series(),
             time_scale,
         );
         if !raised {
             eprintln!(
                 "codendum serve: the engine threads run at normal priority (raising it to nice {} needs root or CAP_SYS_NICE): under load, steps may start late",
-                twin::runner::ENGINE_NICENESS
+                codendum_twin::runner::ENGINE_NICENESS
             );
         }
     };
@@ -126,7 +127,7 @@ pub async fn run(config: ServeConfig) -> Result<(), Error> {
         let _ = tokio::time::timeout(Duration::from_secs(5), handle.shutdown()).await;
         return Ok(());
     }
-    let handle = twin::start(opts, addr).await.map_err(failed)?;
+    let handle = codendum_twin::start(opts, addr).await.map_err(failed)?;
     banner(
         handle.base_url(),
         "twin".into(),

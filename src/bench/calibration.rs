@@ -11,7 +11,8 @@
 //! from the prefix cache. A prompt that cannot fit `max_model_len` with its
 //! output is shrunk to the largest that fits, with a note.
 
-use super::config::{Cell, Shape};
+use super::config::Cell;
+use codendum_core::kinds::Shape;
 
 /// Output tokens per request of a calibration run (unless
 /// `--output-tokens` is given): enough decode steps per request to time

@@ -2,19 +2,17 @@
 //! `codendum bench` flag (no clap here: the CLI parses strings with
 //! [`parse_concurrency`] / [`parse_shapes`] and fills the struct).
 
-use std::borrow::Cow;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::error::ConfigError;
-use crate::openai::Endpoint;
-use crate::results::SkippedShape;
-use crate::target::{Provenance, Target};
+use codendum_core::error::ConfigError;
+use codendum_core::kinds::{Shape, MAX_CONCURRENCY};
+use codendum_core::openai::Endpoint;
+use codendum_core::results::SkippedShape;
+use codendum_core::target::{Provenance, Target};
 
 /// Default concurrency levels (`--concurrency`).
 pub const DEFAULT_CONCURRENCY: [u32; 5] = [1, 8, 16, 24, 40];
-/// Largest concurrency level accepted.
-pub const MAX_CONCURRENCY: u32 = 4096;
 /// Default output tokens per request (`--output-tokens`).
 pub const DEFAULT_OUTPUT_TOKENS: u32 = 256;
 /// Default grace for in-flight requests after an interruption, simulated s.
@@ -44,53 +42,6 @@ pub fn fit_shapes(
         }
     }
     (fit, skipped)
-}
-
-/// A prompt shape: a name and a target input size.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shape {
-    /// About 512 input tokens.
-    Short,
-    /// About 16,384 input tokens.
-    Long,
-    /// About this many input tokens (`--shapes 2048`), named by the number.
-    Sized(u32),
-}
-
-impl Shape {
-    /// Every shape, in default run order.
-    pub const ALL: [Shape; 2] = [Shape::Short, Shape::Long];
-
-    /// The name used in flags and results (`short`, `long`, or the number
-    /// of input tokens).
-    pub fn name(self) -> Cow<'static, str> {
-        match self {
-            Shape::Short => Cow::Borrowed("short"),
-            Shape::Long => Cow::Borrowed("long"),
-            Shape::Sized(n) => Cow::Owned(n.to_string()),
-        }
-    }
-
-    /// The target input size, tokens.
-    pub fn input_tokens(self) -> u64 {
-        match self {
-            Shape::Short => 512,
-            Shape::Long => 16_384,
-            Shape::Sized(n) => u64::from(n),
-        }
-    }
-
-    /// Looks a shape up by name (case-insensitive), or a whole number of
-    /// input tokens from 16 to 1,048,576.
-    pub fn from_name(name: &str) -> Option<Shape> {
-        let name = name.trim();
-        if let Ok(n) = name.parse::<u32>() {
-            return (16..=1 << 20).contains(&n).then_some(Shape::Sized(n));
-        }
-        Shape::ALL
-            .into_iter()
-            .find(|s| s.name().eq_ignore_ascii_case(name))
-    }
 }
 
 /// Parses `--concurrency` (`1,8,16`) and validates it: non-empty, each level
@@ -202,10 +153,10 @@ pub struct BenchConfig {
     pub cells: Option<Vec<Cell>>,
     /// The engine settings the server states (the embedded twin's
     /// profile), recorded in `summary.json` for `codendum calibrate`.
-    pub stated_engine: Option<crate::results::EngineSettings>,
+    pub stated_engine: Option<codendum_core::results::EngineSettings>,
     /// The stated profile checked against the server before the run,
     /// recorded in `summary.json` as `profile_check`.
-    pub profile_check: Option<crate::results::profile_check::ProfileCheck>,
+    pub profile_check: Option<codendum_core::results::profile_check::ProfileCheck>,
 }
 
 /// One cell of a run: a shape at a concurrency level, with the requests it
@@ -233,7 +184,7 @@ impl BenchConfig {
             output_tokens: DEFAULT_OUTPUT_TOKENS,
             endpoint: Endpoint::Chat,
             seed: 0,
-            results_dir: PathBuf::from(crate::results::DEFAULT_RESULTS_ROOT),
+            results_dir: PathBuf::from(codendum_core::results::DEFAULT_RESULTS_ROOT),
             allow_busy: false,
             yes: false,
             run_id: String::new(),

@@ -15,10 +15,10 @@ use super::level::{record_from_outcome, summarize_level, LevelFrame};
 use super::progress::LevelProgress;
 use super::prompt::{request_body, session_id, ShapePrompt};
 use super::seams::{ServerInfo, ServerMetrics};
-use crate::clock::Clock;
-use crate::error::Error;
-use crate::openai::{CallOutcome, CallRequest, Transport};
-use crate::results::{JsonlFile, LevelEnd, LevelSummary, RequestRecord};
+use codendum_core::clock::Clock;
+use codendum_core::error::Error;
+use codendum_core::openai::{CallOutcome, CallRequest, Transport};
+use codendum_core::results::{JsonlFile, LevelEnd, LevelSummary, RequestRecord};
 
 /// Resolves when `stop` holds `true`; never when its sender is gone.
 pub(crate) async fn stopped(mut stop: watch::Receiver<bool>) {

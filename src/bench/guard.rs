@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::config::BenchConfig;
 use super::seams::ServerLoad;
-use crate::error::Error;
+use codendum_core::error::Error;
 
 /// What the busy guard decided when the run may go ahead.
 #[derive(Debug, Clone, PartialEq)]
@@ -171,7 +171,7 @@ pub fn about_duration(seconds: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::target::Target;
+    use codendum_core::target::Target;
 
     fn config() -> BenchConfig {
         BenchConfig::new(

@@ -1,10 +1,10 @@
 //! A finished request's record. The per-level summary over records is a
-//! plain function of them and lives in [`crate::results::level`]; it is
+//! plain function of them and lives in [`codendum_core::results::level`]; it is
 //! re-exported here.
 
-use crate::openai::CallOutcome;
-pub use crate::results::level::{summarize_level, LevelFrame};
-use crate::results::RequestRecord;
+use codendum_core::openai::CallOutcome;
+pub use codendum_core::results::level::{summarize_level, LevelFrame};
+use codendum_core::results::RequestRecord;
 
 /// Builds the record of a finished request. `started_at` is seconds since
 /// the run started.

@@ -5,7 +5,7 @@
 //! 2. [`preflight`]: busy guard + plan text (print it, confirm unless `--yes`);
 //! 3. [`run_bench`]: prompts sized, levels run, results folder written.
 //!
-//! The driver reaches the server only through [`crate::openai::Transport`],
+//! The driver reaches the server only through [`codendum_core::openai::Transport`],
 //! [`ServerInfo`] and [`ServerMetrics`] (see [`seams`]).
 
 pub mod calibration;
@@ -23,16 +23,16 @@ use std::path::PathBuf;
 use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
-pub use self::config::{fit_shapes, parse_concurrency, parse_shapes, BenchConfig, Shape};
+pub use self::config::{fit_shapes, parse_concurrency, parse_shapes, BenchConfig};
 pub use self::guard::{busy_guard, estimate_duration, plan_text, GuardVerdict, SpeedGuess};
 pub use self::seams::{ServerInfo, ServerLoad, ServerMetrics, ServerWindow};
 
 use self::driver::{run_level, LevelContext};
 use self::prompt::{size_prompts, ShapePrompt, SizingContext};
-use crate::clock::Clock;
-use crate::error::Error;
-use crate::openai::Transport;
-use crate::results::{
+use codendum_core::clock::Clock;
+use codendum_core::error::Error;
+use codendum_core::openai::Transport;
+use codendum_core::results::{
     self, BenchParameters, BenchSummary, JsonlFile, LevelEnd, LevelSummary, PromptSizing,
     RequestRecord, RunFolder, RunHeader, ServerDescription,
 };
@@ -197,7 +197,7 @@ async fn size_run_prompts(
     deps: &BenchDeps<'_>,
     model: &str,
     run_id: &str,
-    shapes: &[Shape],
+    shapes: &[codendum_core::kinds::Shape],
 ) -> (PromptSizing, Vec<ShapePrompt>) {
     let sizing_ctx = SizingContext {
         info: deps.info,

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::results::LevelSummary;
+use codendum_core::results::LevelSummary;
 
 /// The progress bar of one level: finished requests out of those planned.
 #[derive(Debug)]
@@ -101,7 +101,7 @@ pub fn render_table(levels: &[LevelSummary]) -> String {
 mod tests {
     use super::*;
     use crate::bench::level::{summarize_level, LevelFrame};
-    use crate::results::LevelEnd;
+    use codendum_core::results::LevelEnd;
 
     #[test]
     fn table_marks_missing_server_columns_and_lists_errors() {
@@ -113,7 +113,7 @@ mod tests {
             wall_time_s: 10.0,
             abandoned: 0,
         };
-        let failed = crate::results::RequestRecord {
+        let failed = codendum_core::results::RequestRecord {
             shape: "short".into(),
             concurrency: 8,
             index: 0,
@@ -123,7 +123,7 @@ mod tests {
             tpot_s: None,
             input_tokens: None,
             output_tokens: 0,
-            tokens_counted_by: crate::openai::TokenSource::Client,
+            tokens_counted_by: codendum_core::openai::TokenSource::Client,
             finish_reason: None,
             ok: false,
             error_kind: Some("http_429".into()),

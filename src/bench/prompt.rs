@@ -13,11 +13,11 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 
-use super::config::Shape;
 use super::seams::ServerInfo;
-use crate::openai::{CallRequest, Endpoint, Transport};
-use crate::results::{PromptSizing, ShapeSizing, SizingMethod};
-use crate::target::Secret;
+use codendum_core::kinds::Shape;
+use codendum_core::openai::{CallRequest, Endpoint, Transport};
+use codendum_core::results::{PromptSizing, ShapeSizing, SizingMethod};
+use codendum_core::target::Secret;
 
 /// Characters per token assumed when nothing better is known.
 pub const FALLBACK_CHARS_PER_TOKEN: f64 = 4.0;

@@ -1,4 +1,4 @@
-//! The small interfaces the driver needs besides [`crate::openai::Transport`],
+//! The small interfaces the driver needs besides [`codendum_core::openai::Transport`],
 //! so the HTTP client and the `/metrics` sampler (or the twin) plug in with a
 //! few lines of glue:
 //!
@@ -23,8 +23,8 @@
 //! }
 //! ```
 
-use crate::openai::Endpoint;
-pub use crate::results::level::ServerWindow;
+use codendum_core::openai::Endpoint;
+pub use codendum_core::results::level::ServerWindow;
 use futures::future::BoxFuture;
 
 /// Facts about the server apart from generating text.
@@ -94,7 +94,7 @@ pub trait ServerMetrics: Send + Sync {
     /// One fresh reading of the load; `None` when `/metrics` could not be read.
     fn load_now(&self) -> BoxFuture<'_, Option<ServerLoad>>;
 
-    /// Figures over `[t0, t1]`, seconds on the run's [`crate::clock::Clock`]
+    /// Figures over `[t0, t1]`, seconds on the run's [`codendum_core::clock::Clock`]
     /// (the same clock the sampler stamps samples with).
     fn window(&self, t0: f64, t1: f64) -> ServerWindow;
 

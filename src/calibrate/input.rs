@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::observe::TimedRequest;
-use crate::error::ConfigError;
-use crate::results::{self, BenchSummary, RequestRecord};
+use codendum_core::error::ConfigError;
+use codendum_core::results::{self, BenchSummary, RequestRecord};
 
 /// One bench folder, read.
 #[derive(Debug, Clone)]

@@ -23,8 +23,8 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::error::ConfigError;
-use crate::profile::Profile;
+use codendum_core::error::ConfigError;
+use codendum_core::profile::Profile;
 
 pub use self::facts::{FactOverrides, ServerFacts};
 pub use self::fit::{Fit, FitOptions};

@@ -129,7 +129,7 @@ pub fn kind_of(body: &Value, has_parent: bool) -> CaptureKind {
     }
     let texts: Vec<String> = messages
         .iter()
-        .map(|m| crate::openai::message_text(m).to_ascii_lowercase())
+        .map(|m| codendum_core::openai::message_text(m).to_ascii_lowercase())
         .collect();
     if texts.iter().any(|t| t.contains("title")) {
         return CaptureKind::Title;

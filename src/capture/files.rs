@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::classroom::client_times::{CAPTURE_HEADER_FILE, CAPTURE_SCHEMA_VERSION};
-use crate::error::{ConfigError, Error};
+use codendum_core::error::{ConfigError, Error};
 
 pub use crate::classroom::client_times::CLIENT_TIMES_FILE;
 

@@ -21,7 +21,7 @@ use super::classify;
 use super::observe::Answer;
 use super::store::Store;
 use super::tap::Tap;
-use crate::twin::chunks::error_body;
+use codendum_twin::chunks::error_body;
 
 /// The largest request body taken, bytes.
 pub const MAX_REQUEST_BYTES: usize = 256 << 20;
@@ -113,7 +113,7 @@ pub async fn handle(State(fwd): State<Arc<Forwarder>>, request: Request) -> Resp
     let resp = match req.body(body).send().await {
         Ok(r) => r,
         Err(e) => {
-            let reason = crate::error::one_line(&e);
+            let reason = codendum_core::error::one_line(&e);
             eprintln!(
                 "codendum capture: upstream {} unreachable: {reason}",
                 fwd.origin

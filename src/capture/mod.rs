@@ -44,8 +44,8 @@ pub use crate::classroom::client_times::{CAPTURE_HEADER_FILE, CAPTURE_SCHEMA_VER
 pub use files::{CaptureHeader, PROMPT_FILE};
 pub use store::{CallLine, Store, CALLS_FILE};
 
-use crate::error::{ConfigError, Error};
-use crate::target::origin;
+use codendum_core::error::{ConfigError, Error};
+use codendum_core::target::origin;
 
 /// What a capture runs with.
 #[derive(Debug, Clone)]
@@ -133,7 +133,7 @@ impl CaptureHandle {
 
     /// `http://ADDR/v1`: the base URL to give OpenCode.
     pub fn base_url(&self) -> String {
-        crate::twin::base_url_at(self.addr)
+        codendum_twin::base_url_at(self.addr)
     }
 
     /// The records so far.
@@ -171,7 +171,7 @@ pub async fn start(config: CaptureConfig) -> Result<CaptureHandle, Error> {
         .local_addr()
         .map_err(|e| Error::io("cannot read the bound address", e))?;
     let upstream = display(&config.upstream);
-    let header = CaptureHeader::new(upstream.clone(), crate::twin::base_url_at(addr));
+    let header = CaptureHeader::new(upstream.clone(), codendum_twin::base_url_at(addr));
     files::write_header(&config.out, &header)?;
     let store = Arc::new(Store::open(
         &config.out,
@@ -218,9 +218,9 @@ fn upstream_client(config: &CaptureConfig) -> Result<reqwest::Client, ConfigErro
         builder = builder.no_proxy();
     }
     if let Some(path) = &config.cacert {
-        builder = crate::openai::client::trust_only(builder, path)?;
+        builder = crate::client::trust_only(builder, path)?;
     }
     builder
         .build()
-        .map_err(|e| ConfigError::invalid("--upstream", crate::error::one_line(&e)))
+        .map_err(|e| ConfigError::invalid("--upstream", codendum_core::error::one_line(&e)))
 }

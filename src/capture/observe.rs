@@ -8,8 +8,8 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::openai::chunk::{parse_chunk, Assembler};
-use crate::openai::sse::{SseDecoder, SseEvent};
+use codendum_core::openai::chunk::{parse_chunk, Assembler};
+use codendum_core::openai::sse::{SseDecoder, SseEvent};
 
 /// The most bytes of a non-streaming body kept to read its usage and tool
 /// calls (the body itself always passes in full).

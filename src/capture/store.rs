@@ -15,9 +15,9 @@ use super::classify::{after_answer, After, CaptureKind, RequestInfo};
 use super::files;
 use super::observe::{tool_lines, Answer, ToolCallLine};
 use crate::classroom::client_times::{ClientTimeKind, ClientTimes};
-use crate::error::Error;
-use crate::kinds::TokenSource;
-use crate::results::{JsonlFile, RunFolder};
+use codendum_core::error::Error;
+use codendum_core::kinds::TokenSource;
+use codendum_core::results::{JsonlFile, RunFolder};
 
 /// The file of per-call records in a capture folder.
 pub const CALLS_FILE: &str = "calls.jsonl";

@@ -64,7 +64,7 @@ impl Stream for Tap {
                 Poll::Ready(Some(Ok(bytes)))
             }
             Poll::Ready(Some(Err(e))) => {
-                let text = crate::error::one_line(&e);
+                let text = codendum_core::error::one_line(&e);
                 self.record(Some(format!("upstream stream broke: {text}")));
                 Poll::Ready(Some(Err(std::io::Error::other(text))))
             }

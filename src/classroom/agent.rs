@@ -16,7 +16,7 @@ use super::prompt;
 use super::records::{CallKind, CallRecord, TaskOutcome, TaskRecord};
 use super::session::{session_id, Conversation, LoopEnd, Shared, Student, TaskAcc};
 use super::tools::{execute, ToolContext, ToolResult, ToolStep};
-use crate::openai::{CallOutcome, ErrorKind};
+use codendum_core::openai::{CallOutcome, ErrorKind};
 
 /// The context limit to compact against: configured, or read from the
 /// server's "maximum context length is N tokens", or 32,768.

@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use crate::openai::{CallError, ErrorKind};
+use codendum_core::openai::{CallError, ErrorKind};
 
 /// Characters of one tool output kept in the compaction transcript.
 pub const TOOL_OUTPUT_CHARS: usize = 2_000;
@@ -68,7 +68,7 @@ pub fn transcript(messages: &[Value], max_chars: usize) -> String {
     for m in messages {
         match role(m) {
             "tool" => {
-                let text = crate::openai::message_text(m);
+                let text = codendum_core::openai::message_text(m);
                 let cut: String = text.chars().take(TOOL_OUTPUT_CHARS).collect();
                 let more = if cut.len() < text.len() {
                     "\n[output cut]"
@@ -78,7 +78,10 @@ pub fn transcript(messages: &[Value], max_chars: usize) -> String {
                 out.push_str(&format!("[tool result]\n{cut}{more}\n\n"));
             }
             r => {
-                out.push_str(&format!("[{r}]\n{}\n", crate::openai::message_text(m)));
+                out.push_str(&format!(
+                    "[{r}]\n{}\n",
+                    codendum_core::openai::message_text(m)
+                ));
                 for c in m
                     .get("tool_calls")
                     .and_then(Value::as_array)
@@ -156,7 +159,7 @@ pub fn compacted_messages(
             .iter()
             .rev()
             .find(|m| role(m) == "user")
-            .map(crate::openai::message_text)
+            .map(codendum_core::openai::message_text)
             .unwrap_or_else(|| CONTINUE.to_string());
         out.push(json!({"role": "user", "content": last_user}));
         return out;
@@ -243,10 +246,13 @@ mod tests {
             roles,
             vec!["user", "assistant", "assistant", "tool", "user"]
         );
-        assert_eq!(crate::openai::message_text(&msgs[0]), RECAP_QUESTION);
-        assert_eq!(crate::openai::message_text(&msgs[1]), "SUMMARY");
+        assert_eq!(
+            codendum_core::openai::message_text(&msgs[0]),
+            RECAP_QUESTION
+        );
+        assert_eq!(codendum_core::openai::message_text(&msgs[1]), "SUMMARY");
         assert_eq!(msgs[2]["tool_calls"][0]["id"], "c2");
-        assert_eq!(crate::openai::message_text(&msgs[4]), CONTINUE);
+        assert_eq!(codendum_core::openai::message_text(&msgs[4]), CONTINUE);
         let roomy = compacted_messages(&conversation(), "S", 100_000, false);
         assert_eq!(roomy.len(), 2 + 5 + 1);
     }
@@ -257,7 +263,7 @@ mod tests {
         let roles: Vec<&str> = msgs.iter().map(role).collect();
         assert_eq!(roles, vec!["user", "assistant", "user"]);
         assert_eq!(
-            crate::openai::message_text(&msgs[2]),
+            codendum_core::openai::message_text(&msgs[2]),
             "Add private messages"
         );
     }

@@ -6,8 +6,8 @@ use std::time::Duration;
 use super::client_times::ClientTimes;
 use super::prompt::PromptSet;
 use super::scenario::Scenario;
-use crate::error::ConfigError;
-use crate::target::Secret;
+use codendum_core::error::ConfigError;
+use codendum_core::target::Secret;
 
 /// Default output limit (`max_tokens` of every agent step), tokens.
 ///

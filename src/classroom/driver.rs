@@ -17,9 +17,9 @@ use super::shell::ShellState;
 use super::status::LiveStatus;
 use super::summary::ClassroomSummary;
 use super::workspace::Workspace;
-use crate::clock::Clock;
-use crate::error::Error;
-use crate::openai::Transport;
+use codendum_core::clock::Clock;
+use codendum_core::error::Error;
+use codendum_core::openai::Transport;
 
 /// What a finished run returns: its summary and every record (in the order
 /// they finished). The summary's server figures are left empty for the

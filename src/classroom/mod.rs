@@ -1,6 +1,6 @@
 //! The classroom simulation: N students, each working on a small
 //! client-server chat project with an OpenCode-like agent, against a real
-//! model reached through a [`crate::openai::Transport`].
+//! model reached through a [`codendum_core::openai::Transport`].
 //!
 //! The model's output and the server load are real; the file system, the
 //! builds and the students are simulated. Entry point: [`run_classroom`].

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::error::ConfigError;
+use codendum_core::error::ConfigError;
 
 const SYSTEM: &str = include_str!("../../fixtures/classroom/prompt/system.md");
 const EXPLORE: &str = include_str!("../../fixtures/classroom/prompt/explore.md");
@@ -255,7 +255,7 @@ pub fn parse_prompt(text: &str) -> Result<(String, Vec<Value>), String> {
         let parts: Vec<String> = msgs
             .iter()
             .filter(|m| m.get("role").and_then(Value::as_str) == Some("system"))
-            .map(crate::openai::message_text)
+            .map(codendum_core::openai::message_text)
             .collect();
         if parts.is_empty() {
             return Err("\"messages\" has no system message".into());

@@ -1,7 +1,7 @@
 //! What a classroom run records: one line per model call (`requests.jsonl`)
 //! and one per coding request (`tasks.jsonl`), written through a
 //! [`RecordSink`] as they finish. The records themselves live in
-//! [`crate::results::classroom_records`] and are re-exported here.
+//! [`codendum_core::results::classroom_records`] and are re-exported here.
 
 use std::fs::File;
 use std::io::Write;
@@ -9,8 +9,10 @@ use std::sync::Mutex;
 
 use serde::Serialize;
 
-pub use crate::results::classroom_records::{CallKind, CallRecord, TaskOutcome, TaskRecord};
-use crate::results::{JsonlWriter, ResultsError, RunFolder};
+pub use codendum_core::results::classroom_records::{
+    CallKind, CallRecord, TaskOutcome, TaskRecord,
+};
+use codendum_core::results::{JsonlWriter, ResultsError, RunFolder};
 
 /// Where records go as they finish: a run's files ([`JsonlSink`]), or memory
 /// alone ([`MemorySink`], for tests).
@@ -70,10 +72,10 @@ pub struct JsonlSink<W: Write + Send = File> {
 
 impl JsonlSink<File> {
     /// A sink appending to `requests.jsonl` and `tasks.jsonl` of `folder`.
-    pub fn in_folder(folder: &RunFolder) -> Result<Self, crate::error::Error> {
+    pub fn in_folder(folder: &RunFolder) -> Result<Self, codendum_core::error::Error> {
         Ok(Self::from_writers(
-            folder.appender(crate::results::REQUESTS_JSONL)?,
-            folder.appender(crate::results::TASKS_JSONL)?,
+            folder.appender(codendum_core::results::REQUESTS_JSONL)?,
+            folder.appender(codendum_core::results::TASKS_JSONL)?,
         ))
     }
 }

@@ -6,8 +6,8 @@ use std::sync::Mutex;
 
 use serde::Serialize;
 
-use crate::clock::Clock;
-use crate::stats::percentile;
+use codendum_core::clock::Clock;
+use codendum_core::stats::percentile;
 
 /// Counters the students update while the run goes on.
 #[derive(Debug)]

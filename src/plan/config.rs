@@ -7,8 +7,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::classroom::Scenario;
-use crate::error::ConfigError;
-use crate::profile::Profile;
+use codendum_core::error::ConfigError;
+use codendum_core::profile::Profile;
 
 /// The seed's ramp-up: students start within two minutes.
 pub const RAMP_UP: Duration = Duration::from_secs(120);
@@ -49,7 +49,7 @@ pub struct PlanConfig {
     pub replicas: Vec<u32>,
     /// Routers to try in front of fleets of more than one replica
     /// (`--router session,round-robin`); empty: each profile's `[fleet] router`.
-    pub routers: Vec<crate::twin::router::RouterPolicy>,
+    pub routers: Vec<codendum_core::profile::fleet::RouterPolicy>,
 }
 
 impl PlanConfig {
@@ -64,7 +64,7 @@ impl PlanConfig {
             duration: Duration::from_secs(900),
             seed: 1,
             jobs: default_jobs(),
-            results_dir: PathBuf::from(crate::results::DEFAULT_RESULTS_ROOT),
+            results_dir: PathBuf::from(codendum_core::results::DEFAULT_RESULTS_ROOT),
             max_users: None,
             replicas: Vec::new(),
             routers: Vec::new(),

@@ -11,10 +11,10 @@ use serde::{Deserialize, Serialize};
 
 use super::config::PlanConfig;
 use super::run::{JudgedCell, PlanResults};
-use crate::error::ConfigError;
-use crate::profile::Profile;
-use crate::twin::fleet::MAX_REPLICAS;
-use crate::twin::router::RouterPolicy;
+use codendum_core::error::ConfigError;
+use codendum_core::profile::fleet::RouterPolicy;
+use codendum_core::profile::fleet::MAX_REPLICAS;
+use codendum_core::profile::Profile;
 
 /// One fleet of one profile: the server variant's profile name and what it is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

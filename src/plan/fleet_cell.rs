@@ -8,11 +8,12 @@ use std::sync::Arc;
 use super::cell::{figures, CellResult, NoSink, Window, SAMPLE_INTERVAL};
 use super::config::{CellSpec, PlanConfig};
 use crate::classroom::{run_classroom, ClassroomConfig, LiveStatus};
-use crate::error::Error;
-use crate::prom::{window_stats, TimelineSample};
-use crate::results::FleetFigures;
-use crate::twin::fleet::{FleetSampler, FleetSpec, FleetTransport};
-use crate::twin::TwinOptions;
+use codendum_core::error::Error;
+use codendum_core::profile::fleet::FleetSpec;
+use codendum_core::prom::{window_stats, TimelineSample};
+use codendum_core::results::FleetFigures;
+use codendum_twin::fleet::{FleetSampler, FleetTransport};
+use codendum_twin::TwinOptions;
 
 /// `FleetFigures::source` of a simulated fleet: the twin's own engines.
 pub const SOURCE_TWIN: &str = "twin";
@@ -65,7 +66,7 @@ pub fn replica_figures(timelines: &[Vec<TimelineSample>], served: &[u64]) -> Fle
         .enumerate()
         .map(|(i, line)| {
             let w = window_stats(line, f64::NEG_INFINITY, f64::INFINITY);
-            crate::prom::replicas::replica_figures(
+            codendum_core::prom::replicas::replica_figures(
                 i.to_string(),
                 &w,
                 served.get(i).map(|s| *s as f64),

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use super::fleet::FleetPlan;
 use super::run::{JudgedCell, PlanResults};
-use crate::report::format::{opt_fixed, opt_percent, xml_escape};
+use codendum_report::format::{opt_fixed, opt_percent, xml_escape};
 
 /// The header and rows of the fleet table, or `None` without fleets.
 pub fn fleet_table(results: &PlanResults) -> Option<(Vec<&'static str>, Vec<Vec<String>>)> {

@@ -1,12 +1,12 @@
 //! What a search probe means: whether a judged cell meets the profile's
 //! ceilings (the targets that more students make harder to meet) and, for
 //! the first size that misses them, where the limit comes from. The checks
-//! themselves are [`crate::targets::classroom`]'s (through
+//! themselves are [`codendum_core::targets::classroom`]'s (through
 //! [`super::targets::judge_cell`]); this module only reads them.
 
 use super::run::JudgedCell;
 use super::targets::{Bottleneck, Check, KV_HIGH, PERSISTENT};
-use crate::targets::Bound;
+use codendum_core::targets::Bound;
 
 /// Whether every ceiling (`Max` target: TTFT P95, coding request P50,
 /// preemptions, server errors) of the cell is met. Floors (server output)
@@ -74,9 +74,10 @@ pub fn classify_failure(failed: &JudgedCell, seats_probe_met: Option<bool>) -> B
         };
     }
     let split = r.summary.server.time_split;
-    let phase = |f: fn(&crate::results::TimeSplit) -> Option<crate::results::PhaseTime>| {
-        split.as_ref().and_then(f).map(|p| p.mean_s)
-    };
+    let phase =
+        |f: fn(&codendum_core::results::TimeSplit) -> Option<codendum_core::results::PhaseTime>| {
+            split.as_ref().and_then(f).map(|p| p.mean_s)
+        };
     let prefill_heavier = match (phase(|s| s.prefill), phase(|s| s.decode)) {
         (Some(p), Some(d)) => p > d,
         _ => true,

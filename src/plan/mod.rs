@@ -2,14 +2,14 @@
 //! class size, server profile and `max_num_seqs` (a *cell*) is a full
 //! classroom simulation ([`crate::classroom::run_classroom`], unchanged)
 //! against the embedded twin reached in-process
-//! ([`crate::twin::inproc::InProcTransport`]), in virtual time: each cell
+//! ([`codendum_twin::inproc::InProcTransport`]), in virtual time: each cell
 //! runs on its own current-thread tokio runtime with paused time, so engine
 //! steps, builds and student pauses pass without waiting.
 //!
 //! The answer people want is in [`VariantVerdict`]: for each server variant, the
 //! largest class tried that meets the profile's `[targets.classroom]`, and
 //! where the limit comes from ([`Bottleneck`]). Targets are read and judged by
-//! [`crate::targets::classroom`], as the capacity suite judges them. Results
+//! [`codendum_core::targets::classroom`], as the capacity suite judges them. Results
 //! are deterministic for a seed, whatever the number of threads.
 //!
 //! Without `--users` a plan is a search ([`search`]): for each variant the
@@ -42,7 +42,7 @@ pub use write::{write_plan, write_plan_files};
 
 use std::path::PathBuf;
 
-use crate::error::Error;
+use codendum_core::error::Error;
 
 /// Runs a plan and writes `plan.md`, `plan.json` and `plan.html` into
 /// `config.results_dir/plan-<UTC timestamp>/`. Returns the results and the

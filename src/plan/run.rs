@@ -11,8 +11,8 @@ use super::config::{cells, variant_name, CellSpec, PlanConfig};
 use super::targets::{
     classify, classroom_targets, judge_cell, Bottleneck, Check, ClassroomTargets, TargetList,
 };
-use crate::error::Error;
-use crate::profile::Profile;
+use codendum_core::error::Error;
+use codendum_core::profile::Profile;
 
 /// Name of the `kind` field of `plan.json`.
 pub const PLAN_KIND: &str = "plan";

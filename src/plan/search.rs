@@ -21,8 +21,8 @@ use super::limit::{classify_failure, meets_ceilings, probe_seats, wants_seats_pr
 use super::run::{judge, parameters, run_cells, JudgedCell, PlanResults, PLAN_KIND};
 use super::search_text::{search_summary, verdict_of};
 use super::targets::{classroom_targets, Bottleneck, ClassroomTargets};
-use crate::error::{ConfigError, Error};
-use crate::profile::Profile;
+use codendum_core::error::{ConfigError, Error};
+use codendum_core::profile::Profile;
 
 /// Version of `plan.json` with a search in it.
 pub const SEARCH_SCHEMA_VERSION: u32 = 2;

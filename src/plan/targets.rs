@@ -1,18 +1,18 @@
 //! A profile's classroom targets (`[targets.classroom]`) as a plan reads,
 //! judges and lists them, and where a variant's limit comes from. Reading
-//! and judging are [`crate::targets::classroom`]'s, the definitions the
+//! and judging are [`codendum_core::targets::classroom`]'s, the definitions the
 //! capacity suite uses, so a plan and `cargo test --test capacity` give one
 //! verdict per target on the same class.
 
 use serde::{Deserialize, Serialize};
 
 use super::cell::CellResult;
-use crate::error::ConfigError;
-use crate::targets::{parse_classroom_targets, ClassroomCheck};
-pub use crate::targets::{Bound, ClassroomTargets};
+use codendum_core::error::ConfigError;
+use codendum_core::targets::{parse_classroom_targets, ClassroomCheck};
+pub use codendum_core::targets::{Bound, ClassroomTargets};
 
 /// Reads `[targets.classroom]` of a profile's `[targets]` table (as kept by
-/// [`crate::profile::Profile::targets`]). No such table: no targets.
+/// [`codendum_core::profile::Profile::targets`]). No such table: no targets.
 /// An unknown key, or a value that is not a number of the key's kind, is an
 /// error of `--profile` naming the profile and the key.
 pub fn classroom_targets(
@@ -54,7 +54,7 @@ pub struct Threshold {
 /// A profile's classroom targets as `plan.json` lists them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TargetList {
-    /// The targets, in [`crate::targets::ClassroomKey::ALL`] order.
+    /// The targets, in [`codendum_core::targets::ClassroomKey::ALL`] order.
     pub targets: Vec<Threshold>,
 }
 

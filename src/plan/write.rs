@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 
 use super::run::{JudgedCell, PlanResults};
-use crate::error::Error;
-use crate::report::format::{fixed, opt_count, opt_fixed, opt_percent, xml_escape};
-use crate::report::svg::{AxisTitle, LineChart, Series};
+use codendum_core::error::Error;
+use codendum_report::format::{fixed, opt_count, opt_fixed, opt_percent, xml_escape};
+use codendum_report::svg::{AxisTitle, LineChart, Series};
 
 /// File names of a plan folder.
 pub const PLAN_MD: &str = "plan.md";
@@ -24,7 +24,7 @@ pub fn write_plan(
     root: &Path,
     utc: DateTime<Utc>,
 ) -> Result<PathBuf, Error> {
-    let folder = crate::results::create_run_folder(root, "plan-", utc)?;
+    let folder = codendum_core::results::create_run_folder(root, "plan-", utc)?;
     write_plan_files(results, &folder)?;
     Ok(folder)
 }

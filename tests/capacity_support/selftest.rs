@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::servers::{has_requests, MetricsCase, Servers};
+use codendum_testkit::servers::{has_requests, MetricsCase, Servers};
 
 /// The bench trial the child runs (its workload: the quick bench levels of
 /// classroom-64k).

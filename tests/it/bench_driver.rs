@@ -2,6 +2,7 @@
 //! concurrency, counts, level ends, interruption, prompt tags, sizing, and
 //! agreement between summary.json and requests.jsonl.
 
+use codendum_core::kinds::Shape;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -9,14 +10,14 @@ use std::time::Duration;
 
 use codendum::bench::{
     preflight, run_bench, BenchConfig, BenchDeps, BenchOutcome, ServerInfo, ServerLoad,
-    ServerMetrics, ServerWindow, Shape,
+    ServerMetrics, ServerWindow,
 };
-use codendum::clock::Clock;
-use codendum::error::Error;
-use codendum::openai::{CallError, CallOutcome, CallRequest, ErrorKind, Transport, Usage};
-use codendum::results::{self, LevelEnd, SizingMethod};
-use codendum::stats::{percentile, sorted_finite};
-use codendum::target::Target;
+use codendum_core::clock::Clock;
+use codendum_core::error::Error;
+use codendum_core::openai::{CallError, CallOutcome, CallRequest, ErrorKind, Transport, Usage};
+use codendum_core::results::{self, LevelEnd, SizingMethod};
+use codendum_core::stats::{percentile, sorted_finite};
+use codendum_core::target::Target;
 use futures::future::BoxFuture;
 use tokio::sync::watch;
 

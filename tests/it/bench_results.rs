@@ -8,13 +8,13 @@ use std::path::Path;
 use chrono::{TimeZone, Utc};
 use codendum::bench::level::{summarize_level, LevelFrame};
 use codendum::bench::ServerWindow;
-use codendum::openai::{Endpoint, TokenSource};
-use codendum::results::{
+use codendum_core::openai::{Endpoint, TokenSource};
+use codendum_core::results::{
     read_bench_requests, read_bench_summary, read_summary_json, write_summary_csv,
     write_summary_json, BenchParameters, BenchSummary, LevelEnd, PromptSizing, RequestRecord,
     ResultsError, RunHeader, ServerDescription, ShapeSizing, SizingMethod,
 };
-use codendum::target::Provenance;
+use codendum_core::target::Provenance;
 
 fn fixture(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

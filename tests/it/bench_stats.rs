@@ -1,6 +1,6 @@
 //! Properties of the percentile function on random raw values.
 
-use codendum::stats::{percentile, sorted_finite, Distribution};
+use codendum_core::stats::{percentile, sorted_finite, Distribution};
 use proptest::prelude::*;
 
 proptest! {

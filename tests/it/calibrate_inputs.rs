@@ -6,10 +6,10 @@ use std::path::Path;
 use std::process::Command;
 
 use codendum::bench::config::Cell;
-use codendum::bench::Shape;
 use codendum::calibrate::model::{Coefficients, ExpertUse, Terms};
-use codendum::profile::Profile;
-use codendum::twin::model::{PhysicalStepModel, StepShape};
+use codendum_core::kinds::Shape;
+use codendum_core::profile::Profile;
+use codendum_twin::model::{PhysicalStepModel, StepShape};
 
 use super::calibrate_twin::{bench_twin, FIXTURES};
 

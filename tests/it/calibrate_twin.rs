@@ -10,6 +10,7 @@
 //! `cargo test --release --test it calibrate_twin -- --nocapture` prints the
 //! table the README quotes.
 
+use codendum_core::kinds::Shape;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -20,18 +21,18 @@ use codendum::app::calibrate::run as calibrate_run;
 use codendum::bench::calibration::{calibration_plan, CalibrationInputs};
 use codendum::bench::config::Cell;
 use codendum::bench::{
-    run_bench, BenchConfig, BenchDeps, ServerInfo, ServerLoad, ServerMetrics, ServerWindow, Shape,
+    run_bench, BenchConfig, BenchDeps, ServerInfo, ServerLoad, ServerMetrics, ServerWindow,
 };
 use codendum::calibrate::{CalibrateOptions, FactOverrides, FitOptions, DEFAULT_BANDWIDTH_GB_S};
-use codendum::clock::Clock;
 use codendum::plan::cell::run_cell;
 use codendum::plan::config::{CellSpec, PlanConfig};
-use codendum::profile::Profile;
-use codendum::prom::TimelineSample;
-use codendum::results::{EngineSettings, LevelSummary};
-use codendum::target::Target;
-use codendum::twin::inproc::InProcTransport;
-use codendum::twin::TwinOptions;
+use codendum_core::clock::Clock;
+use codendum_core::profile::Profile;
+use codendum_core::prom::TimelineSample;
+use codendum_core::results::{EngineSettings, LevelSummary};
+use codendum_core::target::Target;
+use codendum_twin::inproc::InProcTransport;
+use codendum_twin::TwinOptions;
 
 pub(crate) const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/calibration");
 
@@ -50,7 +51,7 @@ impl ServerInfo for TwinInfo {
         _m: &'a str,
         p: &'a str,
     ) -> BoxFuture<'a, Result<Option<u64>, String>> {
-        let n = codendum::twin::tokenizer::count(p) as u64;
+        let n = codendum_twin::tokenizer::count(p) as u64;
         Box::pin(async move { Ok(Some(n)) })
     }
     fn max_model_len<'a>(&'a self, _m: &'a str) -> BoxFuture<'a, Option<u64>> {
@@ -58,7 +59,7 @@ impl ServerInfo for TwinInfo {
         Box::pin(async move { Some(l) })
     }
     fn server_version(&self) -> BoxFuture<'_, Option<String>> {
-        Box::pin(async { Some(codendum::twin::VLLM_VERSION.to_string()) })
+        Box::pin(async { Some(codendum_twin::VLLM_VERSION.to_string()) })
     }
 }
 

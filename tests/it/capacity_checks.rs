@@ -4,14 +4,12 @@
 //! server answering 503 to everything fails the suite with the errors
 //! counted; listing a live suite touches no network.
 
-use crate::capacity_support;
-
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use codendum::capacity::{Settings, Suite};
+use codendum_capacity::{Settings, Suite};
 use libtest_mimic::Arguments;
 
 /// The `[server]` part of the shipped classroom-64k profile.
@@ -82,7 +80,10 @@ errors = 0
         ),
         ("CODENDUM_RESULTS_DIR", results.to_str().expect("utf8")),
     ]);
-    let suite = Arc::new(Suite::new(s, capacity_support::cache_dir()));
+    let suite = Arc::new(Suite::new(
+        s,
+        codendum_capacity::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
+    ));
     let names: Vec<String> = suite.trials().into_iter().map(|t| t.name).collect();
     assert_eq!(
         names,
@@ -92,7 +93,7 @@ errors = 0
             "impossible::bench-short-c1::errors"
         ]
     );
-    let conclusion = libtest_mimic::run(&one_thread(), capacity_support::trials(&suite));
+    let conclusion = libtest_mimic::run(&one_thread(), codendum_capacity::trials(&suite));
     assert_eq!(
         (conclusion.num_passed, conclusion.num_failed),
         (2, 1),
@@ -158,7 +159,10 @@ server_errors = 0
         ("CODENDUM_MODEL", "qwen3-coder"),
         ("CODENDUM_RESULTS_DIR", results.to_str().expect("utf8")),
     ]);
-    let suite = Arc::new(Suite::new(s, capacity_support::cache_dir()));
+    let suite = Arc::new(Suite::new(
+        s,
+        codendum_capacity::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
+    ));
     let judged: Vec<String> = suite
         .trials()
         .into_iter()
@@ -169,7 +173,7 @@ server_errors = 0
     assert_eq!(judged.len(), 5, "{judged:?}");
     assert_eq!(judged[0], "busy-box::server::matches_profile");
     assert!(judged.iter().all(|n| n.starts_with("busy-box::")));
-    let conclusion = libtest_mimic::run(&one_thread(), capacity_support::trials(&suite));
+    let conclusion = libtest_mimic::run(&one_thread(), codendum_capacity::trials(&suite));
     assert_eq!(conclusion.num_failed, 5, "{conclusion:?}");
     assert!(
         conclusion.num_ignored > 0,
@@ -199,7 +203,10 @@ server_errors = 0
 fn a_live_suite_without_a_profile_lists_offline_and_says_what_is_missing() {
     // Port 9 (discard) is never contacted: listing touches no network.
     let s = settings(&[("CODENDUM_BASE_URL", "http://127.0.0.1:9/v1")]);
-    let suite = Suite::new(s, capacity_support::cache_dir());
+    let suite = Suite::new(
+        s,
+        codendum_capacity::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
+    );
     let trials = suite.trials();
     assert_eq!(trials[0].name, "capacity::profile");
     assert!(trials[1..].iter().all(|t| t.ignored));
@@ -210,7 +217,10 @@ fn a_live_suite_without_a_profile_lists_offline_and_says_what_is_missing() {
         ("CODENDUM_BASE_URL", "http://127.0.0.1:9/v1"),
         ("CODENDUM_PROFILE", "classroom-64k-high-concurrency"),
     ]);
-    let suite = Suite::new(s, capacity_support::cache_dir());
+    let suite = Suite::new(
+        s,
+        codendum_capacity::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
+    );
     for t in suite.trials() {
         let judged = t.name.starts_with("classroom-64k-high-concurrency::");
         assert_eq!(t.ignored, !judged, "{}", t.name);
@@ -225,7 +235,10 @@ fn a_profile_with_a_bad_target_becomes_a_failing_trial() {
         "CODENDUM_CAPACITY_PROFILES",
         profile.to_str().expect("utf8"),
     )]);
-    let suite = Suite::new(s, capacity_support::cache_dir());
+    let suite = Suite::new(
+        s,
+        codendum_capacity::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
+    );
     let trials = suite.trials();
     assert_eq!(trials.len(), 1);
     assert_eq!(trials[0].name, "typo::targets");
@@ -263,7 +276,10 @@ fn a_server_that_cannot_be_seen_idle_is_refused_without_allow_busy() {
         ("CODENDUM_MODEL", "qwen3-coder"),
         ("CODENDUM_RESULTS_DIR", results.to_str().expect("utf8")),
     ]);
-    let suite = Suite::new(s, capacity_support::cache_dir());
+    let suite = Suite::new(
+        s,
+        codendum_capacity::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
+    );
     let msg = failure_of(&suite, "guarded::bench-short-c1::errors");
     assert!(
         msg.contains("did not start") && msg.contains("CODENDUM_ALLOW_BUSY=1"),

@@ -14,8 +14,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use codendum::capacity::reuse::{RunCache, LOCK_FILE};
-use codendum::clock::Clock;
+use codendum_capacity::reuse::{RunCache, LOCK_FILE};
+use codendum_core::clock::Clock;
 
 /// Set for the child: the folder with `cache/` (the run cache) and the
 /// child's marks (`acquired`, `releasing`).

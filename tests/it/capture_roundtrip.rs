@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use codendum::classroom::{ClientTimeKind, ClientTimes};
-use codendum::clock::Clock;
+use codendum_core::clock::Clock;
 
 use crate::capture_support::{capture, session, twin};
 use crate::classroom_support::{agent_steps, one_student, run, ScriptedModel};

@@ -9,13 +9,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use codendum::capture::{self, CaptureConfig, CaptureHandle};
-use codendum::clock::Clock;
-use codendum::openai::chunk::{parse_chunk, Assembler};
-use codendum::openai::sse::{SseDecoder, SseEvent};
-use codendum::target::Secret;
-use codendum::twin::answer::{AnswerPart, AnswerRequest, PlannedAnswer, Responder};
-use codendum::twin::profile::Profile;
-use codendum::twin::{start, TwinHandle, TwinOptions};
+use codendum_core::clock::Clock;
+use codendum_core::openai::chunk::{parse_chunk, Assembler};
+use codendum_core::openai::sse::{SseDecoder, SseEvent};
+use codendum_core::profile::Profile;
+use codendum_core::target::Secret;
+use codendum_twin::answer::{AnswerPart, AnswerRequest, PlannedAnswer, Responder};
+use codendum_twin::{start, TwinHandle, TwinOptions};
 use serde_json::{json, Value};
 
 /// The API key the tests send (and look for in every file afterwards).

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use codendum::capture::{self, CaptureConfig};
-use codendum::clock::Clock;
+use codendum_core::clock::Clock;
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
 use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 

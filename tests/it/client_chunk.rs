@@ -1,9 +1,9 @@
 //! Chunk parsing, answer assembly and the TTFT rule, on recorded streams
 //! with made-up arrival times (no network).
 
-use codendum::openai::chunk::{parse_chunk, Assembler, ChunkError};
-use codendum::openai::stream::StreamMeter;
-use codendum::openai::{ErrorKind, TokenSource, Usage};
+use codendum_core::openai::chunk::{parse_chunk, Assembler, ChunkError};
+use codendum_core::openai::stream::StreamMeter;
+use codendum_core::openai::{ErrorKind, TokenSource, Usage};
 
 fn fixture(name: &str) -> Vec<u8> {
     let path = format!("{}/fixtures/sse/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -12,7 +12,7 @@ fn fixture(name: &str) -> Vec<u8> {
 
 /// Feeds a body event by event: the i-th blank-line-separated block arrives
 /// at `sent_at + times[i]` (the last time repeats for later blocks).
-fn meter_over(body: &[u8], times: &[f64], record_gaps: bool) -> codendum::openai::CallOutcome {
+fn meter_over(body: &[u8], times: &[f64], record_gaps: bool) -> codendum_core::openai::CallOutcome {
     let text = String::from_utf8(body.to_vec())
         .unwrap()
         .replace("\r\n", "\n");

@@ -8,8 +8,8 @@ use crate::client_support;
 
 use client_support::chat_request;
 
-use codendum::openai::client::{ClientOptions, HttpClient};
-use codendum::openai::{CallRequest, ErrorKind, Transport};
+use codendum::client::{ClientOptions, HttpClient};
+use codendum_core::openai::{CallRequest, ErrorKind, Transport};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 

@@ -7,9 +7,9 @@ use crate::client_support;
 
 use client_support::chat_request;
 
-use codendum::openai::client::{ClientOptions, HttpClient};
-use codendum::openai::{CallRequest, ErrorKind, TokenSource, Transport};
-use codendum::target::Secret;
+use codendum::client::{ClientOptions, HttpClient};
+use codendum_core::openai::{CallRequest, ErrorKind, TokenSource, Transport};
+use codendum_core::target::Secret;
 use serde_json::json;
 use wiremock::matchers::{body_partial_json, header, method, path};
 use wiremock::{Match, Mock, MockServer, Request, ResponseTemplate};

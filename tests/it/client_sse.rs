@@ -1,6 +1,6 @@
 //! The SSE decoder gives the same events however a recorded stream is cut.
 
-use codendum::openai::sse::{decode_all, OwnedSseEvent, SseDecoder};
+use codendum_core::openai::sse::{decode_all, OwnedSseEvent, SseDecoder};
 use proptest::prelude::*;
 
 fn fixture(name: &str) -> Vec<u8> {

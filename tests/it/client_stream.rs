@@ -6,8 +6,8 @@ use crate::client_support;
 use std::time::Duration;
 
 use client_support::{chat_event, spawn_plain, Step};
-use codendum::openai::client::{ClientOptions, HttpClient};
-use codendum::openai::{CallRequest, Endpoint, ErrorKind, TokenSource, Transport};
+use codendum::client::{ClientOptions, HttpClient};
+use codendum_core::openai::{CallRequest, Endpoint, ErrorKind, TokenSource, Transport};
 use serde_json::json;
 
 fn request() -> CallRequest {
@@ -137,7 +137,7 @@ async fn times_are_simulated_seconds_on_a_scaled_clock() {
     let base = spawn_plain(script).await;
     let opts = ClientOptions {
         timeout: Duration::from_secs(30),
-        clock: codendum::clock::Clock::scaled(10.0),
+        clock: codendum_core::clock::Clock::scaled(10.0),
         ..ClientOptions::default()
     };
     let o = HttpClient::new(&base, opts)
@@ -151,7 +151,7 @@ async fn times_are_simulated_seconds_on_a_scaled_clock() {
 
 #[tokio::test]
 async fn an_event_past_the_sse_limit_is_a_stream_error_naming_it() {
-    use codendum::openai::sse::MAX_EVENT_BYTES;
+    use codendum_core::openai::sse::MAX_EVENT_BYTES;
     // A tool call whose arguments never end: one data line over the limit,
     // sent in 64 KiB chunks.
     let mut script = vec![Step::Chunk(chat_event(

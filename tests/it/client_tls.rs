@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use client_support::{chat_event, serve_script, Step};
-use codendum::clock::Clock;
-use codendum::openai::client::{build_http_client, ClientOptions, HttpClient};
-use codendum::openai::{CallRequest, Endpoint, ErrorKind, Transport};
+use codendum::client::{build_http_client, ClientOptions, HttpClient};
+use codendum_core::clock::Clock;
+use codendum_core::openai::{CallRequest, Endpoint, ErrorKind, Transport};
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 

@@ -13,7 +13,7 @@ use cli_support::{
     codendum, numpy_percentile, only_folder, read_json, read_jsonl, run, runtime, start_twin,
     write_file,
 };
-use codendum::results::LEVEL_METRICS;
+use codendum_core::results::LEVEL_METRICS;
 use serde_json::Value;
 
 /// The figures the seed lists for each level and prompt shape (summary.json
@@ -225,7 +225,7 @@ fn bench_against_a_live_server_writes_the_whole_folder() {
     let csv = std::fs::read_to_string(folder.join("summary.csv")).expect("csv");
     let mut lines = csv.lines();
     let header: Vec<&str> = lines.next().expect("header").split(',').collect();
-    assert_eq!(header, codendum::results::SUMMARY_CSV_COLUMNS);
+    assert_eq!(header, codendum_core::results::SUMMARY_CSV_COLUMNS);
     // The seed's figures, as summary.csv columns (`peak_kv_usage` is
     // `peak_kv_usage_pct`, `errors` is `errors` and `error_kinds`).
     for field in LEVEL_FIELDS {

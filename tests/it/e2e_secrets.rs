@@ -11,10 +11,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use cli_support::{codendum, only_folder, run_in, runtime, write_file, Finished, Running};
-use codendum::clock::Clock;
-use codendum::target::Secret;
-use codendum::twin::profile::Profile;
-use codendum::twin::{start, TwinOptions};
+use codendum_core::clock::Clock;
+use codendum_core::profile::Profile;
+use codendum_core::target::Secret;
+use codendum_twin::{start, TwinOptions};
 
 const FLAG_KEY: &str = "sk-test-flag-0001";
 const ENV_KEY: &str = "sk-test-env-0002";

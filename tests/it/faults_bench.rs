@@ -3,18 +3,19 @@
 //! record with the error kind its fault causes, and the summaries agree with
 //! `requests.jsonl`.
 
+use codendum_core::kinds::Shape;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use codendum::bench::{run_bench, BenchConfig, BenchDeps, ServerInfo, Shape};
-use codendum::clock::Clock;
-use codendum::openai::client::{ClientOptions, HttpClient};
-use codendum::results::{self, RequestRecord};
-use codendum::target::Target;
-use codendum::twin::faults::FaultPlan;
-use codendum::twin::profile::Profile;
-use codendum::twin::{start, TwinOptions};
+use codendum::bench::{run_bench, BenchConfig, BenchDeps, ServerInfo};
+use codendum::client::{ClientOptions, HttpClient};
+use codendum_core::clock::Clock;
+use codendum_core::profile::Profile;
+use codendum_core::results::{self, RequestRecord};
+use codendum_core::target::Target;
+use codendum_twin::faults::FaultPlan;
+use codendum_twin::{start, TwinOptions};
 use futures::future::BoxFuture;
 use tokio::sync::watch;
 
@@ -265,8 +266,8 @@ async fn a_seeded_mix_is_consistent() {
         .filter(|i| {
             !matches!(
                 i.fault,
-                codendum::twin::faults::Fault::SlowHeaders(_)
-                    | codendum::twin::faults::Fault::HugeChunk(_)
+                codendum_twin::faults::Fault::SlowHeaders(_)
+                    | codendum_twin::faults::Fault::HugeChunk(_)
             )
         })
         .count() as u64;

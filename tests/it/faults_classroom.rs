@@ -7,13 +7,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use codendum::classroom::{run_classroom, ClassroomConfig, LiveStatus, MemorySink};
-use codendum::clock::Clock;
-use codendum::openai::client::{ClientOptions, HttpClient};
-use codendum::openai::{ErrorKind, Transport};
-use codendum::twin::faults::FaultPlan;
-use codendum::twin::persona::AgentPersona;
-use codendum::twin::profile::Profile;
-use codendum::twin::{start, TwinOptions};
+use codendum::client::{ClientOptions, HttpClient};
+use codendum_core::clock::Clock;
+use codendum_core::openai::{ErrorKind, Transport};
+use codendum_core::profile::Profile;
+use codendum_twin::faults::FaultPlan;
+use codendum_twin::persona::AgentPersona;
+use codendum_twin::{start, TwinOptions};
 
 async fn class_with_faults(spec: &str) -> codendum::classroom::ClassroomOutcome {
     let clock = Clock::scaled(200.0);

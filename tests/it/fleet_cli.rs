@@ -62,7 +62,7 @@ fn bad_fleet_options_are_one_line_errors_with_exit_2() {
     );
     assert_eq!(f.code, Some(2), "{}", f.both());
     assert_one_line_error(&f, "--router");
-    let base = codendum::profile::EMBEDDED_PROFILES[0].1;
+    let base = codendum_core::profile::EMBEDDED_PROFILES[0].1;
     for (table, culprit) in [
         ("[fleet]\nreplicas = 0\n", "fleet.replicas"),
         ("[fleet]\nrouter = \"sticky\"\n", "sticky"),
@@ -95,7 +95,7 @@ fn bench_runs_against_an_embedded_fleet_and_notes_a_router_without_replicas() {
         f.both()
     );
     // The profile's [fleet] table is the default.
-    let text = codendum::profile::EMBEDDED_PROFILES[0].1.replace(
+    let text = codendum_core::profile::EMBEDDED_PROFILES[0].1.replace(
         "[targets]",
         "[fleet]\nreplicas = 2\nrouter = \"power-of-two\"\n\n[targets]",
     );
@@ -157,7 +157,7 @@ fn serve_runs_a_fleet_behind_one_endpoint() {
         page.contains("vllm:generation_tokens_total{engine=\"1\""),
         "{page}"
     );
-    let snap = codendum::prom::ServerSnapshot::from_text(&page).expect("parses");
+    let snap = codendum_core::prom::ServerSnapshot::from_text(&page).expect("parses");
     assert_eq!(snap.generation_tokens, Some(5.0));
     running.signal("INT");
     let f = running.wait(Duration::from_secs(20));

@@ -4,13 +4,14 @@
 
 use std::sync::Arc;
 
-use codendum::clock::Clock;
-use codendum::openai::client::{ClientOptions, HttpClient};
-use codendum::openai::{CallRequest, Endpoint, Transport};
-use codendum::prom::{parse, ServerSnapshot};
-use codendum::twin::fleet::{start_fleet, FleetHandle, FleetSpec, RouterPolicy};
-use codendum::twin::profile::Profile;
-use codendum::twin::TwinOptions;
+use codendum::client::{ClientOptions, HttpClient};
+use codendum_core::clock::Clock;
+use codendum_core::openai::{CallRequest, Endpoint, Transport};
+use codendum_core::profile::fleet::{FleetSpec, RouterPolicy};
+use codendum_core::profile::Profile;
+use codendum_core::prom::{parse, ServerSnapshot};
+use codendum_twin::fleet::{start_fleet, FleetHandle};
+use codendum_twin::TwinOptions;
 use serde_json::json;
 
 async fn fleet_of(replicas: u32, router: RouterPolicy) -> (FleetHandle, Arc<HttpClient>) {

@@ -154,13 +154,14 @@ fn classroom_against_the_twin_fleet_reports_each_engine() {
 /// A twin fleet of two replicas under `router`, on `rt`, 50 × real time.
 fn twin_fleet(
     rt: &tokio::runtime::Runtime,
-    router: codendum::twin::fleet::RouterPolicy,
-) -> codendum::twin::fleet::FleetHandle {
-    use codendum::twin::fleet::{start_fleet, FleetSpec};
-    use codendum::twin::profile::Profile;
-    use codendum::twin::TwinOptions;
+    router: codendum_core::profile::fleet::RouterPolicy,
+) -> codendum_twin::fleet::FleetHandle {
+    use codendum_core::profile::fleet::FleetSpec;
+    use codendum_core::profile::Profile;
+    use codendum_twin::fleet::start_fleet;
+    use codendum_twin::TwinOptions;
     let mut opts = TwinOptions::new(Profile::load("classroom-64k").expect("profile"));
-    opts.clock = codendum::clock::Clock::scaled(50.0);
+    opts.clock = codendum_core::clock::Clock::scaled(50.0);
     let spec = FleetSpec {
         replicas: 2,
         router,
@@ -182,7 +183,7 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 /// A short bench against `fleet` (one API key, `requests` at concurrency 4).
-fn short_bench(dir: &std::path::Path, fleet: &codendum::twin::fleet::FleetHandle, requests: u32) {
+fn short_bench(dir: &std::path::Path, fleet: &codendum_twin::fleet::FleetHandle, requests: u32) {
     let mut cmd = codendum(dir);
     cmd.args(["bench", "--base-url", &fleet.base_url()])
         .args(["--metrics-url", &fleet.metrics_url()])
@@ -202,7 +203,7 @@ fn short_bench(dir: &std::path::Path, fleet: &codendum::twin::fleet::FleetHandle
 #[test]
 fn bench_requests_carry_their_own_session_for_an_affinity_router() {
     let rt = runtime();
-    let fleet = twin_fleet(&rt, codendum::twin::fleet::RouterPolicy::Session);
+    let fleet = twin_fleet(&rt, codendum_core::profile::fleet::RouterPolicy::Session);
     let dir = tempfile::tempdir().expect("tempdir");
     short_bench(dir.path(), &fleet, 16);
     let served = fleet.core().served();
@@ -227,7 +228,7 @@ fn bench_requests_carry_their_own_session_for_an_affinity_router() {
 #[test]
 fn metrics_shows_each_replica_of_a_fleet() {
     let rt = runtime();
-    let fleet = twin_fleet(&rt, codendum::twin::fleet::RouterPolicy::RoundRobin);
+    let fleet = twin_fleet(&rt, codendum_core::profile::fleet::RouterPolicy::RoundRobin);
     let dir = tempfile::tempdir().expect("tempdir");
     short_bench(dir.path(), &fleet, 8);
     let mut cmd = codendum(dir.path());

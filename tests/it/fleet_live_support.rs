@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use codendum::twin::TwinHandle;
+use codendum_twin::TwinHandle;
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::cli_support::{runtime, start_twin};

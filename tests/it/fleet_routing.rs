@@ -4,9 +4,10 @@
 
 use std::sync::Arc;
 
-use codendum::clock::Clock;
-use codendum::openai::{CallRequest, Endpoint, Transport};
-use codendum::twin::fleet::{imbalance, FleetSpec, FleetTransport, RouterPolicy};
+use codendum_core::clock::Clock;
+use codendum_core::openai::{CallRequest, Endpoint, Transport};
+use codendum_core::profile::fleet::{FleetSpec, RouterPolicy};
+use codendum_twin::fleet::{imbalance, FleetTransport};
 use serde_json::json;
 
 use crate::fleet_support::{class, fleet, options, single};

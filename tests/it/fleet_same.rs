@@ -5,10 +5,11 @@
 
 use std::sync::Arc;
 
-use codendum::clock::Clock;
-use codendum::openai::{CallOutcome, CallRequest, Endpoint, Transport};
-use codendum::twin::fleet::{FleetSpec, FleetTransport, RouterPolicy};
-use codendum::twin::inproc::InProcTransport;
+use codendum_core::clock::Clock;
+use codendum_core::openai::{CallOutcome, CallRequest, Endpoint, Transport};
+use codendum_core::profile::fleet::{FleetSpec, RouterPolicy};
+use codendum_twin::fleet::FleetTransport;
+use codendum_twin::inproc::InProcTransport;
 use serde_json::json;
 
 use crate::fleet_support::{class, fleet, options, single};
@@ -28,7 +29,7 @@ fn one_replica_under_every_router_gives_the_single_servers_class() {
         }
         assert_eq!(a.tasks, b.tasks, "{router}: coding requests");
         // Same times and snapshots (UTC stamps differ: each run has its clock).
-        let strip = |tl: &[codendum::prom::TimelineSample]| {
+        let strip = |tl: &[codendum_core::prom::TimelineSample]| {
             tl.iter()
                 .map(|s| (s.t, s.snapshot.clone()))
                 .collect::<Vec<_>>()

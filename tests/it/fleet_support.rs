@@ -9,14 +9,15 @@ use std::time::Duration;
 use codendum::classroom::{
     run_classroom, ClassroomConfig, ClassroomOutcome, LiveStatus, MemorySink,
 };
-use codendum::clock::Clock;
-use codendum::openai::Transport;
-use codendum::prom::{window_stats, TimelineSample, WindowStats};
-use codendum::twin::fleet::{FleetSampler, FleetSpec, FleetTransport, RouterPolicy};
-use codendum::twin::inproc::{InProcTransport, StatsSampler};
-use codendum::twin::persona::AgentPersona;
-use codendum::twin::profile::Profile;
-use codendum::twin::TwinOptions;
+use codendum_core::clock::Clock;
+use codendum_core::openai::Transport;
+use codendum_core::profile::fleet::{FleetSpec, RouterPolicy};
+use codendum_core::profile::Profile;
+use codendum_core::prom::{window_stats, TimelineSample, WindowStats};
+use codendum_twin::fleet::{FleetSampler, FleetTransport};
+use codendum_twin::inproc::{InProcTransport, StatsSampler};
+use codendum_twin::persona::AgentPersona;
+use codendum_twin::TwinOptions;
 
 /// Seconds between engine samples (simulated).
 pub const SAMPLE: Duration = Duration::from_secs(1);

@@ -1,13 +1,13 @@
 //! The fuzz targets of `fuzz/` as property tests that run in CI: arbitrary
 //! input never panics, and structured input survives a round trip.
 
-use codendum::openai::chunk::{parse_chunk, Assembler};
-use codendum::openai::sse::{decode_all, OwnedSseEvent, SseDecoder};
-use codendum::openai::stream::StreamMeter;
-use codendum::prom::{parse, ServerSnapshot};
-use codendum::twin::chunks::{ChunkHead, Piece};
-use codendum::twin::faults::FaultPlan;
-use codendum::twin::request_body::parse_generation_body;
+use codendum_core::openai::chunk::{parse_chunk, Assembler};
+use codendum_core::openai::sse::{decode_all, OwnedSseEvent, SseDecoder};
+use codendum_core::openai::stream::StreamMeter;
+use codendum_core::prom::{parse, ServerSnapshot};
+use codendum_twin::chunks::{ChunkHead, Piece};
+use codendum_twin::faults::FaultPlan;
+use codendum_twin::request_body::parse_generation_body;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -203,7 +203,7 @@ proptest! {
         for n in 1..=100u64 {
             if n % every == 0 {
                 let i = plan.decide(n).expect("every strikes");
-                let is_status = matches!(i.fault, codendum::twin::faults::Fault::Status { code: c, .. } if c == code);
+                let is_status = matches!(i.fault, codendum_twin::faults::Fault::Status { code: c, .. } if c == code);
                 prop_assert!(is_status);
             }
         }

@@ -7,14 +7,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use codendum::classroom::{run_classroom, CallKind, LiveStatus, MemorySink, TaskOutcome};
-use codendum::clock::Clock;
-use codendum::openai::client::{ClientOptions, HttpClient};
-use codendum::openai::{CallRequest, Endpoint, ErrorKind, TokenSource, Transport};
+use codendum::client::{ClientOptions, HttpClient};
+use codendum_core::clock::Clock;
+use codendum_core::openai::{CallRequest, Endpoint, ErrorKind, TokenSource, Transport};
 use serde_json::json;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::servers::{fixture, Servers, MODEL};
+use codendum_testkit::servers::{fixture, Servers, MODEL};
 
 fn client(base: &str) -> HttpClient {
     HttpClient::new(base, ClientOptions::default()).expect("client")

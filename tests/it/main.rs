@@ -3,10 +3,6 @@
 //! The capacity suite (its own harness) and the timing checks in
 //! `tests/perf/` stay separate binaries.
 
-// The harness self-tests in it are used by tests/capacity.rs only.
-#[allow(dead_code)]
-#[path = "../capacity_support/mod.rs"]
-mod capacity_support;
 mod capture_support;
 mod classroom_support;
 mod cli_support;
@@ -15,8 +11,6 @@ mod fleet_live_support;
 mod fleet_support;
 mod persona_support;
 mod report_support;
-#[path = "../servers/mod.rs"]
-mod servers;
 
 mod bench_driver;
 mod bench_results;

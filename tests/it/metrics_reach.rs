@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::cli_support::{codendum, read_json, Finished, Running};
-use crate::servers::{has_requests, MetricsCase, Servers};
+use codendum_testkit::servers::{has_requests, MetricsCase, Servers};
 
 /// The longest a whole command may take here (the silent `/metrics` costs
 /// one scrape timeout of 5 s before the run, another while it samples).

@@ -13,11 +13,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::persona_support::text;
-use codendum::clock::Clock;
-use codendum::twin::answer::{AnswerRequest, PlannedAnswer, Responder};
-use codendum::twin::persona::AgentPersona;
-use codendum::twin::profile::Profile;
-use codendum::twin::{start, TwinOptions};
+use codendum_core::clock::Clock;
+use codendum_core::profile::Profile;
+use codendum_twin::answer::{AnswerRequest, PlannedAnswer, Responder};
+use codendum_twin::persona::AgentPersona;
+use codendum_twin::{start, TwinOptions};
 use serde_json::{json, Value};
 
 const VERSION: &str = "1.18.33";

@@ -4,8 +4,8 @@
 
 use crate::persona_support;
 
-use codendum::twin::answer::{AnswerRequest, PlannedAnswer, Responder};
-use codendum::twin::persona::{AgentPersona, PersonaConfig};
+use codendum_twin::answer::{AnswerRequest, PlannedAnswer, Responder};
+use codendum_twin::persona::{AgentPersona, PersonaConfig};
 use persona_support::{calls, check_calls, fixture, output_chars, text};
 use serde_json::Value;
 

@@ -10,12 +10,12 @@ use std::time::Duration;
 use codendum::classroom::{
     run_classroom, CallKind, ClassroomConfig, LiveStatus, MemorySink, TaskOutcome,
 };
-use codendum::clock::Clock;
-use codendum::openai::client::{ClientOptions, HttpClient};
-use codendum::openai::Transport;
-use codendum::twin::persona::AgentPersona;
-use codendum::twin::profile::Profile;
-use codendum::twin::{start, TwinOptions};
+use codendum::client::{ClientOptions, HttpClient};
+use codendum_core::clock::Clock;
+use codendum_core::openai::Transport;
+use codendum_core::profile::Profile;
+use codendum_twin::persona::AgentPersona;
+use codendum_twin::{start, TwinOptions};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_sessions_over_http_match_the_seed_calibration() {

@@ -6,9 +6,9 @@
 
 use crate::persona_support;
 
-use codendum::twin::answer::{AnswerRequest, PlannedAnswer, Responder};
-use codendum::twin::persona::tools::{ToolKit, ToolRole};
-use codendum::twin::persona::AgentPersona;
+use codendum_twin::answer::{AnswerRequest, PlannedAnswer, Responder};
+use codendum_twin::persona::tools::{ToolKit, ToolRole};
+use codendum_twin::persona::AgentPersona;
 use persona_support::{calls, check_calls, text};
 use serde_json::{json, Value};
 

@@ -8,8 +8,8 @@ use crate::persona_support;
 
 use std::collections::BTreeMap;
 
-use codendum::twin::answer::{AnswerPart, AnswerRequest, Responder};
-use codendum::twin::persona::{fnv1a, mix, AgentPersona};
+use codendum_twin::answer::{AnswerPart, AnswerRequest, Responder};
+use codendum_twin::persona::{fnv1a, mix, AgentPersona};
 use persona_support::{check_calls, tools};
 use serde_json::{json, Value};
 
@@ -188,7 +188,7 @@ impl Project {
             }
             tally.calls += 1;
             // Output tokens as the twin counts them in `usage`: one per streamed piece.
-            tally.chars += codendum::twin::chunks::plan_pieces(&answer, |_| String::new()).len();
+            tally.chars += codendum_twin::chunks::plan_pieces(&answer, |_| String::new()).len();
             let mut text = String::new();
             let mut calls = Vec::new();
             for (i, part) in answer.parts.iter().enumerate() {

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use codendum::plan::fleet::answers;
 use codendum::plan::{run_plan, PlanConfig, PlanResults};
-use codendum::twin::router::RouterPolicy;
+use codendum_core::profile::fleet::RouterPolicy;
 
 use crate::cli_support::{assert_one_line_error, codendum, run};
 

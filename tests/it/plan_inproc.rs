@@ -5,14 +5,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use codendum::clock::Clock;
-use codendum::openai::client::{ClientOptions, HttpClient};
-use codendum::openai::{CallRequest, Endpoint, ErrorKind, Transport};
-use codendum::prom::window_stats;
-use codendum::twin::inproc::{InProcTransport, StatsSampler};
-use codendum::twin::persona::AgentPersona;
-use codendum::twin::profile::Profile;
-use codendum::twin::{start, TwinOptions};
+use codendum::client::{ClientOptions, HttpClient};
+use codendum_core::clock::Clock;
+use codendum_core::openai::{CallRequest, Endpoint, ErrorKind, Transport};
+use codendum_core::profile::Profile;
+use codendum_core::prom::window_stats;
+use codendum_twin::inproc::{InProcTransport, StatsSampler};
+use codendum_twin::persona::AgentPersona;
+use codendum_twin::{start, TwinOptions};
 use serde_json::{json, Value};
 
 fn options(clock: Clock) -> TwinOptions {

@@ -15,7 +15,7 @@ use codendum::plan::{
     classroom_targets, plan_search, run_plan, run_search, Bottleneck, CellResult, CellSpec,
     PlanConfig, PlanResults,
 };
-use codendum::twin::profile::Profile;
+use codendum_core::profile::Profile;
 use serde_json::Value;
 
 use crate::cli_support::{assert_one_line_error, codendum, run};
@@ -234,7 +234,7 @@ fn the_limit_is_read_from_the_failing_class() {
     errors
         .summary
         .errors_by_kind
-        .insert(codendum::kinds::ErrorKind::Http503, 3);
+        .insert(codendum_core::kinds::ErrorKind::Http503, 3);
     assert_eq!(limit(errors, None), Bottleneck::ServerErrors);
 }
 

@@ -7,7 +7,7 @@ use codendum::plan::{
     classify, classroom_targets, judge_cell, Bottleneck, CellResult, CellSpec, ClassroomTargets,
     JudgedCell,
 };
-use codendum::twin::profile::Profile;
+use codendum_core::profile::Profile;
 
 /// A cell whose summary carries the same figures as its own fields (as
 /// [`codendum::plan::cell::figures`] makes it): targets judge the summary.

@@ -4,9 +4,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use codendum::app::metrics::{run_metrics, MetricsOptions};
-use codendum::clock::Clock;
-use codendum::error::Error;
-use codendum::prom::{parse_timeline, Sampler, ScrapeError, Scraper};
+use codendum::scrape::{Sampler, ScrapeError, Scraper};
+use codendum_core::clock::Clock;
+use codendum_core::error::Error;
+use codendum_core::prom::parse_timeline;
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
@@ -323,7 +324,7 @@ async fn sampler_records_a_timeline_on_a_scaled_clock() {
         scraper_for(&urls),
         clock.clone(),
         Duration::from_secs(1),
-        codendum::results::JsonlWriter::new(file),
+        codendum_core::results::JsonlWriter::new(file),
     );
     // Wait (in simulated time) until at least 4 samples exist; generous bound.
     let mut waited = 0;
@@ -346,14 +347,14 @@ async fn sampler_records_a_timeline_on_a_scaled_clock() {
         assert!(pair[1].utc > pair[0].utc);
     }
     let last = timeline.len() - 1;
-    let stats = codendum::prom::window_stats(&timeline, 0.0, timeline[last].t);
+    let stats = codendum_core::prom::window_stats(&timeline, 0.0, timeline[last].t);
     assert_eq!(stats.samples, timeline.len());
     assert_eq!(stats.failed_scrapes, 0);
     assert_eq!(stats.prompt_tokens, Some(1000.0 * last as f64));
     assert_eq!(stats.prefix_hit_rate, Some(0.75));
     assert_eq!(stats.peak_running, Some(2.0 + last as f64));
     // The file holds every sample, written as it was taken.
-    let written = codendum::prom::read_timeline(&file_path).expect("timeline reads");
+    let written = codendum_core::prom::read_timeline(&file_path).expect("timeline reads");
     assert_eq!(written, timeline);
 }
 

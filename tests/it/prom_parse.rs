@@ -1,6 +1,6 @@
 //! The Prometheus parser and the vLLM view, against recorded and hand-written pages.
 
-use codendum::prom::{parse, LineProblem, MetricType, ParseError, ServerSnapshot};
+use codendum_core::prom::{parse, LineProblem, MetricType, ParseError, ServerSnapshot};
 use proptest::prelude::*;
 
 const BUSY: &str = include_str!("../../fixtures/metrics/vllm-0.30-metrics-busy.txt");

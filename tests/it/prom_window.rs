@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use chrono::{DateTime, TimeZone, Utc};
-use codendum::prom::{
+use codendum_core::prom::{
     align_timeline, counter_increase, parse_timeline, read_timeline, window_stats, IntervalRates,
     ServerSnapshot, TimelineError, TimelineSample,
 };

@@ -20,12 +20,12 @@
 use std::path::Path;
 use std::time::Duration;
 
-use codendum::clock::Clock;
-use codendum::prom::{
-    align_timeline, fleet_figures, LatencyHistograms, ReplicaSample, Sampler, Scraper,
-    TimelineSample,
+use codendum::scrape::{Sampler, Scraper};
+use codendum_core::clock::Clock;
+use codendum_core::prom::{
+    align_timeline, fleet_figures, LatencyHistograms, ReplicaSample, TimelineSample,
 };
-use codendum::results::TimeSplit;
+use codendum_core::results::TimeSplit;
 use serde_json::Value;
 
 use crate::cli_support::{codendum, only_folder, read_json, read_jsonl, run_in};

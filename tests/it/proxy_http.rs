@@ -6,9 +6,9 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::routing::{get, post};
 use axum::Router;
-use codendum::clock::Clock;
-use codendum::target::Secret;
-use codendum::twin::proxy::{Limit, ProxyConfig, ProxyState, Rejection};
+use codendum_core::clock::Clock;
+use codendum_core::target::Secret;
+use codendum_twin::proxy::{Limit, ProxyConfig, ProxyState, Rejection};
 use serde_json::Value;
 use tokio::sync::watch;
 

@@ -3,10 +3,10 @@
 
 use crate::report_support;
 
-use codendum::report::{
+use codendum_core::target::Provenance;
+use codendum_report::{
     markdown, Assessment, BenchReport, Better, ComparedFigure, Comparison, LevelRow, RunInfo, Unit,
 };
-use codendum::target::Provenance;
 
 fn run(profile: &str, image: &str, server: &str) -> RunInfo {
     RunInfo {

@@ -6,7 +6,7 @@
 
 use crate::report_support;
 
-use codendum::report::{html, markdown, Comparison, TooFewRuns, DISCLAIMER};
+use codendum_report::{html, markdown, Comparison, TooFewRuns, DISCLAIMER};
 use report_support::{assert_no_nan, bench, check_markup, classroom, references, settings};
 
 fn render(f: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>) -> String {
@@ -172,7 +172,7 @@ fn hostile_text_cannot_break_out() {
     r.run.provenance.profile = Some(evil.to_string());
     r.parameters[0].value = evil.to_string();
     r.levels[0].shape = evil.to_string();
-    r.levels[0].errors.push(codendum::report::ErrorCount {
+    r.levels[0].errors.push(codendum_report::ErrorCount {
         kind: "bad_json".to_string(),
         count: 1,
         sample_message: Some(evil.repeat(10)),
@@ -194,8 +194,8 @@ fn hostile_text_cannot_break_out() {
 
 #[test]
 fn empty_reports_render() {
-    let b = codendum::report::BenchReport::default();
-    let c = codendum::report::ClassroomReport::default();
+    let b = codendum_report::BenchReport::default();
+    let c = codendum_report::ClassroomReport::default();
     for text in [
         render(|o| markdown::write_bench(&b, o)),
         render(|o| html::write_bench(&b, o)),

@@ -3,8 +3,8 @@
 
 use crate::report_support;
 
-use codendum::report::model::TimelinePoint;
-use codendum::report::svg::{
+use codendum_report::model::TimelinePoint;
+use codendum_report::svg::{
     AxisTitle, CdfChart, CdfCurve, Chart, HistogramChart, LineChart, Series, TimelineChart,
     TimelineMarker,
 };

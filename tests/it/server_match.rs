@@ -15,12 +15,11 @@ use serde_json::Value;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::capacity_support;
 use crate::cli_support::{codendum, only_folder, read_json, run_in, runtime, start_twin};
-use crate::servers::fixture;
-use codendum::capacity::server_match::{check_target, read_profile_check};
-use codendum::capacity::{Settings, Suite, TrialKind};
-use codendum::twin::profile::Profile;
+use codendum::server_match::{check_target, read_profile_check};
+use codendum_capacity::{Settings, Suite, TrialKind};
+use codendum_core::profile::Profile;
+use codendum_testkit::servers::fixture;
 
 /// The warning for classroom-64k against the recorded server.
 const WARNING: &str = "codendum: warning: the server does not run profile classroom-64k: \
@@ -130,7 +129,7 @@ fn bench_warns_and_records_when_the_server_is_not_the_profile() {
     assert_eq!(fields(check, "matched"), ["enable_prefix_caching"]);
     assert_eq!(summary["provenance"]["profile"], "classroom-64k");
     // Still schema 1 to every reader, the report included.
-    let typed = codendum::results::read_bench_summary(&folder).expect("reads as schema 1");
+    let typed = codendum_core::results::read_bench_summary(&folder).expect("reads as schema 1");
     assert_eq!(typed.levels.len(), 1);
     assert!(folder.join("report.md").is_file());
     assert_eq!(
@@ -215,7 +214,7 @@ fn classroom_warns_and_records_when_the_server_is_not_the_profile() {
     let summary = read_json(&folder.join("summary.json"));
     assert_eq!(summary["kind"], "classroom");
     assert_eq!(fields(&summary["profile_check"], "differences").len(), 4);
-    codendum::results::read_classroom_folder_summary(&folder).expect("reads as schema 1");
+    codendum_core::results::read_classroom_folder_summary(&folder).expect("reads as schema 1");
 }
 
 fn live_suite(server: &MockServer, profile: &str, results: &Path) -> Suite {
@@ -229,7 +228,10 @@ fn live_suite(server: &MockServer, profile: &str, results: &Path) -> Suite {
     .map(|(k, v)| (k.to_string(), v))
     .collect();
     let settings = Settings::from_lookup(|k| vars.get(k).cloned()).expect("settings");
-    Suite::new(settings, capacity_support::cache_dir())
+    Suite::new(
+        settings,
+        codendum_capacity::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
+    )
 }
 
 fn requests_to(rt: &tokio::runtime::Runtime, server: &MockServer, to: &str) -> usize {
@@ -301,7 +303,7 @@ fn the_capacity_trial_passes_for_the_matching_profile() {
         logfile: Some(dir.path().join("trials.log").display().to_string()),
         ..libtest_mimic::Arguments::default()
     };
-    let conclusion = libtest_mimic::run(&args, capacity_support::trials(&Arc::new(suite)));
+    let conclusion = libtest_mimic::run(&args, codendum_capacity::trials(&Arc::new(suite)));
     assert_eq!(
         (conclusion.num_passed, conclusion.num_failed),
         (1, 0),
@@ -313,7 +315,10 @@ fn the_capacity_trial_passes_for_the_matching_profile() {
 fn against_the_twin_the_suite_lists_no_server_trial() {
     let vars: HashMap<String, String> = HashMap::new();
     let settings = Settings::from_lookup(|k| vars.get(k).cloned()).expect("settings");
-    let suite = Suite::new(settings, capacity_support::cache_dir());
+    let suite = Suite::new(
+        settings,
+        codendum_capacity::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
+    );
     let trials = suite.trials();
     assert!(!trials.is_empty());
     assert!(
@@ -329,7 +334,7 @@ fn a_twin_started_from_a_profile_states_that_profile() {
     let rt = runtime();
     for name in ["classroom-64k", "classroom-64k-high-concurrency"] {
         let twin = start_twin(&rt, name, 1.0);
-        let target = codendum::target::Target::new(
+        let target = codendum_core::target::Target::new(
             Some(&twin.base_url()),
             None,
             None,

@@ -10,16 +10,18 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use cli_support::{assert_one_line_error, codendum, holds_no_file, run};
-use codendum::capacity::runner::{WorkloadResults, WorkloadSummary};
-use codendum::capacity::suite::judge_all;
-use codendum::capacity::{parse_targets, Settings, Suite, TrialKind, WorkloadKind};
 use codendum::classroom::{CallKind, CallRecord, ClassroomSummary, TaskOutcome, TaskRecord};
-use codendum::openai::{ErrorKind, TokenSource};
 use codendum::plan::cell::{figures, Window};
 use codendum::plan::{classroom_targets, judge_cell, CellResult, CellSpec};
-use codendum::prom::{ServerSnapshot, TimelineSample};
-use codendum::results::{ClassroomParameters, ClassroomRunSummary, RunHeader, ServerDescription};
-use codendum::twin::profile::Profile;
+use codendum_capacity::runner::{WorkloadResults, WorkloadSummary};
+use codendum_capacity::suite::judge_all;
+use codendum_capacity::{parse_targets, Settings, Suite, TrialKind, WorkloadKind};
+use codendum_core::openai::{ErrorKind, TokenSource};
+use codendum_core::profile::Profile;
+use codendum_core::prom::{ServerSnapshot, TimelineSample};
+use codendum_core::results::{
+    ClassroomParameters, ClassroomRunSummary, RunHeader, ServerDescription,
+};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

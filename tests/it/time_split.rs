@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use crate::cli_support::{codendum, only_folder, read_json, run_in, runtime, start_twin};
-use crate::servers::fixture;
+use codendum_testkit::servers::fixture;
 
 fn phase_mean(split: &serde_json::Value, phase: &str) -> f64 {
     split[phase]["mean_s"]
@@ -76,12 +76,13 @@ fn a_server_without_histograms_leaves_the_split_out() {
         .filter(|l| !l.contains("_bucket") && !l.contains("_sum") && !l.contains("_count"))
         .map(|l| format!("{l}\n"))
         .collect();
-    let s = codendum::prom::ServerSnapshot::from_text(&page).expect("parses");
+    let s = codendum_core::prom::ServerSnapshot::from_text(&page).expect("parses");
     assert!(s.latency.is_none());
-    let full = codendum::prom::ServerSnapshot::from_text(&fixture("vllm-0.32/metrics-busy.txt"))
-        .expect("parses");
+    let full =
+        codendum_core::prom::ServerSnapshot::from_text(&fixture("vllm-0.32/metrics-busy.txt"))
+            .expect("parses");
     let latency = full.latency.expect("0.32 exports its histograms");
-    let ttft = &latency.phases[&codendum::prom::Phase::Ttft];
+    let ttft = &latency.phases[&codendum_core::prom::Phase::Ttft];
     assert!(ttft.count > 0.0);
     assert!(ttft
         .buckets

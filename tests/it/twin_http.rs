@@ -3,11 +3,11 @@
 
 use std::sync::Arc;
 
-use codendum::clock::Clock;
-use codendum::target::Secret;
-use codendum::twin::answer::{AnswerRequest, PlannedAnswer, Responder};
-use codendum::twin::profile::Profile;
-use codendum::twin::{start, TwinHandle, TwinOptions};
+use codendum_core::clock::Clock;
+use codendum_core::profile::Profile;
+use codendum_core::target::Secret;
+use codendum_twin::answer::{AnswerRequest, PlannedAnswer, Responder};
+use codendum_twin::{start, TwinHandle, TwinOptions};
 use serde_json::{json, Value};
 
 struct ToolPersona;
@@ -16,8 +16,8 @@ impl Responder for ToolPersona {
     fn plan(&self, _r: &AnswerRequest<'_>) -> PlannedAnswer {
         PlannedAnswer {
             parts: vec![
-                codendum::twin::answer::AnswerPart::Text("I'll read it.".into()),
-                codendum::twin::answer::AnswerPart::ToolCall {
+                codendum_twin::answer::AnswerPart::Text("I'll read it.".into()),
+                codendum_twin::answer::AnswerPart::ToolCall {
                     name: "read".into(),
                     arguments: "{\"filePath\": \"src/Server.java\"}".into(),
                 },

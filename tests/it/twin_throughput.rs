@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
-use codendum::clock::Clock;
-use codendum::twin::model::PhysicalStepModel;
-use codendum::twin::profile::Profile;
-use codendum::twin::{start, TwinOptions};
+use codendum_core::clock::Clock;
+use codendum_core::profile::Profile;
+use codendum_twin::model::PhysicalStepModel;
+use codendum_twin::{start, TwinOptions};
 use futures::StreamExt;
 use serde_json::json;
 

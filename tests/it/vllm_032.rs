@@ -10,7 +10,7 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use crate::cli_support::{codendum, only_folder, read_json, read_jsonl, run_in, runtime};
-use crate::servers::fixture;
+use codendum_testkit::servers::fixture;
 
 /// vLLM's `/tokenize`: about 3.7 characters a token, plus the 30 tokens
 /// SmolLM2's chat template adds around one user message (the recorded
@@ -188,7 +188,7 @@ fn a_live_server_is_given_no_profile_nobody_stated() {
 
 #[test]
 fn the_recorded_032_page_reads_with_its_new_families() {
-    let s = codendum::prom::ServerSnapshot::from_text(&fixture("vllm-0.32/metrics-busy.txt"))
+    let s = codendum_core::prom::ServerSnapshot::from_text(&fixture("vllm-0.32/metrics-busy.txt"))
         .expect("the 0.32 page parses");
     assert_eq!(s.running, Some(22.0));
     assert_eq!(s.waiting, Some(0.0));

@@ -5,10 +5,10 @@
 
 use std::sync::Arc;
 
-use codendum::clock::Clock;
-use codendum::openai::client::{ClientOptions, HttpClient};
-use codendum::openai::{CallRequest, Endpoint, Transport};
-use codendum::twin::firehose::{parse_stamps, start, FirehoseOptions};
+use codendum::client::{ClientOptions, HttpClient};
+use codendum_core::clock::Clock;
+use codendum_core::openai::{CallRequest, Endpoint, Transport};
+use codendum_twin::firehose::{parse_stamps, start, FirehoseOptions};
 use serde_json::{json, Value};
 
 fn request(body: Value) -> CallRequest {

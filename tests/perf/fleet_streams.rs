@@ -9,13 +9,14 @@
 
 use std::sync::Arc;
 
-use codendum::clock::Clock;
-use codendum::openai::client::{ClientOptions, HttpClient};
-use codendum::openai::{CallRequest, Endpoint, Transport};
-use codendum::twin::fleet::pages::merge_lateness;
-use codendum::twin::fleet::{start_fleet, FleetSpec, RouterPolicy};
-use codendum::twin::profile::Profile;
-use codendum::twin::TwinOptions;
+use codendum::client::{ClientOptions, HttpClient};
+use codendum_core::clock::Clock;
+use codendum_core::openai::{CallRequest, Endpoint, Transport};
+use codendum_core::profile::fleet::{FleetSpec, RouterPolicy};
+use codendum_core::profile::Profile;
+use codendum_twin::fleet::pages::merge_lateness;
+use codendum_twin::fleet::start_fleet;
+use codendum_twin::TwinOptions;
 use serde_json::json;
 
 const REPLICAS: u32 = 4;

@@ -1,10 +1,10 @@
 //! The twin's engine task records how late each step's tokens were handed
 //! over (`StepLateness`) and shows it on `/metrics`.
 
-use codendum::clock::Clock;
-use codendum::twin::profile::Profile;
-use codendum::twin::runner::StepLateness;
-use codendum::twin::{start, TwinOptions};
+use codendum_core::clock::Clock;
+use codendum_core::profile::Profile;
+use codendum_twin::runner::StepLateness;
+use codendum_twin::{start, TwinOptions};
 use serde_json::json;
 
 #[test]
@@ -25,7 +25,7 @@ fn lateness_record_counts_on_time_steps_and_renders_a_histogram() {
     assert!(text.contains("codendum_twin_step_lateness_seconds_bucket{le=\"+Inf\"} 3"));
     assert!(text.contains("codendum_twin_step_lateness_seconds_count 3"));
     assert!(text.contains("codendum_twin_steps_on_time_total 2"));
-    let page = codendum::prom::parse(&text).expect("valid exposition text");
+    let page = codendum_core::prom::parse(&text).expect("valid exposition text");
     assert!(!page.samples.is_empty());
 }
 

@@ -27,8 +27,8 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::error::ConfigError;
-use crate::stats::{mean, percentile, sorted_finite};
+use codendum_core::error::ConfigError;
+use codendum_core::stats::{mean, percentile, sorted_finite};
 
 /// The `schema_version` of `client-times.json` this build writes and reads.
 pub const CLIENT_TIMES_SCHEMA_VERSION: u32 = 1;

@@ -14,8 +14,8 @@ use codendum::classroom::compaction::{CONTINUE, RECAP_QUESTION};
 use codendum::classroom::{
     run_classroom, ClassroomConfig, ClassroomOutcome, LiveStatus, MemorySink,
 };
-use codendum::clock::Clock;
-use codendum::openai::{
+use codendum_core::clock::Clock;
+use codendum_core::openai::{
     AssistantMessage, CallError, CallOutcome, CallRequest, ToolCall, Transport, Usage,
 };
 

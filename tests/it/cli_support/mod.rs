@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use codendum::clock::Clock;
-use codendum::twin::profile::Profile;
-use codendum::twin::{start, TwinHandle, TwinOptions};
+use codendum_core::clock::Clock;
+use codendum_core::profile::Profile;
+use codendum_twin::{start, TwinHandle, TwinOptions};
 
 /// The longest any single command may run before the test fails.
 pub const LIMIT: Duration = Duration::from_secs(60);

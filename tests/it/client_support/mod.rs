@@ -6,10 +6,10 @@
 
 use std::time::Duration;
 
-use codendum::clock::Clock;
-use codendum::openai::body::{chat_body, BodyOptions};
-use codendum::openai::{CallRequest, Endpoint};
-use codendum::target::Secret;
+use codendum_core::clock::Clock;
+use codendum_core::openai::body::{chat_body, BodyOptions};
+use codendum_core::openai::{CallRequest, Endpoint};
+use codendum_core::target::Secret;
 use serde_json::json;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 

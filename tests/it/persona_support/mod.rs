@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use codendum::twin::answer::{AnswerPart, PlannedAnswer};
+use codendum_twin::answer::{AnswerPart, PlannedAnswer};
 use serde_json::Value;
 
 /// Loads a JSON file from fixtures/conversations.

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use codendum::report::{BenchReport, ClassroomReport};
+use codendum_report::{BenchReport, ClassroomReport};
 
 /// Path of a file under fixtures/report/.
 pub fn fixture(name: &str) -> PathBuf {

@@ -1,0 +1,302 @@
+//! Judging results against targets: plain functions from a summary and a
+//! target table to one [`Judgement`] per checked figure. A class is judged
+//! by [`codendum_core::targets::classroom`] (the verdicts `codendum plan` gives
+//! too); this module adds the messages and report rows.
+
+use std::path::Path;
+
+use codendum_core::results::metrics::Source;
+use codendum_core::results::{BenchSummary, ClassroomRunSummary, LevelSummary};
+use codendum_core::targets::bench::{bound_of, BenchLevelTargets, ClassroomTargets};
+pub use codendum_core::targets::Bound;
+use codendum_core::targets::{ClassroomCheck, ClassroomKey};
+use codendum_report::model::Verdict;
+
+/// One figure judged against one target.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judgement {
+    /// Check group: `classroom` or `bench-short-c16`.
+    pub group: String,
+    /// Metric, as in the trial name: `ttft_p95`, `server_errors`.
+    pub metric: String,
+    /// What is checked, for people: `TTFT P95`.
+    pub label: String,
+    /// The measured figure; `None` when it could not be measured.
+    pub figure: Option<f64>,
+    /// The limit.
+    pub limit: f64,
+    /// Ceiling or floor.
+    pub bound: Bound,
+    /// Unit after numbers (`s`, `tok/s`, or empty for counts).
+    pub unit: &'static str,
+    /// The figure meets the target.
+    pub passed: bool,
+    /// The failure message (figure, target, workload and results folder);
+    /// `None` when passed.
+    pub failure: Option<String>,
+    /// The row for the report.
+    pub verdict: Verdict,
+}
+
+/// A measured figure, why it may be missing, and detail for messages.
+struct Figure {
+    value: Option<f64>,
+    /// Why the figure is missing (shown only when it is).
+    missing: Option<String>,
+    /// Detail shown beside a failing figure, such as error kinds.
+    detail: Option<String>,
+}
+
+struct Spec<'a> {
+    group: &'a str,
+    metric: &'a str,
+    label: &'a str,
+    unit: &'static str,
+    bound: Bound,
+    limit: f64,
+    /// For the report's verdict name: `at 16 in flight (short)`.
+    scope: &'a str,
+    /// For messages: `bench, short prompts, 16 in flight, 64 requests`.
+    context: &'a str,
+    folder: &'a Path,
+}
+
+/// Formats a figure: more decimals for small numbers.
+pub fn format_number(v: f64) -> String {
+    let a = v.abs();
+    if a >= 100.0 || v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+fn with_unit(number: String, unit: &str) -> String {
+    if unit.is_empty() {
+        number
+    } else {
+        format!("{number} {unit}")
+    }
+}
+
+/// Judges a figure by its bound ([`Bound::is_met`]).
+fn judge(spec: Spec<'_>, figure: Figure) -> Judgement {
+    let passed = spec.bound.is_met(figure.value, spec.limit);
+    judgement(spec, figure, passed)
+}
+
+/// The judgement of a figure whose verdict is `passed`: the failure
+/// message and the report row.
+fn judgement(spec: Spec<'_>, figure: Figure, passed: bool) -> Judgement {
+    let limit_text = with_unit(format!("{}", spec.limit), spec.unit);
+    let where_ = format!("{}; {}", spec.context, spec.folder.display());
+    let failure = (!passed).then(|| match figure.value {
+        Some(v) => {
+            let verb = match spec.bound {
+                Bound::Max => "exceeds",
+                Bound::Min => "is below",
+            };
+            let detail = figure
+                .detail
+                .as_ref()
+                .map(|n| format!(" [{n}]"))
+                .unwrap_or_default();
+            format!(
+                "{} {}{detail} {verb} {limit_text} ({where_})",
+                spec.label,
+                with_unit(format_number(v), spec.unit)
+            )
+        }
+        None => format!(
+            "{} not measured: {} (target {limit_text}; {where_})",
+            spec.label,
+            figure
+                .missing
+                .as_deref()
+                .unwrap_or("no figure in the results")
+        ),
+    });
+    let sign = spec.bound.sign();
+    let verdict = Verdict {
+        name: format!("{} {}", spec.label, spec.scope),
+        figure: figure
+            .value
+            .map(|v| with_unit(format_number(v), spec.unit))
+            .unwrap_or_else(|| "not measured".into()),
+        target: format!("{sign} {limit_text}"),
+        passed,
+    };
+    Judgement {
+        group: spec.group.to_string(),
+        metric: spec.metric.to_string(),
+        label: spec.label.to_string(),
+        figure: figure.value,
+        limit: spec.limit,
+        bound: spec.bound,
+        unit: spec.unit,
+        passed,
+        failure,
+        verdict,
+    }
+}
+
+/// The bench level a target names, if the run has it.
+pub fn find_level<'a>(
+    summary: &'a BenchSummary,
+    t: &BenchLevelTargets,
+) -> Option<&'a LevelSummary> {
+    summary
+        .levels
+        .iter()
+        .find(|l| l.shape.eq_ignore_ascii_case(&t.shape) && l.concurrency == t.concurrency)
+}
+
+/// Judges one bench level's targets against a bench run, in
+/// [`codendum_core::targets::bench::BENCH_TARGET_KEYS`] order: each figure, bound, unit
+/// and label comes from the level metric its key names
+/// ([`codendum_core::results::metrics::LEVEL_METRICS`]).
+pub fn judge_bench_level(
+    summary: &BenchSummary,
+    t: &BenchLevelTargets,
+    folder: &Path,
+) -> Vec<Judgement> {
+    let group = t.group_name();
+    let level = find_level(summary, t);
+    let context = match level {
+        Some(l) => format!(
+            "bench, {} prompts, {} in flight, {} requests",
+            l.shape, l.concurrency, l.requests
+        ),
+        None => format!(
+            "bench, {} prompts, {} in flight: the run has no such level",
+            t.shape, t.concurrency
+        ),
+    };
+    let scope = format!("at {} in flight ({})", t.concurrency, t.shape);
+    let no_success = level.map(|l| {
+        format!(
+            "no successful request ({} of {} failed{})",
+            l.requests - l.successes.min(l.requests),
+            l.requests,
+            error_note(l).map(|n| format!(": {n}")).unwrap_or_default()
+        )
+    });
+    let mut out = Vec::new();
+    for (metric, limit) in t.checked() {
+        let Some(bound) = bound_of(metric) else {
+            continue;
+        };
+        let missing = match (level, metric.source) {
+            (None, _) => Some("the level did not run".to_string()),
+            (Some(_), Source::Successes) => no_success.clone(),
+            (Some(_), Source::Server) => {
+                Some("/metrics was not readable during the level".to_string())
+            }
+            (Some(_), Source::Requests | Source::Level) => None,
+        };
+        let figure = Figure {
+            value: level.and_then(|l| metric.number(l)),
+            missing,
+            // A figure counted over every request shows the errors by kind.
+            detail: (metric.source == Source::Requests)
+                .then(|| level.and_then(error_note))
+                .flatten(),
+        };
+        let spec = Spec {
+            group: &group,
+            metric: metric.trial_name(),
+            label: metric.label,
+            unit: metric.unit.symbol(),
+            bound,
+            limit,
+            scope: &scope,
+            context: &context,
+            folder,
+        };
+        out.push(judge(spec, figure));
+    }
+    out
+}
+
+fn error_note(l: &LevelSummary) -> Option<String> {
+    if l.errors.is_empty() {
+        return None;
+    }
+    Some(
+        l.errors
+            .iter()
+            .map(|(k, g)| format!("{k} {}", g.count))
+            .collect::<Vec<_>>()
+            .join(", "),
+    )
+}
+
+/// Judges a class against its targets: the verdicts of
+/// [`ClassroomTargets::judge`], with messages naming the class and `folder`.
+pub fn judge_classroom(
+    s: &ClassroomRunSummary,
+    t: &ClassroomTargets,
+    folder: &Path,
+) -> Vec<Judgement> {
+    let m = &s.summary;
+    let p = &s.parameters;
+    let context = format!(
+        "classroom, {} students, {:.0} s window, {} requests, {} of {} coding requests completed",
+        p.users, p.duration_s, m.requests, m.completed, m.coding_requests
+    );
+    let scope = format!("({} students)", p.users);
+    t.judge(m)
+        .into_iter()
+        .map(|check: ClassroomCheck| {
+            let key = check.key;
+            let spec = Spec {
+                group: "classroom",
+                metric: key.metric(),
+                label: key.label(),
+                unit: key.unit(),
+                bound: key.bound(),
+                limit: check.limit,
+                scope: &scope,
+                context: &context,
+                folder,
+            };
+            let figure = Figure {
+                value: check.measured,
+                missing: Some(why_missing(key, s).to_string()),
+                detail: (key == ClassroomKey::ServerErrors)
+                    .then(|| errors_by_kind(s))
+                    .flatten(),
+            };
+            judgement(spec, figure, check.passed)
+        })
+        .collect()
+}
+
+/// Why a class has no figure for a key.
+fn why_missing(key: ClassroomKey, s: &ClassroomRunSummary) -> &'static str {
+    match key {
+        ClassroomKey::TtftP95 => "no successful request",
+        ClassroomKey::CodingRequestP50 => "no coding request completed",
+        ClassroomKey::ServerOutput | ClassroomKey::Preemptions if s.server.metrics => {
+            "no /metrics samples in the run"
+        }
+        ClassroomKey::ServerOutput | ClassroomKey::Preemptions => "/metrics was not readable",
+        ClassroomKey::ServerErrors => "no figure in the results",
+    }
+}
+
+/// Every failed call of a class by kind: `errors: http_429 9, http_503 4`.
+fn errors_by_kind(s: &ClassroomRunSummary) -> Option<String> {
+    let by_kind: Vec<String> = s
+        .summary
+        .errors_by_kind
+        .iter()
+        .map(|(k, n)| format!("{} {n}", k.as_str()))
+        .collect();
+    (!by_kind.is_empty()).then(|| format!("errors: {}", by_kind.join(", ")))
+}
+
+#[cfg(test)]
+mod tests;

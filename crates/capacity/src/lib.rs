@@ -1,0 +1,63 @@
+//! The capacity acceptance suite: a profile's targets (`[targets]` in
+//! `profiles/<name>.toml`), the workloads that measure them, and their
+//! evaluation. `cargo test --test capacity` lists one trial per target and
+//! judges a live server (`CODENDUM_BASE_URL`) or, without one, the embedded
+//! twin running each profile.
+//!
+//! - [`targets`]: the typed `[targets]` tables (`[targets.classroom]` is
+//!   [`codendum_core::targets::classroom`]'s, shared with `codendum plan`);
+//! - [`workload`]: quick and full workloads, the twin's speed-ups;
+//! - [`judge`]: figures against targets (plain functions);
+//! - [`settings`]: the environment and `.env`;
+//! - [`suite`]: trials, and one shared run per workload;
+//! - [`server_match`]: whether the live server runs the profile (its
+//!   `[server]` against `/v1/models` and `/metrics`), for the suite's
+//!   `<profile>::server::matches_profile` and for `bench` / `classroom`;
+//! - [`runner`]: runs a workload through [`codendum::app`] and writes its report;
+//! - [`reuse`]: sharing a run between processes (cargo nextest).
+
+pub mod judge;
+pub mod reuse;
+pub mod runner;
+pub mod settings;
+pub mod suite;
+pub mod workload;
+
+pub use self::judge::{Bound, Judgement};
+pub use self::settings::Settings;
+pub use self::suite::{Suite, TrialKind, TrialSpec};
+pub use self::workload::{Mode, WorkloadKind};
+pub use codendum_core::targets::bench::{
+    parse_targets, BenchLevelTargets, ClassroomTargets, ModeTargets, ProfileTargets,
+};
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use libtest_mimic::Trial;
+
+/// Where runs are shared between test processes: `capacity-cache/` beside a
+/// test binary's `CARGO_TARGET_TMPDIR` (`target/capacity-cache/`).
+pub fn cache_dir(target_tmpdir: &Path) -> PathBuf {
+    target_tmpdir
+        .parent()
+        .map(|t| t.join("capacity-cache"))
+        .unwrap_or_else(|| target_tmpdir.join("capacity-cache"))
+}
+
+/// One libtest-mimic trial per suite trial, ignored ones flagged so (what
+/// `cargo test --test capacity` lists).
+pub fn trials(suite: &Arc<Suite>) -> Vec<Trial> {
+    suite
+        .trials()
+        .into_iter()
+        .map(|spec| {
+            let s = Arc::clone(suite);
+            let ignored = spec.ignored;
+            Trial::test(spec.name.clone(), move || {
+                s.run_trial(&spec).map_err(Into::into)
+            })
+            .with_ignored_flag(ignored)
+        })
+        .collect()
+}

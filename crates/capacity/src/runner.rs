@@ -1,0 +1,268 @@
+//! Running a workload for the suite: through `app::bench::run` and
+//! `app::classroom::run` (the CLI's own paths), one workload at a time, then
+//! the report with the verdicts; or reusing a run another process made.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+use tokio::sync::watch;
+
+use super::reuse::{short_hash, RunCache};
+use super::settings::Settings;
+use super::suite::{judge_all, SuiteProfile};
+use super::workload::{bench_config, classroom_config, twin_time_scale, WorkloadKind};
+use codendum::app::bench::BenchRun;
+use codendum::app::classroom::ClassroomRun;
+use codendum::connect::ConnectOptions;
+use codendum_core::clock::Clock;
+use codendum_core::error::Error;
+use codendum_core::results::{BenchSummary, ClassroomRunSummary};
+use codendum_core::targets::bench::ModeTargets;
+use codendum_report::model::Verdict;
+
+/// The summary a workload left.
+#[derive(Debug, Clone)]
+pub enum WorkloadSummary {
+    /// A bench run's `summary.json`.
+    Bench(Box<BenchSummary>),
+    /// A classroom run's `summary.json`.
+    Classroom(Box<ClassroomRunSummary>),
+}
+
+/// A finished workload.
+#[derive(Debug, Clone)]
+pub struct WorkloadResults {
+    /// Its results folder.
+    pub folder: PathBuf,
+    /// Its summary.
+    pub summary: WorkloadSummary,
+    /// Whether another process ran it (this one only judges it).
+    pub reused: bool,
+}
+
+/// One workload at a time in this process (the run lock does the same
+/// across processes).
+static RUNNING: Mutex<()> = Mutex::new(());
+
+/// Set once a workload was stopped by Ctrl-C or SIGTERM: no further
+/// workload starts in this process (their trials fail saying so).
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// The run-cache key of a workload: profile, workload, mode, and a hash of
+/// everything that shapes the run (target, profile settings, checked levels,
+/// results root).
+pub fn cache_key(
+    settings: &Settings,
+    p: &SuiteProfile,
+    targets: &ModeTargets,
+    kind: WorkloadKind,
+) -> String {
+    let shaping = format!(
+        "{}|{}|{:?}|{:?}|{}",
+        settings.target.display_url(),
+        p.spec,
+        p.profile.server,
+        targets
+            .bench
+            .iter()
+            .map(|b| b.group_name())
+            .collect::<Vec<_>>(),
+        settings.results_dir.display()
+    );
+    format!(
+        "{}--{}--{}--{}",
+        p.profile.name,
+        kind.name(),
+        settings.mode.name(),
+        short_hash(&shaping)
+    )
+}
+
+/// Runs a workload (or reuses another process's run of it), writes its
+/// report with the verdicts of every target of the workload, and prints the
+/// report's path. `Err` is the message every trial of the workload fails with.
+pub fn run_workload(
+    settings: &Settings,
+    p: &SuiteProfile,
+    targets: &ModeTargets,
+    kind: WorkloadKind,
+    cache: &RunCache,
+) -> Result<WorkloadResults, String> {
+    let _one_at_a_time = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
+    if INTERRUPTED.load(Ordering::Relaxed) {
+        return Err(format!(
+            "the {} workload was not started: the suite was interrupted",
+            kind.name()
+        ));
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start a tokio runtime: {e}"))?;
+    rt.block_on(run_locked(settings, p, targets, kind, cache))
+}
+
+async fn run_locked(
+    settings: &Settings,
+    p: &SuiteProfile,
+    targets: &ModeTargets,
+    kind: WorkloadKind,
+    cache: &RunCache,
+) -> Result<WorkloadResults, String> {
+    let clock = Clock::real();
+    let _lock = cache
+        .lock(&clock)
+        .await
+        .map_err(|e| format!("cannot take the run lock in {}: {e}", cache.dir.display()))?;
+    let key = cache_key(settings, p, targets, kind);
+    if let Some(record) = cache.lookup(&key, clock.utc_now().timestamp()) {
+        let summary = load_summary(&record.folder, kind)?;
+        eprintln!(
+            "capacity: {} {} judged from the run in {}",
+            p.profile.name,
+            kind.name(),
+            record.folder.display()
+        );
+        return Ok(WorkloadResults {
+            folder: record.folder,
+            summary,
+            reused: true,
+        });
+    }
+    eprintln!(
+        "capacity: running the {} {} workload of {} against {}",
+        settings.mode.name(),
+        kind.name(),
+        p.profile.name,
+        settings.target.display_url()
+    );
+    // Ctrl-C or SIGTERM during a workload stops it as it stops the command:
+    // its folder is written and every trial of it fails as interrupted.
+    let stop = codendum::app::signals::stop_on_signal();
+    let outcome = match kind {
+        WorkloadKind::Bench => run_bench(settings, p, targets, stop.clone()).await,
+        WorkloadKind::Classroom => run_classroom(settings, p, stop.clone()).await,
+    };
+    if *stop.borrow() {
+        INTERRUPTED.store(true, Ordering::Relaxed);
+    }
+    let results = outcome.map_err(|e| explain(kind, e))?;
+    let verdicts: Vec<Verdict> = judge_all(targets, kind, &results)
+        .into_iter()
+        .map(|j| j.verdict)
+        .collect();
+    match codendum_report::files::write_report_with(&results.folder, None, &verdicts) {
+        Ok(paths) => {
+            for path in paths {
+                eprintln!("Report: {}", path.display());
+            }
+        }
+        Err(e) => eprintln!("capacity: the report could not be written: {e}"),
+    }
+    if let Err(e) = cache.store(&key, &results.folder, clock.utc_now().timestamp()) {
+        eprintln!(
+            "capacity: cannot record the run in {}: {e}",
+            cache.dir.display()
+        );
+    }
+    Ok(results)
+}
+
+fn explain(kind: WorkloadKind, e: Error) -> String {
+    match e {
+        Error::Refused(msg) => format!(
+            "the {} workload did not start: {msg} (the suite never asks; set CODENDUM_ALLOW_BUSY=1 to start anyway)",
+            kind.name()
+        ),
+        other => format!("the {} workload failed: {other}", kind.name()),
+    }
+}
+
+fn connect_options(p: &SuiteProfile, kind: WorkloadKind) -> ConnectOptions {
+    ConnectOptions::new(p.spec.clone(), twin_time_scale(kind))
+}
+
+fn provenance(settings: &Settings, p: &SuiteProfile) -> codendum_core::target::Provenance {
+    let mut prov = settings.provenance.clone();
+    if prov.profile.is_none() || !settings.is_live() {
+        prov.profile = Some(p.profile.name.clone());
+    }
+    prov
+}
+
+async fn run_bench(
+    settings: &Settings,
+    p: &SuiteProfile,
+    targets: &ModeTargets,
+    stop: watch::Receiver<bool>,
+) -> Result<WorkloadResults, Error> {
+    let mut config = bench_config(settings.mode, targets, settings.target.clone());
+    config.provenance = provenance(settings, p);
+    config.results_dir = settings.results_dir.clone();
+    config.allow_busy = settings.allow_busy;
+    let run = BenchRun {
+        config,
+        connect: connect_options(p, WorkloadKind::Bench),
+        confirm: &|_| true,
+        stop,
+        show_progress: false,
+        write_report: false,
+    };
+    let outcome = codendum::app::bench::run(run).await?;
+    Ok(WorkloadResults {
+        folder: outcome.folder,
+        summary: WorkloadSummary::Bench(Box::new(outcome.summary)),
+        reused: false,
+    })
+}
+
+async fn run_classroom(
+    settings: &Settings,
+    p: &SuiteProfile,
+    stop: watch::Receiver<bool>,
+) -> Result<WorkloadResults, Error> {
+    let mut config = classroom_config(settings.mode);
+    config.api_keys = settings.api_keys.clone();
+    if let Some(model) = &settings.target.model {
+        config.model = model.clone();
+    }
+    let run = ClassroomRun {
+        config,
+        target: settings.target.clone(),
+        provenance: provenance(settings, p),
+        connect: connect_options(p, WorkloadKind::Classroom),
+        context_limit_given: false,
+        server_timeline: None,
+        prompt_file: None,
+        results_dir: settings.results_dir.clone(),
+        allow_busy: settings.allow_busy,
+        yes: true,
+        confirm: &|_| true,
+        stop,
+        show_progress: false,
+        write_report: false,
+    };
+    let result = codendum::app::classroom::run(run).await?;
+    Ok(WorkloadResults {
+        folder: result.folder,
+        summary: WorkloadSummary::Classroom(Box::new(result.summary)),
+        reused: false,
+    })
+}
+
+/// Reads back the summary of a results folder.
+pub fn load_summary(folder: &Path, kind: WorkloadKind) -> Result<WorkloadSummary, String> {
+    let read_err = |e: codendum_core::results::ResultsError| {
+        format!("cannot read the results in {}: {e}", folder.display())
+    };
+    match kind {
+        WorkloadKind::Bench => codendum_core::results::read_bench_summary(folder)
+            .map(|s| WorkloadSummary::Bench(Box::new(s)))
+            .map_err(read_err),
+        WorkloadKind::Classroom => codendum_core::results::read_classroom_folder_summary(folder)
+            .map(|s| WorkloadSummary::Classroom(Box::new(s)))
+            .map_err(read_err),
+    }
+}

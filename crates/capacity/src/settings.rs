@@ -1,0 +1,191 @@
+//! The suite's settings, from the environment and `.env` (the environment
+//! wins; `.env` never overrides it).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use super::workload::{Mode, REQUEST_TIMEOUT};
+use codendum_core::error::ConfigError;
+use codendum_core::profile::known_profiles;
+use codendum_core::target::{read_api_keys, Provenance, Secret, Target};
+
+/// Everything the suite reads from the environment.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The server (no base URL: the embedded twin, each profile judged
+    /// against a twin running it).
+    pub target: Target,
+    /// Keys for the class, one per student (`CODENDUM_API_KEYS_FILE`; else
+    /// the single `CODENDUM_API_KEY`).
+    pub api_keys: Vec<Secret>,
+    /// Profiles the trials are listed for (`CODENDUM_CAPACITY_PROFILES`,
+    /// names or `.toml` paths; default: the embedded profiles).
+    pub profiles: Vec<String>,
+    /// The profile the live server runs (`CODENDUM_PROFILE`): the only one
+    /// judged in live mode.
+    pub live_profile: Option<String>,
+    /// Quick or full workloads (`CODENDUM_CAPACITY`, default quick).
+    pub mode: Mode,
+    /// Start on a busy server (`CODENDUM_ALLOW_BUSY=1`).
+    pub allow_busy: bool,
+    /// Root of results folders (`CODENDUM_RESULTS_DIR`, default
+    /// `bench-results`).
+    pub results_dir: PathBuf,
+    /// Provenance recorded with the results.
+    pub provenance: Provenance,
+    /// Seconds within which a finished run of the same workload is reused by
+    /// another process (`CODENDUM_CAPACITY_REUSE_S`; 0: only within one
+    /// nextest run).
+    pub reuse_window_s: u64,
+}
+
+impl Settings {
+    /// Whether the target is a live server.
+    pub fn is_live(&self) -> bool {
+        !self.target.is_embedded()
+    }
+
+    /// Reads the process environment, then `.env` (searched from the current
+    /// directory upwards) for what the environment does not set.
+    pub fn from_env() -> Result<Settings, ConfigError> {
+        let mut dotenv: HashMap<String, String> = HashMap::new();
+        if let Ok(iter) = dotenvy::dotenv_iter() {
+            for (k, v) in iter.flatten() {
+                dotenv.insert(k, v);
+            }
+        }
+        Settings::from_lookup(|name| {
+            std::env::var(name)
+                .ok()
+                .or_else(|| dotenv.get(name).cloned())
+        })
+    }
+
+    /// Reads settings through `get` (a variable's value, if set).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Settings, ConfigError> {
+        let var = |name: &str| {
+            get(name)
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+        };
+        let cacert = var("CODENDUM_CACERT").map(PathBuf::from);
+        let target = Target::new(
+            var("CODENDUM_BASE_URL").as_deref(),
+            var("CODENDUM_API_KEY").as_deref(),
+            cacert.as_deref(),
+            var("CODENDUM_METRICS_URL").as_deref(),
+            var("CODENDUM_MODEL").as_deref(),
+            REQUEST_TIMEOUT,
+        )?;
+        let api_keys = match var("CODENDUM_API_KEYS_FILE") {
+            Some(path) => read_api_keys(std::path::Path::new(&path))?,
+            None => target.api_key.iter().cloned().collect(),
+        };
+        let mode = match var("CODENDUM_CAPACITY") {
+            None => Mode::Quick,
+            Some(m) => Mode::from_name(&m).ok_or_else(|| {
+                ConfigError::invalid(
+                    "CODENDUM_CAPACITY",
+                    format!("{m:?} is neither quick nor full"),
+                )
+            })?,
+        };
+        let profiles = match var("CODENDUM_CAPACITY_PROFILES") {
+            Some(list) => list
+                .split(',')
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+                .map(String::from)
+                .collect(),
+            None => known_profiles().into_iter().map(String::from).collect(),
+        };
+        let live_profile = var("CODENDUM_PROFILE");
+        let allow_busy = var("CODENDUM_ALLOW_BUSY").is_some_and(|v| truthy(&v));
+        let reuse_window_s = match var("CODENDUM_CAPACITY_REUSE_S") {
+            None => 0,
+            Some(v) => v.parse().map_err(|_| {
+                ConfigError::invalid(
+                    "CODENDUM_CAPACITY_REUSE_S",
+                    format!("{v:?} is not whole seconds"),
+                )
+            })?,
+        };
+        let provenance = Provenance {
+            profile: live_profile.clone(),
+            image_digest: var("CODENDUM_IMAGE_DIGEST"),
+            model_revision: var("CODENDUM_MODEL_REVISION"),
+            dgx_os_version: var("CODENDUM_DGX_OS_VERSION"),
+            driver_version: var("CODENDUM_DRIVER_VERSION"),
+        };
+        Ok(Settings {
+            target,
+            api_keys,
+            profiles,
+            live_profile,
+            mode,
+            allow_busy,
+            results_dir: var("CODENDUM_RESULTS_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from(codendum_core::results::DEFAULT_RESULTS_ROOT)),
+            provenance,
+            reuse_window_s,
+        })
+    }
+}
+
+fn truthy(v: &str) -> bool {
+    matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "on")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(vars: &[(&str, &str)]) -> Result<Settings, ConfigError> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Settings::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn no_base_url_means_the_twin_and_every_embedded_profile() {
+        let s = settings(&[]).expect("defaults");
+        assert!(!s.is_live());
+        assert_eq!(s.mode, Mode::Quick);
+        assert_eq!(s.profiles, known_profiles());
+        assert_eq!(s.results_dir, PathBuf::from("bench-results"));
+    }
+
+    #[test]
+    fn live_settings_are_read() {
+        let s = settings(&[
+            ("CODENDUM_BASE_URL", "http://127.0.0.1:9/v1"),
+            ("CODENDUM_API_KEY", "sk-secret"),
+            ("CODENDUM_PROFILE", "classroom-64k"),
+            ("CODENDUM_CAPACITY", "full"),
+            ("CODENDUM_ALLOW_BUSY", "1"),
+            ("CODENDUM_CAPACITY_PROFILES", "a.toml, classroom-64k"),
+        ])
+        .expect("live");
+        assert!(s.is_live() && s.allow_busy);
+        assert_eq!(s.mode, Mode::Full);
+        assert_eq!(s.api_keys.len(), 1);
+        assert_eq!(s.profiles, vec!["a.toml", "classroom-64k"]);
+        assert_eq!(s.target.metrics_urls, vec!["http://127.0.0.1:9/metrics"]);
+        assert_eq!(s.provenance.profile.as_deref(), Some("classroom-64k"));
+    }
+
+    #[test]
+    fn bad_values_name_the_variable() {
+        let e = settings(&[("CODENDUM_CAPACITY", "slow")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("CODENDUM_CAPACITY"), "{e}");
+        let e = settings(&[("CODENDUM_CAPACITY_REUSE_S", "soon")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("CODENDUM_CAPACITY_REUSE_S"), "{e}");
+    }
+}

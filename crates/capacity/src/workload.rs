@@ -1,0 +1,192 @@
+//! The suite's workloads: what runs in quick and full mode, and how fast the
+//! embedded twin runs them.
+
+use std::time::Duration;
+
+use codendum::bench::config::DEFAULT_CONCURRENCY;
+use codendum::bench::BenchConfig;
+use codendum::classroom::ClassroomConfig;
+use codendum_core::kinds::Shape;
+use codendum_core::target::Target;
+use codendum_core::targets::bench::ModeTargets;
+
+/// Which workloads run (`CODENDUM_CAPACITY`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// Short workloads: the levels the quick targets name, a few dozen
+    /// requests each; a class of [`QUICK_CLASS_USERS`] students.
+    Quick,
+    /// The seed's workloads: levels 1, 8, 16, 24, 40 × short, long, and a
+    /// 40-student, 15-minute class.
+    Full,
+}
+
+impl Mode {
+    /// `quick` or `full`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Quick => "quick",
+            Mode::Full => "full",
+        }
+    }
+
+    /// Parses `quick` / `full` (case-insensitive).
+    pub fn from_name(s: &str) -> Option<Mode> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "quick" => Some(Mode::Quick),
+            "full" => Some(Mode::Full),
+            _ => None,
+        }
+    }
+}
+
+/// The two kinds of workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum WorkloadKind {
+    /// One closed-loop benchmark run covering every checked level.
+    Bench,
+    /// One classroom simulation.
+    Classroom,
+}
+
+impl WorkloadKind {
+    /// `bench` or `classroom`.
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkloadKind::Bench => "bench",
+            WorkloadKind::Classroom => "classroom",
+        }
+    }
+}
+
+/// Students in the quick class: as many as the high-concurrency profile
+/// runs at once, 1.5 times what `classroom-64k` runs, so the two profiles
+/// differ.
+pub const QUICK_CLASS_USERS: usize = 24;
+/// Window for new coding requests in the quick class, simulated seconds.
+pub const QUICK_CLASS_WINDOW: Duration = Duration::from_secs(240);
+/// Ramp-up of the quick class, simulated seconds.
+pub const QUICK_CLASS_RAMP_UP: Duration = Duration::from_secs(30);
+/// Requests per level of the quick benchmark (at most).
+pub const QUICK_BENCH_REQUESTS: u64 = 48;
+/// Cap on each quick benchmark level, simulated seconds: a single user gets
+/// about five requests, 16 in flight turn over twice.
+pub const QUICK_BENCH_LEVEL_CAP: Duration = Duration::from_secs(40);
+
+/// Speed-up of the embedded twin for the suite's benchmark. Measured on a
+/// loaded 2-core machine in the debug build: each request costs the process
+/// about 20 ms of real time, which the scaled clock turns into 0.2 s of
+/// TTFT at 10×; higher scales inflate single-user TTFT beyond its target.
+pub const TWIN_BENCH_TIME_SCALE: f64 = 10.0;
+/// Speed-up of the embedded twin for the suite's class. Class TTFTs are
+/// seconds to a minute, so the same overhead (about 0.5 s at 25×) stays
+/// small beside them.
+pub const TWIN_CLASSROOM_TIME_SCALE: f64 = 25.0;
+
+/// Per-request time limit of the suite's workloads, seconds.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(1800);
+
+/// The benchmark of a mode: quick runs exactly the checked levels; full
+/// runs the seed's levels plus any other checked level.
+pub fn bench_config(mode: Mode, targets: &ModeTargets, target: Target) -> BenchConfig {
+    let mut config = BenchConfig::new(target);
+    let mut levels: Vec<u32> = targets.bench.iter().map(|b| b.concurrency).collect();
+    let mut shapes: Vec<Shape> = targets.bench.iter().filter_map(|b| b.shape()).collect();
+    match mode {
+        Mode::Quick => {
+            config.requests_per_level = Some(QUICK_BENCH_REQUESTS);
+            config.level_duration = Some(QUICK_BENCH_LEVEL_CAP);
+        }
+        Mode::Full => {
+            levels.extend(DEFAULT_CONCURRENCY);
+            shapes.extend(Shape::ALL);
+        }
+    }
+    levels.sort_unstable();
+    levels.dedup();
+    config.concurrency = levels;
+    config.shapes = Shape::ALL
+        .into_iter()
+        .filter(|s| shapes.contains(s))
+        .collect();
+    config.yes = true;
+    config
+}
+
+/// The class of a mode (`model` empty: the server's first model; context
+/// limit: the server's).
+pub fn classroom_config(mode: Mode) -> ClassroomConfig {
+    let mut c = ClassroomConfig::new(String::new(), None);
+    if mode == Mode::Quick {
+        c.users = QUICK_CLASS_USERS;
+        c.duration = QUICK_CLASS_WINDOW;
+        c.ramp_up = QUICK_CLASS_RAMP_UP;
+        c.pause_min = Duration::from_secs(5);
+        c.pause_max = Duration::from_secs(20);
+        c.follow_ups = 1;
+    }
+    c
+}
+
+/// The twin's speed-up for a workload.
+pub fn twin_time_scale(kind: WorkloadKind) -> f64 {
+    match kind {
+        WorkloadKind::Bench => TWIN_BENCH_TIME_SCALE,
+        WorkloadKind::Classroom => TWIN_CLASSROOM_TIME_SCALE,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use codendum_core::targets::bench::BenchLevelTargets;
+
+    fn level(shape: &str, n: u32) -> BenchLevelTargets {
+        BenchLevelTargets {
+            shape: shape.into(),
+            concurrency: n,
+            ..Default::default()
+        }
+        .with("errors", 0.0)
+    }
+
+    fn twin() -> Target {
+        Target::new(None, None, None, None, None, REQUEST_TIMEOUT).expect("target")
+    }
+
+    #[test]
+    fn quick_bench_runs_only_the_checked_levels() {
+        let t = ModeTargets {
+            bench: vec![level("short", 16), level("short", 1), level("short", 16)],
+            classroom: None,
+        };
+        let c = bench_config(Mode::Quick, &t, twin());
+        assert_eq!(c.concurrency, vec![1, 16]);
+        assert_eq!(c.shapes, vec![Shape::Short]);
+        assert_eq!(c.requests_per_level, Some(QUICK_BENCH_REQUESTS));
+        c.validate().expect("valid");
+    }
+
+    #[test]
+    fn full_bench_runs_the_seed_levels_and_checked_extras() {
+        let t = ModeTargets {
+            bench: vec![level("long", 32)],
+            classroom: None,
+        };
+        let c = bench_config(Mode::Full, &t, twin());
+        assert_eq!(c.concurrency, vec![1, 8, 16, 24, 32, 40]);
+        assert_eq!(c.shapes, vec![Shape::Short, Shape::Long]);
+        assert_eq!(c.requests_per_level, None);
+        assert!(c.yes);
+    }
+
+    #[test]
+    fn modes_by_name_and_classes() {
+        assert_eq!(Mode::from_name(" FULL "), Some(Mode::Full));
+        assert_eq!(Mode::from_name("slow"), None);
+        let q = classroom_config(Mode::Quick);
+        assert_eq!((q.users, q.follow_ups), (QUICK_CLASS_USERS, 1));
+        let f = classroom_config(Mode::Full);
+        assert_eq!((f.users, f.duration.as_secs()), (40, 900));
+    }
+}

@@ -1,0 +1,27 @@
+//! codendum's shared vocabulary: what every other crate of the workspace
+//! (the twin, the reports, the drivers, the capacity suite) speaks, and
+//! depends on nothing of ours.
+//!
+//! - [`clock`]: the one clock everything that waits or measures time asks;
+//! - [`error`]: typed errors with a stable kind and exit code;
+//! - [`kinds`]: endpoints, error kinds, token sources, provenance, shapes;
+//! - [`stats`]: percentiles (numpy's linear interpolation) and summaries;
+//! - [`openai`]: the OpenAI-compatible wire: request bodies, SSE, stream
+//!   events, call outcomes and the [`openai::Transport`] drivers call;
+//! - [`prom`]: the Prometheus text format and vLLM's figures in it;
+//! - [`target`]: where the server is (base URL, keys, CA, `/metrics` URLs);
+//! - [`profile`]: server profiles and hardware TOMLs;
+//! - [`targets`]: what a profile must meet (`[targets]`), one definition;
+//! - [`results`]: results folders, records, the tables of figures and the
+//!   summaries computed from the records.
+
+pub mod clock;
+pub mod error;
+pub mod kinds;
+pub mod openai;
+pub mod profile;
+pub mod prom;
+pub mod results;
+pub mod stats;
+pub mod target;
+pub mod targets;

@@ -1,0 +1,33 @@
+//! vLLM's `/metrics` as data: plain functions, no I/O.
+//!
+//! - [`mod@parse`]: our own parser of the Prometheus text format 0.0.4 (names with
+//!   colons, generic labels, Go-style floats).
+//! - [`snapshot`]: [`ServerSnapshot`], the vLLM figures of one scrape (or of
+//!   several replicas summed); every field optional, never a fake zero.
+//! - [`window`]: [`TimelineSample`] timelines, [`WindowStats`] (peaks,
+//!   reset-aware counter increases, hit rate over a window), interval rates,
+//!   reading `server-timeline.jsonl` back and aligning it by UTC.
+//! - [`latency`]: vLLM's latency histograms and the time split they give.
+//! - [`replicas`]: one timeline per replica of a fleet and the fleet's figures.
+//!
+//! Reading a live server (HTTP scrapes, the 1 s sampler, Prometheus's API)
+//! is `codendum::scrape`'s.
+
+pub mod latency;
+mod lex;
+pub mod parse;
+pub mod replicas;
+pub mod snapshot;
+pub mod window;
+
+pub use latency::{Histogram, LatencyHistograms, Phase};
+pub use parse::{parse, Exposition, LineProblem, MetricType, ParseError, Sample};
+pub use replicas::{
+    fleet_figures, fleet_figures_with, lagged_window, replica_name, ReplicaSample,
+    REPLICA_TIMELINE_JSONL,
+};
+pub use snapshot::ServerSnapshot;
+pub use window::{
+    align_timeline, counter_increase, parse_timeline, read_timeline, window_stats, IntervalRates,
+    TimelineError, TimelineSample, WindowStats,
+};

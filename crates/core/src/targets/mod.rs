@@ -1,0 +1,139 @@
+//! What a profile's `[targets]` mean, shared by the capacity suite
+//! ([`crate::capacity`]) and `codendum plan` ([`crate::plan`]), so that both
+//! judge `[targets.classroom]` by one definition:
+//!
+//! - [`Bound`]: whether a target is a ceiling or a floor;
+//! - [`classroom`]: the keys of `[targets.classroom]`, their parser and one
+//!   judging function per key.
+//!
+//! The capacity suite adds the benchmark levels (`[[targets.bench]]`) and
+//! the quick tables; their parser stays in [`crate::capacity::targets`] and
+//! checks values with the same rules ([`KeyKind`]).
+
+pub mod bench;
+pub mod classroom;
+
+pub use self::classroom::{
+    judge_coding_request_p50, judge_preemptions, judge_server_errors, judge_server_output,
+    judge_ttft_p95, parse_classroom_targets, server_errors, ClassroomCheck, ClassroomKey,
+    ClassroomTargets,
+};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ConfigError;
+
+/// Whether a target is a ceiling or a floor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bound {
+    /// The figure must not exceed the limit.
+    Max,
+    /// The figure must not fall below the limit.
+    Min,
+}
+
+impl Bound {
+    /// Whether `figure` meets `limit` (both in the target's unit). A figure
+    /// that could not be measured (`None`) does not meet its target.
+    pub fn is_met(self, figure: Option<f64>, limit: f64) -> bool {
+        figure.is_some_and(|v| match self {
+            Bound::Max => v <= limit,
+            Bound::Min => v >= limit,
+        })
+    }
+
+    /// The sign written before a limit: `≤` or `≥`.
+    pub fn sign(self) -> &'static str {
+        match self {
+            Bound::Max => "≤",
+            Bound::Min => "≥",
+        }
+    }
+}
+
+/// What the value of a known target key must hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyKind {
+    /// A number ≥ 0, integer or float (seconds, tokens per second).
+    Number,
+    /// A whole number ≥ 0 (a count).
+    Count,
+    /// Text (a prompt shape).
+    Text,
+}
+
+impl KeyKind {
+    /// Whether `value` is of this kind.
+    pub fn admits(self, value: &toml::Value) -> bool {
+        match self {
+            KeyKind::Number => value
+                .as_float()
+                .or_else(|| value.as_integer().map(|i| i as f64))
+                .is_some_and(|x| x.is_finite() && x >= 0.0),
+            KeyKind::Count => value.as_integer().is_some_and(|i| i >= 0),
+            KeyKind::Text => value.is_str(),
+        }
+    }
+
+    /// What this kind is, for error messages: `a number ≥ 0`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            KeyKind::Number => "a number ≥ 0",
+            KeyKind::Count => "a whole number ≥ 0",
+            KeyKind::Text => "text",
+        }
+    }
+}
+
+/// Checks that `value` (the table at `path`, e.g. `targets.classroom`) is a
+/// table and that every known key in it holds a value of its kind, so that
+/// errors name the key. Unknown keys are left to the caller.
+pub fn check_value_kinds(
+    path: &str,
+    value: &toml::Value,
+    keys: &[(&str, KeyKind)],
+) -> Result<(), ConfigError> {
+    let table = value
+        .as_table()
+        .ok_or_else(|| ConfigError::invalid(path, "must be a table"))?;
+    for (key, v) in table {
+        let Some((_, kind)) = keys.iter().find(|(k, _)| k == key) else {
+            continue;
+        };
+        if !kind.admits(v) {
+            return Err(ConfigError::invalid(
+                path,
+                format!("{key} = {v} is not {}", kind.describe()),
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounds_meet_at_the_limit_and_never_without_a_figure() {
+        assert!(Bound::Max.is_met(Some(3.0), 3.0));
+        assert!(!Bound::Max.is_met(Some(3.1), 3.0));
+        assert!(Bound::Min.is_met(Some(3.0), 3.0));
+        assert!(!Bound::Min.is_met(Some(2.9), 3.0));
+        assert!(!Bound::Max.is_met(None, 3.0) && !Bound::Min.is_met(None, 0.0));
+        assert_eq!((Bound::Max.sign(), Bound::Min.sign()), ("≤", "≥"));
+    }
+
+    #[test]
+    fn key_kinds_admit_their_values_only() {
+        let v = |s: &str| -> toml::Value {
+            toml::from_str::<toml::Table>(&format!("x = {s}")).expect("toml")["x"].clone()
+        };
+        assert!(KeyKind::Number.admits(&v("3")) && KeyKind::Number.admits(&v("0.5")));
+        assert!(!KeyKind::Number.admits(&v("-1")) && !KeyKind::Number.admits(&v("nan")));
+        assert!(!KeyKind::Number.admits(&v("\"fast\"")));
+        assert!(KeyKind::Count.admits(&v("0")) && !KeyKind::Count.admits(&v("0.5")));
+        assert!(KeyKind::Text.admits(&v("\"short\"")) && !KeyKind::Text.admits(&v("1")));
+    }
+}

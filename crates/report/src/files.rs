@@ -1,0 +1,299 @@
+//! From results folders to report files: reads `summary.json`, the JSONL
+//! files and the server timeline (files only: no driver, client or twin),
+//! fills the report models and writes `report.md` / `report.html`, or
+//! `compare.md` / `compare.html` for several folders.
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use super::from_results::{bench_report, classroom_report};
+use super::model::{BenchReport, ClassroomReport, Verdict};
+use super::{html, markdown, Comparison};
+use codendum_core::error::{ConfigError, Error};
+use codendum_core::prom::{align_timeline, read_timeline, TimelineSample};
+use codendum_core::results::classroom_records::{CallRecord, TaskRecord};
+use codendum_core::results::{self, BenchSummary, ClassroomRunSummary};
+
+/// A results folder read back.
+#[derive(Debug, Clone)]
+pub enum LoadedRun {
+    /// A `codendum bench` folder.
+    Bench(Box<BenchReport>, Box<BenchSummary>),
+    /// A `codendum classroom` folder.
+    Classroom(Box<ClassroomReport>, Box<ClassroomRunSummary>),
+}
+
+fn bad_folder(folder: &Path, reason: impl Into<String>) -> Error {
+    Error::Config(ConfigError::BadFile {
+        what: "results folder",
+        path: folder.to_path_buf(),
+        reason: reason.into(),
+    })
+}
+
+/// Reads a results folder (and optionally a host timeline to use instead of
+/// the folder's own).
+pub fn load_run(folder: &Path, server_timeline: Option<&Path>) -> Result<LoadedRun, Error> {
+    if super::rebuild::is_bench_without_summary(folder) {
+        let summary = super::rebuild::bench_summary_from_requests(folder)
+            .map_err(|e| bad_folder(folder, e))?;
+        let timeline = timeline_for(folder, server_timeline, summary.header.started_utc)?;
+        let mut report = bench_report(&summary, &timeline);
+        report.parameters = super::rebuild::known_parameters(&summary);
+        report.run.model = None;
+        report.run.target_url = None;
+        return Ok(LoadedRun::Bench(Box::new(report), Box::new(summary)));
+    }
+    let path = folder.join(results::SUMMARY_JSON);
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        bad_folder(
+            folder,
+            format!("cannot read {}: {e}", results::SUMMARY_JSON),
+        )
+    })?;
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        bad_folder(
+            folder,
+            format!("{} is not JSON: {e}", results::SUMMARY_JSON),
+        )
+    })?;
+    let kind = results::summary_kind(&value).unwrap_or("").to_string();
+    match kind.as_str() {
+        "bench" => {
+            let summary = results::read_summary_json(text.as_bytes())
+                .map_err(|e| bad_folder(folder, e.to_string()))?;
+            let timeline = timeline_for(folder, server_timeline, summary.header.started_utc)?;
+            let mut report = bench_report(&summary, &timeline);
+            report.replica_timelines = replica_lines_in(folder, summary.header.started_utc);
+            Ok(LoadedRun::Bench(Box::new(report), Box::new(summary)))
+        }
+        "classroom" => {
+            let summary = results::read_classroom_summary(text.as_bytes())
+                .map_err(|e| bad_folder(folder, e.to_string()))?;
+            let timeline = timeline_for(folder, server_timeline, summary.header.started_utc)?;
+            let requests: Vec<CallRecord> = read_lines(folder, results::REQUESTS_JSONL);
+            let tasks: Vec<TaskRecord> = read_lines(folder, results::TASKS_JSONL);
+            let mut report = classroom_report(&summary, &timeline, &requests, &tasks);
+            report.replica_timelines = replica_lines_in(folder, summary.header.started_utc);
+            Ok(LoadedRun::Classroom(Box::new(report), Box::new(summary)))
+        }
+        other => Err(bad_folder(
+            folder,
+            format!("summary.json has kind {other:?}; expected \"bench\" or \"classroom\""),
+        )),
+    }
+}
+
+/// The timeline on the run's axis (seconds since the run started).
+fn timeline_for(
+    folder: &Path,
+    external: Option<&Path>,
+    started: chrono::DateTime<chrono::Utc>,
+) -> Result<Vec<TimelineSample>, Error> {
+    let path = match external {
+        Some(p) => p.to_path_buf(),
+        None => folder.join(results::SERVER_TIMELINE_JSONL),
+    };
+    if external.is_none() && !path.exists() {
+        return Ok(Vec::new());
+    }
+    let samples = read_timeline(&path).map_err(|e| {
+        Error::Config(ConfigError::BadFile {
+            what: "server timeline",
+            path: path.clone(),
+            reason: e.to_string(),
+        })
+    })?;
+    Ok(align_timeline(samples, started))
+}
+
+/// Each replica's samples of the folder's `replica-timeline.jsonl` (none
+/// without the file), on the run's axis.
+fn replica_lines_in(
+    folder: &Path,
+    started: chrono::DateTime<chrono::Utc>,
+) -> Vec<super::model::ReplicaLine> {
+    let mut samples: Vec<codendum_core::prom::ReplicaSample> =
+        read_lines(folder, codendum_core::prom::REPLICA_TIMELINE_JSONL);
+    for s in &mut samples {
+        let one = align_timeline(vec![s.sample.clone()], started);
+        s.sample.t = one[0].t;
+    }
+    super::from_results::replica_lines(&samples)
+}
+
+fn read_lines<T: serde::de::DeserializeOwned>(folder: &Path, name: &'static str) -> Vec<T> {
+    match File::open(folder.join(name)) {
+        Ok(f) => results::read_jsonl(BufReader::new(f), name)
+            .map(|c| c.items)
+            .unwrap_or_default(),
+        Err(_) => Vec::new(),
+    }
+}
+
+fn create(path: &Path) -> Result<BufWriter<File>, Error> {
+    File::create(path)
+        .map(BufWriter::new)
+        .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))
+}
+
+fn finish(mut w: BufWriter<File>, path: &Path) -> Result<(), Error> {
+    w.flush()
+        .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))
+}
+
+/// Writes `report.md` and `report.html` into `folder`, with verdicts when
+/// given. Returns the two paths.
+pub fn write_report_with(
+    folder: &Path,
+    server_timeline: Option<&Path>,
+    verdicts: &[Verdict],
+) -> Result<Vec<PathBuf>, Error> {
+    let run = load_run(folder, server_timeline)?;
+    let md_path = folder.join("report.md");
+    let html_path = folder.join("report.html");
+    let mut md = create(&md_path)?;
+    let mut html_out = create(&html_path)?;
+    let io = |e: std::io::Error| Error::io("cannot write the report", e);
+    match run {
+        LoadedRun::Bench(mut r, _) => {
+            r.verdicts = verdicts.to_vec();
+            markdown::write_bench(&r, &mut md).map_err(io)?;
+            html::write_bench(&r, &mut html_out).map_err(io)?;
+        }
+        LoadedRun::Classroom(mut r, _) => {
+            r.verdicts = verdicts.to_vec();
+            markdown::write_classroom(&r, &mut md).map_err(io)?;
+            html::write_classroom(&r, &mut html_out).map_err(io)?;
+        }
+    }
+    finish(md, &md_path)?;
+    finish(html_out, &html_path)?;
+    Ok(vec![md_path, html_path])
+}
+
+/// Writes `report.md` and `report.html` into `folder`.
+pub fn write_report(folder: &Path, server_timeline: Option<&Path>) -> Result<Vec<PathBuf>, Error> {
+    write_report_with(folder, server_timeline, &[])
+}
+
+/// The workload settings that must match for a fair comparison.
+fn workload(run: &LoadedRun) -> Vec<(String, String)> {
+    match run {
+        LoadedRun::Bench(_, s) => {
+            let p = &s.parameters;
+            vec![
+                ("kind".into(), "bench".into()),
+                ("concurrency".into(), format!("{:?}", p.concurrency)),
+                ("shapes".into(), p.shapes.join(",")),
+                ("output tokens".into(), p.output_tokens.to_string()),
+                ("endpoint".into(), format!("{:?}", p.endpoint)),
+                (
+                    "requests per level".into(),
+                    format!("{:?}", p.requests_by_concurrency),
+                ),
+            ]
+        }
+        LoadedRun::Classroom(_, s) => {
+            let p = &s.parameters;
+            vec![
+                ("kind".into(), "classroom".into()),
+                ("users".into(), p.users.to_string()),
+                ("duration".into(), format!("{} s", p.duration_s)),
+                ("scenario".into(), p.scenario.clone()),
+                ("ramp-up".into(), format!("{} s", p.ramp_up_s)),
+                ("follow-ups".into(), p.follow_ups.to_string()),
+            ]
+        }
+    }
+}
+
+/// Differences in workload between the first run and the others, as
+/// `name: a vs b` lines.
+pub fn workload_differences(runs: &[LoadedRun]) -> Vec<String> {
+    let Some(first) = runs.first().map(workload) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (i, run) in runs.iter().enumerate().skip(1) {
+        for ((name, a), (_, b)) in first.iter().zip(workload(run)) {
+            if *a != b {
+                out.push(format!("{name}: {a} (run 1) vs {b} (run {})", i + 1));
+            }
+        }
+    }
+    out
+}
+
+/// Compares folders (the first is the baseline) and writes `compare.md` and
+/// `compare.html` into `out`. Refuses runs of different workloads unless
+/// `force`.
+pub fn write_comparison(
+    folders: &[PathBuf],
+    force: bool,
+    out: &Path,
+) -> Result<Vec<PathBuf>, Error> {
+    if folders.len() < 2 {
+        return Err(ConfigError::invalid("compare", "needs at least two results folders").into());
+    }
+    let runs = folders
+        .iter()
+        .map(|f| load_run(f, None))
+        .collect::<Result<Vec<_>, _>>()?;
+    let diffs = workload_differences(&runs);
+    if !diffs.is_empty() && !force {
+        return Err(Error::Config(ConfigError::invalid(
+            "compare",
+            format!(
+                "the runs measured different workloads ({}); pass --force to compare anyway",
+                diffs.join("; ")
+            ),
+        )));
+    }
+    let label = |f: &PathBuf| {
+        f.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let comparison = if runs.iter().all(|r| matches!(r, LoadedRun::Bench(..))) {
+        let reports: Vec<(String, &BenchReport)> = folders
+            .iter()
+            .zip(&runs)
+            .filter_map(|(f, r)| match r {
+                LoadedRun::Bench(b, _) => Some((label(f), b.as_ref())),
+                LoadedRun::Classroom(..) => None,
+            })
+            .collect();
+        Comparison::of_bench(&reports)
+    } else if runs.iter().all(|r| matches!(r, LoadedRun::Classroom(..))) {
+        let reports: Vec<(String, &ClassroomReport)> = folders
+            .iter()
+            .zip(&runs)
+            .filter_map(|(f, r)| match r {
+                LoadedRun::Classroom(c, _) => Some((label(f), c.as_ref())),
+                LoadedRun::Bench(..) => None,
+            })
+            .collect();
+        Comparison::of_classroom(&reports)
+    } else {
+        return Err(ConfigError::invalid(
+            "compare",
+            "cannot compare a bench run with a classroom run",
+        )
+        .into());
+    }
+    .map_err(|e| Error::Failed(e.to_string()))?;
+    std::fs::create_dir_all(out)
+        .map_err(|e| Error::io(format!("cannot create {}", out.display()), e))?;
+    let md_path = out.join("compare.md");
+    let html_path = out.join("compare.html");
+    let mut md = create(&md_path)?;
+    let mut h = create(&html_path)?;
+    let io = |e: std::io::Error| Error::io("cannot write the comparison", e);
+    markdown::write_comparison(&comparison, &mut md).map_err(io)?;
+    html::write_comparison(&comparison, &mut h).map_err(io)?;
+    finish(md, &md_path)?;
+    finish(h, &html_path)?;
+    Ok(vec![md_path, html_path])
+}

@@ -1,0 +1,280 @@
+//! The report models filled from what a results folder holds: the run's
+//! identity, parameters, figures and the server timeline as chart points.
+
+use super::model::{
+    BenchReport, ClassroomFigures, ClassroomReport, ErrorCount, FleetWindow, LevelBoundary,
+    LevelRow, Parameter, ReplicaLine, RunInfo, TimelinePoint, Verdict,
+};
+use codendum_core::kinds::TokenSource;
+use codendum_core::prom::TimelineSample;
+use codendum_core::results::classroom_records::{CallRecord, TaskRecord};
+use codendum_core::results::{self, BenchSummary, ClassroomRunSummary, RunHeader};
+
+/// Each replica's samples as chart points, in order of first appearance.
+pub fn replica_lines(samples: &[codendum_core::prom::ReplicaSample]) -> Vec<ReplicaLine> {
+    codendum_core::prom::replicas::replica_order(samples)
+        .into_iter()
+        .map(|name| ReplicaLine {
+            points: points(&codendum_core::prom::replicas::replica_timeline(
+                samples, &name,
+            )),
+            replica: name,
+        })
+        .collect()
+}
+
+fn points(timeline: &[TimelineSample]) -> Vec<TimelinePoint> {
+    timeline
+        .iter()
+        .map(|s| TimelinePoint {
+            t_s: s.t,
+            running: s.snapshot.as_ref().and_then(|x| x.running),
+            waiting: s.snapshot.as_ref().and_then(|x| x.waiting),
+            kv_usage: s.snapshot.as_ref().and_then(|x| x.kv_usage),
+        })
+        .collect()
+}
+
+fn run_info(
+    header: &RunHeader,
+    provenance: &codendum_core::kinds::Provenance,
+    server: &results::ServerDescription,
+) -> RunInfo {
+    RunInfo {
+        provenance: provenance.clone(),
+        server_version: server.server_version.clone(),
+        model: Some(server.model.clone()),
+        target_url: Some(server.url.clone()),
+        started_utc: Some(header.started_utc),
+        finished_utc: Some(header.finished_utc),
+        codendum_version: env!("CARGO_PKG_VERSION").to_string(),
+        interrupted: header.interrupted,
+    }
+}
+
+fn param(name: &str, value: impl ToString) -> Parameter {
+    Parameter {
+        name: name.into(),
+        value: value.to_string(),
+    }
+}
+
+/// Fills a [`BenchReport`] from a bench summary and its timeline.
+pub fn bench_report(s: &BenchSummary, timeline: &[TimelineSample]) -> BenchReport {
+    let p = &s.parameters;
+    let levels_text: Vec<String> = p.concurrency.iter().map(u32::to_string).collect();
+    let mut parameters = vec![
+        param("concurrency", levels_text.join(",")),
+        param("shapes", p.shapes.join(",")),
+        param("output tokens", p.output_tokens),
+        param("endpoint", format!("{:?}", p.endpoint).to_lowercase()),
+        param(
+            "prompt sizing",
+            format!("{:?}", s.prompt_sizing.method).to_lowercase(),
+        ),
+        param("clock scale", p.clock_scale),
+        param("seed", p.seed),
+    ];
+    if p.calibration {
+        parameters.push(param(
+            "workload",
+            "calibration (bench --calibration): cells for codendum calibrate",
+        ));
+    }
+    let t0 = s.levels.first().map_or(0.0, |l| l.started_at_s);
+    let levels = s
+        .levels
+        .iter()
+        .map(|l| LevelRow {
+            shape: l.shape.clone(),
+            concurrency: l.concurrency,
+            requests: l.requests,
+            successes: l.successes,
+            errors: l
+                .errors
+                .iter()
+                .map(|(kind, g)| ErrorCount {
+                    kind: kind.clone(),
+                    count: g.count,
+                    sample_message: Some(g.sample_message.clone()),
+                })
+                .collect(),
+            mean_input_tokens: l.mean_input_tokens,
+            mean_output_tokens: l.mean_output_tokens,
+            wall_time_s: l.wall_time_s,
+            requests_per_s: l.requests_per_s,
+            output_tok_per_s: l.output_tok_per_s,
+            total_tok_per_s: l.total_tok_per_s,
+            ttft_p50_s: l.ttft_p50_s,
+            ttft_p95_s: l.ttft_p95_s,
+            ttft_p99_s: l.ttft_p99_s,
+            e2e_p50_s: l.e2e_p50_s,
+            e2e_p95_s: l.e2e_p95_s,
+            mean_tpot_s: l.tpot_mean_s,
+            preemptions: l.preemptions.map(|x| x.round() as u64),
+            peak_kv_usage: l.peak_kv_usage,
+            peak_running: l.peak_running.map(|x| x.round() as u64),
+            peak_waiting: l.peak_waiting.map(|x| x.round() as u64),
+            prefix_hit_rate: l.prefix_hit_rate,
+            time_split: l.time_split,
+            tokens_client_counted: l.tokens_client_counted,
+        })
+        .collect();
+    // The timeline is on the run's axis (seconds since started_utc); level
+    // starts are on the clock's axis: shift them by the first level's start.
+    let boundaries = s
+        .levels
+        .iter()
+        .map(|l| LevelBoundary {
+            t_s: l.started_at_s - t0,
+            label: format!("{} c{}", l.shape, l.concurrency),
+        })
+        .collect();
+    BenchReport {
+        run: run_info(&s.header, &s.provenance, &s.server),
+        parameters,
+        levels,
+        timeline: points(timeline),
+        boundaries,
+        verdicts: Vec::new(),
+        not_run: s.skipped_shapes.iter().map(|k| k.reason()).collect(),
+        replica_timelines: Vec::new(),
+        fleets: s
+            .levels
+            .iter()
+            .filter_map(|l| {
+                Some(FleetWindow {
+                    label: format!("{} c{}", l.shape, l.concurrency),
+                    fleet: l.fleet.clone()?,
+                })
+            })
+            .collect(),
+    }
+}
+
+/// Fills a [`ClassroomReport`] from a classroom summary, its timeline and its
+/// records (`requests.jsonl`, `tasks.jsonl`).
+pub fn classroom_report(
+    s: &ClassroomRunSummary,
+    timeline: &[TimelineSample],
+    requests: &[CallRecord],
+    tasks: &[TaskRecord],
+) -> ClassroomReport {
+    let figures = classroom_figures(s, requests);
+    let parameters = classroom_parameters(s);
+    ClassroomReport {
+        run: run_info(&s.header, &s.provenance, &s.server),
+        parameters,
+        figures,
+        ttft_s: requests.iter().filter_map(|r| r.ttft_s).collect(),
+        user_output_tok_per_s: speed_per_user(requests),
+        coding_request_s: tasks
+            .iter()
+            .filter(|t| {
+                matches!(
+                    t.outcome,
+                    codendum_core::results::classroom_records::TaskOutcome::Completed
+                )
+            })
+            .map(|t| t.end - t.start)
+            .collect(),
+        timeline: points(timeline),
+        verdicts: Vec::<Verdict>::new(),
+        replica_timelines: Vec::new(),
+        fleets: s
+            .summary
+            .server_fleet
+            .iter()
+            .map(|f| FleetWindow {
+                label: "class".into(),
+                fleet: f.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// The headline figures of a classroom run.
+fn classroom_figures(s: &ClassroomRunSummary, requests: &[CallRecord]) -> ClassroomFigures {
+    let m = &s.summary;
+    let p = &s.parameters;
+    let server_errors = codendum_core::targets::server_errors(m);
+    ClassroomFigures {
+        users: p.users,
+        requests: m.requests,
+        request_errors: m.errors,
+        retries: m.retries_after_429_503,
+        server_output_tok_per_s: m.server.output_tokens_per_s,
+        ttft_p50_s: m.ttft_p50_s,
+        ttft_p95_s: m.ttft_p95_s,
+        user_output_tok_per_s_p50: m.output_speed_p50_tok_s,
+        coding_request_p50_s: m.task_time_p50_s,
+        coding_request_p95_s: m.task_time_p95_s,
+        coding_requests_completed: m.completed,
+        peak_waiting: m.server.peak_waiting.map(|x| x.round() as u64),
+        peak_kv_usage: m.server.peak_kv_cache_usage,
+        preemptions: m.server.preemptions,
+        server_errors,
+        prefix_hit_rate: m.server.prefix_cache_hit_rate,
+        request_time_p50_s: m.request_time_p50_s,
+        request_time_p95_s: m.request_time_p95_s,
+        model_time_p50_s: m.model_time_p50_s,
+        model_time_p95_s: m.model_time_p95_s,
+        coding_requests_per_hour: m.completed_per_hour,
+        prompt_tokens_p50: m.prompt_tokens_p50,
+        prompt_tokens_p95: m.prompt_tokens_p95,
+        prompt_tokens_max: m.prompt_tokens_max,
+        compactions: m.compactions,
+        tool_errors: m.tool_errors,
+        time_split: m.server.time_split,
+        calls_client_counted: requests
+            .iter()
+            .filter(|r| r.error_kind.is_none() && r.token_source == TokenSource::Client)
+            .count() as u64,
+    }
+}
+
+/// The parameters a classroom report states.
+fn classroom_parameters(s: &ClassroomRunSummary) -> Vec<Parameter> {
+    let p = &s.parameters;
+    vec![
+        param("users", p.users),
+        param("scenario", &p.scenario),
+        param("duration", format!("{} s", p.duration_s)),
+        param("ramp-up", format!("{} s", p.ramp_up_s)),
+        param("pauses", format!("{}–{} s", p.pause_min_s, p.pause_max_s)),
+        param("follow-ups", p.follow_ups),
+        param(
+            "context limit",
+            p.context_limit
+                .map_or("none".into(), |c| format!("{c} tokens")),
+        ),
+        param("output limit", format!("{} tokens", p.output_limit)),
+        param(
+            "client times",
+            p.client_times
+                .as_deref()
+                .map_or("built-in model".into(), |f| format!("measured ({f})")),
+        ),
+        param("clock scale", p.clock_scale),
+        param("seed", p.seed),
+        param("server figures from", &s.server_figures_source),
+    ]
+}
+
+/// Output speed of each student, tokens/s: the student's output tokens over
+/// the time its successful calls spent generating (duration − TTFT).
+fn speed_per_user(requests: &[CallRecord]) -> Vec<f64> {
+    let mut per_user: std::collections::BTreeMap<usize, (f64, f64)> = Default::default();
+    for r in requests {
+        if let (Some(_), Some(ttft)) = (r.output_speed(), r.ttft_s) {
+            let e = per_user.entry(r.user).or_default();
+            e.0 += r.output_tokens as f64;
+            e.1 += r.duration_s - ttft;
+        }
+    }
+    per_user
+        .values()
+        .filter(|(_, t)| *t > 0.0)
+        .map(|(n, t)| n / t)
+        .collect()
+}

@@ -1,0 +1,407 @@
+//! The main agent's next step: look around, read, edit or write, run the
+//! tests, read a failure and fix it, and finish with a summary.
+
+use rand::Rng;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde_json::json;
+
+use super::changes::{change_step, edit_call, source_candidates};
+use super::paths::{basename, is_test_path, lang_of};
+use super::recovery::{may_compile, recover};
+pub(super) use super::report::finish;
+use super::tools::{Slot, ToolRole};
+use super::transcript::{Event, Outcome};
+use super::writing;
+use super::{answer, mix, Ctx, CODE_CHARS_PER_TOKEN};
+use crate::answer::PlannedAnswer;
+
+/// After this many steps in one request the agent wraps up whatever state it is in.
+const MAX_STEPS: usize = 40;
+/// After this many failed test runs the agent stops trying and reports.
+const MAX_FAILED_RUNS: usize = 3;
+
+/// The shape of one coding request, drawn once per request (from its first
+/// step, so every later step sees the same plan).
+pub(super) struct Plan {
+    read_steps: usize,
+    pub(super) edits: usize,
+    pub(super) write_new: bool,
+    baseline_test: bool,
+    /// Probability (0..1) of compiling right after a change.
+    compile_after_change: f64,
+}
+
+fn plan_of(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> Plan {
+    let seed = ctx.t.plan_seed.unwrap_or_else(|| rng.gen());
+    let mut p = ChaCha8Rng::seed_from_u64(mix(seed, ctx.config.seed));
+    Plan {
+        read_steps: p.gen_range(1..=3),
+        edits: p.gen_range(3..=5),
+        write_new: p.gen_bool(0.3),
+        baseline_test: p.gen_bool(0.2),
+        compile_after_change: p.gen_range(0.3..0.8),
+    }
+}
+
+fn is_change(e: &Event) -> bool {
+    matches!(e.role, ToolRole::Edit | ToolRole::Write) && e.outcome == Outcome::Ok
+}
+
+/// The next step of the main (build) agent.
+pub fn next_step(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
+    let t = ctx.t;
+    let plan = plan_of(ctx, rng);
+    if t.steps == 0 {
+        return first_step(ctx, rng);
+    }
+    if t.steps >= MAX_STEPS {
+        return finish(ctx, rng, false);
+    }
+    if let Some(a) = recover(ctx, rng) {
+        return a;
+    }
+    let changes = t.changes().len();
+    let since = t.since_last_test();
+    let changed_since = since.iter().any(is_change);
+    if let Some(a) = after_tests(ctx, rng, since, changed_since) {
+        return a;
+    }
+    let just_changed = t.events.last().is_some_and(is_change);
+    if just_changed && rng.gen_bool(plan.compile_after_change) && may_compile(ctx) {
+        if let Some(a) = compile(ctx, rng) {
+            return a;
+        }
+    }
+    if t.files.is_empty() {
+        let listed = t
+            .events
+            .iter()
+            .any(|e| is_listing(e) && e.outcome == Outcome::Ok);
+        return if listed {
+            finish(ctx, rng, false)
+        } else {
+            listing(ctx, rng)
+        };
+    }
+    if changes == 0 {
+        if let Some(a) = super::explore::subfolders(ctx, rng) {
+            return a;
+        }
+    }
+    let read_steps = read_steps(ctx);
+    let unread = unread_files(ctx);
+    // A subagent that explored the code already reported on it.
+    let delegated = usize::from(t.count(ToolRole::Task) > 0);
+    if read_steps + delegated < plan.read_steps && !unread.is_empty() && ctx.kit.has(ToolRole::Read)
+    {
+        let can_test = ctx.tests_missing.is_none();
+        if plan.baseline_test && can_test && t.last_test().is_none() && read_steps >= 1 {
+            return run_tests(ctx, rng, false);
+        }
+        if ctx.kit.has(ToolRole::Grep) && t.count(ToolRole::Grep) == 0 && rng.gen_bool(0.5) {
+            return grep(ctx, rng);
+        }
+        let n = (1 + usize::from(rng.gen_bool(0.3))).min(unread.len());
+        return read(ctx, rng, &unread[..n]);
+    }
+    // Nothing to change is known yet (a subagent read the code, not this
+    // agent): read a source first, as OpenCode's edit tool requires.
+    let known_sources = source_candidates(ctx).iter().any(|f| !is_test_path(f));
+    if changes == 0 && !known_sources && ctx.kit.has(ToolRole::Read) {
+        if let Some(first) = unread.iter().find(|f| lang_of(f) == Some(ctx.lang)) {
+            return read(ctx, rng, std::slice::from_ref(first));
+        }
+    }
+    if changes < plan.edits {
+        if let Some(a) = change_step(ctx, rng, &plan, changes) {
+            return a;
+        }
+        if !unread.is_empty() && ctx.kit.has(ToolRole::Read) && read_steps < MAX_STEPS / 4 {
+            return read(ctx, rng, &unread[..1]);
+        }
+    }
+    let can_test = ctx.kit.has(ToolRole::Shell) && ctx.tests_missing.is_none();
+    if can_test && (t.last_test().is_none() || changed_since) {
+        return run_tests(ctx, rng, t.last_test().is_some());
+    }
+    finish(ctx, rng, true)
+}
+
+/// After a test run: fix a failure, give up after too many, or finish when
+/// the tests pass and nothing changed since (`None`: go on with the plan).
+fn after_tests(
+    ctx: &Ctx<'_>,
+    rng: &mut ChaCha8Rng,
+    since: &[Event],
+    changed_since: bool,
+) -> Option<PlannedAnswer> {
+    let t = ctx.t;
+    let changes = t.changes().len();
+    if let Some(last) = t.last_test() {
+        let failed_runs = t
+            .events
+            .iter()
+            .filter(|e| e.outcome == Outcome::TestFailed)
+            .count();
+        match last.outcome {
+            Outcome::TestFailed if !changed_since && failed_runs >= MAX_FAILED_RUNS => {
+                return Some(finish(ctx, rng, false))
+            }
+            Outcome::TestFailed if !changed_since => return Some(fix_step(ctx, rng, last, since)),
+            Outcome::TestPassed if !changed_since && changes > 0 => {
+                return Some(finish(ctx, rng, true))
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+fn first_step(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
+    let kit = ctx.kit;
+    if let Some(task) = kit.get(ToolRole::Task) {
+        if rng.gen_bool(ctx.config.delegate_probability) {
+            let topic = ctx.topic;
+            let prompt = format!(
+                "Find the code of this project that deals with {topic}s: the classes or modules, \
+                 the methods involved, and the tests that cover them. The task is: {}. \
+                 Report the file paths and what each one does; do not change anything.",
+                ctx.t.task.trim()
+            );
+            let call = task.call(vec![
+                (Slot::Description, json!(format!("Find {topic} handling"))),
+                (Slot::Prompt, json!(prompt)),
+                (Slot::SubagentType, json!("explore")),
+            ]);
+            return answer(writing::before_task(rng, topic), vec![call]);
+        }
+    }
+    if let Some(todo) = kit.get(ToolRole::Todo) {
+        if rng.gen_bool(ctx.config.todo_probability) {
+            let topic = ctx.topic;
+            let items = json!([
+                "Explore the project structure",
+                format!("Implement {topic} support"),
+                format!("Add tests for {topic}s"),
+                "Run the tests and fix failures",
+            ]);
+            let text = "I'll plan the work first.".to_string();
+            return answer(text, vec![todo.call(vec![(Slot::Todos, items)])]);
+        }
+    }
+    let unread = unread_files(ctx);
+    let sources = unread.iter().filter(|f| lang_of(f).is_some()).count();
+    if sources >= 2 && kit.has(ToolRole::Read) {
+        let n = rng.gen_range(1..=2).min(unread.len());
+        return read(ctx, rng, &unread[..n]);
+    }
+    listing(ctx, rng)
+}
+
+fn read_steps(ctx: &Ctx<'_>) -> usize {
+    let mut steps: Vec<usize> = ctx
+        .t
+        .events
+        .iter()
+        .filter(|e| e.role == ToolRole::Read)
+        .filter(|e| {
+            let p = e.path.as_deref().unwrap_or("");
+            p != "." && !ctx.t.dirs.iter().any(|d| d == p)
+        })
+        .map(|e| e.step)
+        .collect();
+    steps.dedup();
+    steps.len()
+}
+
+/// How useful reading a file is for the task (higher first).
+pub(super) fn relevance(ctx: &Ctx<'_>, path: &str) -> i32 {
+    let base = basename(path).to_ascii_lowercase();
+    let mut score = 0;
+    if ctx.t.task.contains(path) {
+        score += 4;
+    }
+    if lang_of(path) == Some(ctx.lang) {
+        score += 3;
+    }
+    if base.contains(ctx.topic) {
+        score += 2;
+    }
+    if base.contains("server") {
+        score += 1;
+    }
+    if ["server", "client", "chat", "main"]
+        .iter()
+        .any(|w| base.contains(w))
+    {
+        score += 1;
+    }
+    if is_test_path(path) {
+        score -= 1;
+    }
+    score
+}
+
+/// Files worth reading whose content the conversation does not hold yet
+/// (not read or written in this request or an earlier one), most relevant
+/// first.
+fn unread_files(ctx: &Ctx<'_>) -> Vec<String> {
+    let build = [
+        "pom.xml",
+        "build.gradle",
+        "pyproject.toml",
+        "requirements.txt",
+    ];
+    let mut files: Vec<String> = ctx
+        .t
+        .files
+        .iter()
+        .filter(|f| lang_of(f).is_some() || build.contains(&basename(f)))
+        .filter(|f| !ctx.t.contents.contains_key(f.as_str()))
+        .filter(|f| {
+            !ctx.t
+                .events
+                .iter()
+                .any(|e| e.role == ToolRole::Read && e.path.as_deref() == Some(f.as_str()))
+        })
+        .cloned()
+        .collect();
+    files.sort_by_key(|f| -relevance(ctx, f));
+    files
+}
+
+fn read(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng, files: &[String]) -> PlannedAnswer {
+    let Some(tool) = ctx.kit.get(ToolRole::Read) else {
+        return finish(ctx, rng, false);
+    };
+    let calls = files
+        .iter()
+        .map(|f| tool.call(vec![(Slot::Path, json!(f))]))
+        .collect();
+    answer(writing::before_reading(rng, files, ctx.topic), calls)
+}
+
+/// Whether a call was a look at the project's files: a list, a glob, a read
+/// of a folder, `find` or `ls` through the shell.
+fn is_listing(e: &Event) -> bool {
+    match e.role {
+        ToolRole::List | ToolRole::Glob => true,
+        ToolRole::Read => e.path.as_deref() == Some("."),
+        ToolRole::Shell => e
+            .command
+            .as_deref()
+            .is_some_and(|c| c.starts_with("find ") || c.starts_with("ls")),
+        _ => false,
+    }
+}
+
+/// Lists the project with what the toolset offers: a list tool, a read tool
+/// that reads folders, a glob, `ls` through the shell, or a plain read of `.`.
+fn listing(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
+    let kit = ctx.kit;
+    let t = ctx.t;
+    let tried = |role: ToolRole| t.events.iter().any(|e| e.role == role && is_listing(e));
+    let read = kit.get(ToolRole::Read).filter(|_| !tried(ToolRole::Read));
+    let call = if let Some(list) = kit.get(ToolRole::List).filter(|_| !tried(ToolRole::List)) {
+        list.call(vec![(Slot::Path, json!("."))])
+    } else if let Some(read) = read.filter(|r| r.reads_folders) {
+        read.call(vec![(Slot::Path, json!("."))])
+    } else if let Some(glob) = kit.get(ToolRole::Glob).filter(|_| !tried(ToolRole::Glob)) {
+        glob.call(vec![(Slot::Pattern, json!("**/*"))])
+    } else if let Some(sh) = kit.get(ToolRole::Shell).filter(|_| !tried(ToolRole::Shell)) {
+        sh.call(vec![(
+            Slot::Command,
+            json!("find . -type f -not -path '*/.git/*' | head -100"),
+        )])
+    } else if let Some(read) = read {
+        read.call(vec![(Slot::Path, json!("."))])
+    } else {
+        return finish(ctx, rng, false);
+    };
+    answer(writing::before_listing(rng), vec![call])
+}
+
+fn grep(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
+    let pattern = ctx.topic.to_string();
+    match ctx.kit.get(ToolRole::Grep) {
+        Some(g) => answer(
+            writing::before_search(rng, &pattern),
+            vec![g.call(vec![(Slot::Pattern, json!(pattern))])],
+        ),
+        None => finish(ctx, rng, false),
+    }
+}
+
+fn run_tests(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng, again: bool) -> PlannedAnswer {
+    match ctx.kit.get(ToolRole::Shell) {
+        Some(sh) => answer(
+            writing::before_tests(rng, &ctx.test_command, again),
+            vec![sh.call(vec![(Slot::Command, json!(ctx.test_command))])],
+        ),
+        None => finish(ctx, rng, false),
+    }
+}
+
+/// Compiles the project after a change (`None` when there is no shell or no
+/// known compile command for the project).
+fn compile(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> Option<PlannedAnswer> {
+    let sh = ctx.kit.get(ToolRole::Shell)?;
+    let command = match ctx.test_command.split_whitespace().next()? {
+        "mvn" | "./mvnw" => "mvn -q compile",
+        "./gradlew" | "gradle" => "./gradlew -q compileJava",
+        "pytest" | "python3" => "python3 -m compileall -q .",
+        _ => return None,
+    };
+    Some(answer(
+        writing::before_compile(rng, command),
+        vec![sh.call(vec![(Slot::Command, json!(command))])],
+    ))
+}
+
+/// After a failed test run: read the files the log names, then edit the source.
+fn fix_step(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng, failed: &Event, since: &[Event]) -> PlannedAnswer {
+    let t = ctx.t;
+    let mentioned: Vec<&String> = t
+        .files
+        .iter()
+        .filter(|f| failed.result.contains(basename(f)))
+        .collect();
+    let editable = |f: &&String| t.contents.contains_key(f.as_str()) && lang_of(f).is_some();
+    let target = mentioned
+        .iter()
+        .copied()
+        .filter(|f| !is_test_path(f))
+        .find(|f| editable(f))
+        .or_else(|| {
+            t.changes()
+                .iter()
+                .rev()
+                .filter_map(|e| e.path.as_ref())
+                .find(|p| !is_test_path(p) && editable(p))
+        })
+        .or_else(|| source_candidates(ctx).into_iter().next())
+        .cloned();
+    let Some(target) = target else {
+        return match unread_files(ctx).first() {
+            Some(f) => read(ctx, rng, std::slice::from_ref(f)),
+            None => finish(ctx, rng, false),
+        };
+    };
+    if !since.iter().any(|e| e.role == ToolRole::Read) && ctx.kit.has(ToolRole::Read) {
+        let mut files: Vec<String> = mentioned
+            .iter()
+            .filter(|f| is_test_path(f))
+            .take(1)
+            .map(|f| f.to_string())
+            .collect();
+        files.push(target);
+        files.dedup();
+        return read(ctx, rng, &files);
+    }
+    let size = rng.gen_range(150..400) * CODE_CHARS_PER_TOKEN;
+    match edit_call(ctx, rng, &target, size) {
+        Some(call) => answer(writing::before_fix(rng, &target), vec![call]),
+        None => finish(ctx, rng, false),
+    }
+}

@@ -1,0 +1,184 @@
+//! The explore subagent's next step: a few searches and reads, then an
+//! answer with findings (the read-only agent OpenCode's `task` tool starts).
+
+use rand::Rng;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde_json::json;
+
+use super::paths::{basename, lang_of, Lang};
+use super::tools::{Slot, ToolRole};
+use super::transcript::Outcome;
+use super::writing;
+use super::{answer, mix, Ctx};
+use crate::answer::PlannedAnswer;
+
+/// The next step of a read-only (explore) agent.
+pub fn next_step(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
+    let t = ctx.t;
+    let kit = ctx.kit;
+    let seed = t.plan_seed.unwrap_or_else(|| rng.gen());
+    let tool_steps = ChaCha8Rng::seed_from_u64(mix(seed, ctx.config.seed)).gen_range(2..=4);
+    let sources_known = t.files.iter().any(|f| lang_of(f).is_some());
+    let search_failed = t
+        .events
+        .last()
+        .is_some_and(|e| e.outcome == Outcome::Error && !matches!(e.role, ToolRole::Read));
+    if t.steps == 0 || (!sources_known || search_failed) && t.steps < 3 {
+        if let Some(a) = search(ctx) {
+            return a;
+        }
+        if !sources_known {
+            return findings(ctx, rng);
+        }
+    }
+    if t.steps <= tool_steps {
+        if let Some(a) = subfolders(ctx, rng) {
+            return a;
+        }
+    }
+    let unread: Vec<String> = t
+        .files
+        .iter()
+        .filter(|f| lang_of(f).is_some() && !t.contents.contains_key(f.as_str()))
+        .filter(|f| {
+            !t.events
+                .iter()
+                .any(|e| e.role == ToolRole::Read && e.path.as_deref() == Some(f.as_str()))
+        })
+        .cloned()
+        .collect();
+    if t.steps > tool_steps || unread.is_empty() {
+        return findings(ctx, rng);
+    }
+    if let Some(read) = kit.get(ToolRole::Read) {
+        let mut files = unread;
+        files.sort_by_key(|f| !basename(f).to_ascii_lowercase().contains(ctx.topic));
+        files.truncate(1 + usize::from(rng.gen_bool(0.25)));
+        let calls = files
+            .iter()
+            .map(|f| read.call(vec![(Slot::Path, json!(f))]))
+            .collect();
+        return answer(writing::before_reading(rng, &files, ctx.topic), calls);
+    }
+    if let Some(grep) = kit.get(ToolRole::Grep) {
+        if t.count(ToolRole::Grep) == 0 {
+            let text = writing::before_search(rng, ctx.topic);
+            return answer(
+                text,
+                vec![grep.call(vec![(Slot::Pattern, json!(ctx.topic))])],
+            );
+        }
+    }
+    findings(ctx, rng)
+}
+
+/// A first look for the sources with a tool not tried yet in this request:
+/// glob, list, a read of the folder, grep, `find` through the shell.
+fn search(ctx: &Ctx<'_>) -> Option<PlannedAnswer> {
+    let (t, kit) = (ctx.t, ctx.kit);
+    let ext = match ctx.lang {
+        Lang::Java => "java",
+        Lang::Python => "py",
+    };
+    let fresh = |role: ToolRole| kit.get(role).filter(|_| t.count(role) == 0);
+    let call = if let Some(glob) = fresh(ToolRole::Glob) {
+        glob.call(vec![(Slot::Pattern, json!(format!("**/*.{ext}")))])
+    } else if let Some(list) = fresh(ToolRole::List) {
+        list.call(vec![(Slot::Path, json!("."))])
+    } else if let Some(read) = fresh(ToolRole::Read).filter(|r| r.reads_folders) {
+        read.call(vec![(Slot::Path, json!("."))])
+    } else if let Some(grep) = fresh(ToolRole::Grep) {
+        grep.call(vec![(Slot::Pattern, json!(ctx.topic))])
+    } else if let Some(sh) = fresh(ToolRole::Shell) {
+        sh.call(vec![(
+            Slot::Command,
+            json!(format!("find . -name '*.{ext}' | head -100")),
+        )])
+    } else {
+        return None;
+    };
+    let failed = t.events.last().is_some_and(|e| e.outcome == Outcome::Error);
+    let text = if t.steps == 0 {
+        format!("I'll find the {ext} sources first.")
+    } else if failed {
+        "That did not work; I'll look for the sources another way.".to_string()
+    } else {
+        format!("I'll look further for the {ext} sources.")
+    };
+    Some(answer(text, vec![call]))
+}
+
+/// Folders not worth looking into.
+const SKIPPED_DIRS: &[&str] = &[
+    "__pycache__",
+    "node_modules",
+    "target",
+    "build",
+    "dist",
+    "venv",
+];
+
+/// Most folder reads one request makes while looking for sources.
+const MAX_FOLDER_READS: usize = 4;
+
+/// While the project's sources are not known yet: reads the folders a
+/// folder listing showed (OpenCode's `read` lists folders), all in one step.
+pub(super) fn subfolders(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> Option<PlannedAnswer> {
+    let t = ctx.t;
+    let read = ctx.kit.get(ToolRole::Read).filter(|r| r.reads_folders)?;
+    let sources = t
+        .files
+        .iter()
+        .filter(|f| lang_of(f) == Some(ctx.lang))
+        .count();
+    let read_before = |d: &str| {
+        t.events
+            .iter()
+            .any(|e| e.role == ToolRole::Read && e.path.as_deref() == Some(d))
+    };
+    let folder_reads = t.dirs.iter().filter(|d| read_before(d)).count();
+    if sources >= 3 || folder_reads >= MAX_FOLDER_READS {
+        return None;
+    }
+    let dirs: Vec<String> = t
+        .dirs
+        .iter()
+        .filter(|d| {
+            let base = basename(d);
+            !base.starts_with('.') && !SKIPPED_DIRS.contains(&base) && !read_before(d)
+        })
+        .take(3)
+        .cloned()
+        .collect();
+    if dirs.is_empty() {
+        return None;
+    }
+    let calls = dirs
+        .iter()
+        .map(|d| read.call(vec![(Slot::Path, json!(d))]))
+        .collect();
+    Some(answer(
+        writing::before_reading(rng, &dirs, ctx.topic),
+        calls,
+    ))
+}
+
+fn findings(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
+    let t = ctx.t;
+    let mut files: Vec<String> = t
+        .files
+        .iter()
+        .filter(|f| t.contents.contains_key(f.as_str()))
+        .cloned()
+        .collect();
+    files.extend(
+        t.files
+            .iter()
+            .filter(|f| lang_of(f).is_some() && !files.contains(f))
+            .cloned()
+            .collect::<Vec<_>>(),
+    );
+    let size = rng.gen_range(150..350) * super::CODE_CHARS_PER_TOKEN;
+    PlannedAnswer::text(writing::findings(rng, &files, ctx.topic, size))
+}

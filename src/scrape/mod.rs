@@ -1,0 +1,19 @@
+//! Reading a live server's `/metrics`: HTTP scrapes, the background 1 s
+//! [`Sampler`], and the same figures through a Prometheus server's HTTP API
+//! ([`PromSource`]). What the pages mean is `codendum_core::prom`'s.
+//!
+//! - [`sampler`]: [`Scraper`] (HTTP) and the background [`Sampler`].
+//! - [`api`] and [`remote`]: `query_range` against Prometheus.
+//! - [`render`]: the table and `--watch` line of `codendum metrics` (the
+//!   command itself is `codendum metrics`).
+
+pub mod api;
+pub mod remote;
+pub mod render;
+pub mod replicas_render;
+pub mod sampler;
+
+pub use remote::{PromSource, PromSourceError, PrometheusOptions};
+pub use sampler::{
+    sample_fleet, sample_once, Recording, Sampler, SamplerHandle, ScrapeError, Scraper,
+};
