@@ -121,7 +121,7 @@ fn simulate(s: &Setup, spec: FleetSpec) -> Row {
         preemptions: whole.preemptions.unwrap_or(0.0),
         errors: outcomes
             .iter()
-            .map(|o| codendum_core::targets::server_errors(&o.summary))
+            .map(|o| codendum_core::results::metrics::server_errors(&o.summary))
             .sum(),
         completed: outcomes.iter().map(|o| o.summary.completed).sum(),
         wall: wall.elapsed().as_secs_f64(),

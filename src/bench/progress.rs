@@ -5,7 +5,9 @@ use std::fmt::Write as _;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use codendum_core::results::metrics::{level_metrics_in, Unit, View};
 use codendum_core::results::LevelSummary;
+use codendum_report::format::level_cell;
 
 /// The progress bar of one level: finished requests out of those planned.
 #[derive(Debug)]
@@ -46,54 +48,51 @@ impl LevelProgress {
     }
 }
 
-fn cell(x: Option<f64>, decimals: usize) -> String {
-    match x {
-        Some(v) if v.is_finite() => format!("{v:.decimals$}"),
-        _ => "-".to_string(),
-    }
-}
-
-/// The final table: one line per level × shape, seconds and tokens/s; server
-/// columns show `-` when there was no `/metrics`.
+/// The final table: one line per level × shape, a column per level figure
+/// of [`View::Progress`] (header with its unit); server columns show the
+/// missing mark when there was no `/metrics`. Each level's errors follow it
+/// by kind with a sample message.
 pub fn render_table(levels: &[LevelSummary]) -> String {
+    let metrics: Vec<_> = level_metrics_in(View::Progress).collect();
+    let header: Vec<String> = metrics.iter().map(|m| m.header()).collect();
+    let rows: Vec<Vec<String>> = levels
+        .iter()
+        .map(|l| metrics.iter().map(|m| level_cell(m, l)).collect())
+        .collect();
+    let widths: Vec<usize> = (0..metrics.len())
+        .map(|i| {
+            rows.iter()
+                .map(|r| r[i].chars().count())
+                .chain([header[i].chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |cells: &[String]| -> String {
+        let mut out = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            let pad = widths[i].saturating_sub(c.chars().count());
+            if i > 0 {
+                out.push_str("  ");
+            }
+            if metrics[i].unit == Unit::None {
+                out.push_str(c);
+                out.push_str(&" ".repeat(pad));
+            } else {
+                out.push_str(&" ".repeat(pad));
+                out.push_str(c);
+            }
+        }
+        out.trim_end().to_string()
+    };
     let mut t = String::new();
-    let _ =
-        writeln!(
-        t,
-        "{:<6} {:>5} {:>5} {:>5} {:>8} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>6} {:>6} {:>6}",
-        "shape", "N", "ok", "err", "req/s", "out tok/s", "ttft p50", "ttft p95", "ttft p99",
-        "e2e p50", "e2e p95", "tpot", "kv %", "run", "wait"
-    );
-    for l in levels {
-        let errors: u64 = l.errors.values().map(|g| g.count).sum();
-        let _ = writeln!(
-            t,
-            "{:<6} {:>5} {:>5} {:>5} {:>8.2} {:>9.1} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>6} {:>6} {:>6}",
-            l.shape,
-            l.concurrency,
-            l.successes,
-            errors,
-            l.requests_per_s,
-            l.output_tok_per_s,
-            cell(l.ttft_p50_s, 2),
-            cell(l.ttft_p95_s, 2),
-            cell(l.ttft_p99_s, 2),
-            cell(l.e2e_p50_s, 1),
-            cell(l.e2e_p95_s, 1),
-            cell(l.tpot_mean_s, 3),
-            cell(l.peak_kv_usage.map(|f| f * 100.0), 1),
-            cell(l.peak_running, 0),
-            cell(l.peak_waiting, 0),
-        );
+    let _ = writeln!(t, "{}", line(&header));
+    for (l, row) in levels.iter().zip(&rows) {
+        let _ = writeln!(t, "{}", line(row));
         for (kind, g) in &l.errors {
-            let _ = writeln!(
-                t,
-                "         {kind}: {} (e.g. {})",
-                g.count, g.sample_message
-            );
+            let _ = writeln!(t, "    {kind}: {} (e.g. {})", g.count, g.sample_message);
         }
     }
-    t.push_str("Times in seconds (TTFT, E2E, mean time per output token); kv % is the peak KV-cache usage.\n");
     t
 }
 
@@ -132,9 +131,31 @@ mod tests {
         };
         let level = summarize_level(frame, &[failed], None);
         let table = render_table(&[level]);
-        let row = table.lines().nth(1).unwrap_or_default();
-        assert!(row.starts_with("short      8     0     1"), "{table}");
-        assert!(row.trim_end().ends_with('-'), "{table}");
+        let header: Vec<&str> = table
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .split("  ")
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .collect();
+        assert_eq!(
+            header[..4],
+            ["Prompt shape", "Concurrency", "OK", "Errors"],
+            "{table}"
+        );
+        let row: Vec<&str> = table
+            .lines()
+            .nth(1)
+            .unwrap_or_default()
+            .split_whitespace()
+            .collect();
+        assert_eq!(row[..4], ["short", "8", "0", "1"], "{table}");
+        assert_eq!(
+            row.last(),
+            Some(&"–"),
+            "no /metrics: the last column (peak waiting) is missing: {table}"
+        );
         assert!(table.contains("http_429: 1 (e.g. rate limited)"), "{table}");
     }
 }

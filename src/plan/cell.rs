@@ -59,7 +59,7 @@ pub struct CellResult {
     /// Prefix-cache hit rate over the run, fraction 0..1.
     pub prefix_hit_rate: Option<f64>,
     /// Model calls whose final outcome, after retries, was HTTP 503 or
-    /// another 5xx ([`codendum_core::targets::server_errors`], what the
+    /// another 5xx ([`codendum_core::results::metrics::server_errors`], what the
     /// `server_errors` target counts), a count.
     pub server_errors: u64,
     /// Share of the steady-state samples with running at `max_num_seqs`
@@ -203,7 +203,7 @@ pub fn figures(
     };
     let pinned_share = share(&|(r, w)| *r >= seats && *w > 0.0);
     let blocked_share = share(&|(r, w)| *r < seats && *w > 0.0);
-    let server_errors = codendum_core::targets::server_errors(&summary);
+    let server_errors = codendum_core::results::metrics::server_errors(&summary);
     let preemptions = whole.preemptions.map(|p| p.round() as u64);
     summary.server = ServerFigures {
         peak_running: whole.peak_running,

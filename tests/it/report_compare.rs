@@ -3,10 +3,10 @@
 
 use crate::report_support;
 
+use codendum_core::results::metrics::{Better, Shown, Unit};
+use codendum_core::results::LevelSummary;
 use codendum_core::target::Provenance;
-use codendum_report::{
-    markdown, Assessment, BenchReport, Better, ComparedFigure, Comparison, LevelRow, RunInfo, Unit,
-};
+use codendum_report::{markdown, Assessment, BenchReport, ComparedFigure, Comparison, RunInfo};
 
 fn run(profile: &str, image: &str, server: &str) -> RunInfo {
     RunInfo {
@@ -21,7 +21,7 @@ fn run(profile: &str, image: &str, server: &str) -> RunInfo {
     }
 }
 
-fn report(info: RunInfo, levels: Vec<LevelRow>) -> BenchReport {
+fn report(info: RunInfo, levels: Vec<LevelSummary>) -> BenchReport {
     BenchReport {
         run: info,
         levels,
@@ -29,13 +29,13 @@ fn report(info: RunInfo, levels: Vec<LevelRow>) -> BenchReport {
     }
 }
 
-fn level(concurrency: u32, out: f64, ttft_p95: Option<f64>) -> LevelRow {
-    LevelRow {
+fn level(concurrency: u32, out: f64, ttft_p95: Option<f64>) -> LevelSummary {
+    LevelSummary {
         shape: "short".to_string(),
         concurrency,
         output_tok_per_s: out,
         ttft_p95_s: ttft_p95,
-        ..LevelRow::default()
+        ..LevelSummary::default()
     }
 }
 
@@ -74,15 +74,17 @@ fn assessment_follows_direction() {
 
 #[test]
 fn units_show_values_and_changes() {
-    assert_eq!(Unit::TokPerS.show(110.0), "110.0 tok/s");
-    assert_eq!(Unit::Millis.show(0.0314), "31.4 ms");
-    assert_eq!(Unit::Minutes.show(660.0), "11.0 min");
-    assert_eq!(Unit::Fraction.show(0.085), "8.5 %");
-    assert_eq!(Unit::Fraction.show_delta(0.03), "+3.0 pp");
-    assert_eq!(Unit::Seconds.show_delta(-6.9), "-6.90 s");
-    assert_eq!(Unit::Count.show_delta(0.0), "0");
-    assert_eq!(Unit::TokPerS.show_delta(0.01), "0.0 tok/s");
-    assert_eq!(Unit::Seconds.show(f64::NAN), "–");
+    let fig = |unit| ComparedFigure::new("x", unit, Better::Neither, vec![]);
+    let shown = |unit, shown| fig(unit).shown_as(shown);
+    assert_eq!(fig(Unit::TokensPerSecond).show(110.0), "110.0 tok/s");
+    assert_eq!(shown(Unit::Seconds, Shown::Millis).show(0.0314), "31.4 ms");
+    assert_eq!(shown(Unit::Seconds, Shown::Minutes).show(660.0), "11.0 min");
+    assert_eq!(fig(Unit::Fraction).show(0.085), "8.5 %");
+    assert_eq!(fig(Unit::Fraction).show_delta(0.03), "+3.0 pp");
+    assert_eq!(fig(Unit::Seconds).show_delta(-6.9), "-6.90 s");
+    assert_eq!(fig(Unit::Count).show_delta(0.0), "0");
+    assert_eq!(fig(Unit::TokensPerSecond).show_delta(0.01), "0.0 tok/s");
+    assert_eq!(fig(Unit::Seconds).show(f64::NAN), "–");
 }
 
 #[test]
@@ -136,13 +138,8 @@ fn levels_missing_in_one_run_show_as_dashes() {
     report_support::assert_no_nan(&md);
     assert!(md.contains("| TTFT P95 | 0.20 s | – | – | – |"), "{md}");
     assert!(
-        md.contains(
-            "| Output tokens/s | 30.0 tok/s | 33.0 tok/s | +3.0 tok/s (+10.0 %) | better |"
-        ),
+        md.contains("| Output | 30.0 tok/s | 33.0 tok/s | +3.0 tok/s (+10.0 %) | better |"),
         "{md}"
     );
-    assert!(
-        md.contains("| Output tokens/s | 150.0 tok/s | – | – | – |"),
-        "{md}"
-    );
+    assert!(md.contains("| Output | 150.0 tok/s | – | – | – |"), "{md}");
 }

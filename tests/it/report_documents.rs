@@ -143,7 +143,7 @@ fn comparison_words_follow_the_good_direction() {
             .find(|f| f.name == n)
             .expect("figure")
     };
-    let out = figure("Output tokens/s").change(1).expect("both values");
+    let out = figure("Output").change(1).expect("both values");
     assert!(out.delta > 0.0);
     assert_eq!(out.assessment.word(), "better");
     let ttft = figure("TTFT P95").change(1).expect("both values");
@@ -154,7 +154,7 @@ fn comparison_words_follow_the_good_direction() {
         Some("same")
     );
     assert_eq!(
-        figure("Peak KV cache")
+        figure("Peak KV-cache usage")
             .change(1)
             .map(|c| c.assessment.word()),
         Some("changed")
@@ -172,11 +172,13 @@ fn hostile_text_cannot_break_out() {
     r.run.provenance.profile = Some(evil.to_string());
     r.parameters[0].value = evil.to_string();
     r.levels[0].shape = evil.to_string();
-    r.levels[0].errors.push(codendum_report::ErrorCount {
-        kind: "bad_json".to_string(),
-        count: 1,
-        sample_message: Some(evil.repeat(10)),
-    });
+    r.levels[0].errors.insert(
+        "bad_json".to_string(),
+        codendum_core::results::ErrorGroup {
+            count: 1,
+            sample_message: evil.repeat(10),
+        },
+    );
     r.boundaries[0].label = evil.to_string();
     let html = render(|o| html::write_bench(&r, o));
     check_markup(&html).unwrap_or_else(|e| panic!("{e}"));

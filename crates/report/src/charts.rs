@@ -1,13 +1,14 @@
 //! Which charts each report shows, built from the report models.
 
-use super::model::{BenchReport, ClassroomReport, LevelRow};
+use super::model::{BenchReport, ClassroomReport};
 use super::svg::{
     AxisTitle, CdfChart, CdfCurve, Chart, HistogramChart, LineChart, Series, TimelineChart,
     TimelineMarker,
 };
+use codendum_core::results::LevelSummary;
 
 /// Reads one figure of a level.
-type LevelGetter = fn(&LevelRow) -> Option<f64>;
+type LevelGetter = fn(&LevelSummary) -> Option<f64>;
 
 /// The x axis of every chart against concurrency.
 pub(crate) fn concurrency_axis() -> AxisTitle {
@@ -16,9 +17,9 @@ pub(crate) fn concurrency_axis() -> AxisTitle {
 
 /// The points (concurrency, figure) of one shape's levels.
 pub(crate) fn by_concurrency(
-    levels: &[LevelRow],
+    levels: &[LevelSummary],
     shape: &str,
-    figure: impl Fn(&LevelRow) -> Option<f64>,
+    figure: impl Fn(&LevelSummary) -> Option<f64>,
 ) -> Vec<(f64, f64)> {
     let mut points: Vec<(f64, f64)> = levels
         .iter()

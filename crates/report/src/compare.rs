@@ -4,72 +4,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::format::{fixed, seconds, MISSING};
+use super::format::{fixed, show_with_unit, MISSING};
 use super::model::RunInfo;
 use super::svg::Chart;
-
-/// Which direction of change is an improvement.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Better {
-    /// More is better (throughput, completed requests, cache hits).
-    Higher,
-    /// Less is better (latency, errors, queueing).
-    Lower,
-    /// Neither direction is good or bad by itself (e.g. KV usage).
-    Neither,
-}
-
-/// The unit a figure is stored and shown in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Unit {
-    /// Tokens per second, shown with one decimal.
-    TokPerS,
-    /// Requests per second, shown with two decimals.
-    ReqPerS,
-    /// Seconds, shown with precision by size.
-    Seconds,
-    /// Stored in seconds, shown in milliseconds.
-    Millis,
-    /// Stored in seconds, shown in minutes with one decimal.
-    Minutes,
-    /// Stored as a fraction (0..1), shown in percent; changes in points.
-    Fraction,
-    /// A whole count.
-    Count,
-}
-
-impl Unit {
-    /// A value with its unit, e.g. `17.5 s`, `8.5 %`.
-    pub fn show(self, v: f64) -> String {
-        if !v.is_finite() {
-            return MISSING.to_string();
-        }
-        match self {
-            Unit::TokPerS => format!("{} tok/s", fixed(v, 1)),
-            Unit::ReqPerS => format!("{} req/s", fixed(v, 2)),
-            Unit::Seconds => format!("{} s", seconds(v)),
-            Unit::Millis => format!("{} ms", fixed(v * 1000.0, 1)),
-            Unit::Minutes => format!("{} min", fixed(v / 60.0, 1)),
-            Unit::Fraction => format!("{} %", fixed(v * 100.0, 1)),
-            Unit::Count => fixed(v, 0),
-        }
-    }
-
-    /// A signed difference with its unit; fractions change in percentage
-    /// points (`pp`).
-    pub fn show_delta(self, d: f64) -> String {
-        let shown = match self {
-            Unit::Fraction => format!("{} pp", fixed(d * 100.0, 1)),
-            _ => self.show(d),
-        };
-        let nonzero = shown.chars().any(|c| c.is_ascii_digit() && c != '0');
-        if d > 0.0 && nonzero {
-            format!("+{shown}")
-        } else {
-            shown
-        }
-    }
-}
+use codendum_core::results::metrics::{Better, Shown, Unit};
 
 /// How a later run's figure compares with the baseline's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -112,8 +50,10 @@ pub struct Change {
 pub struct ComparedFigure {
     /// What the figure is, e.g. `TTFT P95`.
     pub name: String,
-    /// Its unit.
+    /// The unit of its values.
     pub unit: Unit,
+    /// How people read it.
+    pub shown: Shown,
     /// Which direction is good.
     pub better: Better,
     /// One value per run, in run order; `None` where a run lacks it.
@@ -121,13 +61,43 @@ pub struct ComparedFigure {
 }
 
 impl ComparedFigure {
-    /// A figure from its values.
+    /// A figure from its values; it is shown as its unit is by default
+    /// ([`Shown::of`]).
     pub fn new(name: &str, unit: Unit, better: Better, values: Vec<Option<f64>>) -> Self {
         ComparedFigure {
             name: name.to_string(),
             unit,
+            shown: Shown::of(unit),
             better,
             values,
+        }
+    }
+
+    /// The figure shown another way (milliseconds, minutes).
+    pub fn shown_as(self, shown: Shown) -> Self {
+        ComparedFigure { shown, ..self }
+    }
+
+    /// A value with its unit, e.g. `17.5 s`, `8.5 %`.
+    pub fn show(&self, v: f64) -> String {
+        if !v.is_finite() {
+            return MISSING.to_string();
+        }
+        show_with_unit(self.shown, self.unit, Some(v))
+    }
+
+    /// A signed difference with its unit; fractions change in percentage
+    /// points (`pp`).
+    pub fn show_delta(&self, d: f64) -> String {
+        let shown = match self.shown {
+            Shown::Percent => format!("{} pp", fixed(d * 100.0, 1)),
+            _ => self.show(d),
+        };
+        let nonzero = shown.chars().any(|c| c.is_ascii_digit() && c != '0');
+        if d > 0.0 && nonzero {
+            format!("+{shown}")
+        } else {
+            shown
         }
     }
 

@@ -2,39 +2,13 @@
 
 use super::charts::{by_concurrency, concurrency_axis, minutes};
 use super::compare::{
-    labels_or_default, Better, ComparedFigure, Comparison, ComparisonSection, RunKind, TooFewRuns,
-    Unit,
+    labels_or_default, ComparedFigure, Comparison, ComparisonSection, RunKind, TooFewRuns,
 };
 use super::format::upper_first;
-use super::model::{BenchReport, ClassroomFigures, ClassroomReport, LevelRow};
+use super::model::{BenchReport, ClassroomReport};
 use super::svg::{AxisTitle, CdfChart, CdfCurve, Chart, LineChart, Series};
-
-type LevelFigure = (&'static str, Unit, Better, fn(&LevelRow) -> Option<f64>);
-
-/// The figures compared per benchmark level.
-const LEVEL_FIGURES: [LevelFigure; 11] = [
-    ("Output tokens/s", Unit::TokPerS, Better::Higher, |l| {
-        Some(l.output_tok_per_s)
-    }),
-    ("Total tokens/s", Unit::TokPerS, Better::Higher, |l| {
-        Some(l.total_tok_per_s)
-    }),
-    ("TTFT P50", Unit::Seconds, Better::Lower, |l| l.ttft_p50_s),
-    ("TTFT P95", Unit::Seconds, Better::Lower, |l| l.ttft_p95_s),
-    ("TTFT P99", Unit::Seconds, Better::Lower, |l| l.ttft_p99_s),
-    ("E2E P50", Unit::Seconds, Better::Lower, |l| l.e2e_p50_s),
-    ("E2E P95", Unit::Seconds, Better::Lower, |l| l.e2e_p95_s),
-    ("Mean TPOT", Unit::Millis, Better::Lower, |l| l.mean_tpot_s),
-    ("Errors", Unit::Count, Better::Lower, |l| {
-        Some(l.error_total() as f64)
-    }),
-    ("Preemptions", Unit::Count, Better::Lower, |l| {
-        l.preemptions.map(|p| p as f64)
-    }),
-    ("Peak KV cache", Unit::Fraction, Better::Neither, |l| {
-        l.peak_kv_usage
-    }),
-];
+use codendum_core::results::metrics::{class_metrics_in, level_metrics_in, View};
+use codendum_core::results::LevelSummary;
 
 impl Comparison {
     /// Compares benchmark runs level by level. `runs` pairs a label (empty:
@@ -72,11 +46,10 @@ impl Comparison {
         let labels = labels_or_default(runs.iter().map(|(l, _)| l.clone()).collect());
         let infos: Vec<_> = runs.iter().map(|(_, r)| r.run.clone()).collect();
         let (differences, same) = Comparison::provenance_fields(&infos);
-        let figures = classroom_figure_list()
-            .into_iter()
-            .map(|(name, unit, better, get)| {
-                let values = runs.iter().map(|(_, r)| get(&r.figures)).collect();
-                ComparedFigure::new(name, unit, better, values)
+        let figures = class_metrics_in(View::Compare)
+            .map(|m| {
+                let values = runs.iter().map(|(_, r)| (m.read)(&r.summary)).collect();
+                ComparedFigure::new(m.label, m.unit, m.better, values).shown_as(m.shown)
             })
             .collect();
         let overlay = |values: fn(&ClassroomReport) -> Vec<f64>| -> Vec<CdfCurve> {
@@ -143,13 +116,6 @@ impl Comparison {
     }
 }
 
-type ClassroomFigure = (
-    &'static str,
-    Unit,
-    Better,
-    fn(&ClassroomFigures) -> Option<f64>,
-);
-
 /// Every (shape, concurrency) level of the runs, in the order first met.
 fn level_keys(runs: &[(String, &BenchReport)]) -> Vec<(String, u32)> {
     let mut keys: Vec<(String, u32)> = Vec::new();
@@ -166,7 +132,7 @@ fn level_keys(runs: &[(String, &BenchReport)]) -> Vec<(String, u32)> {
 
 /// One level's figures across the runs.
 fn level_section(runs: &[(String, &BenchReport)], shape: &str, conc: u32) -> ComparisonSection {
-    let rows: Vec<Option<&LevelRow>> = runs
+    let rows: Vec<Option<&LevelSummary>> = runs
         .iter()
         .map(|(_, r)| {
             r.levels
@@ -176,11 +142,13 @@ fn level_section(runs: &[(String, &BenchReport)], shape: &str, conc: u32) -> Com
         .collect();
     ComparisonSection {
         title: format!("{} prompts, {conc} concurrent", upper_first(shape)),
-        figures: LEVEL_FIGURES
-            .iter()
-            .map(|(name, unit, better, get)| {
-                let values = rows.iter().map(|row| row.and_then(get)).collect();
-                ComparedFigure::new(name, *unit, *better, values)
+        figures: level_metrics_in(View::Compare)
+            .map(|m| {
+                let values = rows
+                    .iter()
+                    .map(|row| row.and_then(|l| m.number(l)))
+                    .collect();
+                ComparedFigure::new(m.label, m.unit, m.better, values).shown_as(m.shown)
             })
             .collect(),
     }
@@ -201,7 +169,7 @@ fn bench_charts(
     }
     let mut charts = Vec::new();
     for shape in &shapes {
-        let overlay = |get: fn(&LevelRow) -> Option<f64>| -> Vec<Series> {
+        let overlay = |get: fn(&LevelSummary) -> Option<f64>| -> Vec<Series> {
             runs.iter()
                 .zip(labels)
                 .map(|((_, r), label)| {
@@ -229,79 +197,4 @@ fn bench_charts(
         )));
     }
     charts
-}
-
-/// The classroom figures in seed.md's table order.
-pub(crate) fn classroom_figure_list() -> Vec<ClassroomFigure> {
-    vec![
-        (
-            "Server output, steady state",
-            Unit::TokPerS,
-            Better::Higher,
-            |f| f.server_output_tok_per_s,
-        ),
-        (
-            "Time to first token, P50",
-            Unit::Seconds,
-            Better::Lower,
-            |f| f.ttft_p50_s,
-        ),
-        (
-            "Time to first token, P95",
-            Unit::Seconds,
-            Better::Lower,
-            |f| f.ttft_p95_s,
-        ),
-        (
-            "Output speed per user, P50",
-            Unit::TokPerS,
-            Better::Higher,
-            |f| f.user_output_tok_per_s_p50,
-        ),
-        (
-            "Coding request time, P50",
-            Unit::Minutes,
-            Better::Lower,
-            |f| f.coding_request_p50_s,
-        ),
-        (
-            "Coding request time, P95",
-            Unit::Minutes,
-            Better::Lower,
-            |f| f.coding_request_p95_s,
-        ),
-        (
-            "Coding requests completed",
-            Unit::Count,
-            Better::Higher,
-            |f| Some(f.coding_requests_completed as f64),
-        ),
-        ("Peak waiting requests", Unit::Count, Better::Lower, |f| {
-            f.peak_waiting.map(|v| v as f64)
-        }),
-        (
-            "Peak KV cache usage",
-            Unit::Fraction,
-            Better::Neither,
-            |f| f.peak_kv_usage,
-        ),
-        ("Preemptions", Unit::Count, Better::Lower, |f| {
-            f.preemptions.map(|v| v as f64)
-        }),
-        ("Server errors", Unit::Count, Better::Lower, |f| {
-            Some(f.server_errors as f64)
-        }),
-        (
-            "Prefix-cache hit rate",
-            Unit::Fraction,
-            Better::Higher,
-            |f| f.prefix_hit_rate,
-        ),
-        ("Failed requests", Unit::Count, Better::Lower, |f| {
-            Some(f.request_errors as f64)
-        }),
-        ("Retries after 429/503", Unit::Count, Better::Lower, |f| {
-            Some(f.retries as f64)
-        }),
-    ]
 }

@@ -111,7 +111,7 @@ fn figure_row(f: &ComparedFigure, runs: usize) -> Vec<String> {
     row.extend(
         f.values
             .iter()
-            .map(|v| v.map_or_else(|| MISSING.to_string(), |v| f.unit.show(v))),
+            .map(|v| v.map_or_else(|| MISSING.to_string(), |v| f.show(v))),
     );
     for run in 1..runs {
         match f.change(run) {
@@ -126,7 +126,7 @@ fn figure_row(f: &ComparedFigure, runs: usize) -> Vec<String> {
                 });
                 row.push(format!(
                     "{}{}",
-                    f.unit.show_delta(ch.delta),
+                    f.show_delta(ch.delta),
                     pct.unwrap_or_default()
                 ));
                 row.push(ch.assessment.word().to_string());

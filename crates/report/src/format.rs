@@ -4,6 +4,9 @@
 //! (fixed decimals, no `-0.0`) and a missing or non-finite value prints as an
 //! en dash instead of `NaN` or `inf`.
 
+use codendum_core::results::metrics::{ClassMetric, LevelMetric, Reading, Shown, Unit};
+use codendum_core::results::{ClassroomSummary, LevelSummary};
+
 /// What a missing or non-finite figure prints as.
 pub const MISSING: &str = "–";
 
@@ -49,6 +52,53 @@ pub fn percent(fraction: f64) -> String {
 /// Like [`percent`], for an optional fraction.
 pub fn opt_percent(fraction: Option<f64>) -> String {
     fraction.map_or_else(|| MISSING.to_string(), percent)
+}
+
+/// A figure's number as people read it ([`Shown`]), without its unit;
+/// [`MISSING`] when it was not measured.
+pub fn show(shown: Shown, v: Option<f64>) -> String {
+    let Some(v) = v else {
+        return MISSING.to_string();
+    };
+    let v = v * shown.scale();
+    match shown {
+        Shown::Seconds => seconds(v),
+        Shown::Millis | Shown::Minutes | Shown::Percent => fixed(v, 1),
+        Shown::Decimals(d) => fixed(v, usize::from(d)),
+        Shown::Text => MISSING.to_string(),
+    }
+}
+
+/// A figure's number with its shown unit: `17.5 s`, `8.5 %`, `64`.
+pub fn show_with_unit(shown: Shown, unit: Unit, v: Option<f64>) -> String {
+    let number = show(shown, v);
+    match shown.symbol(unit) {
+        "" => number,
+        symbol => format!("{number} {symbol}"),
+    }
+}
+
+/// A level figure of `level` as a table cell: its number, or its text.
+pub fn level_cell(metric: &LevelMetric, level: &LevelSummary) -> String {
+    match metric.read {
+        Reading::Number(read) => show(metric.shown, read(level)),
+        Reading::Text(read) => read(level),
+    }
+}
+
+/// A row of the class summary table: its figures' numbers joined by ` / `,
+/// then the unit of the first (`17.5 / 60.0 s`).
+pub fn class_row(figures: &[&ClassMetric], summary: &ClassroomSummary) -> String {
+    let numbers: Vec<String> = figures
+        .iter()
+        .map(|m| show(m.shown, (m.read)(summary)))
+        .collect();
+    let unit = figures.first().map_or("", |m| m.shown.symbol(m.unit));
+    if unit.is_empty() {
+        numbers.join(" / ")
+    } else {
+        format!("{} {unit}", numbers.join(" / "))
+    }
 }
 
 /// An optional count.

@@ -2,8 +2,8 @@
 //! identity, parameters, figures and the server timeline as chart points.
 
 use super::model::{
-    BenchReport, ClassroomFigures, ClassroomReport, ErrorCount, FleetWindow, LevelBoundary,
-    LevelRow, Parameter, ReplicaLine, RunInfo, TimelinePoint, Verdict,
+    BenchReport, ClassroomReport, FleetWindow, LevelBoundary, Parameter, ReplicaLine, RunInfo,
+    TimelinePoint, Verdict,
 };
 use codendum_core::kinds::TokenSource;
 use codendum_core::prom::TimelineSample;
@@ -82,44 +82,7 @@ pub fn bench_report(s: &BenchSummary, timeline: &[TimelineSample]) -> BenchRepor
         ));
     }
     let t0 = s.levels.first().map_or(0.0, |l| l.started_at_s);
-    let levels = s
-        .levels
-        .iter()
-        .map(|l| LevelRow {
-            shape: l.shape.clone(),
-            concurrency: l.concurrency,
-            requests: l.requests,
-            successes: l.successes,
-            errors: l
-                .errors
-                .iter()
-                .map(|(kind, g)| ErrorCount {
-                    kind: kind.clone(),
-                    count: g.count,
-                    sample_message: Some(g.sample_message.clone()),
-                })
-                .collect(),
-            mean_input_tokens: l.mean_input_tokens,
-            mean_output_tokens: l.mean_output_tokens,
-            wall_time_s: l.wall_time_s,
-            requests_per_s: l.requests_per_s,
-            output_tok_per_s: l.output_tok_per_s,
-            total_tok_per_s: l.total_tok_per_s,
-            ttft_p50_s: l.ttft_p50_s,
-            ttft_p95_s: l.ttft_p95_s,
-            ttft_p99_s: l.ttft_p99_s,
-            e2e_p50_s: l.e2e_p50_s,
-            e2e_p95_s: l.e2e_p95_s,
-            mean_tpot_s: l.tpot_mean_s,
-            preemptions: l.preemptions.map(|x| x.round() as u64),
-            peak_kv_usage: l.peak_kv_usage,
-            peak_running: l.peak_running.map(|x| x.round() as u64),
-            peak_waiting: l.peak_waiting.map(|x| x.round() as u64),
-            prefix_hit_rate: l.prefix_hit_rate,
-            time_split: l.time_split,
-            tokens_client_counted: l.tokens_client_counted,
-        })
-        .collect();
+    let levels = s.levels.clone();
     // The timeline is on the run's axis (seconds since started_utc); level
     // starts are on the clock's axis: shift them by the first level's start.
     let boundaries = s
@@ -160,12 +123,15 @@ pub fn classroom_report(
     requests: &[CallRecord],
     tasks: &[TaskRecord],
 ) -> ClassroomReport {
-    let figures = classroom_figures(s, requests);
     let parameters = classroom_parameters(s);
     ClassroomReport {
         run: run_info(&s.header, &s.provenance, &s.server),
         parameters,
-        figures,
+        summary: s.summary.clone(),
+        calls_client_counted: requests
+            .iter()
+            .filter(|r| r.error_kind.is_none() && r.token_source == TokenSource::Client)
+            .count() as u64,
         ttft_s: requests.iter().filter_map(|r| r.ttft_s).collect(),
         user_output_tok_per_s: speed_per_user(requests),
         coding_request_s: tasks
@@ -190,46 +156,6 @@ pub fn classroom_report(
                 fleet: f.clone(),
             })
             .collect(),
-    }
-}
-
-/// The headline figures of a classroom run.
-fn classroom_figures(s: &ClassroomRunSummary, requests: &[CallRecord]) -> ClassroomFigures {
-    let m = &s.summary;
-    let p = &s.parameters;
-    let server_errors = codendum_core::targets::server_errors(m);
-    ClassroomFigures {
-        users: p.users,
-        requests: m.requests,
-        request_errors: m.errors,
-        retries: m.retries_after_429_503,
-        server_output_tok_per_s: m.server.output_tokens_per_s,
-        ttft_p50_s: m.ttft_p50_s,
-        ttft_p95_s: m.ttft_p95_s,
-        user_output_tok_per_s_p50: m.output_speed_p50_tok_s,
-        coding_request_p50_s: m.task_time_p50_s,
-        coding_request_p95_s: m.task_time_p95_s,
-        coding_requests_completed: m.completed,
-        peak_waiting: m.server.peak_waiting.map(|x| x.round() as u64),
-        peak_kv_usage: m.server.peak_kv_cache_usage,
-        preemptions: m.server.preemptions,
-        server_errors,
-        prefix_hit_rate: m.server.prefix_cache_hit_rate,
-        request_time_p50_s: m.request_time_p50_s,
-        request_time_p95_s: m.request_time_p95_s,
-        model_time_p50_s: m.model_time_p50_s,
-        model_time_p95_s: m.model_time_p95_s,
-        coding_requests_per_hour: m.completed_per_hour,
-        prompt_tokens_p50: m.prompt_tokens_p50,
-        prompt_tokens_p95: m.prompt_tokens_p95,
-        prompt_tokens_max: m.prompt_tokens_max,
-        compactions: m.compactions,
-        tool_errors: m.tool_errors,
-        time_split: m.server.time_split,
-        calls_client_counted: requests
-            .iter()
-            .filter(|r| r.error_kind.is_none() && r.token_source == TokenSource::Client)
-            .count() as u64,
     }
 }
 

@@ -32,11 +32,11 @@ pub mod svg;
 mod time_split_doc;
 
 pub use compare::{
-    Assessment, Better, Change, ComparedFigure, Comparison, ComparisonSection, Difference, RunKind,
-    TooFewRuns, Unit,
+    Assessment, Change, ComparedFigure, Comparison, ComparisonSection, Difference, RunKind,
+    TooFewRuns,
 };
 pub use doc::DISCLAIMER;
 pub use model::{
-    BenchReport, ClassroomFigures, ClassroomReport, ErrorCount, FleetWindow, LevelBoundary,
-    LevelRow, Parameter, ReplicaLine, RunInfo, TimelinePoint, Verdict,
+    BenchReport, ClassroomReport, FleetWindow, LevelBoundary, Parameter, ReplicaLine, RunInfo,
+    TimelinePoint, Verdict,
 };

@@ -11,6 +11,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use codendum_core::kinds::Provenance;
+use codendum_core::results::{ClassroomSummary, LevelSummary};
 
 /// Where and when a run happened, and with what.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -41,80 +42,6 @@ pub struct Parameter {
     pub name: String,
     /// Its value as text.
     pub value: String,
-}
-
-/// Errors of one kind within a level.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ErrorCount {
-    /// Stable kind, e.g. `http_503`, `timeout`.
-    pub kind: String,
-    /// How many requests failed this way.
-    pub count: u64,
-    /// One message of this kind, for the reader.
-    pub sample_message: Option<String>,
-}
-
-/// One benchmark level: a prompt shape at one concurrency.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct LevelRow {
-    /// Prompt shape, e.g. `short` or `long`.
-    pub shape: String,
-    /// Requests kept in flight.
-    pub concurrency: u32,
-    /// Requests sent.
-    pub requests: u64,
-    /// Requests that completed.
-    pub successes: u64,
-    /// Failed requests grouped by kind.
-    pub errors: Vec<ErrorCount>,
-    /// Mean prompt tokens per successful request, as counted by the server.
-    pub mean_input_tokens: Option<f64>,
-    /// Mean generated tokens per successful request, as counted by the server.
-    pub mean_output_tokens: Option<f64>,
-    /// Level wall time, seconds.
-    pub wall_time_s: f64,
-    /// Completed requests per second.
-    pub requests_per_s: f64,
-    /// Output tokens per second over the level.
-    pub output_tok_per_s: f64,
-    /// Input plus output tokens per second over the level.
-    pub total_tok_per_s: f64,
-    /// Time to first token, median, seconds.
-    pub ttft_p50_s: Option<f64>,
-    /// Time to first token, 95th percentile, seconds.
-    pub ttft_p95_s: Option<f64>,
-    /// Time to first token, 99th percentile, seconds.
-    pub ttft_p99_s: Option<f64>,
-    /// End-to-end latency, median, seconds.
-    pub e2e_p50_s: Option<f64>,
-    /// End-to-end latency, 95th percentile, seconds.
-    pub e2e_p95_s: Option<f64>,
-    /// Mean time per output token, seconds.
-    pub mean_tpot_s: Option<f64>,
-    /// Preemptions during the level, from `/metrics`.
-    pub preemptions: Option<u64>,
-    /// Peak KV-cache usage, fraction (0..1).
-    pub peak_kv_usage: Option<f64>,
-    /// Peak running requests.
-    pub peak_running: Option<u64>,
-    /// Peak waiting requests.
-    pub peak_waiting: Option<u64>,
-    /// Prefix-cache hit rate during the level, fraction (0..1).
-    pub prefix_hit_rate: Option<f64>,
-    /// The server's timings over the level next to the client's.
-    #[serde(default)]
-    pub time_split: Option<codendum_core::results::TimeSplit>,
-    /// Whether some output counts of the level are the client's count of
-    /// stream chunks (the server sent no usage).
-    #[serde(default)]
-    pub tokens_client_counted: bool,
-}
-
-impl LevelRow {
-    /// Failed requests of all kinds.
-    pub fn error_total(&self) -> u64 {
-        self.errors.iter().map(|e| e.count).sum()
-    }
 }
 
 /// One sample of the server timeline.
@@ -178,7 +105,7 @@ pub struct BenchReport {
     /// Parameters the run used.
     pub parameters: Vec<Parameter>,
     /// One row per shape × concurrency, in run order.
-    pub levels: Vec<LevelRow>,
+    pub levels: Vec<LevelSummary>,
     /// The server timeline (1 s samples).
     pub timeline: Vec<TimelinePoint>,
     /// Where each level starts on the timeline.
@@ -210,80 +137,6 @@ impl BenchReport {
     }
 }
 
-/// The headline figures of a classroom run (seed.md's classroom table).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ClassroomFigures {
-    /// Simulated students.
-    pub users: u32,
-    /// Model requests sent (all agent steps).
-    pub requests: u64,
-    /// Requests that failed after retries.
-    pub request_errors: u64,
-    /// Retries after HTTP 429 or 503.
-    pub retries: u64,
-    /// Server output tokens per second in the steady state.
-    pub server_output_tok_per_s: Option<f64>,
-    /// Time to first token, median, seconds.
-    pub ttft_p50_s: Option<f64>,
-    /// Time to first token, 95th percentile, seconds.
-    pub ttft_p95_s: Option<f64>,
-    /// Output speed per user, median, tokens per second.
-    pub user_output_tok_per_s_p50: Option<f64>,
-    /// Time to complete a coding request, median, seconds.
-    pub coding_request_p50_s: Option<f64>,
-    /// Time to complete a coding request, 95th percentile, seconds.
-    pub coding_request_p95_s: Option<f64>,
-    /// Coding requests completed.
-    pub coding_requests_completed: u64,
-    /// Peak waiting requests on the server.
-    pub peak_waiting: Option<u64>,
-    /// Peak KV-cache usage, fraction (0..1).
-    pub peak_kv_usage: Option<f64>,
-    /// Preemptions during the run, from `/metrics`.
-    pub preemptions: Option<u64>,
-    /// Requests the server answered with a 5xx error.
-    pub server_errors: u64,
-    /// Prefix-cache hit rate, fraction (0..1).
-    pub prefix_hit_rate: Option<f64>,
-    /// Request time (a model call to its last token), P50 and P95, seconds.
-    #[serde(default)]
-    pub request_time_p50_s: Option<f64>,
-    /// See `request_time_p50_s`.
-    #[serde(default)]
-    pub request_time_p95_s: Option<f64>,
-    /// Model time per coding request (its calls' durations), P50, seconds.
-    #[serde(default)]
-    pub model_time_p50_s: Option<f64>,
-    /// See `model_time_p50_s`, P95.
-    #[serde(default)]
-    pub model_time_p95_s: Option<f64>,
-    /// Coding requests completed per hour of the window.
-    #[serde(default)]
-    pub coding_requests_per_hour: Option<f64>,
-    /// Prompt size of a model call, tokens: P50, P95 and the largest.
-    #[serde(default)]
-    pub prompt_tokens_p50: Option<f64>,
-    /// See `prompt_tokens_p50`, P95.
-    #[serde(default)]
-    pub prompt_tokens_p95: Option<f64>,
-    /// See `prompt_tokens_p50`, the largest.
-    #[serde(default)]
-    pub prompt_tokens_max: Option<u64>,
-    /// Context compactions.
-    #[serde(default)]
-    pub compactions: u64,
-    /// Tool calls that came back as errors.
-    #[serde(default)]
-    pub tool_errors: u64,
-    /// The server's timings over the class next to the client's.
-    #[serde(default)]
-    pub time_split: Option<codendum_core::results::TimeSplit>,
-    /// Successful model calls whose output was counted by the client in
-    /// stream chunks (the server sent no usage).
-    #[serde(default)]
-    pub calls_client_counted: u64,
-}
-
 /// Everything a classroom report shows.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ClassroomReport {
@@ -292,7 +145,11 @@ pub struct ClassroomReport {
     /// Parameters the run used (users, scenario, duration…).
     pub parameters: Vec<Parameter>,
     /// Headline figures.
-    pub figures: ClassroomFigures,
+    pub summary: ClassroomSummary,
+    /// Successful model calls whose output tokens the client counted
+    /// (no usage in the stream).
+    #[serde(default)]
+    pub calls_client_counted: u64,
     /// Time to first token of every successful request, seconds.
     pub ttft_s: Vec<f64>,
     /// Output speed of every user, tokens per second.

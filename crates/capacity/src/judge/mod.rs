@@ -253,7 +253,7 @@ pub fn judge_classroom(
             let key = check.key;
             let spec = Spec {
                 group: "classroom",
-                metric: key.metric(),
+                metric: key.trial_name(),
                 label: key.label(),
                 unit: key.unit(),
                 bound: key.bound(),

@@ -34,7 +34,7 @@ pub struct ServerFigures {
 
 /// The summary of a classroom run. Times in seconds; `None` where there was
 /// nothing to measure.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ClassroomSummary {
     /// Simulated students.
     pub users: usize,

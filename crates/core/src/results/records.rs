@@ -58,10 +58,11 @@ pub struct ErrorGroup {
 }
 
 /// Why a level stopped starting new requests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LevelEnd {
     /// All `requests_per_level` requests were started.
+    #[default]
     Requests,
     /// The `level_duration` cap passed.
     Duration,
@@ -74,7 +75,7 @@ pub enum LevelEnd {
 /// Server columns (`preemptions` … `failed_scrapes`) come from the `/metrics`
 /// sampler's window over the level; they are absent (`None`, left out of the
 /// JSON, empty in the CSV) when there was no `/metrics` — never zero.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LevelSummary {
     /// Prompt shape name.
     pub shape: String,
@@ -155,4 +156,11 @@ pub struct LevelSummary {
     /// Prometheus instances); absent for one server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fleet: Option<super::FleetFigures>,
+}
+
+impl LevelSummary {
+    /// Failed requests of the level, all kinds.
+    pub fn error_count(&self) -> u64 {
+        self.errors.values().map(|g| g.count).sum()
+    }
 }

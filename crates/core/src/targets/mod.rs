@@ -15,8 +15,7 @@ pub mod classroom;
 
 pub use self::classroom::{
     judge_coding_request_p50, judge_preemptions, judge_server_errors, judge_server_output,
-    judge_ttft_p95, parse_classroom_targets, server_errors, ClassroomCheck, ClassroomKey,
-    ClassroomTargets,
+    judge_ttft_p95, parse_classroom_targets, ClassroomCheck, ClassroomKey, ClassroomTargets,
 };
 
 use serde::{Deserialize, Serialize};

@@ -1,19 +1,29 @@
-//! The figures of a bench level, defined once.
+//! The figures of a run, defined once: one table per kind of run.
 //!
 //! [`LEVEL_METRICS`] holds one [`LevelMetric`] per column of `summary.csv`,
 //! in column order: its name, the `summary.json` field it comes from, a
 //! label for people, its [`Unit`], which direction is better, where it is
-//! measured and how to read it from a [`LevelSummary`]. `summary.csv`
-//! ([`super::csv`]) writes its header and rows from this table, and the
-//! capacity suite's `[[targets.bench]]` keys
-//! (`BENCH_TARGET_KEYS` in `capacity::targets`) name entries of it, so
-//! their bound, unit, label and figure come from here too. Adding a figure
-//! is one entry here (and, for a target, its key in that list).
+//! measured, how people read it ([`Shown`]), where else it appears
+//! ([`View`]) and how to read it from a [`LevelSummary`]. [`CLASS_METRICS`]
+//! does the same for a class ([`ClassMetric`] over a [`ClassroomSummary`]).
+//!
+//! Everything that shows a figure iterates these tables: `summary.csv`
+//! ([`super::csv`]), the Markdown and HTML reports and `compare`
+//! (`codendum-report`), the tables `bench` and `classroom` print on stderr,
+//! and the targets: a `[[targets.bench]]` key is a level column
+//! ([`crate::targets::bench::BENCH_TARGET_KEYS`]) and a `[targets.classroom]`
+//! key a class key ([`crate::targets::ClassroomKey`]), so their bound, unit,
+//! label and figure come from here. Adding a figure is one entry in a table
+//! and, when the record does not hold it yet, its computation.
 
+use serde::{Deserialize, Serialize};
+
+use super::classroom_summary::ClassroomSummary;
 use super::records::LevelSummary;
 
 /// The unit of a level figure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Unit {
     /// Seconds (the column name ends in `_s`).
     Seconds,
@@ -48,7 +58,8 @@ impl Unit {
 }
 
 /// Which direction of a figure is better.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Better {
     /// Lower is better (latencies, errors): a target on it is a ceiling.
     Lower,
@@ -72,6 +83,82 @@ pub enum Source {
     /// From the server's `/metrics` over the level; absent without
     /// `/metrics`, never zero.
     Server,
+}
+
+/// How people read a figure: the form of its number in the reports,
+/// `compare` and the stderr tables, and so the unit written after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Shown {
+    /// Seconds, with a precision that follows the size (`0.412`, `17.5`).
+    Seconds,
+    /// Stored in seconds, shown in milliseconds with one decimal.
+    Millis,
+    /// Stored in seconds, shown in minutes with one decimal.
+    Minutes,
+    /// A fraction, shown in percent with one decimal.
+    Percent,
+    /// A number with this many decimals, in the figure's own [`Unit`].
+    Decimals(u8),
+    /// Text, as it is.
+    Text,
+}
+
+impl Shown {
+    /// The default form of a unit: seconds by size, tokens per second with
+    /// one decimal, requests per second with two, fractions in percent,
+    /// counts and token counts whole.
+    pub const fn of(unit: Unit) -> Shown {
+        match unit {
+            Unit::Seconds => Shown::Seconds,
+            Unit::TokensPerSecond => Shown::Decimals(1),
+            Unit::RequestsPerSecond => Shown::Decimals(2),
+            Unit::Tokens | Unit::Count => Shown::Decimals(0),
+            Unit::Fraction => Shown::Percent,
+            Unit::None => Shown::Text,
+        }
+    }
+
+    /// The factor from the stored unit to the shown one (1000 for
+    /// milliseconds, 1/60 for minutes, 100 for percent, else 1).
+    pub fn scale(self) -> f64 {
+        match self {
+            Shown::Millis => 1000.0,
+            Shown::Minutes => 1.0 / 60.0,
+            Shown::Percent => 100.0,
+            _ => 1.0,
+        }
+    }
+
+    /// The unit written after a shown number: `s`, `ms`, `min`, `%`, or the
+    /// symbol of `unit` (`tok/s`, `req/s`, `tokens`, empty for counts).
+    pub fn symbol(self, unit: Unit) -> &'static str {
+        match self {
+            Shown::Seconds => "s",
+            Shown::Millis => "ms",
+            Shown::Minutes => "min",
+            Shown::Percent => "%",
+            Shown::Decimals(_) | Shown::Text => unit.symbol(),
+        }
+    }
+}
+
+/// Where a figure appears besides the run's files (`summary.json` holds
+/// every figure, and `summary.csv` every level figure).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum View {
+    /// The per-shape level table of a bench report.
+    LevelTable,
+    /// The throughput and server-side table of a bench report.
+    ThroughputTable,
+    /// `codendum compare`: one row per figure, the change judged by
+    /// [`Better`].
+    Compare,
+    /// The table `bench` prints on stderr when it ends.
+    Progress,
+    /// The summary table of a class (its report and the table `classroom`
+    /// prints on stderr).
+    ClassSummary,
 }
 
 /// How a figure is read from a [`LevelSummary`].
@@ -103,6 +190,13 @@ pub struct LevelMetric {
     pub better: Better,
     /// Where it is measured.
     pub source: Source,
+    /// The column header in report tables, without the unit
+    /// ([`LevelMetric::header`] adds it): `TTFT P95`, `OK`.
+    pub short: &'static str,
+    /// How people read it.
+    pub shown: Shown,
+    /// Where it appears besides the run's files.
+    pub views: &'static [View],
     /// How to read it from a level.
     pub read: Reading,
 }
@@ -117,6 +211,32 @@ impl LevelMetric {
         }
     }
 
+    /// Whether the figure appears in `view`.
+    pub fn in_view(&self, view: View) -> bool {
+        self.views.contains(&view)
+    }
+
+    /// A report table's column header: the short name and the shown unit,
+    /// `TTFT P95 (s)`, `TPOT (ms)`, `Requests`.
+    pub fn header(&self) -> String {
+        with_unit(self.short, self.shown.symbol(self.unit))
+    }
+
+    /// The entry with another column header ([`LevelMetric::short`]).
+    pub const fn with_short(self, short: &'static str) -> LevelMetric {
+        LevelMetric { short, ..self }
+    }
+
+    /// The entry with another [`Shown`].
+    pub const fn with_shown(self, shown: Shown) -> LevelMetric {
+        LevelMetric { shown, ..self }
+    }
+
+    /// The entry with its [`View`]s.
+    pub const fn in_views(self, views: &'static [View]) -> LevelMetric {
+        LevelMetric { views, ..self }
+    }
+
     /// The metric as named in capacity trial names: the column without its
     /// `_s` suffix for seconds (`ttft_p95`), the column otherwise
     /// (`output_tok_per_s`, `errors`).
@@ -128,12 +248,100 @@ impl LevelMetric {
     }
 }
 
+/// `name (unit)`, or the name alone when the unit is empty.
+fn with_unit(name: &str, unit: &str) -> String {
+    if unit.is_empty() {
+        name.to_string()
+    } else {
+        format!("{name} ({unit})")
+    }
+}
+
 /// The metric of a `summary.csv` column, if there is one.
 pub fn level_metric(column: &str) -> Option<&'static LevelMetric> {
     LEVEL_METRICS.iter().find(|m| m.column == column)
 }
+
+/// The level figures of `view`, in table order.
+pub fn level_metrics_in(view: View) -> impl Iterator<Item = &'static LevelMetric> {
+    LEVEL_METRICS.iter().filter(move |m| m.in_view(view))
+}
+
+/// One figure of a class: a field of the classroom `summary.json` (or a
+/// function of it), how people read it and where it appears.
+#[derive(Debug, Clone, Copy)]
+pub struct ClassMetric {
+    /// Its name: the `[targets.classroom]` key when it is one
+    /// (`ttft_p95_s`), with the unit suffix (`_s`, `_tok_per_s`).
+    pub key: &'static str,
+    /// What the figure is, for people: `TTFT P95`.
+    pub label: &'static str,
+    /// The row of the class summary table it is shown in; figures of one
+    /// row are shown together (`17.5 / 60 s`).
+    pub row: &'static str,
+    /// The unit of the number [`ClassMetric::read`] gives.
+    pub unit: Unit,
+    /// Which direction is better.
+    pub better: Better,
+    /// Where it is measured.
+    pub source: Source,
+    /// How people read it.
+    pub shown: Shown,
+    /// Where it appears besides `summary.json`.
+    pub views: &'static [View],
+    /// The figure of a class in [`ClassMetric::unit`]; `None` when not
+    /// measured.
+    pub read: fn(&ClassroomSummary) -> Option<f64>,
+}
+
+impl ClassMetric {
+    /// Whether the figure appears in `view`.
+    pub fn in_view(&self, view: View) -> bool {
+        self.views.contains(&view)
+    }
+
+    /// The label with the shown unit: `TTFT P95 (s)`.
+    pub fn header(&self) -> String {
+        with_unit(self.label, self.shown.symbol(self.unit))
+    }
+
+    /// The metric as named in capacity trial names: the key without its
+    /// `_s` suffix for seconds (`ttft_p95`).
+    pub fn trial_name(&self) -> &'static str {
+        match self.unit {
+            Unit::Seconds => self.key.strip_suffix("_s").unwrap_or(self.key),
+            _ => self.key,
+        }
+    }
+}
+
+/// The class figure named `key`, if there is one.
+pub fn class_metric(key: &str) -> Option<&'static ClassMetric> {
+    CLASS_METRICS.iter().find(|m| m.key == key)
+}
+
+/// The class figures of `view`, in table order.
+pub fn class_metrics_in(view: View) -> impl Iterator<Item = &'static ClassMetric> {
+    CLASS_METRICS.iter().filter(move |m| m.in_view(view))
+}
+
+/// The rows of the class summary table: each row's label and its figures,
+/// in table order.
+pub fn class_summary_rows() -> Vec<(&'static str, Vec<&'static ClassMetric>)> {
+    let mut rows: Vec<(&'static str, Vec<&'static ClassMetric>)> = Vec::new();
+    for m in class_metrics_in(View::ClassSummary) {
+        match rows.iter_mut().find(|(row, _)| *row == m.row) {
+            Some((_, figures)) => figures.push(m),
+            None => rows.push((m.row, vec![m])),
+        }
+    }
+    rows
+}
+
+mod class_table;
 mod table;
 
+pub use class_table::{server_errors, CLASS_METRICS};
 pub use table::LEVEL_METRICS;
 
 #[cfg(test)]

@@ -1,13 +1,7 @@
-//! The entries of [`super::LEVEL_METRICS`] (a table apart from the types
-//! that describe it, to keep each file short).
+//! The entries of [`super::LEVEL_METRICS`]: one per `summary.csv` column.
 
 use super::LevelSummary;
-use super::{Better, LevelMetric, Reading, Source, Unit};
-
-/// Failed requests of a level, all kinds.
-fn error_count(l: &LevelSummary) -> u64 {
-    l.errors.values().map(|g| g.count).sum()
-}
+use super::{Better, LevelMetric, Reading, Shown, Source, Unit, View};
 
 /// `kind:count` pairs separated by `;`, in kind order.
 fn error_kinds(l: &LevelSummary) -> String {
@@ -41,6 +35,9 @@ const fn metric(
         unit,
         better,
         source,
+        short: label,
+        shown: Shown::of(unit),
+        views: &[],
         read: Reading::Number(read),
     }
 }
@@ -59,6 +56,9 @@ const fn text(
         unit: Unit::None,
         better: Better::Neither,
         source,
+        short: label,
+        shown: Shown::Text,
+        views: &[],
         read: Reading::Text(read),
     }
 }
@@ -77,13 +77,19 @@ const fn percent(
     }
 }
 
-use self::{Better as B, Source as S, Unit as U};
+use self::{Better as B, Source as S, Unit as U, View as V};
+
+/// In the level table, `compare` and the stderr table.
+const TABLE_COMPARE_PROGRESS: &[View] = &[V::LevelTable, V::Compare, V::Progress];
+/// In the level table and the stderr table.
+const TABLE_PROGRESS: &[View] = &[V::LevelTable, V::Progress];
 
 /// Every figure of a bench level, in `summary.csv` column order.
 pub const LEVEL_METRICS: [LevelMetric; 30] = [
     text("shape", "shape", "Prompt shape", S::Level, |l| {
         l.shape.clone()
-    }),
+    })
+    .in_views(&[V::ThroughputTable, V::Progress]),
     metric(
         "concurrency",
         "Concurrency",
@@ -91,7 +97,8 @@ pub const LEVEL_METRICS: [LevelMetric; 30] = [
         B::Neither,
         S::Level,
         |l| Some(f64::from(l.concurrency)),
-    ),
+    )
+    .in_views(&[V::LevelTable, V::ThroughputTable, V::Progress]),
     text("ended_by", "ended_by", "Ended by", S::Level, ended_by),
     metric(
         "requests",
@@ -100,7 +107,8 @@ pub const LEVEL_METRICS: [LevelMetric; 30] = [
         B::Neither,
         S::Requests,
         |l| Some(l.requests as f64),
-    ),
+    )
+    .in_views(&[V::LevelTable]),
     metric(
         "successes",
         "Successful requests",
@@ -108,10 +116,13 @@ pub const LEVEL_METRICS: [LevelMetric; 30] = [
         B::Neither,
         S::Requests,
         |l| Some(l.successes as f64),
-    ),
+    )
+    .with_short("OK")
+    .in_views(TABLE_PROGRESS),
     metric("errors", "Errors", U::Count, B::Lower, S::Requests, |l| {
-        Some(error_count(l) as f64)
-    }),
+        Some(l.error_count() as f64)
+    })
+    .in_views(TABLE_COMPARE_PROGRESS),
     text(
         "error_kinds",
         "errors",
@@ -134,7 +145,9 @@ pub const LEVEL_METRICS: [LevelMetric; 30] = [
         B::Neither,
         S::Successes,
         |l| l.mean_input_tokens,
-    ),
+    )
+    .with_short("Mean input")
+    .in_views(&[V::ThroughputTable]),
     metric(
         "mean_output_tokens",
         "Mean output tokens",
@@ -142,7 +155,9 @@ pub const LEVEL_METRICS: [LevelMetric; 30] = [
         B::Neither,
         S::Successes,
         |l| l.mean_output_tokens,
-    ),
+    )
+    .with_short("Mean output")
+    .in_views(&[V::ThroughputTable]),
     text(
         "tokens_client_counted",
         "tokens_client_counted",
@@ -165,7 +180,8 @@ pub const LEVEL_METRICS: [LevelMetric; 30] = [
         B::Neither,
         S::Level,
         |l| Some(l.wall_time_s),
-    ),
+    )
+    .in_views(&[V::ThroughputTable]),
     metric(
         "requests_per_s",
         "Requests per second",
@@ -173,7 +189,9 @@ pub const LEVEL_METRICS: [LevelMetric; 30] = [
         B::Higher,
         S::Successes,
         |l| Some(l.requests_per_s),
-    ),
+    )
+    .with_short("Request rate")
+    .in_views(&[V::ThroughputTable, V::Progress]),
     metric(
         "output_tok_per_s",
         "Output",
@@ -181,7 +199,8 @@ pub const LEVEL_METRICS: [LevelMetric; 30] = [
         B::Higher,
         S::Successes,
         |l| Some(l.output_tok_per_s),
-    ),
+    )
+    .in_views(&[V::LevelTable, V::ThroughputTable, V::Compare, V::Progress]),
     metric(
         "total_tok_per_s",
         "Total throughput",
@@ -189,7 +208,9 @@ pub const LEVEL_METRICS: [LevelMetric; 30] = [
         B::Higher,
         S::Successes,
         |l| Some(l.total_tok_per_s),
-    ),
+    )
+    .with_short("Total")
+    .in_views(&[V::ThroughputTable, V::Compare]),
     metric(
         "ttft_p50_s",
         "TTFT P50",
@@ -197,7 +218,8 @@ pub const LEVEL_METRICS: [LevelMetric; 30] = [
         B::Lower,
         S::Successes,
         |l| l.ttft_p50_s,
-    ),
+    )
+    .in_views(TABLE_COMPARE_PROGRESS),
     metric(
         "ttft_p95_s",
         "TTFT P95",
@@ -205,7 +227,8 @@ pub const LEVEL_METRICS: [LevelMetric; 30] = [
         B::Lower,
         S::Successes,
         |l| l.ttft_p95_s,
-    ),
+    )
+    .in_views(TABLE_COMPARE_PROGRESS),
     metric(
         "ttft_p99_s",
         "TTFT P99",
@@ -213,7 +236,8 @@ pub const LEVEL_METRICS: [LevelMetric; 30] = [
         B::Lower,
         S::Successes,
         |l| l.ttft_p99_s,
-    ),
+    )
+    .in_views(TABLE_COMPARE_PROGRESS),
     metric(
         "e2e_p50_s",
         "E2E latency P50",
@@ -221,7 +245,9 @@ pub const LEVEL_METRICS: [LevelMetric; 30] = [
         B::Lower,
         S::Successes,
         |l| l.e2e_p50_s,
-    ),
+    )
+    .with_short("E2E P50")
+    .in_views(TABLE_COMPARE_PROGRESS),
     metric(
         "e2e_p95_s",
         "E2E latency P95",
@@ -229,7 +255,9 @@ pub const LEVEL_METRICS: [LevelMetric; 30] = [
         B::Lower,
         S::Successes,
         |l| l.e2e_p95_s,
-    ),
+    )
+    .with_short("E2E P95")
+    .in_views(TABLE_COMPARE_PROGRESS),
     metric(
         "tpot_mean_s",
         "Mean time per output token",
@@ -237,7 +265,10 @@ pub const LEVEL_METRICS: [LevelMetric; 30] = [
         B::Lower,
         S::Successes,
         |l| l.tpot_mean_s,
-    ),
+    )
+    .with_short("TPOT")
+    .with_shown(Shown::Millis)
+    .in_views(TABLE_COMPARE_PROGRESS),
     metric(
         "ttft_mean_s",
         "TTFT mean",
@@ -261,14 +292,17 @@ pub const LEVEL_METRICS: [LevelMetric; 30] = [
         B::Lower,
         S::Server,
         |l| l.preemptions,
-    ),
+    )
+    .in_views(&[V::LevelTable, V::Compare]),
     percent(
         "peak_kv_usage_pct",
         "peak_kv_usage",
         "Peak KV-cache usage",
         B::Neither,
         |l| l.peak_kv_usage,
-    ),
+    )
+    .with_short("Peak KV")
+    .in_views(TABLE_COMPARE_PROGRESS),
     metric(
         "peak_running",
         "Peak running requests",
@@ -276,7 +310,9 @@ pub const LEVEL_METRICS: [LevelMetric; 30] = [
         B::Neither,
         S::Server,
         |l| l.peak_running,
-    ),
+    )
+    .with_short("Peak running")
+    .in_views(TABLE_PROGRESS),
     metric(
         "peak_waiting",
         "Peak waiting requests",
@@ -284,14 +320,18 @@ pub const LEVEL_METRICS: [LevelMetric; 30] = [
         B::Lower,
         S::Server,
         |l| l.peak_waiting,
-    ),
+    )
+    .with_short("Peak waiting")
+    .in_views(TABLE_PROGRESS),
     percent(
         "prefix_hit_rate_pct",
         "prefix_hit_rate",
         "Prefix-cache hit rate",
         B::Higher,
         |l| l.prefix_hit_rate,
-    ),
+    )
+    .with_short("Prefix-cache hits")
+    .in_views(&[V::ThroughputTable]),
     metric(
         "failed_scrapes",
         "Failed /metrics scrapes",

@@ -104,3 +104,60 @@ fn figures_are_read_from_the_level() {
     assert_eq!(Unit::TokensPerSecond.symbol(), "tok/s");
     assert_eq!(Unit::Count.symbol(), "");
 }
+
+#[test]
+fn class_keys_are_unique_and_every_classroom_target_is_one() {
+    let keys: HashSet<&str> = CLASS_METRICS.iter().map(|m| m.key).collect();
+    assert_eq!(keys.len(), CLASS_METRICS.len(), "a class key defined twice");
+    for key in crate::targets::ClassroomKey::ALL {
+        let m = class_metric(key.name()).expect("a target names a class figure");
+        assert_eq!(m.label, key.label());
+    }
+    assert_eq!(
+        crate::targets::ClassroomKey::ServerOutput.bound(),
+        crate::targets::Bound::Min
+    );
+    assert_eq!(
+        crate::targets::ClassroomKey::TtftP95.bound(),
+        crate::targets::Bound::Max
+    );
+}
+
+#[test]
+fn class_summary_rows_keep_table_order_and_join_figures_of_one_row() {
+    let rows = class_summary_rows();
+    let (first, figures) = &rows[0];
+    assert_eq!(*first, "Simulated students");
+    assert_eq!(figures.len(), 1);
+    let ttft = rows
+        .iter()
+        .find(|(row, _)| row.starts_with("Time to first token"))
+        .expect("TTFT row");
+    let keys: Vec<&str> = ttft.1.iter().map(|m| m.key).collect();
+    assert_eq!(keys, ["ttft_p50_s", "ttft_p95_s"]);
+    // Every summary figure is in exactly one row.
+    let shown: usize = rows.iter().map(|(_, f)| f.len()).sum();
+    assert_eq!(shown, class_metrics_in(View::ClassSummary).count());
+}
+
+#[test]
+fn class_figures_are_read_from_the_summary() {
+    let mut s = crate::results::ClassroomSummary {
+        users: 40,
+        completed: 45,
+        ttft_p95_s: Some(60.0),
+        ..Default::default()
+    };
+    s.errors_by_kind.insert(crate::kinds::ErrorKind::Http503, 2);
+    s.errors_by_kind.insert(crate::kinds::ErrorKind::Http429, 5);
+    let read = |key: &str| (class_metric(key).expect(key).read)(&s);
+    assert_eq!(read("students"), Some(40.0));
+    assert_eq!(read("completed"), Some(45.0));
+    assert_eq!(read("ttft_p95_s"), Some(60.0));
+    assert_eq!(
+        read("server_errors"),
+        Some(2.0),
+        "429s are not server errors"
+    );
+    assert_eq!(read("peak_waiting"), None, "no /metrics: not zero");
+}

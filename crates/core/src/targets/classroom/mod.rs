@@ -16,7 +16,7 @@ use serde::Deserialize;
 
 use super::{check_value_kinds, Bound, KeyKind};
 use crate::error::ConfigError;
-use crate::kinds::ErrorKind;
+use crate::results::metrics::{class_metric, server_errors, Better, ClassMetric, Unit};
 use crate::results::ClassroomSummary;
 
 /// A key of `[targets.classroom]`.
@@ -56,49 +56,40 @@ impl ClassroomKey {
         }
     }
 
-    /// The metric as named in capacity trial names: `ttft_p95` (the key
+    /// The class figure the key limits (its label, unit and direction).
+    pub fn metric(self) -> &'static ClassMetric {
+        class_metric(self.name()).expect("every [targets.classroom] key is a class figure")
+    }
+
+    /// The figure as named in capacity trial names: `ttft_p95` (the key
     /// without its unit suffix `_s`).
-    pub fn metric(self) -> &'static str {
-        match self {
-            ClassroomKey::TtftP95 => "ttft_p95",
-            ClassroomKey::CodingRequestP50 => "coding_request_p50",
-            other => other.name(),
-        }
+    pub fn trial_name(self) -> &'static str {
+        self.metric().trial_name()
     }
 
     /// What is checked, for people: `TTFT P95`.
     pub fn label(self) -> &'static str {
-        match self {
-            ClassroomKey::TtftP95 => "TTFT P95",
-            ClassroomKey::CodingRequestP50 => "Coding request P50",
-            ClassroomKey::ServerOutput => "Server output",
-            ClassroomKey::Preemptions => "Preemptions",
-            ClassroomKey::ServerErrors => "Server errors",
-        }
+        self.metric().label
     }
 
     /// The unit written after figures and limits: `s`, `tok/s`, or empty
     /// for counts.
     pub fn unit(self) -> &'static str {
-        match self {
-            ClassroomKey::TtftP95 | ClassroomKey::CodingRequestP50 => "s",
-            ClassroomKey::ServerOutput => "tok/s",
-            ClassroomKey::Preemptions | ClassroomKey::ServerErrors => "",
-        }
+        self.metric().unit.symbol()
     }
 
-    /// Ceiling or floor.
+    /// Ceiling or floor: a ceiling on a figure where lower is better.
     pub fn bound(self) -> Bound {
-        match self {
-            ClassroomKey::ServerOutput => Bound::Min,
+        match self.metric().better {
+            Better::Higher => Bound::Min,
             _ => Bound::Max,
         }
     }
 
     /// What the key's value must hold in the profile.
     pub fn kind(self) -> KeyKind {
-        match self {
-            ClassroomKey::Preemptions | ClassroomKey::ServerErrors => KeyKind::Count,
+        match self.metric().unit {
+            Unit::Count => KeyKind::Count,
             _ => KeyKind::Number,
         }
     }
@@ -149,7 +140,10 @@ impl ClassroomTargets {
     /// The metrics checked, as named in capacity trial names
     /// ([`ClassroomKey::metric`]), in a fixed order.
     pub fn metrics(&self) -> Vec<&'static str> {
-        self.limits().into_iter().map(|(k, _)| k.metric()).collect()
+        self.limits()
+            .into_iter()
+            .map(|(k, _)| k.trial_name())
+            .collect()
     }
 
     /// Judges a class: one check per checked key, in
@@ -264,20 +258,6 @@ pub fn judge_server_errors(summary: &ClassroomSummary, limit: u64) -> ClassroomC
         limit as f64,
         Some(server_errors(summary) as f64),
     )
-}
-
-/// Server errors of a class: model calls whose final outcome, after
-/// retries, was HTTP 503 (`http_503`) or another 5xx (`http_5xx`). A call
-/// that got a 503 and then succeeded on a retry is not one; nor is a call
-/// that failed for good in another way (429, time-out, connection, a
-/// mid-stream error), though those are errors of the class.
-pub fn server_errors(summary: &ClassroomSummary) -> u64 {
-    summary
-        .errors_by_kind
-        .iter()
-        .filter(|(k, _)| matches!(k, ErrorKind::Http503 | ErrorKind::Http5xx))
-        .map(|(_, n)| *n)
-        .sum()
 }
 
 #[cfg(test)]
