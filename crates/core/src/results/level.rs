@@ -104,6 +104,8 @@ pub fn summarize_level(
         started_at_s: frame.started_at_s,
         wall_time_s: wall,
         requests_per_s: rate(ok.len() as f64),
+        error_rate: (!records.is_empty())
+            .then(|| (records.len() - ok.len()) as f64 / records.len() as f64),
         output_tok_per_s: rate(output_sum as f64),
         total_tok_per_s: rate((input_sum + output_sum) as f64),
         ttft_p50_s: percentile(&ttft, 50.0),

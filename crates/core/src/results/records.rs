@@ -106,6 +106,10 @@ pub struct LevelSummary {
     pub wall_time_s: f64,
     /// Successful requests per second of wall time.
     pub requests_per_s: f64,
+    /// Failed requests as a fraction of the level's requests (0..1);
+    /// `None` when the level finished no request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_rate: Option<f64>,
     /// Output tokens of successful requests per second of wall time.
     pub output_tok_per_s: f64,
     /// Input + output tokens of successful requests per second of wall time.

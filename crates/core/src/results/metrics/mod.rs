@@ -232,6 +232,11 @@ impl LevelMetric {
         LevelMetric { shown, ..self }
     }
 
+    /// The entry measured elsewhere ([`Source`]).
+    pub const fn with_source(self, source: Source) -> LevelMetric {
+        LevelMetric { source, ..self }
+    }
+
     /// The entry with its [`View`]s.
     pub const fn in_views(self, views: &'static [View]) -> LevelMetric {
         LevelMetric { views, ..self }

@@ -85,7 +85,7 @@ const TABLE_COMPARE_PROGRESS: &[View] = &[V::LevelTable, V::Compare, V::Progress
 const TABLE_PROGRESS: &[View] = &[V::LevelTable, V::Progress];
 
 /// Every figure of a bench level, in `summary.csv` column order.
-pub const LEVEL_METRICS: [LevelMetric; 30] = [
+pub const LEVEL_METRICS: [LevelMetric; 31] = [
     text("shape", "shape", "Prompt shape", S::Level, |l| {
         l.shape.clone()
     })
@@ -123,6 +123,15 @@ pub const LEVEL_METRICS: [LevelMetric; 30] = [
         Some(l.error_count() as f64)
     })
     .in_views(TABLE_COMPARE_PROGRESS),
+    percent(
+        "error_rate_pct",
+        "error_rate",
+        "Error rate",
+        B::Lower,
+        |l| l.error_rate,
+    )
+    .with_source(S::Requests)
+    .in_views(&[V::LevelTable, V::Compare]),
     text(
         "error_kinds",
         "errors",
@@ -184,7 +193,7 @@ pub const LEVEL_METRICS: [LevelMetric; 30] = [
     .in_views(&[V::ThroughputTable]),
     metric(
         "requests_per_s",
-        "Requests per second",
+        "Successful requests per second",
         U::RequestsPerSecond,
         B::Higher,
         S::Successes,

@@ -26,6 +26,7 @@ fn full_level() -> LevelSummary {
         started_at_s: 1.0,
         wall_time_s: 2.0,
         requests_per_s: 2.0,
+        error_rate: Some(0.2),
         output_tok_per_s: 128.0,
         total_tok_per_s: 1152.0,
         ttft_p50_s: Some(0.1),
