@@ -182,7 +182,13 @@ impl Client {
             clock: clock.clone(),
             ..ClientOptions::default()
         };
-        let http = Arc::new(HttpClient::new(base, opts).expect("client"));
+        let http = Arc::new(
+            HttpClient::new(
+                &codendum_core::target::BaseUrl::parse(base).expect("base URL"),
+                opts,
+            )
+            .expect("client"),
+        );
         Client { http, clock }
     }
 }

@@ -154,10 +154,12 @@ pub struct FleetArgs {
     /// cache) behind one endpoint. [default: the profile's [fleet] replicas, else 1]
     #[arg(long, value_name = "N")]
     pub replicas: Option<u32>,
-    /// Embedded twin only: the router in front of the replicas: round-robin,
-    /// least-loaded, power-of-two, session, prefix-aware. With one replica it has
-    /// no effect (a note says so). [default: the profile's [fleet] router, else round-robin]
-    #[arg(long, value_name = "POLICY")]
+    /// Embedded twin only: the router in front of the replicas (the policy
+    /// names come from the router's own list).
+    #[arg(long, value_name = "POLICY", help = router_help(
+        "Embedded twin only: the router in front of the replicas",
+        "[default: the profile's [fleet] router, else round-robin]",
+    ))]
     pub router: Option<String>,
 }
 
@@ -427,10 +429,12 @@ pub struct PlanArgs {
     /// replicas, else 1]
     #[arg(long, value_name = "N,N,...")]
     pub replicas: Option<String>,
-    /// Routers to try in front of fleets, comma-separated: round-robin,
-    /// least-loaded, power-of-two, session, prefix-aware. With one replica it has
-    /// no effect (a note says so). [default: the profile's [fleet] router]
-    #[arg(long, value_name = "POLICY,...")]
+    /// Routers to try in front of fleets, comma-separated (the policy names
+    /// come from the router's own list).
+    #[arg(long, value_name = "POLICY,...", help = router_help(
+        "Routers to try in front of fleets, comma-separated",
+        "[default: the profile's [fleet] router]",
+    ))]
     pub router: Option<String>,
     /// Folder under which the plan's folder is created.
     #[arg(long, default_value = "bench-results", value_name = "DIR")]
@@ -471,4 +475,13 @@ pub struct CalibrateArgs {
     /// Seed of the bootstrap.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+}
+
+/// The help of a router flag: what it does, the policies (from the router's
+/// own list of names), that one replica ignores it, and its default.
+fn router_help(what: &str, default: &str) -> String {
+    format!(
+        "{what}: {}. With one replica it has no effect (a note says so). {default}",
+        codendum_core::profile::fleet::RouterPolicy::names()
+    )
 }

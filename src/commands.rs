@@ -51,7 +51,6 @@ async fn metrics(args: MetricsArgs) -> Result<(), Error> {
         json: args.json,
         count: args.count,
     };
-    options.validate()?;
     let run = MetricsRun {
         options,
         cacert: args.cacert.clone(),
@@ -63,10 +62,8 @@ async fn metrics(args: MetricsArgs) -> Result<(), Error> {
 /// `--metrics-url` (comma-separated), else the one next to `--base-url`.
 fn metrics_urls(args: &MetricsArgs) -> Result<Vec<String>, Error> {
     match (&args.metrics_url, &args.base_url) {
-        (Some(m), _) if !m.trim().is_empty() => Ok(m
-            .split(',')
-            .map(|u| u.trim().trim_end_matches('/').to_string())
-            .filter(|u| !u.is_empty())
+        (Some(m), _) if !m.trim().is_empty() => Ok(codendum_core::flags::list(m)
+            .map(|u| u.trim_end_matches('/').to_string())
             .collect()),
         (_, Some(b)) if !b.trim().is_empty() => {
             Ok(vec![codendum_core::target::default_metrics_url(
@@ -239,7 +236,7 @@ async fn bench(args: BenchArgs) -> Result<(), Error> {
     config.results_dir = args.run.results_dir.clone();
     config.allow_busy = args.run.allow_busy;
     config.yes = args.run.yes;
-    config.validate()?;
+    let config = codendum_core::error::Checked::new(config)?;
     let mut connect = ConnectOptions::new(
         args.provenance.twin_profile().to_string(),
         time_scale(args.twin.time_scale, BENCH_TIME_SCALE)?,
@@ -354,14 +351,7 @@ fn compare(args: CompareArgs) -> Result<(), Error> {
 }
 
 fn number_list(flag: &str, raw: &str) -> Result<Vec<u32>, ConfigError> {
-    raw.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|s| {
-            s.parse::<u32>()
-                .map_err(|_| ConfigError::invalid(flag, format!("{s:?} is not a whole number")))
-        })
-        .collect()
+    codendum_core::flags::whole_numbers(flag, raw)
 }
 
 async fn plan(args: PlanArgs) -> Result<(), Error> {
@@ -382,13 +372,7 @@ async fn plan(args: PlanArgs) -> Result<(), Error> {
             config.max_users = Some(max.unwrap_or(codendum::plan::config::DEFAULT_MAX_USERS));
         }
     }
-    config.profiles = args
-        .profile
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(String::from)
-        .collect();
+    config.profiles = codendum_core::flags::names(&args.profile);
     config.max_num_seqs = match &args.max_num_seqs {
         Some(raw) => number_list("--max-num-seqs", raw)?,
         None => Vec::new(),
@@ -409,7 +393,6 @@ async fn plan(args: PlanArgs) -> Result<(), Error> {
     if let Some(raw) = &args.router {
         config.routers = codendum::plan::fleet::parse_routers(raw)?;
     }
-    config.validate()?;
     codendum::app::plan::run(config).await.map(|_| ())
 }
 

@@ -8,9 +8,9 @@ use crate::client::{build_http_client, ClientOptions, HttpClient};
 use crate::scrape::Scraper;
 use codendum_core::clock::Clock;
 use codendum_core::error::Error;
-use codendum_core::profile::fleet::{FleetSpec, RouterPolicy};
+use codendum_core::profile::fleet::FleetSpec;
 use codendum_core::profile::Profile;
-use codendum_core::target::{Secret, Target};
+use codendum_core::target::{BaseUrl, Secret, Target};
 use codendum_twin::fleet::{start_fleet, FleetHandle};
 use codendum_twin::persona::AgentPersona;
 use codendum_twin::proxy::ProxyConfig;
@@ -105,7 +105,7 @@ impl Connection {
         }
     }
 
-    fn live(target: &Target, base: &str, opts: &ConnectOptions) -> Result<Connection, Error> {
+    fn live(target: &Target, base: &BaseUrl, opts: &ConnectOptions) -> Result<Connection, Error> {
         for (flag, given) in [
             ("--replicas", opts.replicas.is_some()),
             ("--router", opts.router.is_some()),
@@ -193,7 +193,7 @@ impl Connection {
             (Some(t), None, urls.0, urls.1)
         };
         let client = HttpClient::new(
-            &base_url,
+            &BaseUrl::parse(&base_url)?,
             ClientOptions {
                 cacert: None,
                 timeout: target.request_timeout,
@@ -255,20 +255,16 @@ pub fn resolve_fleet(
     replicas: Option<u32>,
     router: Option<&str>,
 ) -> Result<(FleetSpec, Option<String>), codendum_core::error::ConfigError> {
-    use codendum_core::error::ConfigError;
     let n = replicas.unwrap_or(profile.fleet.replicas);
     let policy = match router {
-        Some(name) => name
-            .parse::<RouterPolicy>()
-            .map_err(|e| ConfigError::invalid("--router", e))?,
+        Some(name) => codendum_core::flags::router("--router", name)?,
         None => profile.fleet.router,
     };
     let spec = FleetSpec {
         replicas: n,
         router: policy,
     };
-    spec.check()
-        .map_err(|e| ConfigError::invalid("--replicas", e))?;
+    codendum_core::flags::replicas("--replicas", spec.replicas)?;
     let note = (n == 1 && router.is_some())
         .then(|| format!("--router {policy} has no effect with one replica (the single server)"));
     Ok((spec, note))

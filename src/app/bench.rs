@@ -11,7 +11,7 @@ use crate::bench::{
 };
 use crate::connect::{ConnectOptions, Connection};
 use crate::server_match;
-use codendum_core::error::Error;
+use codendum_core::error::{Checked, Error};
 
 /// Asks the operator to go ahead with a plan; `false` refuses (exit 3).
 pub type Confirm = dyn Fn(&str) -> bool + Send + Sync;
@@ -34,8 +34,8 @@ pub fn confirm_on_terminal(_plan: &str) -> bool {
 
 /// Everything `codendum bench` needs besides the benchmark's own config.
 pub struct BenchRun<'a> {
-    /// The validated benchmark.
-    pub config: BenchConfig,
+    /// The benchmark, checked once by the command layer.
+    pub config: Checked<BenchConfig>,
     /// How to start the embedded twin when no server is named.
     pub connect: ConnectOptions,
     /// Asked before a live run without `--yes`.
@@ -51,7 +51,6 @@ pub struct BenchRun<'a> {
 /// Runs the benchmark; an interrupted run still writes its folder and
 /// returns [`Error::Interrupted`] naming it.
 pub async fn run(run: BenchRun<'_>) -> Result<BenchOutcome, Error> {
-    run.config.validate()?;
     let max_conn = run.config.concurrency.iter().copied().max().unwrap_or(1) as usize + 8;
     let mut connect = run.connect.clone();
     connect.max_connections = connect.max_connections.max(max_conn);
@@ -76,7 +75,7 @@ pub async fn run(run: BenchRun<'_>) -> Result<BenchOutcome, Error> {
 }
 
 async fn run_connected(run: &BenchRun<'_>, conn: &Connection) -> Result<BenchOutcome, Error> {
-    let mut config = run.config.clone();
+    let mut config = run.config.clone().into_inner();
     if conn.is_embedded() {
         // Nothing real is loaded: no busy guard and no confirmation.
         eprintln!("Target: {}", conn.label);

@@ -2,6 +2,7 @@
 //! hardware TOML next to it (`hardware/<name>.toml`) and the fit report
 //! (`<name>-fit.json`), and print the summary on stderr.
 
+use codendum_core::results::RunFolder;
 use std::path::{Path, PathBuf};
 
 use crate::calibrate::{calibrate, write, CalibrateOptions, Calibration};
@@ -68,11 +69,20 @@ pub fn run(
     };
     std::fs::create_dir_all(dir.join("hardware")).map_err(io(&dir.join("hardware")))?;
     let targets = options.targets_from.as_ref().map(|p| &p.targets);
-    std::fs::write(&hardware, write::hardware_toml(&calibration)).map_err(io(&hardware))?;
-    std::fs::write(&profile, write::profile_toml(&calibration, targets)).map_err(io(&profile))?;
-    let json =
-        serde_json::to_string_pretty(&calibration).map_err(|e| Error::Failed(e.to_string()))?;
-    std::fs::write(&report, json + "\n").map_err(io(&report))?;
+    let file_name = |p: &Path| {
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("")
+            .to_string()
+    };
+    let folder = RunFolder::at(dir);
+    RunFolder::at(dir.join("hardware"))
+        .write_text(&file_name(&hardware), &write::hardware_toml(&calibration))?;
+    folder.write_text(
+        &file_name(&profile),
+        &write::profile_toml(&calibration, targets),
+    )?;
+    folder.write_json(&file_name(&report), &calibration)?;
     Ok((
         calibration,
         Written {

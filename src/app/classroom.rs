@@ -24,7 +24,8 @@ use codendum_core::prom::{
     align_timeline, fleet_figures, read_timeline, window_stats, TimelineSample,
 };
 use codendum_core::results::{
-    self, ClassroomParameters, ClassroomRunSummary, RunFolder, RunHeader, ServerDescription,
+    self, ClassroomParameters, ClassroomRunSummary, FolderKind, RunFolder, RunHeader,
+    ServerDescription,
 };
 use codendum_core::target::{Provenance, Target};
 
@@ -112,7 +113,7 @@ async fn run_connected(
     let config = &ready.config;
     let clock = conn.clock.clone();
     let started_utc = clock.utc_now();
-    let folder = RunFolder::create(&run.results_dir, "classroom-", started_utc)?;
+    let folder = RunFolder::create(&run.results_dir, FolderKind::Classroom, started_utc)?;
     // Every record is kept in memory (for a summary after an interruption)
     // and written as a flushed JSON line at once (`kill -9` loses nothing
     // finished).

@@ -118,6 +118,6 @@ fn resolve_config(run: &ClassroomRun<'_>, models: &[ModelInfo]) -> Result<Classr
             .and_then(|m| m.max_model_len)
             .or(config.context_limit);
     }
-    config.validate()?;
+    codendum_core::error::Check::check(&config)?;
     Ok(config)
 }

@@ -5,7 +5,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use codendum_core::error::ConfigError;
+use codendum_core::error::{Check, ConfigError};
+use codendum_core::flags;
 use codendum_core::kinds::{Shape, MAX_CONCURRENCY};
 use codendum_core::openai::Endpoint;
 use codendum_core::results::SkippedShape;
@@ -47,13 +48,7 @@ pub fn fit_shapes(
 /// Parses `--concurrency` (`1,8,16`) and validates it: non-empty, each level
 /// in `1..=4096`, no duplicates. Order is kept (it is the run order).
 pub fn parse_concurrency(raw: &str) -> Result<Vec<u32>, ConfigError> {
-    let mut levels = Vec::new();
-    for part in raw.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let n: u32 = part.parse().map_err(|_| {
-            ConfigError::invalid("--concurrency", format!("{part:?} is not a whole number"))
-        })?;
-        levels.push(n);
-    }
+    let levels = flags::whole_numbers("--concurrency", raw)?;
     validate_concurrency(&levels)?;
     Ok(levels)
 }
@@ -83,7 +78,7 @@ pub fn validate_concurrency(levels: &[u32]) -> Result<(), ConfigError> {
 /// Parses `--shapes` (`short,long`): known names, at least one, no duplicates.
 pub fn parse_shapes(raw: &str) -> Result<Vec<Shape>, ConfigError> {
     let mut shapes = Vec::new();
-    for part in raw.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+    for part in flags::list(raw) {
         let shape = Shape::from_name(part).ok_or_else(|| {
             ConfigError::invalid(
                 "--shapes",
@@ -195,9 +190,11 @@ impl BenchConfig {
             profile_check: None,
         }
     }
+}
 
+impl Check for BenchConfig {
     /// Checks every field; errors name the flag.
-    pub fn validate(&self) -> Result<(), ConfigError> {
+    fn check(&self) -> Result<(), ConfigError> {
         validate_concurrency(&self.concurrency)?;
         if self.shapes.is_empty() {
             return Err(ConfigError::invalid("--shapes", "no shape given"));
@@ -240,7 +237,9 @@ impl BenchConfig {
         }
         Ok(())
     }
+}
 
+impl BenchConfig {
     /// The cells in run order: the calibration's, else each shape at each
     /// level (shape by shape), with [`Self::requests_for`] requests.
     pub fn cells(&self) -> Vec<Cell> {
@@ -301,28 +300,28 @@ mod tests {
     #[test]
     fn defaults_validate_and_scale_requests_with_n() {
         let mut c = BenchConfig::new(target());
-        c.validate().unwrap();
+        c.check().unwrap();
         assert_eq!(c.requests_for(1), 16);
         assert_eq!(c.requests_for(40), 160);
         c.requests_per_level = Some(7);
         assert_eq!(c.requests_for(40), 7);
         c.requests_per_level = Some(0);
         assert!(c
-            .validate()
+            .check()
             .unwrap_err()
             .to_string()
             .contains("--requests-per-level"));
         c.requests_per_level = None;
         c.output_tokens = 0;
         assert!(c
-            .validate()
+            .check()
             .unwrap_err()
             .to_string()
             .contains("--output-tokens"));
         c.output_tokens = 1;
         c.level_duration = Some(Duration::ZERO);
         assert!(c
-            .validate()
+            .check()
             .unwrap_err()
             .to_string()
             .contains("--level-duration"));

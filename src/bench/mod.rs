@@ -85,7 +85,6 @@ pub async fn preflight(
     model: &str,
     max_model_len: Option<u64>,
 ) -> Result<Preflight, Error> {
-    config.validate()?;
     let load = match metrics {
         Some(m) => m.load_now().await,
         None => None,
@@ -117,7 +116,6 @@ pub async fn resolve_model(config: &BenchConfig, info: &dyn ServerInfo) -> Resul
 /// everything, with `interrupted: true`, and returns `Ok` with
 /// [`BenchOutcome::interrupted`] set; the caller maps that to exit 130.
 pub async fn run_bench(config: &BenchConfig, deps: BenchDeps<'_>) -> Result<BenchOutcome, Error> {
-    config.validate()?;
     let model = resolve_model(config, deps.info).await?;
     let server_version = deps.info.server_version().await;
     let max_model_len = deps.info.max_model_len(&model).await;
@@ -129,7 +127,11 @@ pub async fn run_bench(config: &BenchConfig, deps: BenchDeps<'_>) -> Result<Benc
     let run_t0 = clock.now_secs();
     let started_utc = clock.utc_now();
     let run_id = run_id_for(config, started_utc);
-    let folder = RunFolder::create(&config.results_dir, "", started_utc)?;
+    let folder = RunFolder::create(
+        &config.results_dir,
+        codendum_core::results::FolderKind::Bench,
+        started_utc,
+    )?;
     let mut requests = folder.appender::<RequestRecord>(results::REQUESTS_JSONL)?;
     let mut timeline = match deps.metrics {
         Some(_) => Some(folder.appender::<serde_json::Value>(results::SERVER_TIMELINE_JSONL)?),

@@ -60,17 +60,20 @@ pub fn read_run(folder: &Path) -> Result<RunInput, ConfigError> {
     if !folder.is_dir() {
         return Err(bad(folder, "is not a folder"));
     }
-    let raw = std::fs::read_to_string(folder.join(results::SUMMARY_JSON))
-        .map_err(|_| bad(folder, "has no summary.json: not a results folder"))?;
-    let kind = serde_json::from_str::<Value>(&raw)
-        .ok()
-        .and_then(|v| v.get("kind").and_then(Value::as_str).map(str::to_string));
-    match kind.as_deref() {
-        Some(k) if k == results::BENCH_KIND => {}
+    if !folder.join(results::SUMMARY_JSON).is_file() {
+        return Err(bad(folder, "has no summary.json: not a results folder"));
+    }
+    match results::summary_kind_of(folder).as_deref() {
+        Some(results::BENCH_KIND) => {}
         Some(k) => return Err(bad(folder, format!("is a {k} run, not a bench run"))),
         None => return Err(bad(folder, "summary.json is not a codendum summary")),
     }
-    let summary = results::read_bench_summary(folder).map_err(|e| bad(folder, e.to_string()))?;
+    let summary = match results::read_summary(folder).map_err(|e| bad(folder, e.to_string()))? {
+        results::RunSummary::Bench(summary) => *summary,
+        results::RunSummary::Classroom(_) => {
+            return Err(bad(folder, "is a classroom run, not a bench run"))
+        }
+    };
     let requests = results::read_bench_requests(folder)
         .map_err(|e| bad(folder, e.to_string()))?
         .items;

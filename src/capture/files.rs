@@ -7,8 +7,10 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::classroom::client_times::{CAPTURE_HEADER_FILE, CAPTURE_SCHEMA_VERSION};
+use crate::classroom::client_times::CAPTURE_HEADER_FILE;
 use codendum_core::error::{ConfigError, Error};
+use codendum_core::results::schema::{CAPTURE_KIND, CAPTURE_SCHEMA_VERSION};
+use codendum_core::results::RunFolder;
 
 pub use crate::classroom::client_times::CLIENT_TIMES_FILE;
 
@@ -38,13 +40,12 @@ pub struct CaptureHeader {
 
 /// Writes `value` as pretty JSON to `path` through a temporary file.
 pub fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<(), Error> {
-    let mut text = serde_json::to_vec_pretty(value)
-        .map_err(|e| Error::Failed(format!("cannot encode {}: {e}", path.display())))?;
-    text.push(b'\n');
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, &text)
-        .and_then(|()| std::fs::rename(&tmp, path))
-        .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))
+    let folder = RunFolder::at(path.parent().unwrap_or(Path::new(".")));
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("capture.json");
+    folder.write_json(name, value).map(|_| ())
 }
 
 /// Makes `dir` ready for a new capture: created if missing; refused (bad
@@ -79,7 +80,7 @@ impl CaptureHeader {
     pub fn new(upstream: String, listen: String) -> Self {
         CaptureHeader {
             schema_version: CAPTURE_SCHEMA_VERSION,
-            kind: "capture".into(),
+            kind: CAPTURE_KIND.into(),
             codendum_version: env!("CARGO_PKG_VERSION").into(),
             upstream,
             listen,

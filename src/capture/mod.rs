@@ -6,7 +6,7 @@
 //! which is read whole before it is sent on); see [`forward`] for the
 //! headers. It writes into its folder:
 //! - `capture.json`: the header (`schema_version`
-//!   [`CAPTURE_SCHEMA_VERSION`], upstream without credentials, start, end);
+//!   `CAPTURE_SCHEMA_VERSION`, upstream without credentials, start, end);
 //! - `calls.jsonl`: a line per call ([`store::CallLine`]): session and
 //!   parent session (`x-session-id`, `x-parent-session-id`), kind (title,
 //!   agent, subagent, compaction, other; the rule is in [`classify`]), prompt
@@ -40,7 +40,7 @@ use std::time::Duration;
 use axum::Router;
 use tokio::sync::oneshot;
 
-pub use crate::classroom::client_times::{CAPTURE_HEADER_FILE, CAPTURE_SCHEMA_VERSION};
+pub use crate::classroom::client_times::CAPTURE_HEADER_FILE;
 pub use files::{CaptureHeader, PROMPT_FILE};
 pub use store::{CallLine, Store, CALLS_FILE};
 

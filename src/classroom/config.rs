@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::client_times::ClientTimes;
 use super::prompt::PromptSet;
 use super::scenario::Scenario;
-use codendum_core::error::ConfigError;
+use codendum_core::error::{Check, ConfigError};
 use codendum_core::target::Secret;
 
 /// Default output limit (`max_tokens` of every agent step), tokens.
@@ -88,9 +88,11 @@ impl ClassroomConfig {
             drain_limit: None,
         }
     }
+}
 
+impl Check for ClassroomConfig {
     /// Checks the values; errors name the flag.
-    pub fn validate(&self) -> Result<(), ConfigError> {
+    fn check(&self) -> Result<(), ConfigError> {
         if self.model.trim().is_empty() {
             return Err(ConfigError::invalid("--model", "is empty"));
         }
@@ -142,7 +144,9 @@ impl ClassroomConfig {
         }
         Ok(())
     }
+}
 
+impl ClassroomConfig {
     /// The key of student `user` (round-robin over the keys), if any.
     pub fn key_for_user(&self, user: usize) -> Option<&Secret> {
         if self.api_keys.is_empty() {
@@ -173,25 +177,21 @@ mod tests {
     #[test]
     fn defaults_validate_and_errors_name_the_flag() {
         let c = ClassroomConfig::new("qwen", Some(65_536));
-        c.validate().unwrap();
+        c.check().unwrap();
         let mut bad = c.clone();
         bad.ramp_up = Duration::from_secs(1000);
-        assert!(bad
-            .validate()
-            .unwrap_err()
-            .to_string()
-            .contains("--ramp-up"));
+        assert!(bad.check().unwrap_err().to_string().contains("--ramp-up"));
         let mut bad = c.clone();
         bad.follow_ups = 4;
         assert!(bad
-            .validate()
+            .check()
             .unwrap_err()
             .to_string()
             .contains("--follow-ups"));
         let mut bad = c.clone();
         bad.context_limit = Some(8_000);
         assert!(bad
-            .validate()
+            .check()
             .unwrap_err()
             .to_string()
             .contains("--context-limit"));

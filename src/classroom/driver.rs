@@ -133,7 +133,6 @@ pub async fn run_classroom_until(
     status: Arc<LiveStatus>,
     stop: Option<tokio::sync::watch::Receiver<bool>>,
 ) -> Result<ClassroomOutcome, Error> {
-    config.validate()?;
     let origin = clock.now_secs();
     status.start_at(origin);
     let shared = Arc::new(Shared {

@@ -26,7 +26,7 @@ use codendum_core::error::ConfigError;
 use codendum_core::openai::http_error::{error_message, retry_after};
 use codendum_core::openai::stream::{truncate_message, Flow, StreamMeter};
 use codendum_core::openai::{CallError, CallOutcome, CallRequest, ErrorKind, Transport};
-use codendum_core::target::{normalize_base_url, origin, read_pem_bundle, Secret};
+use codendum_core::target::{origin, read_pem_bundle, BaseUrl, Secret};
 
 /// How long to keep reading after `[DONE]` so the connection can go back to
 /// the pool (simulated time; vLLM ends the body right after `[DONE]`).
@@ -119,9 +119,9 @@ pub struct HttpClient {
 }
 
 impl HttpClient {
-    /// A client for `base_url` (http(s), ending in `/v1`).
-    pub fn new(base_url: &str, opts: ClientOptions) -> Result<Self, ConfigError> {
-        let base_url = normalize_base_url(base_url)?;
+    /// A client for `base_url` (checked once, where it was parsed).
+    pub fn new(base_url: &BaseUrl, opts: ClientOptions) -> Result<Self, ConfigError> {
+        let base_url = base_url.to_string();
         if opts.timeout.is_zero() {
             return Err(ConfigError::invalid("--timeout", "must be more than 0 s"));
         }

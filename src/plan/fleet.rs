@@ -13,7 +13,6 @@ use super::config::PlanConfig;
 use super::run::{JudgedCell, PlanResults};
 use codendum_core::error::ConfigError;
 use codendum_core::profile::fleet::RouterPolicy;
-use codendum_core::profile::fleet::MAX_REPLICAS;
 use codendum_core::profile::Profile;
 
 /// One fleet of one profile: the server variant's profile name and what it is.
@@ -72,26 +71,16 @@ pub fn fleet_name(base: &str, replicas: u32, router: RouterPolicy) -> String {
 
 /// Checks `--replicas` (each 1..=64).
 pub fn check_replicas(replicas: &[u32]) -> Result<(), ConfigError> {
-    match replicas.iter().find(|r| **r == 0 || **r > MAX_REPLICAS) {
-        Some(r) => Err(ConfigError::invalid(
-            "--replicas",
-            format!("{r} replicas: give 1 to {MAX_REPLICAS}"),
-        )),
-        None => Ok(()),
+    for r in replicas {
+        codendum_core::flags::replicas("--replicas", *r)?;
     }
+    Ok(())
 }
 
 /// Parses `--router a,b` with the router module's parser; the error names
 /// the flag and lists the valid routers.
 pub fn parse_routers(raw: &str) -> Result<Vec<RouterPolicy>, ConfigError> {
-    raw.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|s| {
-            s.parse::<RouterPolicy>()
-                .map_err(|e| ConfigError::invalid("--router", e))
-        })
-        .collect()
+    codendum_core::flags::routers("--router", raw)
 }
 
 /// The replica counts and routers of a plan for `profile`: the flags when

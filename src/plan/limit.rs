@@ -2,10 +2,10 @@
 //! ceilings (the targets that more students make harder to meet) and, for
 //! the first size that misses them, where the limit comes from. The checks
 //! themselves are [`codendum_core::targets::classroom`]'s (through
-//! [`super::targets::judge_cell`]); this module only reads them.
+//! [`super::verdicts::judge_cell`]); this module only reads them.
 
 use super::run::JudgedCell;
-use super::targets::{Bottleneck, Check, KV_HIGH, PERSISTENT};
+use super::verdicts::{Bottleneck, Check, KV_HIGH, PERSISTENT};
 use codendum_core::targets::Bound;
 
 /// Whether every ceiling (`Max` target: TTFT P95, coding request P50,

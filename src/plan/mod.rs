@@ -26,7 +26,7 @@ pub mod limit;
 pub mod run;
 pub mod search;
 pub mod search_text;
-pub mod targets;
+pub mod verdicts;
 pub mod write;
 
 pub use cell::{run_cell, CellResult};
@@ -34,7 +34,7 @@ pub use config::{CellSpec, PlanConfig};
 pub use fleet::{FleetAnswer, FleetPlan, FleetVariant};
 pub use run::{run_plan, JudgedCell, PlanParameters, PlanResults, VariantVerdict};
 pub use search::{run_search, Probe, SearchParameters, SearchResults, SeatsProbe, VariantSearch};
-pub use targets::{
+pub use verdicts::{
     classify, classroom_targets, judge_cell, Bottleneck, Check, ClassroomTargets, TargetList,
     Threshold,
 };

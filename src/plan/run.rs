@@ -8,17 +8,13 @@ use serde::{Deserialize, Serialize};
 
 use super::cell::{run_cell, CellResult};
 use super::config::{cells, variant_name, CellSpec, PlanConfig};
-use super::targets::{
+use super::verdicts::{
     classify, classroom_targets, judge_cell, Bottleneck, Check, ClassroomTargets, TargetList,
 };
 use codendum_core::error::Error;
 use codendum_core::profile::Profile;
 
-/// Name of the `kind` field of `plan.json`.
-pub const PLAN_KIND: &str = "plan";
-/// Version of the `plan.json` layout of a plan over given class sizes (a
-/// search writes [`super::search::SEARCH_SCHEMA_VERSION`]).
-pub const PLAN_SCHEMA_VERSION: u32 = 1;
+use codendum_core::results::schema::{PLAN_KIND, PLAN_SCHEMA_VERSION};
 
 /// The parameters a plan ran with (everything that shapes its results;
 /// `jobs` does not).

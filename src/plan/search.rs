@@ -18,14 +18,12 @@ use serde::{Deserialize, Serialize};
 use super::bisect::Bisection;
 use super::config::{cells, CellSpec, PlanConfig};
 use super::limit::{classify_failure, meets_ceilings, probe_seats, wants_seats_probe};
-use super::run::{judge, parameters, run_cells, JudgedCell, PlanResults, PLAN_KIND};
+use super::run::{judge, parameters, run_cells, JudgedCell, PlanResults};
 use super::search_text::{search_summary, verdict_of};
-use super::targets::{classroom_targets, Bottleneck, ClassroomTargets};
+use super::verdicts::{classroom_targets, Bottleneck, ClassroomTargets};
 use codendum_core::error::{ConfigError, Error};
 use codendum_core::profile::Profile;
-
-/// Version of `plan.json` with a search in it.
-pub const SEARCH_SCHEMA_VERSION: u32 = 2;
+use codendum_core::results::schema::{PLAN_KIND, SEARCH_SCHEMA_VERSION};
 
 /// The range searched.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use super::run::{JudgedCell, PlanResults, VariantVerdict};
 use super::search::{Probe, VariantSearch};
-use super::targets::{Bottleneck, Check, ClassroomTargets, TargetList, PERSISTENT};
+use super::verdicts::{Bottleneck, Check, ClassroomTargets, TargetList, PERSISTENT};
 use codendum_report::format::{fixed, opt_fixed, opt_percent, xml_escape};
 
 /// A check as people read it: `ttft_p95_s 80.5 (target ≤ 75)`.

@@ -1,5 +1,6 @@
 //! `plan.md`, `plan.json` and `plan.html` in `plan-<UTC timestamp>/`.
 
+use codendum_core::results::{FolderKind, RunFolder};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -24,23 +25,18 @@ pub fn write_plan(
     root: &Path,
     utc: DateTime<Utc>,
 ) -> Result<PathBuf, Error> {
-    let folder = codendum_core::results::create_run_folder(root, "plan-", utc)?;
-    write_plan_files(results, &folder)?;
-    Ok(folder)
+    let folder = RunFolder::create(root, FolderKind::Plan, utc)?;
+    write_plan_files(results, folder.path())?;
+    Ok(folder.into_path())
 }
 
 /// Writes `plan.json`, `plan.md` and `plan.html` into an existing folder.
 pub fn write_plan_files(results: &PlanResults, folder: &Path) -> Result<(), Error> {
-    let json = serde_json::to_string_pretty(results)
-        .map_err(|e| Error::Failed(format!("cannot encode plan.json: {e}")))?;
-    let put = |name: &str, text: String| {
-        let path = folder.join(name);
-        std::fs::write(&path, text)
-            .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))
-    };
-    put(PLAN_JSON, json + "\n")?;
-    put(PLAN_MD, markdown(results))?;
-    put(PLAN_HTML, html(results))
+    let folder = RunFolder::at(folder);
+    folder.write_json(PLAN_JSON, results)?;
+    folder.write_text(PLAN_MD, &markdown(results))?;
+    folder.write_text(PLAN_HTML, &html(results))?;
+    Ok(())
 }
 
 fn minutes(s: Option<f64>) -> String {

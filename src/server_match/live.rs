@@ -132,7 +132,8 @@ pub async fn check_live(
 
 /// The `profile_check` of a results folder's `summary.json`, if it has one.
 pub fn read_profile_check(folder: &Path) -> Option<ProfileCheck> {
-    let text = std::fs::read_to_string(folder.join(codendum_core::results::SUMMARY_JSON)).ok()?;
-    let value: serde_json::Value = serde_json::from_str(&text).ok()?;
-    serde_json::from_value(value.get("profile_check")?.clone()).ok()
+    codendum_core::results::read_summary(folder)
+        .ok()?
+        .profile_check()
+        .cloned()
 }

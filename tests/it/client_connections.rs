@@ -25,7 +25,11 @@ fn client(addr: std::net::SocketAddr) -> HttpClient {
         max_connections: 2,
         ..ClientOptions::default()
     };
-    HttpClient::new(&format!("http://{addr}/v1"), opts).expect("client")
+    HttpClient::new(
+        &codendum_core::target::BaseUrl::parse(format!("http://{addr}/v1")).expect("base URL"),
+        opts,
+    )
+    .expect("client")
 }
 
 /// Reads one request (head and `Content-Length` body) off `conn`; `None` at

@@ -23,7 +23,11 @@ fn client(server: &MockServer, key: Option<&str>) -> HttpClient {
         api_key: key.map(Secret::new),
         ..ClientOptions::default()
     };
-    HttpClient::new(&format!("{}/v1", server.uri()), opts).expect("client")
+    HttpClient::new(
+        &codendum_core::target::BaseUrl::parse(format!("{}/v1", server.uri())).expect("base URL"),
+        opts,
+    )
+    .expect("client")
 }
 
 fn request(key: Option<&str>) -> CallRequest {
@@ -220,7 +224,12 @@ async fn connection_refused_is_connect() {
         timeout: Duration::from_secs(10),
         ..ClientOptions::default()
     };
-    let c = HttpClient::new(&format!("http://127.0.0.1:{port}/v1"), opts).expect("client");
+    let c = HttpClient::new(
+        &codendum_core::target::BaseUrl::parse(format!("http://127.0.0.1:{port}/v1"))
+            .expect("base URL"),
+        opts,
+    )
+    .expect("client");
     let o = c.call(request(None)).await;
     assert_eq!(o.error.map(|e| e.kind), Some(ErrorKind::Connect));
     assert_eq!(c.version().await, None);

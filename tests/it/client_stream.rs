@@ -25,7 +25,11 @@ fn client(base: &str, timeout: Duration) -> HttpClient {
         timeout,
         ..ClientOptions::default()
     };
-    HttpClient::new(base, opts).expect("client")
+    HttpClient::new(
+        &codendum_core::target::BaseUrl::parse(base).expect("base URL"),
+        opts,
+    )
+    .expect("client")
 }
 
 const TEXT_CHUNKS: u64 = 6;
@@ -140,10 +144,13 @@ async fn times_are_simulated_seconds_on_a_scaled_clock() {
         clock: codendum_core::clock::Clock::scaled(10.0),
         ..ClientOptions::default()
     };
-    let o = HttpClient::new(&base, opts)
-        .expect("client")
-        .call(request())
-        .await;
+    let o = HttpClient::new(
+        &codendum_core::target::BaseUrl::parse(base).expect("base URL"),
+        opts,
+    )
+    .expect("client")
+    .call(request())
+    .await;
     assert!(o.is_ok(), "{:?}", o.error);
     let ttft = o.ttft.expect("ttft");
     assert!((0.19..0.8).contains(&ttft), "ttft {ttft} simulated s");

@@ -25,7 +25,7 @@ async fn class_with_faults(spec: &str) -> codendum::classroom::ClassroomOutcome 
         .await
         .expect("twin");
     let client = HttpClient::new(
-        &twin.base_url(),
+        &codendum_core::target::BaseUrl::parse(twin.base_url()).expect("base URL"),
         ClientOptions {
             clock: clock.clone(),
             // simulated seconds: a stall of 120 s times out

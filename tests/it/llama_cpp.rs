@@ -17,7 +17,11 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 use codendum_testkit::servers::{fixture, Servers, MODEL};
 
 fn client(base: &str) -> HttpClient {
-    HttpClient::new(base, ClientOptions::default()).expect("client")
+    HttpClient::new(
+        &codendum_core::target::BaseUrl::parse(base).expect("base URL"),
+        ClientOptions::default(),
+    )
+    .expect("client")
 }
 
 fn chat() -> CallRequest {

@@ -32,7 +32,7 @@ async fn fifty_sessions_over_http_match_the_seed_calibration() {
         .await
         .expect("twin");
     let client = HttpClient::new(
-        &twin.base_url(),
+        &codendum_core::target::BaseUrl::parse(twin.base_url()).expect("base URL"),
         ClientOptions {
             clock: clock.clone(),
             max_connections: 128,

@@ -27,7 +27,13 @@ async fn client_for(base: &str, clock: Clock) -> Arc<HttpClient> {
         clock,
         ..ClientOptions::default()
     };
-    Arc::new(HttpClient::new(base, opts).expect("client"))
+    Arc::new(
+        HttpClient::new(
+            &codendum_core::target::BaseUrl::parse(base).expect("base URL"),
+            opts,
+        )
+        .expect("client"),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -53,7 +53,7 @@ fn four_replicas_hold_1024_streams_and_count_every_step() {
         .expect("fleet");
     let client = Arc::new(
         HttpClient::new(
-            &fleet.base_url(),
+            &codendum_core::target::BaseUrl::parse(fleet.base_url()).expect("base URL"),
             ClientOptions {
                 max_connections: streams,
                 clock,

@@ -2,6 +2,7 @@
 //! `app::classroom::run` (the CLI's own paths), one workload at a time, then
 //! the report with the verdicts; or reusing a run another process made.
 
+use codendum_core::error::Checked;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -203,7 +204,7 @@ async fn run_bench(
     config.results_dir = settings.results_dir.clone();
     config.allow_busy = settings.allow_busy;
     let run = BenchRun {
-        config,
+        config: Checked::new(config)?,
         connect: connect_options(p, WorkloadKind::Bench),
         confirm: &|_| true,
         stop,

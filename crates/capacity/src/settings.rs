@@ -91,12 +91,7 @@ impl Settings {
             })?,
         };
         let profiles = match var("CODENDUM_CAPACITY_PROFILES") {
-            Some(list) => list
-                .split(',')
-                .map(str::trim)
-                .filter(|p| !p.is_empty())
-                .map(String::from)
-                .collect(),
+            Some(list) => codendum_core::flags::names(&list),
             None => known_profiles().into_iter().map(String::from).collect(),
         };
         let live_profile = var("CODENDUM_PROFILE");

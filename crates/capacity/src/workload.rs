@@ -139,6 +139,7 @@ pub fn twin_time_scale(kind: WorkloadKind) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use codendum_core::error::Check;
     use codendum_core::targets::bench::BenchLevelTargets;
 
     fn level(shape: &str, n: u32) -> BenchLevelTargets {
@@ -164,7 +165,7 @@ mod tests {
         assert_eq!(c.concurrency, vec![1, 16]);
         assert_eq!(c.shapes, vec![Shape::Short]);
         assert_eq!(c.requests_per_level, Some(QUICK_BENCH_REQUESTS));
-        c.validate().expect("valid");
+        c.check().expect("valid");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //!
 //! - [`clock`]: the one clock everything that waits or measures time asks;
 //! - [`error`]: typed errors with a stable kind and exit code;
+//! - [`flags`]: flag values as typed values (the one list parser);
 //! - [`kinds`]: endpoints, error kinds, token sources, provenance, shapes;
 //! - [`stats`]: percentiles (numpy's linear interpolation) and summaries;
 //! - [`openai`]: the OpenAI-compatible wire: request bodies, SSE, stream
@@ -17,6 +18,7 @@
 
 pub mod clock;
 pub mod error;
+pub mod flags;
 pub mod kinds;
 pub mod openai;
 pub mod profile;

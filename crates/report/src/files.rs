@@ -13,7 +13,7 @@ use super::{html, markdown, Comparison};
 use codendum_core::error::{ConfigError, Error};
 use codendum_core::prom::{align_timeline, read_timeline, TimelineSample};
 use codendum_core::results::classroom_records::{CallRecord, TaskRecord};
-use codendum_core::results::{self, BenchSummary, ClassroomRunSummary};
+use codendum_core::results::{self, BenchSummary, ClassroomRunSummary, RunSummary};
 
 /// A results folder read back.
 #[derive(Debug, Clone)]
@@ -45,43 +45,21 @@ pub fn load_run(folder: &Path, server_timeline: Option<&Path>) -> Result<LoadedR
         report.run.target_url = None;
         return Ok(LoadedRun::Bench(Box::new(report), Box::new(summary)));
     }
-    let path = folder.join(results::SUMMARY_JSON);
-    let text = std::fs::read_to_string(&path).map_err(|e| {
-        bad_folder(
-            folder,
-            format!("cannot read {}: {e}", results::SUMMARY_JSON),
-        )
-    })?;
-    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-        bad_folder(
-            folder,
-            format!("{} is not JSON: {e}", results::SUMMARY_JSON),
-        )
-    })?;
-    let kind = results::summary_kind(&value).unwrap_or("").to_string();
-    match kind.as_str() {
-        "bench" => {
-            let summary = results::read_summary_json(text.as_bytes())
-                .map_err(|e| bad_folder(folder, e.to_string()))?;
+    match results::read_summary(folder).map_err(|e| bad_folder(folder, e.to_string()))? {
+        RunSummary::Bench(summary) => {
             let timeline = timeline_for(folder, server_timeline, summary.header.started_utc)?;
             let mut report = bench_report(&summary, &timeline);
             report.replica_timelines = replica_lines_in(folder, summary.header.started_utc);
-            Ok(LoadedRun::Bench(Box::new(report), Box::new(summary)))
+            Ok(LoadedRun::Bench(Box::new(report), summary))
         }
-        "classroom" => {
-            let summary = results::read_classroom_summary(text.as_bytes())
-                .map_err(|e| bad_folder(folder, e.to_string()))?;
+        RunSummary::Classroom(summary) => {
             let timeline = timeline_for(folder, server_timeline, summary.header.started_utc)?;
             let requests: Vec<CallRecord> = read_lines(folder, results::REQUESTS_JSONL);
             let tasks: Vec<TaskRecord> = read_lines(folder, results::TASKS_JSONL);
             let mut report = classroom_report(&summary, &timeline, &requests, &tasks);
             report.replica_timelines = replica_lines_in(folder, summary.header.started_utc);
-            Ok(LoadedRun::Classroom(Box::new(report), Box::new(summary)))
+            Ok(LoadedRun::Classroom(Box::new(report), summary))
         }
-        other => Err(bad_folder(
-            folder,
-            format!("summary.json has kind {other:?}; expected \"bench\" or \"classroom\""),
-        )),
     }
 }
 

@@ -51,7 +51,7 @@ use codendum_core::clock::Clock;
 use codendum_core::profile::Profile;
 use codendum_core::target::Secret;
 use engine::{Engine, EngineConfig};
-pub use server::{router, TwinState};
+pub use server::{routes, TwinState};
 
 /// The vLLM version the twin speaks: its `/version`, the system fingerprint
 /// of its answers, the server version a run against it records.
@@ -290,8 +290,8 @@ pub async fn start(opts: TwinOptions, addr: SocketAddr) -> Result<TwinHandle, Tw
     // The engine runs on its own thread: stream tasks never delay a step.
     let (state, engine) = start_replica(opts, None)?;
     let app = match &proxy {
-        Some(p) => p.wrap(router(state.clone())),
-        None => router(state.clone()),
+        Some(p) => p.wrap(routes(state.clone())),
+        None => routes(state.clone()),
     };
     let server = crate::serve_no_delay(listener, app);
     Ok(TwinHandle {

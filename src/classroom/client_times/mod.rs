@@ -28,17 +28,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use codendum_core::error::ConfigError;
+use codendum_core::results::schema::{
+    check_version, CAPTURE_SCHEMA_VERSION, CLIENT_TIMES_SCHEMA_VERSION,
+};
 use codendum_core::stats::{mean, percentile, sorted_finite};
-
-/// The `schema_version` of `client-times.json` this build writes and reads.
-pub const CLIENT_TIMES_SCHEMA_VERSION: u32 = 1;
 
 /// The file name of the distribution inside a capture folder.
 pub const CLIENT_TIMES_FILE: &str = "client-times.json";
-
-/// The `schema_version` of a capture folder (its `capture.json` header)
-/// this build writes and reads; `codendum capture` re-exports it.
-pub const CAPTURE_SCHEMA_VERSION: u32 = 1;
 
 /// The header file of a capture folder.
 pub const CAPTURE_HEADER_FILE: &str = "capture.json";
@@ -342,17 +338,6 @@ fn read(path: &Path) -> Result<String, ConfigError> {
         path: path.to_path_buf(),
         source,
     })
-}
-
-/// Checks `schema_version` of a capture file against the one this build reads.
-pub fn check_version(v: &Value, supported: u32) -> Result<(), String> {
-    match v.get("schema_version").and_then(Value::as_u64) {
-        Some(found) if found == u64::from(supported) => Ok(()),
-        Some(found) => Err(format!(
-            "schema_version {found}; this codendum reads version {supported} (capture it again with this codendum)"
-        )),
-        None => Err("no schema_version".into()),
-    }
 }
 
 #[cfg(test)]

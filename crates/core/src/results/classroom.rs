@@ -12,10 +12,7 @@ use super::summary::{RunHeader, ServerDescription};
 use super::ResultsError;
 use crate::kinds::Provenance;
 
-/// `kind` of a classroom `summary.json`.
-pub const CLASSROOM_KIND: &str = "classroom";
-/// The classroom summary format this build writes and reads.
-pub const CLASSROOM_SCHEMA_VERSION: u32 = 1;
+pub use super::schema::{CLASSROOM_KIND, CLASSROOM_SCHEMA_VERSION};
 /// File name of the per-coding-request lines.
 pub const TASKS_JSONL: &str = "tasks.jsonl";
 

@@ -15,6 +15,7 @@ pub mod metrics;
 pub mod profile_check;
 pub mod records;
 pub mod replicas;
+pub mod schema;
 pub mod summary;
 pub mod time_split;
 
@@ -31,12 +32,13 @@ pub use self::classroom::{
 };
 pub use self::classroom_summary::{ClassroomSummary, ServerFigures};
 pub use self::csv::{write_summary_csv, SUMMARY_CSV_COLUMNS};
-pub use self::folder::{JsonlFile, RunFolder};
+pub use self::folder::{read_summary, summary_kind_of, JsonlFile, RunFolder, RunSummary};
 pub use self::jsonl::{read_jsonl, JsonlContents, JsonlWriter};
 pub use self::level::{apply_server_window, summarize_level, LevelFrame, ServerWindow};
 pub use self::metrics::{level_metric, LevelMetric, LEVEL_METRICS};
 pub use self::records::{ErrorGroup, LevelEnd, LevelSummary, RequestRecord};
 pub use self::replicas::{imbalance, FleetFigures, ReplicaFigures, ReplicaMetric, REPLICA_METRICS};
+pub use self::schema::FolderKind;
 pub use self::summary::{
     read_summary_json, write_summary_json, BenchParameters, BenchSummary, EngineSettings,
     PromptSizing, RunHeader, ServerDescription, ShapeSizing, SizingMethod, SkippedShape,

@@ -13,11 +13,7 @@ use super::ResultsError;
 use crate::kinds::Endpoint;
 use crate::kinds::Provenance;
 
-/// The `schema_version` this build writes and the newest it reads.
-pub const BENCH_SCHEMA_VERSION: u32 = 1;
-
-/// The `kind` of a bench `summary.json`.
-pub const BENCH_KIND: &str = "bench";
+pub use super::schema::{BENCH_KIND, BENCH_SCHEMA_VERSION};
 
 /// How prompts were sized to their target token counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -221,23 +217,7 @@ pub(crate) fn read_versioned_summary<T: serde::de::DeserializeOwned, R: Read>(
             line: e.line(),
             reason: e.to_string(),
         })?;
-    let found = value.get("kind").and_then(|k| k.as_str()).unwrap_or("");
-    if found != kind {
-        return Err(ResultsError::WrongKind {
-            expected: kind,
-            found: found.to_string(),
-        });
-    }
-    let found = value
-        .get("schema_version")
-        .and_then(|v| v.as_u64())
-        .ok_or(ResultsError::MissingSchemaVersion)?;
-    if found != u64::from(version) {
-        return Err(ResultsError::UnsupportedSchema {
-            found,
-            supported: version,
-        });
-    }
+    super::schema::check_schema(&value, kind, &[version])?;
     serde_json::from_value(value).map_err(|e| ResultsError::BadJson {
         file: "summary.json",
         line: 0,

@@ -57,7 +57,7 @@ impl fmt::Display for Secret {
 pub struct Target {
     /// OpenAI base URL ending in `/v1`, without trailing slash. `None` means
     /// the embedded twin.
-    pub base_url: Option<String>,
+    pub base_url: Option<BaseUrl>,
     /// The API key for single-key commands.
     pub api_key: Option<Secret>,
     /// A PEM bundle that replaces the system roots, as curl's `--cacert`.
@@ -84,7 +84,7 @@ impl Target {
         let base_url = base_url
             .map(str::trim)
             .filter(|s| !s.is_empty())
-            .map(normalize_base_url)
+            .map(BaseUrl::parse)
             .transpose()?;
         let api_key = api_key
             .map(str::trim)
@@ -94,11 +94,7 @@ impl Target {
             read_pem_bundle(path)?;
         }
         let mut urls = Vec::new();
-        for raw in metrics_urls.unwrap_or("").split(',') {
-            let raw = raw.trim();
-            if raw.is_empty() {
-                continue;
-            }
+        for raw in crate::flags::list(metrics_urls.unwrap_or("")) {
             let (scheme, _) = split_scheme(raw).ok_or_else(|| {
                 ConfigError::invalid("--metrics-url", format!("{raw} is not an http(s) URL"))
             })?;
@@ -145,6 +141,37 @@ impl Target {
             (Some(u), Some(_)) => u.starts_with("http://") && !is_loopback_url(u),
             _ => false,
         }
+    }
+}
+
+/// An OpenAI base URL, checked and normalised once ([`BaseUrl::parse`]):
+/// http(s), a host, ending in `/v1`, no trailing slash. Read as `&str`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BaseUrl(String);
+
+impl BaseUrl {
+    /// Checks and normalises `raw` (see [`normalize_base_url`]).
+    pub fn parse(raw: impl AsRef<str>) -> Result<BaseUrl, ConfigError> {
+        normalize_base_url(raw.as_ref()).map(BaseUrl)
+    }
+
+    /// The URL.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for BaseUrl {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for BaseUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
     }
 }
 

@@ -150,7 +150,7 @@ impl FaultPlan {
     pub fn parse(spec: &str) -> Result<FaultPlan, ConfigError> {
         let mut terms = Vec::new();
         let mut seed = 0;
-        for raw in spec.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+        for raw in codendum_core::flags::list(spec) {
             if let Some(s) = raw.strip_prefix("seed=") {
                 seed = s
                     .trim()

@@ -19,7 +19,7 @@ use super::{FleetCore, FleetSpec};
 use crate::request_body::parse_generation_body;
 use crate::runner::EngineThread;
 use crate::server::{serve_generation, TwinState};
-use crate::{proxy, router as twin_router, start_replica, TwinError, TwinOptions};
+use crate::{proxy, routes, start_replica, TwinError, TwinOptions};
 
 /// A running HTTP fleet.
 #[derive(Debug)]
@@ -120,7 +120,7 @@ pub async fn start_fleet(
 }
 
 fn fleet_router(shared: Arc<Shared>) -> axum::Router {
-    let first = twin_router(shared.replicas[0].clone());
+    let first = routes(shared.replicas[0].clone());
     axum::Router::new()
         .route("/v1/chat/completions", post(chat))
         .route("/v1/completions", post(completions))

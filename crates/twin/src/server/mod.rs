@@ -133,7 +133,7 @@ impl TwinState {
 }
 
 /// The twin's routes over a shared state (a proxy layer can wrap this).
-pub fn router(state: Arc<TwinState>) -> Router {
+pub fn routes(state: Arc<TwinState>) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(chat))
         .route("/v1/completions", post(completions))

@@ -1,4 +1,4 @@
-//! A profile's classroom targets (`[targets.classroom]`) as a plan reads,
+//! A plan's verdicts: a profile's classroom targets (`[targets.classroom]`) as a plan reads,
 //! judges and lists them, and where a variant's limit comes from. Reading
 //! and judging are [`codendum_core::targets::classroom`]'s, the definitions the
 //! capacity suite uses, so a plan and `cargo test --test capacity` give one

@@ -1,0 +1,143 @@
+//! The kinds of results folder codendum writes and reads back, with their
+//! schema versions: the one place for the version rules.
+//!
+//! - Every JSON file a run writes whole (`summary.json`, `plan.json`,
+//!   `capture.json`, `client-times.json`) says its `kind` and its
+//!   `schema_version`.
+//! - A reader accepts its own kind at exactly the version this build
+//!   writes; another kind or version is refused with one line naming the
+//!   file and both versions (never a guess at an unknown layout).
+//! - A change that an old reader would misread bumps the version; a new
+//!   optional field (absent = not measured) does not, so old folders still
+//!   read.
+
+use super::ResultsError;
+
+/// The `schema_version` of a bench `summary.json`.
+pub const BENCH_SCHEMA_VERSION: u32 = 1;
+/// The `kind` of a bench `summary.json`.
+pub const BENCH_KIND: &str = "bench";
+/// The `schema_version` of a classroom `summary.json`.
+pub const CLASSROOM_SCHEMA_VERSION: u32 = 1;
+/// The `kind` of a classroom `summary.json`.
+pub const CLASSROOM_KIND: &str = "classroom";
+/// The `kind` of `plan.json`.
+pub const PLAN_KIND: &str = "plan";
+/// The `schema_version` of a `plan.json` over given class sizes.
+pub const PLAN_SCHEMA_VERSION: u32 = 1;
+/// The `schema_version` of a `plan.json` with a search in it.
+pub const SEARCH_SCHEMA_VERSION: u32 = 2;
+/// The `kind` of a capture folder's `capture.json`.
+pub const CAPTURE_KIND: &str = "capture";
+/// The `schema_version` of a capture folder (its `capture.json`).
+pub const CAPTURE_SCHEMA_VERSION: u32 = 1;
+/// The `schema_version` of `client-times.json`.
+pub const CLIENT_TIMES_SCHEMA_VERSION: u32 = 1;
+
+/// A kind of results folder: its name prefix under the results root and
+/// what its summary says of itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FolderKind {
+    /// `bench-results/<UTC>/`: `summary.json` of kind `bench`.
+    Bench,
+    /// `bench-results/classroom-<UTC>/`: `summary.json` of kind `classroom`.
+    Classroom,
+    /// `bench-results/plan-<UTC>/`: `plan.json` of kind `plan`.
+    Plan,
+    /// A capture folder (`capture --out DIR`): `capture.json`.
+    Capture,
+}
+
+impl FolderKind {
+    /// The folder name's prefix before the UTC timestamp.
+    pub const fn prefix(self) -> &'static str {
+        match self {
+            FolderKind::Bench => "",
+            FolderKind::Classroom => "classroom-",
+            FolderKind::Plan => "plan-",
+            FolderKind::Capture => "capture-",
+        }
+    }
+
+    /// The `kind` its summary file states.
+    pub const fn kind(self) -> &'static str {
+        match self {
+            FolderKind::Bench => BENCH_KIND,
+            FolderKind::Classroom => CLASSROOM_KIND,
+            FolderKind::Plan => PLAN_KIND,
+            FolderKind::Capture => CAPTURE_KIND,
+        }
+    }
+}
+
+/// Checks the `schema_version` of a whole-file JSON `value` of a folder
+/// that has no summary kind (a capture's files): exactly `supported`; the
+/// error says what to do.
+pub fn check_version(value: &serde_json::Value, supported: u32) -> Result<(), String> {
+    match value.get("schema_version").and_then(serde_json::Value::as_u64) {
+        Some(found) if found == u64::from(supported) => Ok(()),
+        Some(found) => Err(format!(
+            "schema_version {found}; this codendum reads version {supported} (capture it again with this codendum)"
+        )),
+        None => Err("no schema_version".into()),
+    }
+}
+
+/// Checks the `kind` and `schema_version` of a whole-file JSON `value` read
+/// from `file`: `kind` must be `kind`, the version one of `versions`.
+pub fn check_schema(
+    value: &serde_json::Value,
+    kind: &'static str,
+    versions: &[u32],
+) -> Result<u32, ResultsError> {
+    let found = value.get("kind").and_then(|k| k.as_str()).unwrap_or("");
+    if found != kind {
+        return Err(ResultsError::WrongKind {
+            expected: kind,
+            found: found.to_string(),
+        });
+    }
+    let found = value
+        .get("schema_version")
+        .and_then(|v| v.as_u64())
+        .ok_or(ResultsError::MissingSchemaVersion)?;
+    versions
+        .iter()
+        .copied()
+        .find(|v| u64::from(*v) == found)
+        .ok_or(ResultsError::UnsupportedSchema {
+            found,
+            supported: versions.last().copied().unwrap_or(0),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reader_takes_its_kind_at_its_version_only() {
+        let ok = serde_json::json!({"kind": "bench", "schema_version": 1});
+        assert_eq!(
+            check_schema(&ok, BENCH_KIND, &[BENCH_SCHEMA_VERSION]).ok(),
+            Some(1)
+        );
+        let other = serde_json::json!({"kind": "classroom", "schema_version": 1});
+        assert!(matches!(
+            check_schema(&other, BENCH_KIND, &[1]),
+            Err(ResultsError::WrongKind { .. })
+        ));
+        let newer = serde_json::json!({"kind": "bench", "schema_version": 9});
+        let e = check_schema(&newer, BENCH_KIND, &[1])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains('9') && e.contains('1'), "{e}");
+        let none = serde_json::json!({"kind": "bench"});
+        assert!(matches!(
+            check_schema(&none, BENCH_KIND, &[1]),
+            Err(ResultsError::MissingSchemaVersion)
+        ));
+        assert_eq!(FolderKind::Plan.prefix(), "plan-");
+        assert_eq!(FolderKind::Classroom.kind(), "classroom");
+    }
+}
