@@ -342,7 +342,7 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Inject faults, e.g. `drop@0.05,status=503@every:10:retry-after=2,stall=30s@#5`
-    /// (grammar in the README, "Fault injection").
+    /// (grammar in docs/twin.md, "Fault injection").
     #[arg(long, value_name = "SPEC")]
     pub faults: Option<String>,
     /// Replicas and router.
