@@ -133,6 +133,12 @@ pub struct RunArgs {
     /// Do not write report.md / report.html at the end.
     #[arg(long)]
     pub no_report: bool,
+    /// The share of calls that may fail (a fraction, 0 to 1) before the run
+    /// exits 1 although it completed; a run that failed (the server stopped
+    /// answering, a level with no success, no coding request completed)
+    /// exits 1 whatever this says.
+    #[arg(long, default_value_t = codendum_core::results::verdict::DEFAULT_MAX_ERROR_RATE, value_name = "FRACTION")]
+    pub max_error_rate: f64,
 }
 
 /// Options for runs against the embedded twin.

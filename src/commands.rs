@@ -236,6 +236,7 @@ async fn bench(args: BenchArgs) -> Result<(), Error> {
     config.results_dir = args.run.results_dir.clone();
     config.allow_busy = args.run.allow_busy;
     config.yes = args.run.yes;
+    config.max_error_rate = args.run.max_error_rate;
     let config = codendum_core::error::Checked::new(config)?;
     let mut connect = ConnectOptions::new(
         args.provenance.twin_profile().to_string(),
@@ -320,13 +321,18 @@ async fn classroom(args: ClassroomArgs) -> Result<(), Error> {
             .map(|n| n.to_string_lossy().into_owned()),
         results_dir: args.run.results_dir.clone(),
         allow_busy: args.run.allow_busy,
+        max_error_rate: {
+            codendum_core::results::verdict::check_max_error_rate(args.run.max_error_rate)?;
+            args.run.max_error_rate
+        },
         yes: args.run.yes,
         confirm: &confirm_on_terminal,
         stop: stop_on_signal(),
         show_progress: std::io::stderr().is_terminal(),
         write_report: !args.run.no_report,
     };
-    codendum::app::classroom::run(run).await.map(|_| ())
+    let result = codendum::app::classroom::run(run).await?;
+    codendum::app::classroom::check_result(&result)
 }
 
 fn report(args: ReportArgs) -> Result<(), Error> {

@@ -144,38 +144,18 @@ async fn run_connected(run: &BenchRun<'_>, conn: &Connection) -> Result<BenchOut
     outcome
 }
 
-/// The command's answer for a finished bench: `Ok` when it did what was
-/// asked, otherwise [`Error::Failed`] saying what not and where the results
-/// are (exit 1).
+/// The command's answer for a finished bench: `Ok` unless its verdict asks
+/// for exit 1 (the run failed: the server stopped answering, a shape could
+/// not run, a level had no successful request; or its errors exceed
+/// `--max-error-rate`), then [`Error::Failed`] naming why and where the
+/// results are.
 pub fn check_outcome(outcome: &BenchOutcome) -> Result<(), Error> {
-    match unmet_requests(&outcome.summary) {
-        Some(what) => Err(Error::Failed(format!(
-            "{what}; results in {}",
+    match &outcome.summary.verdict {
+        Some(v) if v.exit_code() != 0 => Err(Error::Failed(format!(
+            "{}; results in {}",
+            v.line,
             outcome.folder.display()
         ))),
-        None => Ok(()),
+        _ => Ok(()),
     }
-}
-
-/// Why a finished bench did not do what was asked: shapes that could not
-/// run, or levels where no request succeeded (exit 1, as AIPerf's parity
-/// notes ask of a run that failed throughout).
-pub fn unmet_requests(summary: &codendum_core::results::BenchSummary) -> Option<String> {
-    let mut problems: Vec<String> = summary
-        .skipped_shapes
-        .iter()
-        .map(|s| {
-            format!(
-                "shape {} did not fit in max_model_len {}",
-                s.shape, s.max_model_len
-            )
-        })
-        .collect();
-    for l in summary.levels.iter().filter(|l| l.successes == 0) {
-        problems.push(format!(
-            "no request succeeded at {} concurrent ({})",
-            l.concurrency, l.shape
-        ));
-    }
-    (!problems.is_empty()).then(|| problems.join("; "))
 }

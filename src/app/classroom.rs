@@ -54,6 +54,8 @@ pub struct ClassroomRun<'a> {
     pub results_dir: PathBuf,
     /// Start on a busy server.
     pub allow_busy: bool,
+    /// `--max-error-rate` (a fraction): see [`codendum_core::results::verdict`].
+    pub max_error_rate: f64,
     /// Do not ask.
     pub yes: bool,
     /// Asked before a live run without `--yes`.
@@ -145,7 +147,14 @@ async fn run_connected(
         Some(Err(e)) => return Err(e),
         None => (true, summary_from(config, &sink), config.key_sharing_note()),
     };
-    let window = (started_utc, origin, span);
+    let verdict = codendum_core::results::verdict::class_verdict(
+        &sink.requests(),
+        &sink.tasks(),
+        run.max_error_rate,
+    );
+    // The figures over time cover the minutes the server answered.
+    let answered = verdict.answered_until_s.map_or(span, |t| t.min(span));
+    let window = (started_utc, origin, answered);
     let figures_source = fill_server_figures(run, config, &mut summary, &sink, read, window)?;
     let server_version = if conn.is_embedded() {
         Some(format!("{} (twin)", codendum_twin::VLLM_VERSION))
@@ -175,6 +184,7 @@ async fn run_connected(
         key_note,
         summary,
         profile_check: ready.profile_check,
+        verdict: Some(verdict),
     };
     write_summary(folder, run_summary)
 }
@@ -189,6 +199,11 @@ fn write_summary(
     // The final table is the human output of the run: always on stderr.
     eprint!("{}", render_summary(&run_summary));
     eprintln!("Results in {}", folder.display());
+    // A verdict that fails the run is the command's error, printed last
+    // by `main`; any other ends the output here.
+    if let Some(v) = run_summary.verdict.as_ref().filter(|v| v.exit_code() == 0) {
+        eprintln!("codendum: {}", v.line);
+    }
     Ok(ClassroomResult {
         folder,
         summary: run_summary,
@@ -393,4 +408,18 @@ async fn run_until_stopped(
     // the sink; the class is marked interrupted either way.
     let _ = clock.timeout(STOP_GRACE, class).await;
     None
+}
+
+/// The command's answer for a finished class: `Ok` unless its verdict asks
+/// for exit 1 (the class failed, or its errors exceed `--max-error-rate`);
+/// the error names the verdict and the folder.
+pub fn check_result(result: &ClassroomResult) -> Result<(), Error> {
+    match &result.summary.verdict {
+        Some(v) if v.exit_code() != 0 => Err(Error::Failed(format!(
+            "{}; results in {}",
+            v.line,
+            result.folder.display()
+        ))),
+        _ => Ok(()),
+    }
 }

@@ -104,6 +104,9 @@ pub fn parse_shapes(raw: &str) -> Result<Vec<Shape>, ConfigError> {
 /// Everything a bench run needs to know, validated by [`BenchConfig::validate`].
 #[derive(Debug, Clone)]
 pub struct BenchConfig {
+    /// `--max-error-rate`: the share of requests that may fail (a fraction)
+    /// before a completed run exits 1.
+    pub max_error_rate: f64,
     /// Where the server is (`--base-url`, `--api-key`, `--cacert`,
     /// `--metrics-url`, `--model`, `--timeout`). `target.model = None`: the
     /// first id the server lists.
@@ -188,6 +191,7 @@ impl BenchConfig {
             cells: None,
             stated_engine: None,
             profile_check: None,
+            max_error_rate: codendum_core::results::verdict::DEFAULT_MAX_ERROR_RATE,
         }
     }
 }
@@ -196,6 +200,7 @@ impl Check for BenchConfig {
     /// Checks every field; errors name the flag.
     fn check(&self) -> Result<(), ConfigError> {
         validate_concurrency(&self.concurrency)?;
+        codendum_core::results::verdict::check_max_error_rate(self.max_error_rate)?;
         if self.shapes.is_empty() {
             return Err(ConfigError::invalid("--shapes", "no shape given"));
         }

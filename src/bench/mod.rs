@@ -155,6 +155,11 @@ pub async fn run_bench(config: &BenchConfig, deps: BenchDeps<'_>) -> Result<Benc
     let (levels, interrupted) = run_levels(&ctx, &prompts, &mut requests, &mut timeline).await?;
     drain_timeline(deps.metrics, timeline.as_mut())?;
 
+    let records = results::read_bench_requests(folder.path())
+        .map(|c| c.items)
+        .unwrap_or_default();
+    let verdict =
+        results::verdict::bench_verdict(&records, &levels, &skipped_shapes, config.max_error_rate);
     let summary = BenchSummary {
         header: RunHeader {
             schema_version: results::BENCH_SCHEMA_VERSION,
@@ -178,12 +183,18 @@ pub async fn run_bench(config: &BenchConfig, deps: BenchDeps<'_>) -> Result<Benc
         levels: levels.clone(),
         skipped_shapes,
         profile_check: config.profile_check.clone(),
+        verdict: Some(verdict),
     };
     folder.write_bench_summary(&summary)?;
     let folder = folder.into_path();
     if deps.show_progress {
         eprint!("{}", progress::render_table(&levels));
         eprintln!("Results in {}", folder.display());
+        // A verdict that fails the run is the command's error, printed last
+        // by `main`; any other ends the output here.
+        if let Some(v) = summary.verdict.as_ref().filter(|v| v.exit_code() == 0) {
+            eprintln!("codendum: {}", v.line);
+        }
     }
     Ok(BenchOutcome {
         folder,

@@ -331,11 +331,28 @@ async fn read_error(mut response: reqwest::Response) -> CallError {
 fn send_error_kind(e: &reqwest::Error) -> ErrorKind {
     if e.is_timeout() {
         ErrorKind::Timeout
+    } else if e.is_connect() && is_tls_failure(e) {
+        ErrorKind::Tls
     } else if e.is_connect() || e.is_builder() || e.is_request() {
         ErrorKind::Connect
     } else {
         ErrorKind::StreamError
     }
+}
+
+/// Whether a connection failed in its TLS handshake: a cause speaks of the
+/// peer's certificate (rustls: `invalid peer certificate: UnknownIssuer`,
+/// `… Expired`, `… NotValidForName`).
+fn is_tls_failure(e: &reqwest::Error) -> bool {
+    let mut cause: Option<&dyn std::error::Error> = Some(e);
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if text.contains("certificate") || text.contains("HandshakeFailure") {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
 }
 
 /// An error and its causes on one line ([`codendum_core::error::one_line`]), without

@@ -168,6 +168,7 @@ fn fixed_summary() -> BenchSummary {
         levels,
         skipped_shapes: Vec::new(),
         profile_check: None,
+        verdict: None,
     }
 }
 

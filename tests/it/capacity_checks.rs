@@ -188,6 +188,11 @@ server_errors = 0
         errors.contains("exceeds 0 (bench, short prompts, 2 in flight"),
         "{errors}"
     );
+    // The run's verdict is beside every trial's own message.
+    assert!(
+        errors.contains("the bench run failed: the server never answered (48 calls lost); no request succeeded at 2 concurrent (short)"),
+        "{errors}"
+    );
     let ttft = failure_of(&suite, "busy-box::bench-short-c2::ttft_p95");
     assert!(
         ttft.contains("not measured: no successful request"),

@@ -119,7 +119,121 @@ async fn https_with_private_ca() {
     .expect("client without CA");
     let o = untrusted.call(request()).await;
     let e = o.error.expect("must fail without the CA");
-    assert_eq!(e.kind, ErrorKind::Connect, "{}", e.message);
+    assert_eq!(e.kind, ErrorKind::Tls, "{}", e.message);
+    assert!(e.message.contains("certificate"), "{}", e.message);
+}
+
+/// A TLS front for `upstream` (plain TCP) that presents `good` until the
+/// flag is set, then cuts every open connection and presents `bad`: a
+/// proxy whose certificate lapsed mid-run.
+async fn lapsing_tls_front(
+    good: &TestPki,
+    bad: &TestPki,
+    upstream: std::net::SocketAddr,
+    lapsed: Arc<std::sync::atomic::AtomicBool>,
+) -> String {
+    let acceptor = |pki: &TestPki| {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("versions")
+            .with_no_client_auth()
+            .with_single_cert(vec![pki.server_cert.clone()], pki.server_key.clone_key())
+            .expect("server config");
+        tokio_rustls::TlsAcceptor::from(Arc::new(config))
+    };
+    let (good, bad) = (acceptor(good), acceptor(bad));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    tokio::spawn(async move {
+        let open = Arc::new(std::sync::Mutex::new(Vec::<tokio::task::AbortHandle>::new()));
+        let watcher = {
+            let (open, lapsed) = (open.clone(), lapsed.clone());
+            tokio::spawn(async move {
+                while !lapsed.load(std::sync::atomic::Ordering::SeqCst) {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                for task in open.lock().expect("lock").drain(..) {
+                    task.abort();
+                }
+            })
+        };
+        while let Ok((socket, _)) = listener.accept().await {
+            let acceptor = if lapsed.load(std::sync::atomic::Ordering::SeqCst) {
+                bad.clone()
+            } else {
+                good.clone()
+            };
+            let task = tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(socket).await else {
+                    return;
+                };
+                if let Ok(mut up) = tokio::net::TcpStream::connect(upstream).await {
+                    let _ = tokio::io::copy_bidirectional(&mut tls, &mut up).await;
+                }
+            });
+            open.lock().expect("lock").push(task.abort_handle());
+        }
+        watcher.abort();
+    });
+    format!("https://127.0.0.1:{port}/v1")
+}
+
+#[test]
+fn a_certificate_that_lapses_mid_run_fails_the_bench_and_names_tls() {
+    use crate::cli_support::{codendum, only_folder, read_json, start_twin, Running};
+    let rt = crate::cli_support::runtime();
+    let twin = start_twin(&rt, "classroom-64k", 20.0);
+    let (good, other_ca) = (make_pki(), make_pki());
+    let lapsed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let base = rt.block_on(lapsing_tls_front(
+        &good,
+        &other_ca,
+        twin.addr(),
+        lapsed.clone(),
+    ));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, &good.ca_pem).expect("CA file");
+    let results = dir.path().join("results");
+    let mut cmd = codendum(dir.path());
+    cmd.args([
+        "bench",
+        "--base-url",
+        &base,
+        "--concurrency",
+        "2",
+        "--shapes",
+        "short",
+    ]);
+    cmd.args([
+        "--requests-per-level",
+        "24",
+        "--output-tokens",
+        "64",
+        "--timeout",
+        "5",
+    ]);
+    cmd.args(["--yes", "--allow-busy", "--no-report", "--metrics-url"]);
+    cmd.arg(twin.metrics_url()).arg("--cacert").arg(&ca);
+    cmd.arg("--results-dir").arg(&results);
+    let bench = Running::spawn(cmd, dir.path(), "bench");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !codendum_testkit::servers::has_requests(&results) {
+        assert!(std::time::Instant::now() < deadline, "no request finished");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    lapsed.store(true, std::sync::atomic::Ordering::SeqCst);
+    let done = bench.wait(Duration::from_secs(120));
+    assert_eq!(done.code, Some(1), "{}", done.both());
+    let v = read_json(&only_folder(&results).join("summary.json"))["verdict"].clone();
+    assert_eq!(v["status"], "failed", "{v:#}");
+    assert!(v["errors_by_kind"]["tls"].as_u64() >= Some(1), "{v:#}");
+    assert!(v["outages"][0]["kinds"]["tls"].as_u64() >= Some(1), "{v:#}");
+    assert!(done.stderr.contains("tls "), "{}", done.both());
+    drop(twin);
 }
 
 #[test]

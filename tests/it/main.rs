@@ -73,4 +73,5 @@ mod targets_shared;
 mod time_split;
 mod twin_http;
 mod twin_throughput;
+mod verdict_server_loss;
 mod vllm_032;

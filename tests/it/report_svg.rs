@@ -57,6 +57,7 @@ fn timeline_chart() -> TimelineChart {
     TimelineChart {
         title: "Server timeline".to_string(),
         samples,
+        shaded: vec![(50.0, Some(70.0))],
         markers: vec![
             TimelineMarker {
                 t_s: 0.0,
@@ -197,9 +198,11 @@ fn degenerate_data_does_not_break_charts() {
             title: "No samples".into(),
             samples: vec![],
             markers: vec![],
+            shaded: vec![(1.0, None)],
         }),
         Chart::Timeline(TimelineChart {
             title: "One failed sample".into(),
+            shaded: vec![],
             samples: vec![TimelinePoint {
                 t_s: 0.0,
                 running: None,
@@ -275,6 +278,7 @@ proptest::proptest! {
                 title: "t".into(),
                 samples,
                 markers: values.iter().map(|&t| TimelineMarker { t_s: t, label: "m".into() }).collect(),
+                shaded: values.iter().map(|&t| (t, values.first().copied())).collect(),
             }),
             Chart::Cdf(CdfChart {
                 title: "c".into(),

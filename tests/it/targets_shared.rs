@@ -185,6 +185,7 @@ fn capacity_results(summary: ClassroomSummary) -> WorkloadResults {
         key_note: None,
         summary,
         profile_check: None,
+        verdict: None,
     };
     WorkloadResults {
         folder: PathBuf::from("bench-results/classroom-mixed"),

@@ -31,6 +31,32 @@ pub enum WorkloadSummary {
     Classroom(Box<ClassroomRunSummary>),
 }
 
+impl WorkloadSummary {
+    /// The run's verdict, when it asks for exit 1 (the run failed, or its
+    /// errors exceed the limit): every trial of the workload then fails
+    /// with its line.
+    pub fn failing_verdict(&self) -> Option<&codendum_core::results::Verdict> {
+        let verdict = match self {
+            WorkloadSummary::Bench(s) => s.verdict.as_ref(),
+            WorkloadSummary::Classroom(s) => s.verdict.as_ref(),
+        }?;
+        (verdict.exit_code() != 0).then_some(verdict)
+    }
+}
+
+/// What every trial of a workload says when the run's verdict failed it
+/// (the server stopped answering, too many errors): the verdict's line.
+pub fn verdict_message(kind: WorkloadKind, results: &WorkloadResults) -> Option<String> {
+    results.summary.failing_verdict().map(|v| {
+        format!(
+            "the {} run {} (results in {})",
+            kind.name(),
+            v.line,
+            results.folder.display()
+        )
+    })
+}
+
 /// A finished workload.
 #[derive(Debug, Clone)]
 pub struct WorkloadResults {
@@ -239,6 +265,7 @@ async fn run_classroom(
         prompt_file: None,
         results_dir: settings.results_dir.clone(),
         allow_busy: settings.allow_busy,
+        max_error_rate: codendum_core::results::verdict::DEFAULT_MAX_ERROR_RATE,
         yes: true,
         confirm: &|_| true,
         stop,

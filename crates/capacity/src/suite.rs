@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use super::judge::{judge_bench_level, judge_classroom, Judgement};
 use super::reuse::RunCache;
-use super::runner::{run_workload, WorkloadResults, WorkloadSummary};
+use super::runner::{run_workload, verdict_message, WorkloadResults, WorkloadSummary};
 use super::settings::Settings;
 use super::workload::WorkloadKind;
 use codendum::server_match::{check_target, ProfileCheck};
@@ -257,9 +257,13 @@ impl Suite {
             .iter()
             .find(|j| &j.group == group && &j.metric == metric)
             .ok_or_else(|| format!("{}: no such target in the profile", trial.name))?;
-        match &j.failure {
-            None => Ok(()),
-            Some(msg) => Err(msg.clone()),
+        // A run whose verdict failed it fails every trial of its workload,
+        // with the verdict beside the target's own message.
+        match (&j.failure, verdict_message(workload, &results)) {
+            (None, None) => Ok(()),
+            (Some(msg), None) => Err(msg.clone()),
+            (None, Some(verdict)) => Err(verdict),
+            (Some(msg), Some(verdict)) => Err(format!("{msg}; {verdict}")),
         }
     }
 

@@ -57,6 +57,11 @@ pub enum ErrorKind {
     /// The connection could not be made (refused, DNS, TLS handshake).
     #[serde(rename = "connect")]
     Connect,
+    /// The TLS handshake failed: the server's certificate is not trusted by
+    /// the CA given, has expired, or names another host (a proxy whose
+    /// certificate lapsed mid-class).
+    #[serde(rename = "tls")]
+    Tls,
     /// The server sent an `{"error": ...}` event mid-stream, or the
     /// connection broke while the body was being read.
     #[serde(rename = "stream_error")]
@@ -86,6 +91,7 @@ impl ErrorKind {
             ErrorKind::Http5xx => "http_5xx",
             ErrorKind::Timeout => "timeout",
             ErrorKind::Connect => "connect",
+            ErrorKind::Tls => "tls",
             ErrorKind::StreamError => "stream_error",
             ErrorKind::BadJson => "bad_json",
             ErrorKind::Incomplete => "incomplete",

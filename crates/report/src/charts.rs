@@ -6,6 +6,7 @@ use super::svg::{
     TimelineMarker,
 };
 use codendum_core::results::LevelSummary;
+use codendum_core::results::Verdict as RunVerdict;
 
 /// Reads one figure of a level.
 type LevelGetter = fn(&LevelSummary) -> Option<f64>;
@@ -84,9 +85,14 @@ pub fn bench_charts(r: &BenchReport) -> Vec<Chart> {
         AxisTitle::new("E2E latency", "s"),
         e2e,
     )));
+    // Outages are on the records' axis (seconds since the run started),
+    // the timeline starts with the first level: shift them as the level
+    // boundaries are shifted.
+    let t0 = r.levels.first().map_or(0.0, |l| l.started_at_s);
     charts.push(Chart::Timeline(TimelineChart {
         title: "Server timeline".to_string(),
         samples: r.timeline.clone(),
+        shaded: outage_spans(r.run_verdict.as_ref(), t0),
         markers: r
             .boundaries
             .iter()
@@ -127,9 +133,22 @@ pub fn classroom_charts(r: &ClassroomReport) -> Vec<Chart> {
         Chart::Timeline(TimelineChart {
             title: "Server queue over time".to_string(),
             samples: r.timeline.clone(),
+            shaded: outage_spans(r.run_verdict.as_ref(), 0.0),
             markers: Vec::new(),
         }),
     ]
+}
+
+/// The outages of a run as shaded spans, shifted by `t0` seconds.
+fn outage_spans(verdict: Option<&RunVerdict>, t0: f64) -> Vec<(f64, Option<f64>)> {
+    verdict
+        .map(|v| {
+            v.outages
+                .iter()
+                .map(|o| (o.start_s - t0, o.end_s.map(|e| e - t0)))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Seconds to minutes.

@@ -4,6 +4,7 @@
 use super::format::{fixed, MISSING};
 use super::model::{Parameter, RunInfo, Verdict};
 use super::svg::Chart;
+use codendum_core::results::Verdict as RunVerdict;
 
 /// The one sentence every report carries.
 pub const DISCLAIMER: &str =
@@ -105,11 +106,19 @@ pub(crate) fn provenance_rows(run: &RunInfo) -> Vec<Vec<String>> {
 }
 
 /// Provenance, interruption note and parameters.
-pub(crate) fn push_run_blocks(doc: &mut Doc, run: &RunInfo, parameters: &[Parameter]) {
+pub(crate) fn push_run_blocks(
+    doc: &mut Doc,
+    run: &RunInfo,
+    parameters: &[Parameter],
+    verdict: Option<&RunVerdict>,
+) {
     if run.interrupted {
         doc.paragraph(
             "The run was interrupted: the results cover only what finished before it stopped.",
         );
+    }
+    if let Some(v) = verdict {
+        push_run_verdict(doc, v);
     }
     doc.heading("Provenance");
     doc.table(&["Field", "Value"], provenance_rows(run), 2);
@@ -121,6 +130,31 @@ pub(crate) fn push_run_blocks(doc: &mut Doc, run: &RunInfo, parameters: &[Parame
             .collect();
         doc.table(&["Parameter", "Value"], rows, 2);
     }
+}
+
+/// How the run ended: its verdict line, its outages, and which part of the
+/// run the figures over time cover.
+fn push_run_verdict(doc: &mut Doc, v: &RunVerdict) {
+    doc.heading("Verdict");
+    doc.paragraph(upper_first_char(&v.line) + ".");
+    if !v.outages.is_empty() {
+        doc.paragraph("Outages (shaded on the timeline):");
+        doc.blocks.push(Block::List(
+            v.outages
+                .iter()
+                .map(|o| upper_first_char(&o.describe()))
+                .collect(),
+        ));
+    }
+    if let Some(t) = v.answered_until_s {
+        doc.paragraph(format!(
+            "The server last answered {t:.1} s into the run: the figures over time (server output, steady state) cover the run up to there."
+        ));
+    }
+}
+
+fn upper_first_char(text: &str) -> String {
+    super::format::upper_first(text)
 }
 
 /// The targets section, when any verdict exists.

@@ -97,6 +97,7 @@ pub fn bench_report(s: &BenchSummary, timeline: &[TimelineSample]) -> BenchRepor
         run: run_info(&s.header, &s.provenance, &s.server),
         parameters,
         levels,
+        run_verdict: s.verdict.clone(),
         timeline: points(timeline),
         boundaries,
         verdicts: Vec::new(),
@@ -128,6 +129,7 @@ pub fn classroom_report(
         run: run_info(&s.header, &s.provenance, &s.server),
         parameters,
         summary: s.summary.clone(),
+        run_verdict: s.verdict.clone(),
         calls_client_counted: requests
             .iter()
             .filter(|r| r.error_kind.is_none() && r.token_source == TokenSource::Client)

@@ -11,6 +11,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use codendum_core::kinds::Provenance;
+use codendum_core::results::Verdict as RunVerdict;
 use codendum_core::results::{ClassroomSummary, LevelSummary};
 
 /// Where and when a run happened, and with what.
@@ -106,6 +107,10 @@ pub struct BenchReport {
     pub parameters: Vec<Parameter>,
     /// One row per shape × concurrency, in run order.
     pub levels: Vec<LevelSummary>,
+    /// How the run ended (its verdict); `None` for folders written before
+    /// verdicts.
+    #[serde(default)]
+    pub run_verdict: Option<RunVerdict>,
     /// The server timeline (1 s samples).
     pub timeline: Vec<TimelinePoint>,
     /// Where each level starts on the timeline.
@@ -146,6 +151,10 @@ pub struct ClassroomReport {
     pub parameters: Vec<Parameter>,
     /// Headline figures.
     pub summary: ClassroomSummary,
+    /// How the class ended (its verdict); `None` for folders written
+    /// before verdicts.
+    #[serde(default)]
+    pub run_verdict: Option<RunVerdict>,
     /// Successful model calls whose output tokens the client counted
     /// (no usage in the stream).
     #[serde(default)]

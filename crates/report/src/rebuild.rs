@@ -46,7 +46,14 @@ pub fn bench_summary_from_requests(folder: &Path) -> Result<BenchSummary, String
             results::REQUESTS_JSONL
         ));
     }
+    let all = records.clone();
     let (order, levels, run_end) = rebuilt_levels(records);
+    let verdict = results::verdict::bench_verdict(
+        &all,
+        &levels,
+        &[],
+        results::verdict::DEFAULT_MAX_ERROR_RATE,
+    );
     let started_utc = folder_start(folder);
     let finished_utc =
         started_utc + chrono::Duration::milliseconds((run_end.clamp(0.0, 1.0e9) * 1000.0) as i64);
@@ -79,6 +86,7 @@ pub fn bench_summary_from_requests(folder: &Path) -> Result<BenchSummary, String
         levels,
         skipped_shapes: Vec::new(),
         profile_check: None,
+        verdict: Some(verdict),
     })
 }
 

@@ -24,7 +24,7 @@ pub(crate) fn bench_doc(r: &BenchReport) -> Doc {
         profile_name(&r.run.provenance.profile),
         super::doc::title_date(&r.run)
     ));
-    push_run_blocks(&mut doc, &r.run, &r.parameters);
+    push_run_blocks(&mut doc, &r.run, &r.parameters, r.run_verdict.as_ref());
     if !r.not_run.is_empty() {
         doc.paragraph("Not run:");
         doc.blocks.push(super::doc::Block::List(r.not_run.clone()));
@@ -77,7 +77,7 @@ pub(crate) fn classroom_doc(r: &ClassroomReport) -> Doc {
         profile_name(&r.run.provenance.profile),
         super::doc::title_date(&r.run)
     ));
-    push_run_blocks(&mut doc, &r.run, &r.parameters);
+    push_run_blocks(&mut doc, &r.run, &r.parameters, r.run_verdict.as_ref());
     doc.heading("Summary");
     doc.table(&["Figure", "Value"], summary_rows(&r.summary), 1);
     if r.calls_client_counted > 0 {

@@ -98,6 +98,17 @@ impl Running {
     }
 }
 
+impl Drop for Running {
+    /// A process a test left running (it failed, or it stops a server by
+    /// dropping it) is killed, never left behind the test binary.
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 fn wait_with_limit(child: &mut Child, limit: Duration) -> ExitStatus {
     let start = Instant::now();
     loop {

@@ -136,6 +136,7 @@ fn class(summary: ClassroomSummary) -> ClassroomRunSummary {
         key_note: None,
         summary,
         profile_check: None,
+        verdict: None,
     }
 }
 

@@ -77,6 +77,10 @@ pub struct ClassroomRunSummary {
     /// (`--profile` against a live server); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile_check: Option<super::profile_check::ProfileCheck>,
+    /// How the class ended ([`super::verdict`]); absent in folders written
+    /// before verdicts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<super::Verdict>,
 }
 
 /// Writes a classroom `summary.json`.

@@ -18,6 +18,7 @@ pub mod replicas;
 pub mod schema;
 pub mod summary;
 pub mod time_split;
+pub mod verdict;
 
 use std::fs::{File, OpenOptions};
 use std::io::BufReader;
@@ -45,6 +46,7 @@ pub use self::summary::{
     BENCH_KIND, BENCH_SCHEMA_VERSION,
 };
 pub use self::time_split::{PhaseTime, TimeSplit};
+pub use self::verdict::{RunStatus, Verdict};
 
 /// File name of the per-level summary table.
 pub const SUMMARY_CSV: &str = "summary.csv";

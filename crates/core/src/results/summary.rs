@@ -163,6 +163,10 @@ pub struct BenchSummary {
     /// (`--profile` against a live server); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile_check: Option<super::profile_check::ProfileCheck>,
+    /// How the run ended ([`super::verdict`]); absent in folders written
+    /// before verdicts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<super::Verdict>,
 }
 
 /// A requested shape the benchmark did not run, and why.

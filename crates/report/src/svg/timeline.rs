@@ -28,6 +28,9 @@ pub struct TimelineChart {
     pub samples: Vec<TimelinePoint>,
     /// Vertical markers (level boundaries).
     pub markers: Vec<TimelineMarker>,
+    /// Shaded spans (outages: the server did not answer), seconds on the
+    /// chart's axis; an open end runs to the chart's right edge.
+    pub shaded: Vec<(f64, Option<f64>)>,
 }
 
 impl TimelineChart {
@@ -37,7 +40,13 @@ impl TimelineChart {
             .samples
             .iter()
             .map(|s| s.t_s)
-            .chain(self.markers.iter().map(|m| m.t_s));
+            .chain(self.markers.iter().map(|m| m.t_s))
+            .chain(
+                self.shaded
+                    .iter()
+                    .flat_map(|(s, e)| [Some(*s), *e])
+                    .flatten(),
+            );
         let (t0, t1) = finite_range(times).unwrap_or((0.0, 1.0));
         // Minutes read better than seconds beyond 20 minutes.
         let (scale, unit) = if t1 - t0.min(0.0) > 1200.0 {
@@ -75,6 +84,22 @@ impl TimelineChart {
         frame.draw_right_axis(&mut c, &kv_ticks, "KV cache usage (%)", colour(2));
         if self.samples.is_empty() {
             c.note(&frame, "No server samples");
+        }
+        for (start, end) in &self.shaded {
+            let x0 = frame.px(*start / scale);
+            let x1 = end.map_or(frame.px(t1 / scale), |e| frame.px(e / scale));
+            if x0.is_finite() && x1.is_finite() {
+                let (a, b) = (x0.min(x1), x0.max(x1).max(x0.min(x1) + 2.0));
+                c.rect(
+                    a,
+                    frame.top,
+                    b - a,
+                    frame.bottom - frame.top,
+                    "#f4c7c3",
+                    "none",
+                );
+                c.text(a + 2.0, frame.top + 12.0, "start", 9, "normal", "outage");
+            }
         }
         for m in &self.markers {
             let x = frame.px(m.t_s / scale);

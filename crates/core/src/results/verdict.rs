@@ -1,0 +1,535 @@
+//! The verdict of a run, one definition for `bench` and `classroom`: clean,
+//! completed with errors, or failed, and the outages that explain it. Plain
+//! functions of the records: the same verdict comes from a live run and
+//! from its folder read back.
+//!
+//! - **Outage**: a stretch of calls that failed for a server-side reason
+//!   ([`is_outage_kind`]: no connection, a time-out, a 5xx, a broken or
+//!   incomplete stream) with no success in between, in the order the
+//!   outcomes were learned (each call's end). It starts at the first such
+//!   failure after a success (or the start of the run) and ends at the last
+//!   one before the server answered again; when no success came after it,
+//!   it lasts **until the end**. A lone failure between successes is an
+//!   error, not an outage. Rate limits (429) and bad requests (4xx) never
+//!   make an outage: the server answered them.
+//! - **Failed**: the server stopped answering (an outage until the end), a
+//!   bench level had no successful request, a shape could not run, or a
+//!   class completed no coding request. Exit 1.
+//! - **Completed with errors**: at least one call failed; exit 1 when the
+//!   errors exceed the run's `--max-error-rate` (a fraction of the calls),
+//!   else 0.
+//! - **Completed cleanly**: no call failed; exit 0.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::kinds::ErrorKind;
+
+/// The default `--max-error-rate`: 5 % of a run's calls may fail before the
+/// run exits 1. The seed's class saw about 1 % fail on the VPN path with a
+/// healthy server; five times that is a server or path that needs a look.
+pub const DEFAULT_MAX_ERROR_RATE: f64 = 0.05;
+
+/// Checks `--max-error-rate`: a fraction from 0 to 1.
+pub fn check_max_error_rate(rate: f64) -> Result<(), crate::error::ConfigError> {
+    if !(0.0..=1.0).contains(&rate) {
+        return Err(crate::error::ConfigError::invalid(
+            "--max-error-rate",
+            format!("{rate} is not a fraction from 0 to 1 (0.05 = 5 % of the calls)"),
+        ));
+    }
+    Ok(())
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Every call succeeded.
+    Clean,
+    /// Some calls failed, but the run did what it was asked.
+    WithErrors,
+    /// The run did not do what it was asked (see [`Verdict::reasons`]).
+    Failed,
+}
+
+/// One finished call, as the verdict reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallOutcome {
+    /// When the call ended (its outcome was known), seconds on the run's
+    /// axis (since the run started).
+    pub end_s: f64,
+    /// The error kind (`http_503`, `connect`, …); `None` for a success.
+    pub error: Option<String>,
+}
+
+/// A stretch of server-side failures with no success in between.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Outage {
+    /// The first failure's end, seconds since the run started.
+    pub start_s: f64,
+    /// The last failure's end before the server answered again, seconds;
+    /// `None`: the server never answered again (until the end).
+    pub end_s: Option<f64>,
+    /// Calls that failed in it.
+    pub calls_lost: u64,
+    /// Those failures by kind.
+    pub kinds: BTreeMap<String, u64>,
+}
+
+impl Outage {
+    /// `from 12.0 s until the end, 37 calls lost (connect 30, stream_error 7)`.
+    pub fn describe(&self) -> String {
+        let span = match self.end_s {
+            Some(end) => format!("from {:.1} s to {end:.1} s", self.start_s),
+            None => format!("from {:.1} s until the end", self.start_s),
+        };
+        format!(
+            "{span}, {} calls lost ({})",
+            self.calls_lost,
+            kinds_text(&self.kinds)
+        )
+    }
+}
+
+/// The verdict of a run (`verdict` in `summary.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// Clean, with errors, or failed.
+    pub status: RunStatus,
+    /// The one line stderr ends with.
+    pub line: String,
+    /// Why the run failed (empty unless [`RunStatus::Failed`]), or why an
+    /// error rate above the limit fails the exit code.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<String>,
+    /// Calls finished.
+    pub calls: u64,
+    /// Calls that failed.
+    pub errors: u64,
+    /// Failed calls by kind.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub errors_by_kind: BTreeMap<String, u64>,
+    /// Failed calls as a fraction of the calls (0..1); `None` without calls.
+    pub error_rate: Option<f64>,
+    /// The `--max-error-rate` the run was judged with (a fraction).
+    pub max_error_rate: f64,
+    /// The outages, in time order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outages: Vec<Outage>,
+    /// When the server last answered, seconds since the run started, if an
+    /// outage lasted until the end: the figures over time (server output,
+    /// steady state) cover the run up to here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered_until_s: Option<f64>,
+}
+
+impl Verdict {
+    /// The process exit code the verdict asks for: 1 for a failed run and
+    /// for errors above the limit, else 0.
+    pub fn exit_code(&self) -> i32 {
+        match self.status {
+            RunStatus::Failed => 1,
+            RunStatus::WithErrors if self.over_limit() => 1,
+            _ => 0,
+        }
+    }
+
+    /// Whether the errors exceed [`Verdict::max_error_rate`].
+    pub fn over_limit(&self) -> bool {
+        self.error_rate.is_some_and(|r| r > self.max_error_rate)
+    }
+
+    /// Whether an outage lasted until the end of the run.
+    pub fn server_stopped(&self) -> bool {
+        self.outages.iter().any(|o| o.end_s.is_none())
+    }
+}
+
+/// Whether a failure of this kind is the server (or the path to it) not
+/// answering: no connection, a failed TLS handshake, a time-out, a 5xx, a
+/// broken stream.
+pub fn is_outage_kind(kind: &str) -> bool {
+    [
+        ErrorKind::Connect,
+        ErrorKind::Tls,
+        ErrorKind::Timeout,
+        ErrorKind::Http503,
+        ErrorKind::Http5xx,
+        ErrorKind::StreamError,
+        ErrorKind::Incomplete,
+    ]
+    .iter()
+    .any(|k| k.as_str() == kind)
+}
+
+/// The outages of a run's calls (see the module documentation). Calls are
+/// taken in the order they ended.
+pub fn outages(calls: &[CallOutcome]) -> Vec<Outage> {
+    let mut order: Vec<&CallOutcome> = calls.iter().collect();
+    order.sort_by(|a, b| a.end_s.total_cmp(&b.end_s));
+    let mut found = Vec::new();
+    let mut open: Option<Outage> = None;
+    let mut last_failure = 0.0;
+    for c in order {
+        match c.error.as_deref() {
+            None => {
+                if let Some(mut o) = open.take() {
+                    o.end_s = Some(last_failure);
+                    if o.calls_lost >= 2 {
+                        found.push(o);
+                    }
+                }
+            }
+            Some(kind) if is_outage_kind(kind) => {
+                let o = open.get_or_insert_with(|| Outage {
+                    start_s: c.end_s,
+                    end_s: None,
+                    calls_lost: 0,
+                    kinds: BTreeMap::new(),
+                });
+                o.calls_lost += 1;
+                *o.kinds.entry(kind.to_string()).or_default() += 1;
+                last_failure = c.end_s;
+            }
+            Some(_) => {}
+        }
+    }
+    // Until the end: kept however few calls it took (the server never
+    // answered again).
+    found.extend(open);
+    found
+}
+
+/// What a run of either kind was asked and did, besides its calls.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Expectations {
+    /// Reasons the run did not do what was asked whatever its calls did
+    /// (a level with no success, a shape that could not run, no coding
+    /// request completed).
+    pub unmet: Vec<String>,
+    /// The `--max-error-rate` (a fraction).
+    pub max_error_rate: f64,
+}
+
+/// The verdict of a run from its calls and what it was asked.
+pub fn judge(calls: &[CallOutcome], expected: &Expectations) -> Verdict {
+    let mut errors_by_kind: BTreeMap<String, u64> = BTreeMap::new();
+    for kind in calls.iter().filter_map(|c| c.error.as_deref()) {
+        *errors_by_kind.entry(kind.to_string()).or_default() += 1;
+    }
+    let errors: u64 = errors_by_kind.values().sum();
+    let total = calls.len() as u64;
+    let error_rate = (total > 0).then(|| errors as f64 / total as f64);
+    let outages = outages(calls);
+    let mut reasons = Vec::new();
+    let mut answered_until_s = None;
+    if let Some(stop) = outages.iter().find(|o| o.end_s.is_none()) {
+        let answered_before = calls
+            .iter()
+            .any(|c| c.error.is_none() && c.end_s <= stop.start_s);
+        reasons.push(if answered_before {
+            format!(
+                "the server stopped answering at {:.1} s ({} calls lost)",
+                stop.start_s, stop.calls_lost
+            )
+        } else {
+            format!("the server never answered ({} calls lost)", stop.calls_lost)
+        });
+        answered_until_s = Some(last_success_before(calls, stop.start_s));
+    }
+    reasons.extend(expected.unmet.iter().cloned());
+    let status = if !reasons.is_empty() {
+        RunStatus::Failed
+    } else if errors > 0 {
+        RunStatus::WithErrors
+    } else {
+        RunStatus::Clean
+    };
+    let mut verdict = Verdict {
+        status,
+        line: String::new(),
+        reasons,
+        calls: total,
+        errors,
+        errors_by_kind,
+        error_rate,
+        max_error_rate: expected.max_error_rate,
+        outages,
+        answered_until_s,
+    };
+    if verdict.status == RunStatus::WithErrors && verdict.over_limit() {
+        verdict.reasons.push(format!(
+            "{} errors are {:.1} % of the calls, above --max-error-rate {}",
+            verdict.errors,
+            verdict.error_rate.unwrap_or(0.0) * 100.0,
+            verdict.max_error_rate
+        ));
+    }
+    verdict.line = line(&verdict);
+    verdict
+}
+
+/// The end of the last success before `t`, seconds (0 when none).
+fn last_success_before(calls: &[CallOutcome], t: f64) -> f64 {
+    calls
+        .iter()
+        .filter(|c| c.error.is_none() && c.end_s <= t)
+        .map(|c| c.end_s)
+        .fold(0.0, f64::max)
+}
+
+/// `connect 30, stream_error 7`.
+fn kinds_text(kinds: &BTreeMap<String, u64>) -> String {
+    kinds
+        .iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The verdict's one line.
+fn line(v: &Verdict) -> String {
+    // The outage that lasted until the end is a reason already.
+    let outages = |v: &Verdict| -> String {
+        let parts: Vec<String> = v
+            .outages
+            .iter()
+            .filter(|o| o.end_s.is_some())
+            .map(|o| format!("outage {}", o.describe()))
+            .collect();
+        if parts.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", parts.join("; "))
+        }
+    };
+    match v.status {
+        RunStatus::Clean => format!("completed cleanly: {} calls, no errors", v.calls),
+        RunStatus::WithErrors => format!(
+            "completed with errors: {} of {} calls failed ({:.1} %: {}){}{}",
+            v.errors,
+            v.calls,
+            v.error_rate.unwrap_or(0.0) * 100.0,
+            kinds_text(&v.errors_by_kind),
+            outages(v),
+            if v.over_limit() {
+                format!(", above --max-error-rate {}", v.max_error_rate)
+            } else {
+                String::new()
+            }
+        ),
+        RunStatus::Failed => {
+            let errors = if v.errors > 0 {
+                format!(
+                    "; {} of {} calls failed ({})",
+                    v.errors,
+                    v.calls,
+                    kinds_text(&v.errors_by_kind)
+                )
+            } else {
+                String::new()
+            };
+            format!("failed: {}{errors}{}", v.reasons.join("; "), outages(v))
+        }
+    }
+}
+
+/// The verdict of a bench run from its records, its levels and the shapes
+/// it could not run.
+pub fn bench_verdict(
+    records: &[super::RequestRecord],
+    levels: &[super::LevelSummary],
+    skipped: &[super::SkippedShape],
+    max_error_rate: f64,
+) -> Verdict {
+    let calls: Vec<CallOutcome> = records
+        .iter()
+        .map(|r| CallOutcome {
+            end_s: r.started_at + r.e2e_s,
+            error: (!r.ok).then(|| r.error_kind.clone().unwrap_or_else(|| "unknown".into())),
+        })
+        .collect();
+    let mut unmet: Vec<String> = skipped
+        .iter()
+        .map(|s| {
+            format!(
+                "shape {} did not fit in max_model_len {}",
+                s.shape, s.max_model_len
+            )
+        })
+        .collect();
+    for l in levels.iter().filter(|l| l.successes == 0) {
+        unmet.push(format!(
+            "no request succeeded at {} concurrent ({})",
+            l.concurrency, l.shape
+        ));
+    }
+    judge(
+        &calls,
+        &Expectations {
+            unmet,
+            max_error_rate,
+        },
+    )
+}
+
+/// The verdict of a class from its model calls and coding requests: it
+/// failed when coding requests were started and none completed.
+pub fn class_verdict(
+    calls: &[super::classroom_records::CallRecord],
+    tasks: &[super::classroom_records::TaskRecord],
+    max_error_rate: f64,
+) -> Verdict {
+    let outcomes: Vec<CallOutcome> = calls
+        .iter()
+        .map(|c| CallOutcome {
+            end_s: c.started_at + c.duration_s,
+            error: c.error_kind.map(|k| k.as_str().to_string()),
+        })
+        .collect();
+    let completed = tasks
+        .iter()
+        .filter(|t| matches!(t.outcome, super::classroom_records::TaskOutcome::Completed))
+        .count();
+    let mut unmet = Vec::new();
+    if !tasks.is_empty() && completed == 0 {
+        unmet.push(format!(
+            "no coding request completed (of {} started)",
+            tasks.len()
+        ));
+    }
+    judge(
+        &outcomes,
+        &Expectations {
+            unmet,
+            max_error_rate,
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(end_s: f64) -> CallOutcome {
+        CallOutcome { end_s, error: None }
+    }
+
+    fn err(end_s: f64, kind: &str) -> CallOutcome {
+        CallOutcome {
+            end_s,
+            error: Some(kind.to_string()),
+        }
+    }
+
+    fn expect(max: f64) -> Expectations {
+        Expectations {
+            unmet: Vec::new(),
+            max_error_rate: max,
+        }
+    }
+
+    #[test]
+    fn a_clean_run_is_clean_and_exits_0() {
+        let v = judge(&[ok(1.0), ok(2.0)], &expect(0.05));
+        assert_eq!(v.status, RunStatus::Clean);
+        assert_eq!(v.exit_code(), 0);
+        assert_eq!(v.line, "completed cleanly: 2 calls, no errors");
+        assert!(v.outages.is_empty());
+    }
+
+    #[test]
+    fn a_server_that_dies_fails_the_run_from_its_first_failure() {
+        // Killed at ~12 s: the calls after it fail to connect or break.
+        let calls = [
+            ok(3.0),
+            ok(9.5),
+            err(12.2, "stream_error"),
+            err(12.3, "stream_error"),
+            err(14.0, "connect"),
+            err(20.0, "connect"),
+        ];
+        let v = judge(&calls, &expect(0.05));
+        assert_eq!(v.status, RunStatus::Failed);
+        assert_eq!(v.exit_code(), 1);
+        assert_eq!(v.outages.len(), 1);
+        let o = &v.outages[0];
+        assert_eq!((o.start_s, o.end_s, o.calls_lost), (12.2, None, 4));
+        assert_eq!(o.kinds["connect"], 2);
+        assert_eq!(v.answered_until_s, Some(9.5));
+        assert!(
+            v.line
+                .starts_with("failed: the server stopped answering at 12.2 s (4 calls lost)"),
+            "{}",
+            v.line
+        );
+        assert!(
+            !v.line.contains("outage"),
+            "named once, as the reason: {}",
+            v.line
+        );
+        assert!(v.outages[0].describe().contains("until the end"));
+    }
+
+    #[test]
+    fn an_outage_the_server_recovers_from_has_an_end() {
+        let calls = [
+            ok(1.0),
+            err(5.0, "http_503"),
+            err(6.0, "connect"),
+            err(7.5, "connect"),
+            ok(9.0),
+            ok(10.0),
+        ];
+        let v = judge(&calls, &expect(0.9));
+        assert_eq!(v.status, RunStatus::WithErrors);
+        assert_eq!(v.exit_code(), 0, "50 % errors under a 90 % limit");
+        assert_eq!(v.outages[0].end_s, Some(7.5));
+        assert_eq!(v.outages[0].calls_lost, 3);
+        let v = judge(&calls, &expect(0.05));
+        assert_eq!(v.exit_code(), 1, "50 % errors over the default limit");
+        assert!(v.line.contains("above --max-error-rate 0.05"), "{}", v.line);
+    }
+
+    #[test]
+    fn lone_failures_and_rate_limits_are_no_outage() {
+        let calls = [
+            ok(1.0),
+            err(2.0, "timeout"),
+            ok(3.0),
+            err(4.0, "http_429"),
+            err(4.5, "http_429"),
+            err(4.6, "http_400"),
+            ok(5.0),
+        ];
+        let v = judge(&calls, &expect(1.0));
+        assert!(v.outages.is_empty(), "{:?}", v.outages);
+        assert_eq!(v.status, RunStatus::WithErrors);
+        assert_eq!(v.errors, 4);
+        assert_eq!(v.errors_by_kind["http_429"], 2);
+    }
+
+    #[test]
+    fn unmet_expectations_fail_a_run_without_errors() {
+        let v = judge(
+            &[ok(1.0)],
+            &Expectations {
+                unmet: vec!["no coding request completed".into()],
+                max_error_rate: 0.05,
+            },
+        );
+        assert_eq!(v.status, RunStatus::Failed);
+        assert_eq!(v.line, "failed: no coding request completed");
+    }
+
+    #[test]
+    fn calls_are_read_in_the_order_they_ended() {
+        // A long success that ended after the failures closes the outage.
+        let calls = [err(5.0, "connect"), ok(8.0), err(6.0, "connect")];
+        let o = outages(&calls);
+        assert_eq!(o.len(), 1);
+        assert_eq!((o[0].start_s, o[0].end_s), (5.0, Some(6.0)));
+    }
+}
