@@ -208,6 +208,41 @@ pub struct BenchArgs {
     /// OpenAI endpoint.
     #[arg(long, value_enum, default_value = "chat")]
     pub endpoint: EndpointArg,
+    /// Open-loop levels: requests started at these rates (requests per
+    /// second, comma-separated) whatever the server does; TTFT and E2E count
+    /// from each request's scheduled start. Not with --concurrency.
+    #[arg(long, value_name = "R,R,...")]
+    pub rate: Option<String>,
+    /// How rate levels' requests arrive: constant (evenly spaced), poisson,
+    /// or gamma (with --burstiness, as vllm bench serve).
+    #[arg(long, default_value = "poisson", value_name = "ARRIVAL")]
+    pub arrival: String,
+    /// The gamma arrival's shape: 1 is Poisson, below 1 burstier, above 1
+    /// steadier (the gaps' coefficient of variation is 1/sqrt(B)).
+    #[arg(long, value_name = "B")]
+    pub burstiness: Option<f64>,
+    /// Most requests a rate level keeps in flight; a due request waits for a
+    /// slot, and its latency still counts from when it was due [default: no cap].
+    #[arg(long, value_name = "N")]
+    pub max_concurrency: Option<u32>,
+    /// Sweep: one request at a time, then the closed-loop maximum (the largest
+    /// --concurrency), then N rates spread evenly between their throughputs.
+    #[arg(long, value_name = "N")]
+    pub sweep: Option<u32>,
+    /// Search the highest rate whose level meets --slo, by bisection between
+    /// one request at a time and the closed-loop maximum.
+    #[arg(long)]
+    pub find_rate: bool,
+    /// End a sweep at its first saturated level (the backlog grew throughout
+    /// while fewer requests finished than arrived).
+    #[arg(long)]
+    pub stop_when_saturated: bool,
+    /// Per-request objectives, comma-separated: ttft=2s, tpot=100ms, e2e=60s;
+    /// a key may carry a percentile (ttft_p95=2s: 95 % of a level's requests
+    /// must meet every objective; default 95 %). Each level reports its SLO
+    /// share and goodput (requests meeting the SLO per second).
+    #[arg(long, value_name = "KEY=VALUE,...")]
+    pub slo: Option<String>,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub run: RunArgs,

@@ -202,6 +202,58 @@ fn seconds_or_zero(flag: &str, value: f64) -> Result<Duration, ConfigError> {
     }
 }
 
+/// The open-loop flags as one setting; `None` without `--rate`, `--sweep`
+/// or `--find-rate` (the flags that only shape open loops are then refused).
+fn open_loop(args: &BenchArgs) -> Result<Option<codendum::bench::config::OpenLoop>, ConfigError> {
+    use codendum::bench::arrival::Arrival;
+    let open = args.rate.is_some() || args.sweep.is_some() || args.find_rate;
+    if !open {
+        for (flag, given) in [
+            ("--max-concurrency", args.max_concurrency.is_some()),
+            ("--burstiness", args.burstiness.is_some()),
+            ("--stop-when-saturated", args.stop_when_saturated),
+        ] {
+            if given {
+                return Err(ConfigError::invalid(
+                    flag,
+                    "applies to rate levels: give --rate, --sweep or --find-rate",
+                ));
+            }
+        }
+        return Ok(None);
+    }
+    if args.rate.is_some() && args.concurrency.is_some() {
+        return Err(ConfigError::invalid(
+            "--rate",
+            "a rate level starts requests at a rate, not N in flight: give --rate or --concurrency, not both",
+        ));
+    }
+    if args.calibration {
+        return Err(ConfigError::invalid(
+            "--calibration",
+            "runs closed-loop cells only: not with --rate, --sweep or --find-rate",
+        ));
+    }
+    let rates = match &args.rate {
+        Some(raw) => codendum_core::flags::parse_list("--rate", raw, |item| {
+            item.parse::<f64>()
+                .map_err(|_| format!("{item:?} is not a number (requests per second)"))
+        })?,
+        None => Vec::new(),
+    };
+    if args.rate.is_some() && rates.is_empty() {
+        return Err(ConfigError::invalid("--rate", "no rate given"));
+    }
+    Ok(Some(codendum::bench::config::OpenLoop {
+        rates,
+        arrival: Arrival::parse(&args.arrival, args.burstiness)?,
+        max_concurrency: args.max_concurrency,
+        sweep: args.sweep,
+        find_rate: args.find_rate,
+        stop_when_saturated: args.stop_when_saturated,
+    }))
+}
+
 async fn bench(args: BenchArgs) -> Result<(), Error> {
     use codendum::bench::{parse_concurrency, parse_shapes, BenchConfig};
     let target = target(&args.target)?;
@@ -237,6 +289,12 @@ async fn bench(args: BenchArgs) -> Result<(), Error> {
     config.allow_busy = args.run.allow_busy;
     config.yes = args.run.yes;
     config.max_error_rate = args.run.max_error_rate;
+    config.slo = args
+        .slo
+        .as_deref()
+        .map(|raw| codendum_core::results::slo::Slo::parse("--slo", raw))
+        .transpose()?;
+    config.open_loop = open_loop(&args)?;
     let config = codendum_core::error::Checked::new(config)?;
     let mut connect = ConnectOptions::new(
         args.provenance.twin_profile().to_string(),

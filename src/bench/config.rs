@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use codendum_core::error::{Check, ConfigError};
 use codendum_core::flags;
+
+use super::arrival::Arrival;
 use codendum_core::kinds::{Shape, MAX_CONCURRENCY};
 use codendum_core::openai::Endpoint;
 use codendum_core::results::SkippedShape;
@@ -155,6 +157,12 @@ pub struct BenchConfig {
     /// The stated profile checked against the server before the run,
     /// recorded in `summary.json` as `profile_check`.
     pub profile_check: Option<codendum_core::results::profile_check::ProfileCheck>,
+    /// Open-loop levels instead of (or, for a sweep, after) closed-loop
+    /// ones; `None`: the closed-loop grid.
+    pub open_loop: Option<OpenLoop>,
+    /// `--slo`: the per-request objectives behind each level's SLO share
+    /// and goodput (and `--find-rate`'s search).
+    pub slo: Option<codendum_core::results::slo::Slo>,
 }
 
 /// One cell of a run: a shape at a concurrency level, with the requests it
@@ -167,6 +175,40 @@ pub struct Cell {
     pub concurrency: u32,
     /// Requests started in the cell.
     pub requests: u64,
+}
+
+/// Open-loop levels (`--rate`, `--sweep`, `--find-rate`): how requests
+/// arrive and what they must meet.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpenLoop {
+    /// `--rate`: the levels' rates, requests per second, in run order
+    /// (empty with `--sweep` or `--find-rate`, which choose their own).
+    pub rates: Vec<f64>,
+    /// `--arrival` and `--burstiness`.
+    pub arrival: Arrival,
+    /// `--max-concurrency`: most requests in flight; a due request waits
+    /// for a free slot (and its latency counts from when it was due).
+    pub max_concurrency: Option<u32>,
+    /// `--sweep N`: one at a time, the closed-loop maximum, then N rates
+    /// spread between their throughputs.
+    pub sweep: Option<u32>,
+    /// `--find-rate`: the highest rate whose SLO share meets `--slo`,
+    /// by bisection.
+    pub find_rate: bool,
+    /// `--stop-when-saturated`: end a sweep at its first saturated level.
+    pub stop_when_saturated: bool,
+}
+
+/// Most levels `--find-rate` measures in its bisection.
+pub const FIND_RATE_MAX_STEPS: u32 = 8;
+/// `--find-rate` stops when its bracket is this narrow (a fraction of its
+/// upper end).
+pub const FIND_RATE_PRECISION: f64 = 0.05;
+
+/// The requests a rate level starts by default: a minute of arrivals, at
+/// least 16, at most 2,000.
+pub fn default_rate_requests(rate: f64) -> u64 {
+    ((60.0 * rate).ceil() as u64).clamp(16, 2_000)
 }
 
 impl BenchConfig {
@@ -192,6 +234,8 @@ impl BenchConfig {
             stated_engine: None,
             profile_check: None,
             max_error_rate: codendum_core::results::verdict::DEFAULT_MAX_ERROR_RATE,
+            open_loop: None,
+            slo: None,
         }
     }
 }
@@ -223,6 +267,9 @@ impl Check for BenchConfig {
                 "--level-duration",
                 "must be more than 0 s",
             ));
+        }
+        if let Some(open) = &self.open_loop {
+            check_open_loop(open, self.slo.as_ref())?;
         }
         if self.output_tokens == 0 {
             return Err(ConfigError::invalid(
@@ -269,6 +316,58 @@ impl BenchConfig {
         self.requests_per_level
             .unwrap_or_else(|| (4 * u64::from(n)).max(16))
     }
+}
+
+/// Checks the open-loop flags: rates above 0, a sweep of 1 to 50 rates,
+/// `--find-rate` with an `--slo`, a `--max-concurrency` of 1 to 4096.
+fn check_open_loop(
+    open: &OpenLoop,
+    slo: Option<&codendum_core::results::slo::Slo>,
+) -> Result<(), ConfigError> {
+    for (i, &r) in open.rates.iter().enumerate() {
+        if !(r.is_finite() && r > 0.0) {
+            return Err(ConfigError::invalid(
+                "--rate",
+                format!("{r} is not a rate above 0 (requests per second)"),
+            ));
+        }
+        if open.rates[..i].contains(&r) {
+            return Err(ConfigError::invalid(
+                "--rate",
+                format!("{r} is given twice"),
+            ));
+        }
+    }
+    if let Some(n) = open.sweep {
+        if n == 0 || n > 50 {
+            return Err(ConfigError::invalid(
+                "--sweep",
+                format!("{n} rates: give 1 to 50"),
+            ));
+        }
+    }
+    if open.find_rate && slo.is_none() {
+        return Err(ConfigError::invalid(
+            "--find-rate",
+            "needs --slo (what the highest rate must meet)",
+        ));
+    }
+    if let Some(c) = open.max_concurrency {
+        if c == 0 || c > MAX_CONCURRENCY {
+            return Err(ConfigError::invalid(
+                "--max-concurrency",
+                format!("{c} is outside 1..={MAX_CONCURRENCY}"),
+            ));
+        }
+    }
+    let modes = [!open.rates.is_empty(), open.sweep.is_some(), open.find_rate];
+    if modes.iter().filter(|m| **m).count() != 1 {
+        return Err(ConfigError::invalid(
+            "--rate",
+            "give one of --rate, --sweep and --find-rate",
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -32,5 +32,7 @@ pub fn record_from_outcome(
         error_kind: outcome.error.as_ref().map(|e| e.kind.as_str().to_string()),
         error_message: outcome.error.as_ref().map(|e| e.message.clone()),
         status: outcome.status,
+        scheduled_at: None,
+        send_lag_s: None,
     }
 }

@@ -8,11 +8,13 @@
 //! The driver reaches the server only through [`codendum_core::openai::Transport`],
 //! [`ServerInfo`] and [`ServerMetrics`] (see [`seams`]).
 
+pub mod arrival;
 pub mod calibration;
 pub mod config;
 mod driver;
 pub mod guard;
 pub mod level;
+pub mod open_loop;
 pub mod progress;
 pub mod prompt;
 pub mod seams;
@@ -27,6 +29,7 @@ pub use self::config::{fit_shapes, parse_concurrency, parse_shapes, BenchConfig}
 pub use self::guard::{busy_guard, estimate_duration, plan_text, GuardVerdict, SpeedGuess};
 pub use self::seams::{ServerInfo, ServerLoad, ServerMetrics, ServerWindow};
 
+use self::config::OpenLoop;
 use self::driver::{run_level, LevelContext};
 use self::prompt::{size_prompts, ShapePrompt, SizingContext};
 use codendum_core::clock::Clock;
@@ -34,7 +37,7 @@ use codendum_core::error::Error;
 use codendum_core::openai::Transport;
 use codendum_core::results::{
     self, BenchParameters, BenchSummary, JsonlFile, LevelEnd, LevelSummary, PromptSizing,
-    RequestRecord, RunFolder, RunHeader, ServerDescription,
+    RateSearch, RequestRecord, RunFolder, RunHeader, ServerDescription,
 };
 
 /// The outside world of a run.
@@ -152,7 +155,14 @@ pub async fn run_bench(config: &BenchConfig, deps: BenchDeps<'_>) -> Result<Benc
         run_t0,
         show_progress: deps.show_progress,
     };
-    let (levels, interrupted) = run_levels(&ctx, &prompts, &mut requests, &mut timeline).await?;
+    let (levels, interrupted, rate_search) = match &config.open_loop {
+        Some(open) => run_open_loop(&ctx, &prompts, open, &mut requests, &mut timeline).await?,
+        None => {
+            let (levels, interrupted) =
+                run_levels(&ctx, &prompts, &mut requests, &mut timeline).await?;
+            (levels, interrupted, Vec::new())
+        }
+    };
     drain_timeline(deps.metrics, timeline.as_mut())?;
 
     let records = results::read_bench_requests(folder.path())
@@ -184,6 +194,7 @@ pub async fn run_bench(config: &BenchConfig, deps: BenchDeps<'_>) -> Result<Benc
         skipped_shapes,
         profile_check: config.profile_check.clone(),
         verdict: Some(verdict),
+        rate_search,
     };
     folder.write_bench_summary(&summary)?;
     let folder = folder.into_path();
@@ -272,6 +283,37 @@ async fn run_levels(
         }
     }
     Ok((levels, false))
+}
+
+/// Runs each shape's open-loop levels in turn; stops at an interruption.
+/// Returns the levels, whether the run was interrupted, and the searches.
+async fn run_open_loop(
+    ctx: &LevelContext<'_>,
+    prompts: &[ShapePrompt],
+    open: &OpenLoop,
+    requests: &mut JsonlFile<RequestRecord>,
+    timeline: &mut Option<JsonlFile<serde_json::Value>>,
+) -> Result<(Vec<LevelSummary>, bool, Vec<RateSearch>), Error> {
+    let mut levels = Vec::new();
+    let mut searches = Vec::new();
+    let mut out = open_loop::Outputs { requests, timeline };
+    for shape in &ctx.config.shapes {
+        let Some(prompt) = prompts.iter().find(|p| p.shape == *shape) else {
+            continue;
+        };
+        let run = open_loop::run_shape(ctx, prompt, open, &mut out).await?;
+        levels.extend(run.levels);
+        if let Some(search) = run.search {
+            if ctx.show_progress {
+                eprintln!("{}", search.line());
+            }
+            searches.push(search);
+        }
+        if run.interrupted {
+            return Ok((levels, true, searches));
+        }
+    }
+    Ok((levels, false, searches))
 }
 
 pub(crate) fn drain_timeline(

@@ -53,7 +53,11 @@ impl LevelProgress {
 /// missing mark when there was no `/metrics`. Each level's errors follow it
 /// by kind with a sample message.
 pub fn render_table(levels: &[LevelSummary]) -> String {
-    let metrics: Vec<_> = level_metrics_in(View::Progress).collect();
+    // A column no level has (the rate columns of a closed-loop run) is left out.
+    let shown: Vec<&LevelSummary> = levels.iter().collect();
+    let metrics: Vec<_> = level_metrics_in(View::Progress)
+        .filter(|m| m.shown_for(&shown))
+        .collect();
     let header: Vec<String> = metrics.iter().map(|m| m.header()).collect();
     let rows: Vec<Vec<String>> = levels
         .iter()
@@ -111,6 +115,8 @@ mod tests {
             started_at_s: 0.0,
             wall_time_s: 10.0,
             abandoned: 0,
+            rate: None,
+            slo: None,
         };
         let failed = codendum_core::results::RequestRecord {
             shape: "short".into(),
@@ -128,6 +134,8 @@ mod tests {
             error_kind: Some("http_429".into()),
             error_message: Some("rate limited".into()),
             status: Some(429),
+            scheduled_at: None,
+            send_lag_s: None,
         };
         let level = summarize_level(frame, &[failed], None);
         let table = render_table(&[level]);

@@ -91,9 +91,46 @@ const WORDS: &[&str] = &[
 /// The unique tag that starts a prompt: run id, shape, level and request
 /// index. No two requests of a run share one.
 pub fn prompt_tag(run_id: &str, shape: Shape, concurrency: u32, index: u64) -> String {
+    load_tag(run_id, shape, &LevelLoad::Closed(concurrency), index)
+}
+
+/// How a level loads the server: N requests kept in flight, or requests
+/// started at a rate (requests per second).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LevelLoad {
+    /// Closed loop: N in flight.
+    Closed(u32),
+    /// Open loop: this many requests per second.
+    Rate(f64),
+}
+
+impl LevelLoad {
+    /// The load in a prompt tag: `n=16`, `rate=0.8/s`.
+    fn tag(&self) -> String {
+        match self {
+            LevelLoad::Closed(n) => format!("n={n}"),
+            LevelLoad::Rate(r) => {
+                format!("rate={}/s", codendum_core::results::records::trim_rate(*r))
+            }
+        }
+    }
+
+    /// The load in a session id: `c16`, `r0.8`.
+    fn session(&self) -> String {
+        match self {
+            LevelLoad::Closed(n) => format!("c{n}"),
+            LevelLoad::Rate(r) => format!("r{}", codendum_core::results::records::trim_rate(*r)),
+        }
+    }
+}
+
+/// The tag a prompt starts with: run, shape, load and index, so every
+/// prompt of a run is unique (cache-cold).
+pub fn load_tag(run_id: &str, shape: Shape, load: &LevelLoad, index: u64) -> String {
     format!(
-        "[codendum-bench run={run_id} shape={} n={concurrency} i={index}]\n",
-        shape.name()
+        "[codendum-bench run={run_id} shape={} {} i={index}]\n",
+        shape.name(),
+        load.tag()
     )
 }
 
@@ -104,7 +141,12 @@ pub fn prompt_tag(run_id: &str, shape: Shape, concurrency: u32, index: u64) -> S
 /// hashes to). Derived from the shape, level and index only, so a run's
 /// routing repeats.
 pub fn session_id(shape: Shape, concurrency: u32, index: u64) -> String {
-    format!("codendum-bench-{}-c{concurrency}-{index}", shape.name())
+    load_session_id(shape, &LevelLoad::Closed(concurrency), index)
+}
+
+/// [`session_id`] for a level of any load: `codendum-bench-short-r0.8-3`.
+pub fn load_session_id(shape: Shape, load: &LevelLoad, index: u64) -> String {
+    format!("codendum-bench-{}-{}-{index}", shape.name(), load.session())
 }
 
 /// Deterministic filler text of exactly `chars` ASCII characters (words
@@ -164,7 +206,12 @@ pub struct ShapePrompt {
 impl ShapePrompt {
     /// The full prompt of one request: its tag, then the body.
     pub fn prompt(&self, run_id: &str, concurrency: u32, index: u64) -> String {
-        let mut p = prompt_tag(run_id, self.shape, concurrency, index);
+        self.prompt_for(run_id, &LevelLoad::Closed(concurrency), index)
+    }
+
+    /// The full prompt of request `index` of a level of any load.
+    pub fn prompt_for(&self, run_id: &str, load: &LevelLoad, index: u64) -> String {
+        let mut p = load_tag(run_id, self.shape, load, index);
         p.push_str(&self.body);
         p
     }

@@ -23,7 +23,7 @@ use tokio::sync::watch;
 
 /// A server that answers after a fixed simulated time, counting how many
 /// requests are in flight when each one starts.
-struct FakeServer {
+pub(crate) struct FakeServer {
     clock: Clock,
     /// Request duration, simulated seconds, by start order (cycled).
     durations: Vec<f64>,
@@ -38,7 +38,7 @@ struct FakeServer {
 }
 
 impl FakeServer {
-    fn new(clock: &Clock, durations: &[f64]) -> Self {
+    pub(crate) fn new(clock: &Clock, durations: &[f64]) -> Self {
         FakeServer {
             clock: clock.clone(),
             durations: durations.to_vec(),
@@ -50,7 +50,7 @@ impl FakeServer {
         }
     }
 
-    fn seen(&self) -> Vec<(String, u64)> {
+    pub(crate) fn seen(&self) -> Vec<(String, u64)> {
         self.seen.lock().map(|s| s.clone()).unwrap_or_default()
     }
 }
@@ -100,8 +100,8 @@ impl Transport for FakeServer {
 }
 
 /// `/tokenize` counting 4 characters per token, or no `/tokenize`.
-struct FakeInfo {
-    tokenize: bool,
+pub(crate) struct FakeInfo {
+    pub(crate) tokenize: bool,
 }
 
 impl ServerInfo for FakeInfo {
@@ -146,7 +146,7 @@ impl ServerMetrics for FakeMetrics {
     }
 }
 
-fn config(dir: &std::path::Path, levels: &[u32], per_level: u64) -> BenchConfig {
+pub(crate) fn config(dir: &std::path::Path, levels: &[u32], per_level: u64) -> BenchConfig {
     let target = Target::new(None, None, None, None, None, Duration::from_secs(60)).unwrap();
     let mut c = BenchConfig::new(target);
     c.concurrency = levels.to_vec();
@@ -158,7 +158,7 @@ fn config(dir: &std::path::Path, levels: &[u32], per_level: u64) -> BenchConfig 
     c
 }
 
-async fn run(
+pub(crate) async fn run(
     c: &BenchConfig,
     server: &FakeServer,
     info: &FakeInfo,

@@ -39,6 +39,8 @@ fn record(shape: &str, n: u32, index: u64, started: f64, ttft: f64, e2e: f64) ->
         error_kind: None,
         error_message: None,
         status: Some(200),
+        scheduled_at: None,
+        send_lag_s: None,
     }
 }
 
@@ -54,6 +56,8 @@ fn failed(shape: &str, n: u32, index: u64, started: f64, kind: &str, msg: &str) 
         error_kind: Some(kind.into()),
         error_message: Some(msg.into()),
         status: kind.strip_prefix("http_").and_then(|s| s.parse().ok()),
+        scheduled_at: None,
+        send_lag_s: None,
         ..record(shape, n, index, started, 0.0, 0.25)
     }
 }
@@ -97,6 +101,8 @@ fn fixed_summary() -> BenchSummary {
         started_at_s: start,
         wall_time_s: wall,
         abandoned: 0,
+        rate: None,
+        slo: None,
     };
     let window = ServerWindow {
         preemptions: Some(0.0),
@@ -169,6 +175,7 @@ fn fixed_summary() -> BenchSummary {
         skipped_shapes: Vec::new(),
         profile_check: None,
         verdict: None,
+        rate_search: Vec::new(),
     }
 }
 

@@ -13,6 +13,7 @@ mod persona_support;
 mod report_support;
 
 mod bench_driver;
+mod bench_open_loop;
 mod bench_results;
 mod bench_stats;
 mod calibrate_inputs;

@@ -16,7 +16,7 @@ pub(crate) fn concurrency_axis() -> AxisTitle {
     AxisTitle::new("Concurrency", "requests in flight")
 }
 
-/// The points (concurrency, figure) of one shape's levels.
+/// The points (concurrency, figure) of one shape's closed-loop levels.
 pub(crate) fn by_concurrency(
     levels: &[LevelSummary],
     shape: &str,
@@ -24,11 +24,54 @@ pub(crate) fn by_concurrency(
 ) -> Vec<(f64, f64)> {
     let mut points: Vec<(f64, f64)> = levels
         .iter()
-        .filter(|l| l.shape == shape)
+        .filter(|l| l.shape == shape && l.rate.is_none())
         .map(|l| (f64::from(l.concurrency), figure(l).unwrap_or(f64::NAN)))
         .collect();
     points.sort_by(|a, b| a.0.total_cmp(&b.0));
     points
+}
+
+/// The points (offered rate, figure) of one shape's rate levels.
+pub(crate) fn by_rate(
+    levels: &[LevelSummary],
+    shape: &str,
+    figure: impl Fn(&LevelSummary) -> Option<f64>,
+) -> Vec<(f64, f64)> {
+    let mut points: Vec<(f64, f64)> = levels
+        .iter()
+        .filter(|l| l.shape == shape)
+        .filter_map(|l| Some((l.rate.as_ref()?.rate_per_s, figure(l).unwrap_or(f64::NAN))))
+        .collect();
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    points
+}
+
+/// Latency against the offered rate, a series per shape and figure (a
+/// sweep's or the rate levels' chart); `None` without rate levels.
+fn latency_by_rate(r: &BenchReport, shapes: &[String]) -> Option<Chart> {
+    if r.levels.iter().all(|l| l.rate.is_none()) {
+        return None;
+    }
+    let mut series = Vec::new();
+    for shape in shapes {
+        let figures: [(&str, LevelGetter); 3] = [
+            ("TTFT P50", |l| l.ttft_p50_s),
+            ("TTFT P95", |l| l.ttft_p95_s),
+            ("E2E P50", |l| l.e2e_p50_s),
+        ];
+        for (name, get) in figures {
+            let points = by_rate(&r.levels, shape, get);
+            if !points.is_empty() {
+                series.push(Series::new(format!("{shape} {name}"), points));
+            }
+        }
+    }
+    Some(Chart::Line(LineChart::new(
+        "Latency against the offered rate",
+        AxisTitle::new("Offered rate", "requests/s"),
+        AxisTitle::new("Latency from the scheduled start", "s"),
+        series,
+    )))
 }
 
 /// Charts of a benchmark: output tok/s against concurrency (a series per
@@ -85,6 +128,7 @@ pub fn bench_charts(r: &BenchReport) -> Vec<Chart> {
         AxisTitle::new("E2E latency", "s"),
         e2e,
     )));
+    charts.extend(latency_by_rate(r, &shapes));
     // Outages are on the records' axis (seconds since the run started),
     // the timeline starts with the first level: shift them as the level
     // boundaries are shifted.

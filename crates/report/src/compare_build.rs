@@ -23,7 +23,7 @@ impl Comparison {
         let keys = level_keys(runs);
         let sections = keys
             .iter()
-            .map(|(shape, conc)| level_section(runs, shape, *conc))
+            .map(|(shape, load)| level_section(runs, shape, load))
             .collect();
         let charts = bench_charts(runs, &labels, &keys);
         Ok(Comparison {
@@ -116,12 +116,13 @@ impl Comparison {
     }
 }
 
-/// Every (shape, concurrency) level of the runs, in the order first met.
-fn level_keys(runs: &[(String, &BenchReport)]) -> Vec<(String, u32)> {
-    let mut keys: Vec<(String, u32)> = Vec::new();
+/// Every (shape, load) level of the runs (`c16`, `0.8/s`), in the order
+/// first met.
+fn level_keys(runs: &[(String, &BenchReport)]) -> Vec<(String, String)> {
+    let mut keys: Vec<(String, String)> = Vec::new();
     for (_, r) in runs {
         for l in &r.levels {
-            let key = (l.shape.clone(), l.concurrency);
+            let key = (l.shape.clone(), l.load_label());
             if !keys.contains(&key) {
                 keys.push(key);
             }
@@ -131,18 +132,30 @@ fn level_keys(runs: &[(String, &BenchReport)]) -> Vec<(String, u32)> {
 }
 
 /// One level's figures across the runs.
-fn level_section(runs: &[(String, &BenchReport)], shape: &str, conc: u32) -> ComparisonSection {
+fn level_section(runs: &[(String, &BenchReport)], shape: &str, load: &str) -> ComparisonSection {
     let rows: Vec<Option<&LevelSummary>> = runs
         .iter()
         .map(|(_, r)| {
             r.levels
                 .iter()
-                .find(|l| l.shape == shape && l.concurrency == conc)
+                .find(|l| l.shape == shape && l.load_label() == load)
         })
         .collect();
+    let level = rows
+        .iter()
+        .flatten()
+        .next()
+        .map_or_else(String::new, |l| match &l.rate {
+            Some(r) => format!(
+                "{} requests/s",
+                codendum_core::results::records::trim_rate(r.rate_per_s)
+            ),
+            None => format!("{} concurrent", l.concurrency),
+        });
     ComparisonSection {
-        title: format!("{} prompts, {conc} concurrent", upper_first(shape)),
+        title: format!("{} prompts, {level}", upper_first(shape)),
         figures: level_metrics_in(View::Compare)
+            .filter(|m| m.shown_for(&rows.iter().flatten().copied().collect::<Vec<_>>()))
             .map(|m| {
                 let values = rows
                     .iter()
@@ -159,7 +172,7 @@ fn level_section(runs: &[(String, &BenchReport)], shape: &str, conc: u32) -> Com
 fn bench_charts(
     runs: &[(String, &BenchReport)],
     labels: &[String],
-    keys: &[(String, u32)],
+    keys: &[(String, String)],
 ) -> Vec<Chart> {
     let mut shapes: Vec<String> = Vec::new();
     for (shape, _) in keys {

@@ -90,7 +90,7 @@ pub fn bench_report(s: &BenchSummary, timeline: &[TimelineSample]) -> BenchRepor
         .iter()
         .map(|l| LevelBoundary {
             t_s: l.started_at_s - t0,
-            label: format!("{} c{}", l.shape, l.concurrency),
+            label: format!("{} {}", l.shape, l.load_label()),
         })
         .collect();
     BenchReport {
@@ -108,7 +108,7 @@ pub fn bench_report(s: &BenchSummary, timeline: &[TimelineSample]) -> BenchRepor
             .iter()
             .filter_map(|l| {
                 Some(FleetWindow {
-                    label: format!("{} c{}", l.shape, l.concurrency),
+                    label: format!("{} {}", l.shape, l.load_label()),
                     fleet: l.fleet.clone()?,
                 })
             })

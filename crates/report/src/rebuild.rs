@@ -87,6 +87,7 @@ pub fn bench_summary_from_requests(folder: &Path) -> Result<BenchSummary, String
         skipped_shapes: Vec::new(),
         profile_check: None,
         verdict: Some(verdict),
+        rate_search: Vec::new(),
     })
 }
 
@@ -133,6 +134,8 @@ fn rebuilt_levels(records: Vec<RequestRecord>) -> (Vec<(String, u32)>, Vec<Level
             started_at_s: start,
             wall_time_s: end - start,
             abandoned: 0,
+            rate: None,
+            slo: None,
         };
         levels.push(summarize_level(frame, records, None));
     }

@@ -44,7 +44,7 @@ pub(crate) fn bench_doc(r: &BenchReport) -> Doc {
         .levels
         .iter()
         .filter(|l| l.tokens_client_counted)
-        .map(|l| format!("{} c{}", l.shape, l.concurrency))
+        .map(|l| format!("{} {}", l.shape, l.load_label()))
         .collect();
     if !counted.is_empty() {
         doc.paragraph(format!(
@@ -55,7 +55,7 @@ pub(crate) fn bench_doc(r: &BenchReport) -> Doc {
     let splits: Vec<_> = r
         .levels
         .iter()
-        .map(|l| (format!("{} c{}", l.shape, l.concurrency), l.time_split))
+        .map(|l| (format!("{} {}", l.shape, l.load_label()), l.time_split))
         .collect();
     super::time_split_doc::push_time_split(&mut doc, &splits);
     doc.paragraph(timeline_sentence(&r.timeline));
@@ -140,7 +140,7 @@ fn push_shape_levels(doc: &mut Doc, levels: &[&LevelSummary]) {
                 } else {
                     format!(", e.g. \"{}\"", shorten(&e.sample_message, 160))
                 };
-                format!("{} concurrent: {kind} × {}{sample}", l.concurrency, e.count)
+                format!("{}: {kind} × {}{sample}", level_name(l), e.count)
             })
         })
         .collect();
@@ -160,11 +160,26 @@ fn push_throughput(doc: &mut Doc, levels: &[LevelSummary]) {
 /// A table of `levels` with a column per level figure of `view`; the first
 /// `label_columns` columns are labels (left-aligned).
 fn push_level_table(doc: &mut Doc, view: View, levels: &[&LevelSummary], label_columns: usize) {
-    let headers: Vec<String> = level_metrics_in(view).map(|m| m.header()).collect();
+    // A column no level has (the rate columns of a closed-loop run) is left out.
+    let metrics: Vec<_> = level_metrics_in(view)
+        .filter(|m| m.shown_for(levels))
+        .collect();
+    let headers: Vec<String> = metrics.iter().map(|m| m.header()).collect();
     let rows = levels
         .iter()
-        .map(|l| level_metrics_in(view).map(|m| level_cell(m, l)).collect())
+        .map(|l| metrics.iter().map(|m| level_cell(m, l)).collect())
         .collect();
     let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
     doc.table(&headers, rows, label_columns);
+}
+
+/// A level as the errors list names it: `16 concurrent`, `0.8 requests/s`.
+fn level_name(l: &LevelSummary) -> String {
+    match &l.rate {
+        Some(r) => format!(
+            "{} requests/s",
+            codendum_core::results::records::trim_rate(r.rate_per_s)
+        ),
+        None => format!("{} concurrent", l.concurrency),
+    }
 }

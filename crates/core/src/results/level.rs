@@ -1,6 +1,8 @@
 //! Per-level summaries from request records (plain functions, no I/O), and
 //! the server figures over a level's window that they fold in.
 
+use super::records::RateFigures;
+use super::slo::{slo_figures, Slo};
 use std::collections::BTreeMap;
 
 use crate::kinds::TokenSource;
@@ -28,7 +30,7 @@ pub struct ServerWindow {
 }
 
 /// What the driver knows about a level besides its records.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LevelFrame<'a> {
     /// Shape name.
     pub shape: &'a str,
@@ -42,6 +44,11 @@ pub struct LevelFrame<'a> {
     pub wall_time_s: f64,
     /// In-flight requests dropped after an interruption's grace.
     pub abandoned: u64,
+    /// A rate level's load, as the driver saw it (`None`: closed loop); the
+    /// send lags are filled in from the records.
+    pub rate: Option<RateFigures>,
+    /// `--slo`, for the level's SLO share and goodput.
+    pub slo: Option<&'a Slo>,
 }
 
 /// Puts the server figures of `window` into `level` (what
@@ -128,5 +135,14 @@ pub fn summarize_level(
             split
         }),
         fleet: None,
+        rate: frame.rate.map(|mut r| {
+            let lags = sorted_finite(records.iter().filter_map(|r| r.send_lag_s));
+            r.send_lag_p50_s = percentile(&lags, 50.0);
+            r.send_lag_p95_s = percentile(&lags, 95.0);
+            r.send_lag_max_s = lags.last().copied();
+            r
+        }),
+        slo_share: frame.slo.and_then(|s| slo_figures(s, records, wall).0),
+        goodput_per_s: frame.slo.and_then(|s| slo_figures(s, records, wall).1),
     }
 }

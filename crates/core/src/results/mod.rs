@@ -16,6 +16,7 @@ pub mod profile_check;
 pub mod records;
 pub mod replicas;
 pub mod schema;
+pub mod slo;
 pub mod summary;
 pub mod time_split;
 pub mod verdict;
@@ -37,7 +38,7 @@ pub use self::folder::{read_summary, summary_kind_of, JsonlFile, RunFolder, RunS
 pub use self::jsonl::{read_jsonl, JsonlContents, JsonlWriter};
 pub use self::level::{apply_server_window, summarize_level, LevelFrame, ServerWindow};
 pub use self::metrics::{level_metric, LevelMetric, LEVEL_METRICS};
-pub use self::records::{ErrorGroup, LevelEnd, LevelSummary, RequestRecord};
+pub use self::records::{ErrorGroup, LevelEnd, LevelSummary, RateFigures, RequestRecord};
 pub use self::replicas::{imbalance, FleetFigures, ReplicaFigures, ReplicaMetric, REPLICA_METRICS};
 pub use self::schema::FolderKind;
 pub use self::summary::{
@@ -45,6 +46,7 @@ pub use self::summary::{
     PromptSizing, RunHeader, ServerDescription, ShapeSizing, SizingMethod, SkippedShape,
     BENCH_KIND, BENCH_SCHEMA_VERSION,
 };
+pub use self::summary::{RateSearch, RateStep};
 pub use self::time_split::{PhaseTime, TimeSplit};
 pub use self::verdict::{RunStatus, Verdict};
 

@@ -46,6 +46,16 @@ pub struct RequestRecord {
     pub error_message: Option<String>,
     /// HTTP status, when one arrived.
     pub status: Option<u16>,
+    /// On a rate level: when the request was due, seconds since the run
+    /// started (`started_at` is then this instant, and TTFT and E2E count
+    /// from it). Absent on closed-loop levels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduled_at: Option<f64>,
+    /// On a rate level: how late the client sent the request after it was
+    /// due, seconds (the client's own queueing: `--max-concurrency` full,
+    /// or a busy client).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_lag_s: Option<f64>,
 }
 
 /// Failures of one kind within a level.
@@ -160,11 +170,70 @@ pub struct LevelSummary {
     /// Prometheus instances); absent for one server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fleet: Option<super::FleetFigures>,
+    /// A rate level's load: the asked rate, its arrival process, what the
+    /// schedule offered and the client sent, how late it sent, and whether
+    /// the level saturated. Absent on closed-loop levels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<RateFigures>,
+    /// The share of the level's requests meeting `--slo` (a fraction;
+    /// failures count as missing it). Absent without `--slo`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo_share: Option<f64>,
+    /// Requests meeting `--slo` per second of wall time. Absent without
+    /// `--slo`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodput_per_s: Option<f64>,
+}
+
+/// The open-loop side of a rate level (see [`LevelSummary::rate`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RateFigures {
+    /// The rate asked (`--rate`, or a sweep's), requests per second.
+    pub rate_per_s: f64,
+    /// The arrival process: `constant`, `poisson` or `gamma(B)`.
+    pub arrival: String,
+    /// `--max-concurrency`: most requests the client keeps in flight;
+    /// `None`: no cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrency: Option<u32>,
+    /// What the schedule offered: requests per second between the first and
+    /// the last due instant.
+    pub offered_rate_per_s: Option<f64>,
+    /// What the client sent: requests per second between the first and the
+    /// last actual send.
+    pub achieved_rate_per_s: Option<f64>,
+    /// How late the client sent, seconds: median, 95th percentile, most.
+    pub send_lag_p50_s: Option<f64>,
+    /// See [`RateFigures::send_lag_p50_s`].
+    pub send_lag_p95_s: Option<f64>,
+    /// See [`RateFigures::send_lag_p50_s`].
+    pub send_lag_max_s: Option<f64>,
+    /// Whether the level saturated: the backlog of requests sent but not
+    /// answered (or waiting on the server) grew through the level while
+    /// fewer finished than were offered (see `bench::driver`).
+    pub saturated: bool,
 }
 
 impl LevelSummary {
+    /// The level's name in tables and headings: `c16` (closed loop, 16 in
+    /// flight) or `0.8/s` (a rate level).
+    pub fn load_label(&self) -> String {
+        match &self.rate {
+            Some(r) => format!("{}/s", trim_rate(r.rate_per_s)),
+            None => format!("c{}", self.concurrency),
+        }
+    }
+
     /// Failed requests of the level, all kinds.
     pub fn error_count(&self) -> u64 {
         self.errors.values().map(|g| g.count).sum()
     }
+}
+
+/// A rate as written in labels: at most three significant decimals, no
+/// trailing zeros (`0.8`, `1.25`, `12`).
+pub fn trim_rate(rate: f64) -> String {
+    let text = format!("{rate:.3}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    text.to_string()
 }

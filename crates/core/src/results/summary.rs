@@ -167,6 +167,61 @@ pub struct BenchSummary {
     /// before verdicts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<super::Verdict>,
+    /// `--find-rate`: one search per shape.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rate_search: Vec<RateSearch>,
+}
+
+/// One measured step of a `--find-rate` search.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RateStep {
+    /// The level's rate, requests per second.
+    pub rate_per_s: f64,
+    /// Its SLO share (a fraction).
+    pub slo_share: Option<f64>,
+    /// Whether it met the SLO.
+    pub meets: bool,
+}
+
+/// A `--find-rate` search: the highest rate whose level met the SLO.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RateSearch {
+    /// What the levels had to meet.
+    pub slo: super::slo::Slo,
+    /// The prompt shape searched.
+    pub shape: String,
+    /// The levels measured, in order.
+    pub steps: Vec<RateStep>,
+    /// The answer, requests per second; `None`: not even one request at a
+    /// time's rate met it.
+    pub highest_rate_per_s: Option<f64>,
+    /// Rate levels measured.
+    pub levels: u32,
+    /// How long the search took, seconds of the run's clock.
+    pub wall_s: f64,
+    /// The final bracket (met, missed), requests per second.
+    pub bracket: (f64, f64),
+}
+
+impl RateSearch {
+    /// `short: highest rate meeting ttft ≤ 2 s (95 % of requests): 0.82/s
+    /// (6 levels, 412 s)`.
+    pub fn line(&self) -> String {
+        let answer = match self.highest_rate_per_s {
+            Some(r) => format!("{}/s", super::records::trim_rate(r)),
+            None => format!(
+                "none (one request at a time's {}/s missed it)",
+                super::records::trim_rate(self.bracket.0)
+            ),
+        };
+        format!(
+            "{}: highest rate meeting {}: {answer} ({} levels, {:.0} s)",
+            self.shape,
+            self.slo.describe(),
+            self.levels,
+            self.wall_s
+        )
+    }
 }
 
 /// A requested shape the benchmark did not run, and why.

@@ -197,6 +197,10 @@ pub struct LevelMetric {
     pub shown: Shown,
     /// Where it appears besides the run's files.
     pub views: &'static [View],
+    /// Shown in a table only when some level has it (the rate and SLO
+    /// figures, which closed-loop runs without `--slo` never have); other
+    /// figures show the missing mark, so a missing `/metrics` is seen.
+    pub sparse: bool,
     /// How to read it from a level.
     pub read: Reading,
 }
@@ -230,6 +234,34 @@ impl LevelMetric {
     /// The entry with another [`Shown`].
     pub const fn with_shown(self, shown: Shown) -> LevelMetric {
         LevelMetric { shown, ..self }
+    }
+
+    /// Whether `level` has this figure (a number, or text that is not
+    /// empty): report tables leave out a column no level has.
+    pub fn present(&self, level: &LevelSummary) -> bool {
+        match self.read {
+            Reading::Number(read) => read(level).is_some(),
+            Reading::Text(read) => !read(level).is_empty(),
+        }
+    }
+
+    /// The entry read from the nested object `field` of a level's JSON
+    /// (the column names its key there: `rate.offered_rate_per_s`).
+    pub const fn in_field(self, field: &'static str) -> LevelMetric {
+        LevelMetric { field, ..self }
+    }
+
+    /// The entry shown only when some level has it ([`LevelMetric::sparse`]).
+    pub const fn sparse(self) -> LevelMetric {
+        LevelMetric {
+            sparse: true,
+            ..self
+        }
+    }
+
+    /// Whether a table of `levels` shows this figure.
+    pub fn shown_for(&self, levels: &[&LevelSummary]) -> bool {
+        !self.sparse || levels.iter().any(|l| self.present(l))
     }
 
     /// The entry measured elsewhere ([`Source`]).

@@ -38,6 +38,7 @@ const fn metric(
         short: label,
         shown: Shown::of(unit),
         views: &[],
+        sparse: false,
         read: Reading::Number(read),
     }
 }
@@ -59,6 +60,7 @@ const fn text(
         short: label,
         shown: Shown::Text,
         views: &[],
+        sparse: false,
         read: Reading::Text(read),
     }
 }
@@ -85,7 +87,7 @@ const TABLE_COMPARE_PROGRESS: &[View] = &[V::LevelTable, V::Compare, V::Progress
 const TABLE_PROGRESS: &[View] = &[V::LevelTable, V::Progress];
 
 /// Every figure of a bench level, in `summary.csv` column order.
-pub const LEVEL_METRICS: [LevelMetric; 31] = [
+pub const LEVEL_METRICS: [LevelMetric; 41] = [
     text("shape", "shape", "Prompt shape", S::Level, |l| {
         l.shape.clone()
     })
@@ -96,9 +98,28 @@ pub const LEVEL_METRICS: [LevelMetric; 31] = [
         U::Count,
         B::Neither,
         S::Level,
-        |l| Some(f64::from(l.concurrency)),
+        // A rate level without --max-concurrency has no N.
+        |l| (l.rate.is_none() || l.concurrency > 0).then(|| f64::from(l.concurrency)),
     )
     .in_views(&[V::LevelTable, V::ThroughputTable, V::Progress]),
+    metric(
+        "rate_per_s",
+        "Rate",
+        U::RequestsPerSecond,
+        B::Neither,
+        S::Level,
+        |l| l.rate.as_ref().map(|r| r.rate_per_s),
+    )
+    .in_field("rate")
+    .sparse()
+    .in_views(&[V::LevelTable, V::ThroughputTable, V::Progress]),
+    text("arrival", "rate", "Arrival", S::Level, |l| {
+        l.rate
+            .as_ref()
+            .map(|r| r.arrival.clone())
+            .unwrap_or_default()
+    })
+    .sparse(),
     text("ended_by", "ended_by", "Ended by", S::Level, ended_by),
     metric(
         "requests",
@@ -202,6 +223,44 @@ pub const LEVEL_METRICS: [LevelMetric; 31] = [
     .with_short("Request rate")
     .in_views(&[V::ThroughputTable, V::Progress]),
     metric(
+        "offered_rate_per_s",
+        "Offered rate",
+        U::RequestsPerSecond,
+        B::Neither,
+        S::Level,
+        |l| l.rate.as_ref().and_then(|r| r.offered_rate_per_s),
+    )
+    .in_field("rate")
+    .sparse()
+    .in_views(&[V::ThroughputTable]),
+    metric(
+        "achieved_rate_per_s",
+        "Sent rate",
+        U::RequestsPerSecond,
+        B::Neither,
+        S::Level,
+        |l| l.rate.as_ref().and_then(|r| r.achieved_rate_per_s),
+    )
+    .in_field("rate")
+    .sparse()
+    .in_views(&[V::ThroughputTable]),
+    metric(
+        "goodput_per_s",
+        "Goodput",
+        U::RequestsPerSecond,
+        B::Higher,
+        S::Requests,
+        |l| l.goodput_per_s,
+    )
+    .in_views(&[V::LevelTable, V::Compare, V::Progress])
+    .sparse(),
+    percent("slo_share_pct", "slo_share", "SLO met", B::Higher, |l| {
+        l.slo_share
+    })
+    .with_source(S::Requests)
+    .in_views(&[V::LevelTable, V::Compare, V::Progress])
+    .sparse(),
+    metric(
         "output_tok_per_s",
         "Output",
         U::TokensPerSecond,
@@ -294,6 +353,46 @@ pub const LEVEL_METRICS: [LevelMetric; 31] = [
         S::Successes,
         |l| l.e2e_mean_s,
     ),
+    metric(
+        "send_lag_p50_s",
+        "Send lag P50",
+        U::Seconds,
+        B::Lower,
+        S::Requests,
+        |l| l.rate.as_ref().and_then(|r| r.send_lag_p50_s),
+    )
+    .in_field("rate")
+    .sparse(),
+    metric(
+        "send_lag_p95_s",
+        "Send lag P95",
+        U::Seconds,
+        B::Lower,
+        S::Requests,
+        |l| l.rate.as_ref().and_then(|r| r.send_lag_p95_s),
+    )
+    .in_field("rate")
+    .sparse()
+    .in_views(&[V::LevelTable, V::Progress]),
+    metric(
+        "send_lag_max_s",
+        "Send lag max",
+        U::Seconds,
+        B::Lower,
+        S::Requests,
+        |l| l.rate.as_ref().and_then(|r| r.send_lag_max_s),
+    )
+    .in_field("rate")
+    .sparse(),
+    text("saturated", "rate", "Saturated", S::Level, |l| {
+        match &l.rate {
+            Some(r) if r.saturated => "yes".to_string(),
+            Some(_) => "no".to_string(),
+            None => String::new(),
+        }
+    })
+    .in_views(&[V::LevelTable, V::Progress])
+    .sparse(),
     metric(
         "preemptions",
         "Preemptions",

@@ -45,6 +45,19 @@ fn full_level() -> LevelSummary {
         failed_scrapes: Some(0),
         time_split: None,
         fleet: None,
+        rate: Some(crate::results::RateFigures {
+            rate_per_s: 2.0,
+            arrival: "poisson".into(),
+            max_concurrency: None,
+            offered_rate_per_s: Some(2.1),
+            achieved_rate_per_s: Some(2.0),
+            send_lag_p50_s: Some(0.001),
+            send_lag_p95_s: Some(0.003),
+            send_lag_max_s: Some(0.01),
+            saturated: false,
+        }),
+        slo_share: Some(0.75),
+        goodput_per_s: Some(1.5),
     }
 }
 
@@ -75,7 +88,9 @@ fn names_carry_their_units_and_fields_exist_in_json() {
             Unit::Fraction => assert_eq!(m.column, format!("{}_pct", m.field)),
             _ => {}
         }
-        if m.unit != Unit::Fraction && m.column != "error_kinds" {
+        if m.field == "rate" {
+            assert!(json["rate"].get(m.column).is_some(), "rate.{}", m.column);
+        } else if m.unit != Unit::Fraction && m.column != "error_kinds" {
             assert_eq!(m.column, m.field);
         }
         let is_text = matches!(m.read, Reading::Text(_));
