@@ -480,6 +480,23 @@ pub struct PlanArgs {
     /// Folder under which the plan's folder is created.
     #[arg(long, default_value = "bench-results", value_name = "DIR")]
     pub results_dir: PathBuf,
+    /// Search the highest request rate each profile carries within --slo
+    /// instead of the largest class (bench --find-rate against the profile's
+    /// twin, in virtual time).
+    #[arg(long, requires = "slo")]
+    pub rate: bool,
+    /// With --rate: the per-request objectives (as bench --slo).
+    #[arg(long, value_name = "KEY=VALUE,...")]
+    pub slo: Option<String>,
+    /// With --rate: the prompt shape of the requests.
+    #[arg(long, default_value = "short", value_name = "SHAPE")]
+    pub shape: String,
+    /// With --rate: output tokens per request.
+    #[arg(long, default_value_t = 256, value_name = "N")]
+    pub output_tokens: u32,
+    /// With --rate: requests per level [default: a minute of arrivals, at least 16].
+    #[arg(long, value_name = "N")]
+    pub requests_per_level: Option<u64>,
 }
 
 /// `codendum calibrate`.

@@ -251,6 +251,7 @@ fn open_loop(args: &BenchArgs) -> Result<Option<codendum::bench::config::OpenLoo
         sweep: args.sweep,
         find_rate: args.find_rate,
         stop_when_saturated: args.stop_when_saturated,
+        closed_levels_first: false,
     }))
 }
 
@@ -418,7 +419,48 @@ fn number_list(flag: &str, raw: &str) -> Result<Vec<u32>, ConfigError> {
     codendum_core::flags::whole_numbers(flag, raw)
 }
 
+/// `plan --rate`: each profile's highest rate within the SLO.
+fn plan_rate(args: &PlanArgs) -> Result<(), Error> {
+    if args.users.is_some() || args.max_users.is_some() {
+        return Err(ConfigError::invalid(
+            "--rate",
+            "searches a request rate, not a class: not with --users or --max-users",
+        )
+        .into());
+    }
+    let slo = codendum_core::results::slo::Slo::parse("--slo", args.slo.as_deref().unwrap_or(""))?;
+    let shape = codendum_core::kinds::Shape::from_name(&args.shape).ok_or_else(|| {
+        ConfigError::invalid(
+            "--shape",
+            format!(
+                "unknown shape {:?} (known: short, long, or input tokens)",
+                args.shape
+            ),
+        )
+    })?;
+    let plan = codendum::plan::rate::RatePlan {
+        profiles: codendum_core::flags::names(&args.profile),
+        slo,
+        shape,
+        output_tokens: args.output_tokens,
+        requests_per_level: args.requests_per_level,
+        seed: args.seed,
+        results_dir: args.results_dir.clone(),
+    };
+    codendum::plan::rate::check(&plan)?;
+    for answer in codendum::plan::rate::plan_rate(&plan)? {
+        eprintln!("{}: {}", answer.profile, answer.search.line());
+        println!("{}", answer.folder.display());
+    }
+    Ok(())
+}
+
 async fn plan(args: PlanArgs) -> Result<(), Error> {
+    if args.rate {
+        return tokio::task::spawn_blocking(move || plan_rate(&args))
+            .await
+            .map_err(|e| Error::Failed(format!("the plan stopped: {e}")))?;
+    }
     use codendum::classroom::Scenario;
     use codendum::plan::PlanConfig;
     let mut config = PlanConfig::new();

@@ -197,6 +197,10 @@ pub struct OpenLoop {
     pub find_rate: bool,
     /// `--stop-when-saturated`: end a sweep at its first saturated level.
     pub stop_when_saturated: bool,
+    /// With `rates`: run the closed-loop levels of `--concurrency` first
+    /// (the capacity suite's targets name both kinds; the command line
+    /// takes one or the other).
+    pub closed_levels_first: bool,
 }
 
 /// Most levels `--find-rate` measures in its bisection.
@@ -243,7 +247,14 @@ impl BenchConfig {
 impl Check for BenchConfig {
     /// Checks every field; errors name the flag.
     fn check(&self) -> Result<(), ConfigError> {
-        validate_concurrency(&self.concurrency)?;
+        // Rate levels alone need no concurrency level.
+        let rates_only = self
+            .open_loop
+            .as_ref()
+            .is_some_and(|o| !o.rates.is_empty() && !o.closed_levels_first);
+        if !(rates_only && self.concurrency.is_empty()) {
+            validate_concurrency(&self.concurrency)?;
+        }
         codendum_core::results::verdict::check_max_error_rate(self.max_error_rate)?;
         if self.shapes.is_empty() {
             return Err(ConfigError::invalid("--shapes", "no shape given"));

@@ -109,6 +109,32 @@ pub fn estimate_duration(config: &BenchConfig, speed: &SpeedGuess) -> Duration {
         .sum()
 }
 
+/// What an open-loop run will do, on one line of the plan.
+fn open_loop_text(config: &BenchConfig, open: &super::config::OpenLoop) -> String {
+    let top = config.concurrency.iter().copied().max().unwrap_or(40);
+    let cap = open
+        .max_concurrency
+        .map_or(String::new(), |c| format!(", at most {c} in flight"));
+    let arrival = open.arrival.name();
+    if let Some(n) = open.sweep {
+        format!("a sweep: 1 at a time, {top} in flight, then {n} {arrival} rates between their throughputs{cap}")
+    } else if open.find_rate {
+        format!("the highest {arrival} rate meeting the SLO, by bisection between 1 at a time and {top} in flight{cap}")
+    } else {
+        let rates: Vec<String> = open
+            .rates
+            .iter()
+            .map(|r| {
+                let n = config
+                    .requests_per_level
+                    .unwrap_or_else(|| super::config::default_rate_requests(*r));
+                format!("{}/s ×{n}", codendum_core::results::records::trim_rate(*r))
+            })
+            .collect();
+        format!("{arrival} arrivals at {}{cap}", rates.join(", "))
+    }
+}
+
 /// The plan shown before a run: target, model, levels, shapes, requests
 /// per level, output tokens, and the estimated duration.
 pub fn plan_text(config: &BenchConfig, model: &str, speed: &SpeedGuess) -> String {
@@ -135,10 +161,16 @@ pub fn plan_text(config: &BenchConfig, model: &str, speed: &SpeedGuess) -> Strin
             .map(|c| format!("{}@N={} ×{}", c.shape.name(), c.concurrency, c.requests))
             .collect();
         let _ = writeln!(t, "  calibration cells:  {}", cells.join(", "));
+    } else if let Some(open) = &config.open_loop {
+        let _ = writeln!(t, "  prompt shapes:      {}", shapes.join(", "));
+        let _ = writeln!(t, "  open loop:          {}", open_loop_text(config, open));
     } else {
         let _ = writeln!(t, "  concurrency levels: {}", levels.join(", "));
         let _ = writeln!(t, "  prompt shapes:      {}", shapes.join(", "));
         let _ = writeln!(t, "  requests per level: {}", requests.join(", "));
+    }
+    if let Some(slo) = &config.slo {
+        let _ = writeln!(t, "  SLO:                {}", slo.describe());
     }
     let _ = writeln!(
         t,
@@ -148,12 +180,42 @@ pub fn plan_text(config: &BenchConfig, model: &str, speed: &SpeedGuess) -> Strin
     if let Some(cap) = config.level_duration {
         let _ = writeln!(t, "  level cap:          {:.0} s", cap.as_secs_f64());
     }
-    let est = estimate_duration(config, speed).as_secs_f64();
-    let _ = writeln!(
-        t,
-        "  estimated duration: {}, under sustained load",
-        about_duration(est)
-    );
+    match &config.open_loop {
+        Some(open) if !open.rates.is_empty() => {
+            // Arrivals take requests / rate each level; the last answers
+            // drain after.
+            let est: f64 = open
+                .rates
+                .iter()
+                .map(|r| {
+                    let n = config
+                        .requests_per_level
+                        .unwrap_or_else(|| super::config::default_rate_requests(*r));
+                    n as f64 / r
+                })
+                .sum::<f64>()
+                * config.shapes.len() as f64;
+            let _ = writeln!(
+                t,
+                "  estimated duration: {} of arrivals, then the last answers",
+                about_duration(est)
+            );
+        }
+        Some(_) => {
+            let _ = writeln!(
+                t,
+                "  estimated duration: set by the first two levels (the rates follow from their throughput)"
+            );
+        }
+        None => {
+            let est = estimate_duration(config, speed).as_secs_f64();
+            let _ = writeln!(
+                t,
+                "  estimated duration: {}, under sustained load",
+                about_duration(est)
+            );
+        }
+    }
     t
 }
 

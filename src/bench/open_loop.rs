@@ -64,6 +64,13 @@ pub(crate) async fn run_shape(
         interrupted: false,
     };
     if !open.rates.is_empty() {
+        if open.closed_levels_first {
+            for &n in &ctx.config.concurrency {
+                if step_closed(ctx, prompt, n, out, &mut run).await?.is_none() {
+                    return Ok(run);
+                }
+            }
+        }
         for &rate in &open.rates {
             if !step_rate(ctx, prompt, rate, out, &mut run).await? {
                 break;

@@ -23,6 +23,7 @@ pub mod fleet;
 pub mod fleet_cell;
 pub mod fleet_text;
 pub mod limit;
+pub mod rate;
 pub mod run;
 pub mod search;
 pub mod search_text;

@@ -26,6 +26,7 @@ fn rates(r: &[f64], arrival: Arrival, cap: Option<u32>) -> OpenLoop {
         sweep: None,
         find_rate: false,
         stop_when_saturated: false,
+        closed_levels_first: false,
     }
 }
 
@@ -292,4 +293,49 @@ fn bad_open_loop_flags_are_one_line_naming_the_flag() {
         assert_eq!(done.code, Some(2), "{args:?}: {}", done.both());
         assert_one_line_error(&done, culprit);
     }
+}
+
+#[test]
+fn plan_rate_searches_each_profile_in_virtual_time() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut cmd = codendum(dir.path());
+    cmd.args([
+        "plan",
+        "--rate",
+        "--slo",
+        "ttft_p95=2s",
+        "--profile",
+        "classroom-64k",
+    ]);
+    cmd.args([
+        "--output-tokens",
+        "64",
+        "--requests-per-level",
+        "32",
+        "--results-dir",
+        "results",
+    ]);
+    let done = run_in(cmd, dir.path(), "plan");
+    assert_eq!(done.code, Some(0), "{}", done.both());
+    assert!(
+        done.stderr
+            .contains("classroom-64k: short: highest rate meeting ttft ≤ 2 s (95 % of requests): "),
+        "{}",
+        done.both()
+    );
+    let folder = only_folder(&dir.path().join("results"));
+    let summary = read_json(&folder.join("summary.json"));
+    let search = &summary["rate_search"][0];
+    assert!(
+        search["highest_rate_per_s"]
+            .as_f64()
+            .is_some_and(|r| r > 0.0),
+        "{search:#}"
+    );
+    assert_eq!(summary["provenance"]["profile"], "classroom-64k");
+    // Without --slo the search has nothing to meet.
+    let mut cmd = codendum(dir.path());
+    cmd.args(["plan", "--rate"]);
+    let done = run_in(cmd, dir.path(), "plan-no-slo");
+    assert_eq!(done.code, Some(2), "{}", done.both());
 }

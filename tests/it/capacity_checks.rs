@@ -122,6 +122,53 @@ errors = 0
 }
 
 #[test]
+fn a_target_at_a_rate_is_judged_on_its_rate_level() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let results = dir.path().join("results");
+    let profile = write_profile(
+        dir.path(),
+        "at-a-rate",
+        r#"
+[[targets.quick.bench]]
+shape = "short"
+rate = 2
+ttft_p95_s = 0.001
+errors = 0
+"#,
+    );
+    let s = settings(&[
+        (
+            "CODENDUM_CAPACITY_PROFILES",
+            profile.to_str().expect("utf8"),
+        ),
+        ("CODENDUM_RESULTS_DIR", results.to_str().expect("utf8")),
+    ]);
+    let suite = Arc::new(Suite::new(
+        s,
+        codendum_capacity::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
+    ));
+    let names: Vec<String> = suite.trials().into_iter().map(|t| t.name).collect();
+    assert_eq!(
+        names,
+        [
+            "at-a-rate::bench-short-r2::ttft_p95",
+            "at-a-rate::bench-short-r2::errors"
+        ]
+    );
+    let conclusion = libtest_mimic::run(&one_thread(), codendum_capacity::trials(&suite));
+    assert_eq!(
+        (conclusion.num_passed, conclusion.num_failed),
+        (1, 1),
+        "{conclusion:?}"
+    );
+    let ttft = failure_of(&suite, "at-a-rate::bench-short-r2::ttft_p95");
+    assert!(
+        ttft.contains("(bench, short prompts, 2 requests/s, "),
+        "{ttft}"
+    );
+}
+
+#[test]
 fn a_server_answering_503_fails_with_errors_counted() {
     use wiremock::matchers::any;
     use wiremock::{Mock, MockServer, ResponseTemplate};

@@ -90,7 +90,15 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(1800);
 /// runs the seed's levels plus any other checked level.
 pub fn bench_config(mode: Mode, targets: &ModeTargets, target: Target) -> BenchConfig {
     let mut config = BenchConfig::new(target);
-    let mut levels: Vec<u32> = targets.bench.iter().map(|b| b.concurrency).collect();
+    let mut levels: Vec<u32> = targets
+        .bench
+        .iter()
+        .filter(|b| b.rate.is_none())
+        .map(|b| b.concurrency)
+        .collect();
+    let mut rates: Vec<f64> = targets.bench.iter().filter_map(|b| b.rate).collect();
+    rates.sort_by(f64::total_cmp);
+    rates.dedup();
     let mut shapes: Vec<Shape> = targets.bench.iter().filter_map(|b| b.shape()).collect();
     match mode {
         Mode::Quick => {
@@ -104,6 +112,18 @@ pub fn bench_config(mode: Mode, targets: &ModeTargets, target: Target) -> BenchC
     }
     levels.sort_unstable();
     levels.dedup();
+    if !rates.is_empty() {
+        // Rate levels after the closed-loop ones, Poisson as vLLM's bench.
+        config.open_loop = Some(codendum::bench::config::OpenLoop {
+            rates,
+            arrival: codendum::bench::arrival::Arrival::Poisson,
+            max_concurrency: None,
+            sweep: None,
+            find_rate: false,
+            stop_when_saturated: false,
+            closed_levels_first: !levels.is_empty(),
+        });
+    }
     config.concurrency = levels;
     config.shapes = Shape::ALL
         .into_iter()

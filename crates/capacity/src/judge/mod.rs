@@ -147,10 +147,7 @@ pub fn find_level<'a>(
     summary: &'a BenchSummary,
     t: &BenchLevelTargets,
 ) -> Option<&'a LevelSummary> {
-    summary
-        .levels
-        .iter()
-        .find(|l| l.shape.eq_ignore_ascii_case(&t.shape) && l.concurrency == t.concurrency)
+    summary.levels.iter().find(|l| t.names(l))
 }
 
 /// Judges one bench level's targets against a bench run, in
@@ -164,17 +161,24 @@ pub fn judge_bench_level(
 ) -> Vec<Judgement> {
     let group = t.group_name();
     let level = find_level(summary, t);
+    let load = match t.rate {
+        Some(r) => format!(
+            "{} requests/s",
+            codendum_core::results::records::trim_rate(r)
+        ),
+        None => format!("{} in flight", t.concurrency),
+    };
     let context = match level {
         Some(l) => format!(
-            "bench, {} prompts, {} in flight, {} requests",
-            l.shape, l.concurrency, l.requests
+            "bench, {} prompts, {load}, {} requests",
+            l.shape, l.requests
         ),
         None => format!(
-            "bench, {} prompts, {} in flight: the run has no such level",
-            t.shape, t.concurrency
+            "bench, {} prompts, {load}: the run has no such level",
+            t.shape
         ),
     };
-    let scope = format!("at {} in flight ({})", t.concurrency, t.shape);
+    let scope = format!("at {load} ({})", t.shape);
     let no_success = level.map(|l| {
         format!(
             "no successful request ({} of {} failed{})",

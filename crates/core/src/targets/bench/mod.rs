@@ -84,8 +84,11 @@ fn key_kind(metric: &LevelMetric) -> KeyKind {
 pub struct BenchLevelTargets {
     /// Prompt shape: `short` or `long`.
     pub shape: String,
-    /// Requests kept in flight.
+    /// Requests kept in flight (a closed-loop level); 0 for a rate level.
     pub concurrency: u32,
+    /// A rate level's rate, requests per second (`rate = 0.8`); `None`: a
+    /// closed-loop level at [`BenchLevelTargets::concurrency`].
+    pub rate: Option<f64>,
     /// The limits given, by key of [`BENCH_TARGET_KEYS`], in the figure's
     /// unit: seconds (`ttft_p95_s`, most), tokens per second
     /// (`output_tok_per_s`, least) or a count (`errors`, most).
@@ -132,11 +135,29 @@ impl BenchLevelTargets {
 
     /// The workload segment of trial names: `bench-short-c16`.
     pub fn group_name(&self) -> String {
-        format!(
-            "bench-{}-c{}",
-            self.shape.to_ascii_lowercase(),
-            self.concurrency
-        )
+        match self.rate {
+            Some(r) => format!(
+                "bench-{}-r{}",
+                self.shape.to_ascii_lowercase(),
+                crate::results::records::trim_rate(r)
+            ),
+            None => format!(
+                "bench-{}-c{}",
+                self.shape.to_ascii_lowercase(),
+                self.concurrency
+            ),
+        }
+    }
+
+    /// Whether `level` is the level these targets name: its shape and its
+    /// concurrency (closed loop) or its rate (a rate level).
+    pub fn names(&self, level: &crate::results::LevelSummary) -> bool {
+        level.shape.eq_ignore_ascii_case(&self.shape)
+            && match (self.rate, &level.rate) {
+                (Some(r), Some(lr)) => (lr.rate_per_s - r).abs() < 1e-9,
+                (None, None) => level.concurrency == self.concurrency,
+                _ => false,
+            }
     }
 }
 
@@ -218,7 +239,11 @@ fn parse_mode_key(
 
 /// The keys of a `[[targets.bench]]` entry and what their values hold.
 fn bench_keys() -> Vec<(&'static str, KeyKind)> {
-    let mut keys = vec![("shape", KeyKind::Text), ("concurrency", KeyKind::Count)];
+    let mut keys = vec![
+        ("shape", KeyKind::Text),
+        ("concurrency", KeyKind::Count),
+        ("rate", KeyKind::Number),
+    ];
     keys.extend(
         BENCH_TARGET_KEYS
             .iter()
@@ -237,7 +262,7 @@ fn parse_bench(path: &str, item: &toml::Value) -> Result<BenchLevelTargets, Conf
         .as_table()
         .ok_or_else(|| bad(path, "must be a table"))?;
     let mut t = BenchLevelTargets::default();
-    let (mut shape, mut concurrency) = (false, false);
+    let (mut shape, mut concurrency, mut rate) = (false, false, false);
     for (key, value) in table {
         match key.as_str() {
             "shape" => {
@@ -254,6 +279,12 @@ fn parse_bench(path: &str, item: &toml::Value) -> Result<BenchLevelTargets, Conf
                 })?;
                 concurrency = true;
             }
+            "rate" => {
+                t.rate = value
+                    .as_float()
+                    .or_else(|| value.as_integer().map(|i| i as f64));
+                rate = true;
+            }
             other => {
                 let Some(metric) = bench_target_metric(other) else {
                     let known: Vec<&str> = keys.iter().map(|(k, _)| *k).collect();
@@ -267,10 +298,18 @@ fn parse_bench(path: &str, item: &toml::Value) -> Result<BenchLevelTargets, Conf
             }
         }
     }
-    for (given, key) in [(shape, "shape"), (concurrency, "concurrency")] {
-        if !given {
-            return Err(bad(path, &format!("missing key `{key}`")));
+    if !shape {
+        return Err(bad(path, "missing key `shape`"));
+    }
+    match (concurrency, rate) {
+        (true, true) => {
+            return Err(bad(
+                path,
+                "gives both `concurrency` and `rate`: a level is one or the other",
+            ))
         }
+        (false, false) => return Err(bad(path, "missing key `concurrency` (or `rate`)")),
+        _ => {}
     }
     Ok(t)
 }
@@ -282,7 +321,14 @@ fn check_bench(t: &BenchLevelTargets, path: &str) -> Result<(), ConfigError> {
             &format!("shape {:?} is unknown (known: short, long)", t.shape),
         ));
     }
-    if t.concurrency == 0 || t.concurrency > MAX_CONCURRENCY {
+    if let Some(r) = t.rate {
+        if !(r.is_finite() && r > 0.0) {
+            return Err(bad(
+                path,
+                &format!("rate {r} is not above 0 (requests per second)"),
+            ));
+        }
+    } else if t.concurrency == 0 || t.concurrency > MAX_CONCURRENCY {
         return Err(bad(
             path,
             &format!(

@@ -162,3 +162,37 @@ fn an_empty_table_has_no_targets() {
     assert!(t.full.bench.is_empty() && t.full.classroom.is_none());
     assert_eq!(t.quick, ModeTargets::default());
 }
+
+#[test]
+fn a_level_is_at_a_concurrency_or_at_a_rate() {
+    let t = parse(
+        r#"
+        [[bench]]
+        shape = "short"
+        rate = 0.8
+        ttft_p95_s = 2
+        "#,
+    )
+    .expect("parses");
+    assert_eq!(t.full.bench[0].rate, Some(0.8));
+    assert_eq!(t.full.bench[0].group_name(), "bench-short-r0.8");
+    for (text, culprit) in [
+        (
+            "shape = \"short\"\nrate = 1\nconcurrency = 4\nerrors = 0",
+            "both `concurrency` and `rate`",
+        ),
+        (
+            "shape = \"short\"\nerrors = 0",
+            "missing key `concurrency` (or `rate`)",
+        ),
+        (
+            "shape = \"short\"\nrate = 0\nerrors = 0",
+            "rate 0 is not above 0",
+        ),
+    ] {
+        let e = parse(&format!("[[bench]]\n{text}\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(culprit), "{text}: {e}");
+    }
+}

@@ -1,0 +1,166 @@
+//! `codendum plan --rate`: the highest request rate each profile carries
+//! within an SLO, in virtual time. Each profile's twin runs in process on a
+//! paused clock and `bench --find-rate` runs against it unchanged (one
+//! request at a time, the closed-loop maximum at the profile's seats, then
+//! the bisection over rate levels), so a fitted profile answers in seconds
+//! what a live search answers in minutes. Each search writes an ordinary
+//! bench folder.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+
+use crate::bench::arrival::Arrival;
+use crate::bench::config::OpenLoop;
+use crate::bench::{run_bench, BenchConfig, BenchDeps, ServerInfo};
+use codendum_core::clock::Clock;
+use codendum_core::error::{ConfigError, Error};
+use codendum_core::kinds::Shape;
+use codendum_core::profile::Profile;
+use codendum_core::results::slo::Slo;
+use codendum_core::results::RateSearch;
+use codendum_core::target::Target;
+use codendum_twin::inproc::InProcTransport;
+use codendum_twin::TwinOptions;
+
+/// What `plan --rate` searches.
+#[derive(Debug, Clone)]
+pub struct RatePlan {
+    /// The profiles (names or `.toml` paths).
+    pub profiles: Vec<String>,
+    /// What the highest rate must meet.
+    pub slo: Slo,
+    /// The prompt shape of the requests.
+    pub shape: Shape,
+    /// Output tokens per request.
+    pub output_tokens: u32,
+    /// Requests per level (`None`: a minute of arrivals, at least 16).
+    pub requests_per_level: Option<u64>,
+    /// Seed of the prompts and arrivals.
+    pub seed: u64,
+    /// Where each search's bench folder goes.
+    pub results_dir: PathBuf,
+}
+
+/// One profile's answer.
+#[derive(Debug, Clone)]
+pub struct RateAnswer {
+    /// The profile's name.
+    pub profile: String,
+    /// The search (its steps and the highest rate).
+    pub search: RateSearch,
+    /// Its bench folder.
+    pub folder: PathBuf,
+}
+
+/// The twin in process states its model and no `/tokenize`: prompts are
+/// sized from a probe's usage, as against a server without `/tokenize`.
+struct TwinFacts {
+    model: String,
+}
+
+impl ServerInfo for TwinFacts {
+    fn model_id(&self) -> BoxFuture<'_, Result<String, String>> {
+        let model = self.model.clone();
+        Box::pin(async move { Ok(model) })
+    }
+
+    fn tokenize<'a>(
+        &'a self,
+        _model: &'a str,
+        _prompt: &'a str,
+    ) -> BoxFuture<'a, Result<Option<u64>, String>> {
+        Box::pin(async { Ok(None) })
+    }
+}
+
+/// Searches each profile in turn (each on its own paused runtime).
+pub fn plan_rate(plan: &RatePlan) -> Result<Vec<RateAnswer>, Error> {
+    let mut answers = Vec::new();
+    for name in &plan.profiles {
+        let profile = Profile::load(name)?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .start_paused(true)
+            .build()
+            .map_err(|e| Error::Failed(format!("cannot start a runtime: {e}")))?;
+        let outcome = runtime.block_on(search_profile(plan, &profile))?;
+        let search = outcome
+            .summary
+            .rate_search
+            .first()
+            .cloned()
+            .ok_or_else(|| Error::Failed(format!("{}: the search did not run", profile.name)))?;
+        answers.push(RateAnswer {
+            profile: profile.name.clone(),
+            search,
+            folder: outcome.folder,
+        });
+    }
+    Ok(answers)
+}
+
+async fn search_profile(
+    plan: &RatePlan,
+    profile: &Profile,
+) -> Result<crate::bench::BenchOutcome, Error> {
+    let clock = Clock::scaled(1.0);
+    let mut opts = TwinOptions::new(profile.clone());
+    opts.clock = clock.clone();
+    opts.seed = plan.seed;
+    let transport = Arc::new(InProcTransport::start(opts));
+    let target = Target::new(None, None, None, None, None, Duration::from_secs(3_600))?;
+    let mut config = BenchConfig::new(target);
+    config.target.model = Some(profile.server.served_model_name.clone());
+    config.provenance.profile = Some(profile.name.clone());
+    config.shapes = vec![plan.shape];
+    // The sweep's top: the profile's seats, every one busy.
+    config.concurrency = vec![profile.server.max_num_seqs];
+    config.output_tokens = plan.output_tokens;
+    config.requests_per_level = plan.requests_per_level;
+    config.seed = plan.seed;
+    config.results_dir = plan.results_dir.clone();
+    config.yes = true;
+    config.slo = Some(plan.slo);
+    config.open_loop = Some(OpenLoop {
+        rates: Vec::new(),
+        arrival: Arrival::Poisson,
+        max_concurrency: None,
+        sweep: None,
+        find_rate: true,
+        stop_when_saturated: false,
+        closed_levels_first: false,
+    });
+    codendum_core::error::Check::check(&config)?;
+    let info = TwinFacts {
+        model: profile.server.served_model_name.clone(),
+    };
+    let (_tx, stop) = tokio::sync::watch::channel(false);
+    let deps = BenchDeps {
+        transport: transport.as_ref(),
+        info: &info,
+        metrics: None,
+        clock,
+        stop,
+        show_progress: false,
+    };
+    let outcome = run_bench(&config, deps).await;
+    transport.stop();
+    outcome
+}
+
+/// Checks `plan --rate`'s own values.
+pub fn check(plan: &RatePlan) -> Result<(), ConfigError> {
+    if plan.profiles.is_empty() {
+        return Err(ConfigError::invalid("--profile", "no profile given"));
+    }
+    if plan.output_tokens == 0 {
+        return Err(ConfigError::invalid(
+            "--output-tokens",
+            "must be at least 1",
+        ));
+    }
+    Ok(())
+}
