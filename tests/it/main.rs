@@ -66,6 +66,7 @@ mod report_compare;
 mod report_documents;
 mod report_svg;
 mod server_match;
+mod snapshot_documents;
 mod targets_shared;
 mod time_split;
 mod twin_http;

@@ -14,6 +14,7 @@ use codendum_testkit::scripted::{chat_event, chat_request, paced_script, spawn_p
 
 #[tokio::test]
 async fn ttft_and_gaps_follow_the_server_pacing_closely() {
+    let _alone = crate::alone();
     let end = vec![Step::Chunk(chat_event("{}", Some("stop"))), Step::End];
     let base = spawn_plain(paced_script(end)).await;
     let opts = ClientOptions {

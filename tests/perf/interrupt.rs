@@ -10,6 +10,7 @@ use codendum_testkit::servers::{MetricsCase, Servers};
 
 #[test]
 fn a_second_ctrl_c_ends_at_once() {
+    let _alone = crate::alone();
     // Every answer takes 30 s: the first signal alone would wait the grace out.
     let servers = Servers::start(Duration::from_secs(30));
     let dir = tempfile::tempdir().expect("tempdir");

@@ -18,6 +18,7 @@ const OUTPUT: u64 = 256;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sixteen_streams_run_at_the_modelled_rate() {
+    let _alone = crate::alone();
     let profile = Profile::load("classroom-64k").expect("profile");
     let model = PhysicalStepModel::new(&profile.hardware);
     let clock = Clock::scaled(20.0);
