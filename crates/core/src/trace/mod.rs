@@ -16,11 +16,13 @@
 //!   same lines (`session_id`, `delay` ms);
 //! - [`prefix`]: the `hash_ids` of recorded sessions that kept no text (a
 //!   shared system prefix, each session's growing conversation);
-//! - [`text`]: the synthetic prompt a replay sends for a call's blocks.
+//! - [`text`]: the synthetic prompt a replay sends for a call's blocks;
+//! - [`timing`]: which call waits for which, and more or fewer sessions.
 
 pub mod mooncake;
 pub mod prefix;
 pub mod text;
+pub mod timing;
 
 use serde::{Deserialize, Serialize};
 
