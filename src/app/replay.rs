@@ -18,7 +18,7 @@ use crate::classroom::{ClassroomConfig, ClassroomSummary, JsonlSink};
 use crate::connect::{ConnectOptions, Connection};
 use crate::replay::{self, ReplayConfig, SourceKind};
 use codendum_core::error::{ConfigError, Error};
-use codendum_core::openai::{CallRequest, Endpoint, Transport};
+use codendum_core::openai::{Endpoint, Transport};
 use codendum_core::results::{
     self, ClassroomParameters, ClassroomRunSummary, FolderKind, ReplayParameters, RunFolder,
     RunHeader, ServerDescription,
@@ -115,22 +115,6 @@ pub async fn run(run: ReplayRun<'_>) -> Result<ReplayResult, Error> {
     Ok(result)
 }
 
-/// Tokens the server's chat template adds around a one-word user message:
-/// one probe call of one output token (its prompt's count less the word).
-async fn template_tokens(transport: &dyn Transport, endpoint: Endpoint, model: &str) -> u64 {
-    let body = crate::bench::prompt::request_body(endpoint, model, "hello", 1);
-    let outcome = transport
-        .call(CallRequest {
-            endpoint,
-            body,
-            api_key: None,
-            headers: Vec::new(),
-            record_gaps: false,
-        })
-        .await;
-    outcome.input_tokens().map_or(0, |n| n.saturating_sub(1))
-}
-
 async fn run_connected(
     run: &ReplayRun<'_>,
     conn: &Connection,
@@ -180,7 +164,7 @@ async fn run_connected(
         }
     }
     let transport: Arc<dyn Transport> = conn.client.clone();
-    let template = template_tokens(transport.as_ref(), run.endpoint, &model).await;
+    let template = replay::template_tokens(transport.as_ref(), run.endpoint, &model).await;
     let config = ReplayConfig {
         model: model.clone(),
         speed: run.speed,

@@ -211,6 +211,22 @@ pub async fn run_replay(
     }
 }
 
+/// Tokens the server's chat template adds around a one-word user message:
+/// one probe call of one output token (its prompt's count less the word).
+pub async fn template_tokens(transport: &dyn Transport, endpoint: Endpoint, model: &str) -> u64 {
+    let body = crate::bench::prompt::request_body(endpoint, model, "hello", 1);
+    let outcome = transport
+        .call(CallRequest {
+            endpoint,
+            body,
+            api_key: None,
+            headers: Vec::new(),
+            record_gaps: false,
+        })
+        .await;
+    outcome.input_tokens().map_or(0, |n| n.saturating_sub(1))
+}
+
 /// The coding requests of replayed calls: per (user, task), from the first
 /// call's start to the last one's end; completed when every call succeeded.
 pub fn tasks_of(records: &[CallRecord]) -> Vec<TaskRecord> {

@@ -10,6 +10,7 @@ mod client_support;
 mod fleet_live_support;
 mod fleet_support;
 mod persona_support;
+mod replay_class;
 mod report_support;
 
 mod bench_driver;

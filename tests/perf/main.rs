@@ -4,4 +4,5 @@
 
 mod firehose;
 mod fleet_streams;
+mod replay_class;
 mod twin_lateness;
