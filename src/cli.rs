@@ -472,6 +472,10 @@ pub struct CaptureArgs {
     /// PEM bundle of the upstream's private CA; replaces the system roots, as curl's --cacert.
     #[arg(long, env = "CODENDUM_CACERT", value_name = "FILE")]
     pub cacert: Option<PathBuf>,
+    /// Keep no message text at all: no prompt.json (only sizes, times, kinds, sessions and
+    /// tool names, which is all replay and export-trace need).
+    #[arg(long)]
+    pub no_text: bool,
 }
 
 /// `codendum report`.

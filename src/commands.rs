@@ -602,6 +602,7 @@ async fn capture(args: CaptureArgs) -> Result<(), Error> {
     let mut config =
         codendum::capture::CaptureConfig::new(&args.upstream, &args.listen, args.out.clone())?;
     config.cacert = args.cacert.clone();
+    config.keep_text = !args.no_text;
     codendum::app::capture::run(config, stop_on_signal())
         .await
         .map(|_| ())

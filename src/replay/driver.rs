@@ -4,6 +4,14 @@
 //! and its timing: a call with a dependency waits for that call's answer
 //! plus the recorded gap, the others start at their recorded arrival;
 //! `speed` divides both.
+//!
+//! A session's conversation is carried forward as an agent carries it: a
+//! chat call that waits for an earlier call of its own session and shares
+//! that call's whole prompt (its blocks say so) sends that call's messages,
+//! the answer the server gave it as an `assistant` message, and a new
+//! `user` message for the rest of its recorded length. So the server's
+//! prefix cache sees the answer again, as it does in a real session (vLLM
+//! caches the blocks of generated tokens too).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -47,6 +55,38 @@ pub struct ReplayOutcome {
     pub tasks: Vec<TaskRecord>,
     /// Root sessions (the `user` of the records).
     pub users: usize,
+}
+
+/// What a sent call leaves for the calls that wait for it.
+#[derive(Debug)]
+struct Sent {
+    /// When its answer ended, seconds since the replay started.
+    end: f64,
+    /// Whether it succeeded.
+    ok: bool,
+    /// The messages it sent.
+    messages: Vec<serde_json::Value>,
+    /// The answer's text.
+    answer: String,
+}
+
+/// Whether `next` carries on the conversation of `previous`: a chat call
+/// of the same session whose blocks start with all of `previous`'s full
+/// prompt blocks and go on past them.
+pub fn carries_on(
+    previous: &codendum_core::trace::TraceCall,
+    next: &codendum_core::trace::TraceCall,
+    block_size: u32,
+    endpoint: Endpoint,
+) -> bool {
+    let full = (previous.input_tokens / u64::from(block_size.max(1))) as usize;
+    endpoint == Endpoint::Chat
+        && previous.session.is_some()
+        && previous.session == next.session
+        && next.input_tokens > previous.input_tokens + previous.output_tokens
+        && full > 0
+        && next.hash_ids.len() > full
+        && previous.hash_ids.get(..full) == next.hash_ids.get(..full)
 }
 
 /// The request body of one call.
@@ -103,7 +143,7 @@ pub async fn run_replay(
     let mut senders = Vec::with_capacity(trace.calls.len());
     let mut receivers = Vec::with_capacity(trace.calls.len());
     for _ in &trace.calls {
-        let (tx, rx) = watch::channel(None::<f64>);
+        let (tx, rx) = watch::channel(None::<Arc<Sent>>);
         senders.push(tx);
         receivers.push(rx);
     }
@@ -111,38 +151,70 @@ pub async fn run_replay(
     let mut tasks = tokio::task::JoinSet::new();
     for (i, (call, done)) in trace.calls.iter().cloned().zip(senders).enumerate() {
         let wait_for = call.after.map(|d| (receivers[d.call].clone(), d.gap_s));
+        // The dependency whose conversation this call carries on, with the
+        // tokens it covered (its prompt and answer).
+        let carries = call.after.and_then(|d| {
+            let previous = &trace.calls[d.call];
+            carries_on(previous, &call, trace.block_size, config.endpoint)
+                .then_some(previous.input_tokens + previous.output_tokens)
+        });
         let transport = transport.clone();
         let clock = clock.clone();
         let sink = sink.clone();
         let records = records.clone();
         let stop = stop.clone();
         let user = users[i];
-        let prompt_tokens = call
-            .input_tokens
-            .saturating_sub(config.template_tokens)
-            .max(1);
-        let prompt = prompt_text(
-            &call.hash_ids,
-            prompt_tokens,
-            trace.block_size,
-            config.salt,
-            i as u64,
-        );
-        let body = call_body(config, &prompt, call.output_tokens);
+        let template = config.template_tokens;
+        let block_size = trace.block_size;
+        let salt = config.salt;
+        let fresh_body = move |covered: u64| {
+            // The recorded prompt less what the history already holds (and
+            // the template of the new message).
+            let tokens = call
+                .input_tokens
+                .saturating_sub(covered)
+                .saturating_sub(template)
+                .max(1);
+            let skip = (covered / u64::from(block_size.max(1))) as usize;
+            let ids = call.hash_ids.get(skip..).unwrap_or(&[]);
+            prompt_text(ids, tokens, block_size, salt, i as u64)
+        };
+        let base_body = call_body(config, "", call.output_tokens);
         let api_key = config.api_key.clone();
         let endpoint = config.endpoint;
         tasks.spawn(async move {
+            let mut previous: Option<Arc<Sent>> = None;
             let start = match wait_for {
                 Some((mut rx, gap)) => {
                     // A dependency that never ends (its task is gone): go now.
                     let end = match rx.wait_for(Option::is_some).await {
-                        Ok(v) => v.unwrap_or(0.0),
+                        Ok(v) => {
+                            previous = v.clone();
+                            previous.as_ref().map_or(0.0, |p| p.end)
+                        }
                         Err(_) => clock.now_secs() - origin,
                     };
                     end + gap / speed
                 }
                 None => call.at_s / speed,
             };
+            let mut messages = Vec::new();
+            let covered = match (carries, &previous) {
+                (Some(covered), Some(p)) if p.ok => {
+                    messages.extend(p.messages.iter().cloned());
+                    messages.push(serde_json::json!({"role": "assistant", "content": p.answer}));
+                    covered
+                }
+                _ => 0,
+            };
+            messages.push(serde_json::json!({"role": "user", "content": fresh_body(covered)}));
+            let mut body = base_body;
+            match endpoint {
+                Endpoint::Chat => body["messages"] = serde_json::Value::Array(messages.clone()),
+                Endpoint::Completions => {
+                    body["prompt"] = messages[messages.len() - 1]["content"].clone()
+                }
+            }
             clock
                 .sleep_until(Duration::from_secs_f64(origin + start.max(0.0)))
                 .await;
@@ -189,7 +261,12 @@ pub async fn run_replay(
             if let Ok(mut v) = records.lock() {
                 v.push((call.task.is_some(), record));
             }
-            let _ = done.send(Some(ended));
+            let _ = done.send(Some(Arc::new(Sent {
+                end: ended,
+                ok: outcome.is_ok(),
+                messages,
+                answer: outcome.message.content.clone(),
+            })));
         });
     }
     drop(receivers);

@@ -11,6 +11,7 @@ mod fleet_live_support;
 mod fleet_support;
 mod persona_support;
 mod replay_class;
+mod replay_privacy;
 mod report_support;
 
 mod bench_driver;

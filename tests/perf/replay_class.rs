@@ -12,7 +12,7 @@ use replay_support::{class_then_replay, within};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replayed_class_keeps_its_ttft_and_peak_kv() {
     let dir = tempfile::tempdir().expect("dir");
-    let (class, replayed) = class_then_replay(dir.path(), 6, 10.0).await;
+    let (class, replayed) = class_then_replay(dir.path(), 6, 5.0).await;
     let (a, b) = (&class.server, &replayed.server);
     eprintln!(
         "class vs replay ({} calls): output {:?} / {:?} tokens, hit rate {:?} / {:?}, peak KV {:?} / {:?}, TTFT P50/P95 {:.3}/{:.3} vs {:.3}/{:.3} s",
