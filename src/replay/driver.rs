@@ -70,25 +70,6 @@ struct Sent {
     answer: String,
 }
 
-/// Whether `next` carries on the conversation of `previous`: a chat call
-/// of the same session whose blocks start with all of `previous`'s full
-/// prompt blocks and go on past them.
-pub fn carries_on(
-    previous: &codendum_core::trace::TraceCall,
-    next: &codendum_core::trace::TraceCall,
-    block_size: u32,
-    endpoint: Endpoint,
-) -> bool {
-    let full = (previous.input_tokens / u64::from(block_size.max(1))) as usize;
-    endpoint == Endpoint::Chat
-        && previous.session.is_some()
-        && previous.session == next.session
-        && next.input_tokens > previous.input_tokens + previous.output_tokens
-        && full > 0
-        && next.hash_ids.len() > full
-        && previous.hash_ids.get(..full) == next.hash_ids.get(..full)
-}
-
 /// The request body of one call.
 pub fn call_body(config: &ReplayConfig, prompt: &str, output_tokens: u64) -> serde_json::Value {
     crate::bench::prompt::request_body(
@@ -155,7 +136,7 @@ pub async fn run_replay(
         // tokens it covered (its prompt and answer).
         let carries = call.after.and_then(|d| {
             let previous = &trace.calls[d.call];
-            carries_on(previous, &call, trace.block_size, config.endpoint)
+            (config.endpoint == Endpoint::Chat && call.carries_on(previous, trace.block_size))
                 .then_some(previous.input_tokens + previous.output_tokens)
         });
         let transport = transport.clone();

@@ -91,6 +91,34 @@ impl TraceCall {
         }
     }
 
+    /// Whether this call carries on the conversation of `previous`: the same
+    /// session, its blocks start with all of `previous`'s full prompt blocks,
+    /// and it is longer than `previous`'s prompt and answer together. Such a
+    /// call is `previous`'s messages, its answer, and a new message of
+    /// [`TraceCall::new_tokens`].
+    pub fn carries_on(&self, previous: &TraceCall, block_size: u32) -> bool {
+        let full = (previous.input_tokens / u64::from(block_size.max(1))) as usize;
+        previous.session.is_some()
+            && previous.session == self.session
+            && self.input_tokens > previous.input_tokens + previous.output_tokens
+            && full > 0
+            && self.hash_ids.len() > full
+            && previous.hash_ids.get(..full) == self.hash_ids.get(..full)
+    }
+
+    /// What a call that carries on `previous` adds: its tokens past
+    /// `previous`'s prompt and answer, and as many of its blocks from there
+    /// on as those tokens fill.
+    pub fn new_tokens(&self, previous: &TraceCall, block_size: u32) -> (u64, &[u64]) {
+        let b = u64::from(block_size.max(1));
+        let covered = previous.input_tokens + previous.output_tokens;
+        let tokens = self.input_tokens.saturating_sub(covered).max(1);
+        let skip = ((covered / b) as usize).min(self.hash_ids.len());
+        let rest = &self.hash_ids[skip..];
+        // The new message's own blocks, counted from its start.
+        (tokens, &rest[..rest.len().min(tokens.div_ceil(b) as usize)])
+    }
+
     /// Recorded end (arrival + duration), seconds, when the duration is known.
     pub fn end_s(&self) -> Option<f64> {
         self.duration_s.map(|d| self.at_s + d)

@@ -9,7 +9,10 @@
 //! - `session_id` and `delay` (AIPerf's `mooncake_trace` dataset): lines of
 //!   one session are its turns in file order; a turn with `delay` is sent
 //!   that many milliseconds after the previous turn's answer, a turn with
-//!   `timestamp` at its time.
+//!   `timestamp` at its time. As AIPerf sends them, a later turn's prompt is
+//!   the session's history (the previous turn's prompt and answer) and
+//!   then the line's `input_length` tokens: read as one call of that whole
+//!   length, whose blocks start with the previous prompt's.
 //!
 //! [`write_mooncake`] writes the open-loop form (timestamps only, in
 //! arrival order); [`write_aiperf_sessions`] writes every session's turns
@@ -114,6 +117,13 @@ pub fn read_trace<R: BufRead>(input: R, block_size: u32) -> Result<Trace, TraceE
         .filter_map(|(_, l)| l.timestamp)
         .fold(f64::INFINITY, f64::min);
     let origin = if origin.is_finite() { origin } else { 0.0 };
+    // Blocks of the answers a later turn's history holds: ids no line uses.
+    let mut fresh = lines
+        .iter()
+        .flat_map(|(_, l)| l.hash_ids.iter().copied())
+        .max()
+        .unwrap_or(0)
+        + 1;
     // File order first: a delayed turn follows its session's previous line.
     let mut calls: Vec<TraceCall> = Vec::with_capacity(lines.len());
     let mut last_of: HashMap<String, usize> = HashMap::new();
@@ -143,7 +153,22 @@ pub fn read_trace<R: BufRead>(input: R, block_size: u32) -> Result<Trace, TraceE
             ),
             (None, None, None) => (0.0, None),
         };
-        let mut call = TraceCall::open(at_s, l.input_length, l.output_length, l.hash_ids);
+        let (input, hash_ids) = match previous {
+            // The history, then the turn.
+            Some(p) => {
+                let p = &calls[p];
+                let covered = p.input_tokens + p.output_tokens;
+                let full = (p.input_tokens / b) as usize;
+                let mut ids: Vec<u64> = p.hash_ids[..full.min(p.hash_ids.len())].to_vec();
+                let answer_blocks = (covered / b).saturating_sub(ids.len() as u64);
+                ids.extend(fresh..fresh + answer_blocks);
+                fresh += answer_blocks;
+                ids.extend(l.hash_ids.iter().copied());
+                (covered + l.input_length, ids)
+            }
+            None => (l.input_length, l.hash_ids),
+        };
+        let mut call = TraceCall::open(at_s, input, l.output_length, hash_ids);
         call.after = after;
         if let Some(s) = &l.session_id {
             last_of.insert(s.clone(), calls.len());
@@ -226,7 +251,12 @@ pub fn write_mooncake<W: Write>(trace: &Trace, mut out: W) -> std::io::Result<()
 /// every session's turns together in order, its first turn with the
 /// `timestamp` of its arrival, each later turn with the `delay` after the
 /// previous turn's recorded end (its arrival when the end is unknown); a
-/// call without a session is a one-turn session of its own.
+/// call without a session is a one-turn session of its own. AIPerf sends a
+/// session's turns with the history before them (the earlier turns and
+/// the server's answers), so a turn that carries on the previous one
+/// ([`TraceCall::carries_on`]) is written as what it adds
+/// ([`TraceCall::new_tokens`]); any other turn whole (AIPerf then sends it
+/// longer than recorded).
 pub fn write_aiperf_sessions<W: Write>(trace: &Trace, mut out: W) -> std::io::Result<()> {
     let mut order: Vec<String> = Vec::new();
     let mut turns: HashMap<String, Vec<&TraceCall>> = HashMap::new();
@@ -248,15 +278,19 @@ pub fn write_aiperf_sessions<W: Write>(trace: &Trace, mut out: W) -> std::io::Re
                 None => (Some(ms(c.at_s)), None),
                 Some(p) => (None, Some(ms(c.at_s - p.end_s().unwrap_or(p.at_s)))),
             };
+            let (input_length, hash_ids) = match previous {
+                Some(p) if c.carries_on(p, trace.block_size) => c.new_tokens(p, trace.block_size),
+                _ => (c.input_tokens, c.hash_ids.as_slice()),
+            };
             write_line(
                 &mut out,
                 &MooncakeLine {
                     session_id: Some(key.clone()),
                     timestamp,
                     delay,
-                    input_length: c.input_tokens,
+                    input_length,
                     output_length: c.output_tokens,
-                    hash_ids: c.hash_ids.clone(),
+                    hash_ids: hash_ids.to_vec(),
                 },
             )?;
             previous = Some(c);
@@ -324,12 +358,21 @@ mod tests {
         assert_eq!(lines[0]["session_id"], "a");
         assert_eq!(lines[1]["session_id"], "a", "a session's turns together");
         assert_eq!(lines[1]["delay"], 2000, "after the previous answer's end");
+        assert_eq!(
+            (
+                lines[1]["input_length"].as_u64(),
+                lines[1]["hash_ids"].clone()
+            ),
+            (Some(13), serde_json::json!([4])),
+            "what the turn adds to the history (60 - 40 - 7 tokens)"
+        );
         assert!(lines[1].get("timestamp").is_none());
         assert_eq!(lines[2]["timestamp"], 500);
         let back = read_trace(text.as_bytes(), 16).expect("reads back");
         assert_eq!(back.calls.len(), 3);
         let third = &back.calls[2];
-        assert_eq!(third.hash_ids, vec![1, 2, 4, 5]);
+        assert_eq!(third.input_tokens, 60, "the history and the turn");
+        assert_eq!(third.hash_ids, vec![1, 2, 4]);
         assert_eq!(
             third.after,
             Some(Dependency {
