@@ -4,20 +4,15 @@
 //! depend on timing, are checked in `tests/perf`); a hand-written
 //! Mooncake trace replays with its prefix sharing.
 
-use std::sync::Arc;
-
-use codendum::classroom::MemorySink;
 use codendum::client::build_http_client;
-use codendum::replay::{self, ReplayConfig};
 use codendum::scrape::Scraper;
 use codendum_core::clock::Clock;
-use codendum_core::openai::{Endpoint, Transport};
 use codendum_core::trace::{mooncake, Trace};
 
 #[path = "../replay_support/mod.rs"]
 mod replay_support;
 
-use replay_support::{class_then_replay, client, twin, within};
+use replay_support::{class_then_replay, replay_through, twin, within};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_captured_class_replayed_gives_its_server_output_and_hit_rate() {
@@ -67,29 +62,10 @@ async fn a_hand_written_mooncake_trace_replays_with_its_prefix_sharing() {
     assert!(expected > 0.5, "{expected}");
     let clock = Clock::scaled(200.0);
     let server = twin(&clock).await;
-    let transport = client(&server.base_url(), &clock);
-    let template = replay::template_tokens(transport.as_ref(), Endpoint::Chat, "qwen3-coder").await;
     let http = build_http_client(None, 4).expect("http");
     let scraper = Scraper::new(http, vec![server.metrics_url()]);
     let before = scraper.scrape().await.expect("metrics");
-    let config = ReplayConfig {
-        model: "qwen3-coder".into(),
-        speed: 1.0,
-        salt: 9,
-        endpoint: Endpoint::Chat,
-        api_key: None,
-        template_tokens: template,
-    };
-    let transport: Arc<dyn Transport> = transport;
-    let out = replay::run_replay(
-        &trace,
-        &config,
-        transport,
-        clock.clone(),
-        Arc::new(MemorySink::default()),
-        None,
-    )
-    .await;
+    let out = replay_through(&server.base_url(), &clock, &trace, 1.0, 9).await;
     let after = scraper.scrape().await.expect("metrics");
     server.shutdown().await;
     assert_eq!(out.requests.len(), 12);

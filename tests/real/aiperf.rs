@@ -12,22 +12,19 @@
 //! under its own `HF_HOME`.
 
 use std::path::Path;
-use std::sync::Arc;
-use std::time::Duration;
 
 use codendum::app::replay::{export_trace, TraceFormat};
-use codendum::classroom::MemorySink;
-use codendum::client::{build_http_client, ClientOptions, HttpClient};
-use codendum::replay::{self, ReplayConfig};
+use codendum::client::build_http_client;
 use codendum::scrape::Scraper;
 use codendum_core::clock::Clock;
-use codendum_core::openai::{Endpoint, Transport};
-use codendum_core::profile::Profile;
-use codendum_core::target::BaseUrl;
 use codendum_core::trace::mooncake;
 use codendum_testkit::real::Component;
-use codendum_twin::persona::AgentPersona;
-use codendum_twin::{TwinHandle, TwinOptions};
+use codendum_twin::TwinHandle;
+
+#[path = "../replay_support/mod.rs"]
+mod replay_support;
+
+use replay_support::{replay_through, twin};
 
 /// The twin runs this many times faster than the GB10 it models.
 const TIME_SCALE: f64 = 10.0;
@@ -78,15 +75,6 @@ fn tokenizer_repo(hf_home: &Path) -> &'static str {
     "codendum/replay-words"
 }
 
-async fn twin(clock: &Clock) -> TwinHandle {
-    let mut opts = TwinOptions::new(Profile::load("classroom-64k").expect("profile"));
-    opts.clock = clock.clone();
-    opts.responder = Arc::new(AgentPersona::new(1));
-    codendum_twin::start(opts, "127.0.0.1:0".parse().expect("addr"))
-        .await
-        .expect("twin")
-}
-
 /// (prefix-cache hit rate, generation tokens, prompt tokens) of a twin,
 /// from `/metrics`.
 async fn counters(twin: &TwinHandle) -> (f64, f64, f64) {
@@ -122,38 +110,7 @@ async fn compare() {
     // codendum replay of the trace.
     let clock = Clock::scaled(TIME_SCALE);
     let first = twin(&clock).await;
-    let client = Arc::new(
-        HttpClient::new(
-            &BaseUrl::parse(first.base_url()).expect("url"),
-            ClientOptions {
-                cacert: None,
-                timeout: Duration::from_secs(300),
-                max_connections: 16,
-                clock: clock.clone(),
-                api_key: None,
-            },
-        )
-        .expect("client"),
-    );
-    let config = ReplayConfig {
-        model: "qwen3-coder".into(),
-        speed: 1.0,
-        salt: 2,
-        endpoint: Endpoint::Chat,
-        api_key: None,
-        template_tokens: replay::template_tokens(client.as_ref(), Endpoint::Chat, "qwen3-coder")
-            .await,
-    };
-    let transport: Arc<dyn Transport> = client;
-    let ours = replay::run_replay(
-        &trace,
-        &config,
-        transport,
-        clock.clone(),
-        Arc::new(MemorySink::default()),
-        None,
-    )
-    .await;
+    let ours = replay_through(&first.base_url(), &clock, &trace, 1.0, 2).await;
     assert!(ours.requests.iter().all(|r| r.is_ok()));
     let (our_rate, our_output, our_prompt) = counters(&first).await;
     first.shutdown().await;

@@ -90,6 +90,38 @@ async fn figures(s: SamplerHandle, clock: &Clock, t0: f64, calls: &[CallRecord])
     }
 }
 
+/// `codendum replay` of `trace` through `base` on `clock` (the chat
+/// template measured first, as the command does), `speed` times as fast
+/// as recorded.
+pub async fn replay_through(
+    base: &str,
+    clock: &Clock,
+    trace: &codendum_core::trace::Trace,
+    speed: f64,
+    salt: u64,
+) -> replay::ReplayOutcome {
+    let transport = client(base, clock);
+    let template = replay::template_tokens(transport.as_ref(), Endpoint::Chat, "qwen3-coder").await;
+    let config = ReplayConfig {
+        model: "qwen3-coder".into(),
+        speed,
+        salt,
+        endpoint: Endpoint::Chat,
+        api_key: None,
+        template_tokens: template,
+    };
+    let transport: Arc<dyn Transport> = transport;
+    replay::run_replay(
+        trace,
+        &config,
+        transport,
+        clock.clone(),
+        Arc::new(MemorySink::default()),
+        None,
+    )
+    .await
+}
+
 /// `replayed` is within `tolerance` (a fraction) of `original`.
 pub fn within(name: &str, original: f64, replayed: f64, tolerance: f64) {
     let off = (replayed - original).abs() / original.abs().max(1e-9);
@@ -153,29 +185,10 @@ pub async fn class_then_replay(dir: &Path, users: usize, scale: f64) -> (Figures
     )
     .await
     .expect("capture");
-    let transport = client(&again.base_url(), &clock);
-    let template = replay::template_tokens(transport.as_ref(), Endpoint::Chat, "qwen3-coder").await;
-    let replay_config = ReplayConfig {
-        model: "qwen3-coder".into(),
-        // The capture's seconds are real; the twin's run `scale` times faster.
-        speed: 1.0 / scale,
-        salt: 1,
-        endpoint: Endpoint::Chat,
-        api_key: None,
-        template_tokens: template,
-    };
     let s = sampler(&fresh, &clock);
     let t0 = clock.now_secs();
-    let transport: Arc<dyn Transport> = transport;
-    let replayed = replay::run_replay(
-        &trace,
-        &replay_config,
-        transport,
-        clock.clone(),
-        Arc::new(MemorySink::default()),
-        None,
-    )
-    .await;
+    // The capture's seconds are real; the twin's run `scale` times faster.
+    let replayed = replay_through(&again.base_url(), &clock, &trace, 1.0 / scale, 1).await;
     let replay_figures = figures(s, &clock, t0, &replayed.requests).await;
     let recaptured = again
         .shutdown(Duration::from_secs(5))
