@@ -21,7 +21,7 @@ mod calibrate_inputs;
 mod calibrate_twin;
 mod capacity_checks;
 mod capacity_lock;
-mod capture_class;
+mod capture_whole_class;
 mod capture_cli;
 mod capture_proxy;
 mod capture_roundtrip;
