@@ -112,7 +112,12 @@ fn a_replay_folder_reads_as_a_class_in_report_and_compare() {
     cmd.arg("report").arg(folder);
     let f = run(cmd);
     assert_eq!(f.code, Some(0), "{}", f.both());
-    assert!(folder.join("report.md").is_file());
+    let report = std::fs::read_to_string(folder.join("report.md")).expect("report.md");
+    assert!(report.starts_with("# Replay report"), "{report}");
+    assert!(
+        report.contains("| replayed | sessions.jsonl (trace) |"),
+        "{report}"
+    );
     let mut cmd = codendum(cwd);
     cmd.arg("compare").arg(folder).arg(folder);
     let f = run(cmd);
