@@ -88,14 +88,7 @@ pub async fn run(run: ClassroomRun<'_>) -> Result<ClassroomResult, Error> {
     conn.close().await;
     let result = result?;
     if run.write_report {
-        match codendum_report::files::write_report(&result.folder, None) {
-            Ok(paths) => {
-                for p in paths {
-                    eprintln!("Report: {}", p.display());
-                }
-            }
-            Err(e) => eprintln!("codendum: the report could not be written: {e}"),
-        }
+        super::report::write_report_at_end(&result.folder);
     }
     if result.summary.header.interrupted {
         return Err(Error::Interrupted(result.folder));
@@ -185,6 +178,7 @@ async fn run_connected(
         summary,
         profile_check: ready.profile_check,
         verdict: Some(verdict),
+        replay: None,
     };
     write_summary(folder, run_summary)
 }
@@ -334,7 +328,7 @@ pub fn read_host_timeline(
 
 /// Where the class reads its server: Prometheus when given, else the
 /// sampler of the connection's `/metrics` (when it can be read).
-async fn class_sampling(
+pub(crate) async fn class_sampling(
     prometheus: Option<super::fleet::OpenedPrometheus>,
     conn: &Connection,
     folder: &RunFolder,

@@ -21,6 +21,7 @@ pub mod fleet;
 pub mod fleet_bench;
 pub mod metrics;
 pub mod plan;
+pub mod replay;
 pub mod report;
 pub mod seams;
 pub mod serve;

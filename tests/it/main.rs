@@ -9,6 +9,9 @@ mod cli_support;
 mod client_support;
 mod fleet_support;
 mod persona_support;
+mod replay_class;
+mod replay_cli;
+mod replay_privacy;
 mod report_support;
 
 mod bench_driver;
@@ -24,6 +27,7 @@ mod capture_proxy;
 mod capture_roundtrip;
 mod capture_sessions;
 mod capture_tls;
+mod capture_whole_class;
 mod classroom_agent;
 mod classroom_class;
 mod classroom_compaction;

@@ -4,6 +4,7 @@
 //! missing as `ignored, <component> not installed`, and fails it when `CI`
 //! is set; `.ci/run` installs them all.
 
+mod aiperf;
 mod opencode;
 mod prometheus_bad_input;
 mod prometheus_bench;
@@ -11,8 +12,13 @@ mod prometheus_bench;
 use codendum_testkit::real::{run, trial, Component};
 
 fn main() {
-    use Component::{OpenCode, Prometheus, Ripgrep};
+    use Component::{Aiperf, OpenCode, Prometheus, Ripgrep};
     run(vec![
+        trial(
+            "aiperf::aiperf_replays_an_exported_trace_as_codendum_replay_does",
+            &[Aiperf],
+            aiperf::aiperf_replays_an_exported_trace_as_codendum_replay_does,
+        ),
         trial(
             "opencode::real_opencode_reads_edits_writes_runs_and_answers",
             &[OpenCode, Ripgrep],

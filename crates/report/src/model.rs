@@ -145,6 +145,10 @@ impl BenchReport {
 /// Everything a classroom report shows.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ClassroomReport {
+    /// Whether the run is a `codendum replay` (its parameters then say what
+    /// was replayed).
+    #[serde(default)]
+    pub replay: bool,
     /// Provenance and dates.
     pub run: RunInfo,
     /// Parameters the run used (users, scenario, duration…).

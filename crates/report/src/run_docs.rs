@@ -73,7 +73,8 @@ pub(crate) fn bench_doc(r: &BenchReport) -> Doc {
 /// The classroom report document.
 pub(crate) fn classroom_doc(r: &ClassroomReport) -> Doc {
     let mut doc = Doc::new(format!(
-        "Classroom report: {}, {}",
+        "{} report: {}, {}",
+        if r.replay { "Replay" } else { "Classroom" },
         profile_name(&r.run.provenance.profile),
         super::doc::title_date(&r.run)
     ));

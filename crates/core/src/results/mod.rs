@@ -28,9 +28,9 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 
 pub use self::classroom::{
-    read_classroom_folder_summary, read_classroom_summary, summary_kind, write_classroom_summary,
-    ClassroomParameters, ClassroomRunSummary, CLASSROOM_KIND, CLASSROOM_SCHEMA_VERSION,
-    TASKS_JSONL,
+    read_classroom_folder_summary, read_classroom_summary, read_replay_summary, summary_kind,
+    write_classroom_summary, ClassroomParameters, ClassroomRunSummary, ReplayParameters,
+    CLASSROOM_KIND, CLASSROOM_SCHEMA_VERSION, REPLAY_KIND, TASKS_JSONL,
 };
 pub use self::classroom_summary::{ClassroomSummary, ServerFigures};
 pub use self::csv::{write_summary_csv, SUMMARY_CSV_COLUMNS};
