@@ -20,12 +20,13 @@ use crate::connect::{ConnectOptions, Connection};
 use crate::scrape::{Sampler, SamplerHandle, Scraper};
 use codendum_core::clock::Clock;
 use codendum_core::error::Error;
+use codendum_core::prom::continuity::classify_run;
 use codendum_core::prom::{
-    align_timeline, fleet_figures, read_timeline, window_stats, TimelineSample,
+    align_timeline, fleet_figures, read_timeline, window_stats, ReplicaSample, TimelineSample,
 };
 use codendum_core::results::{
-    self, ClassroomParameters, ClassroomRunSummary, FolderKind, RunFolder, RunHeader,
-    ServerDescription,
+    self, ClassroomParameters, ClassroomRunSummary, FolderKind, MetricsContinuity, RunFolder,
+    RunHeader, ServerDescription,
 };
 use codendum_core::target::{Provenance, Target};
 
@@ -155,7 +156,14 @@ async fn run_connected(
     // The figures over time cover the minutes the server answered.
     let answered = verdict.answered_until_s.map_or(span, |t| t.min(span));
     let window = (started_utc, origin, answered);
-    let figures_source = fill_server_figures(run, config, &mut summary, &sink, read, window)?;
+    let name = conn
+        .scraper
+        .as_ref()
+        .map(crate::scrape::sampler::fleet_name)
+        .unwrap_or_default();
+    let (figures_source, metrics_continuity) =
+        fill_server_figures(run, config, &mut summary, &sink, (read, &name), window)?;
+    let verdict = verdict.with_restarts(metrics_continuity.iter().flat_map(|m| m.restart_times()));
     let server_version = if conn.is_embedded() {
         Some(format!("{} (twin)", codendum_twin::VLLM_VERSION))
     } else {
@@ -185,6 +193,7 @@ async fn run_connected(
         summary,
         profile_check: ready.profile_check,
         verdict: Some(verdict),
+        metrics_continuity,
     };
     write_summary(folder, run_summary)
 }
@@ -212,17 +221,19 @@ fn write_summary(
 
 /// The server figures of the run (from the sampler's timeline, or the host
 /// recording given with `--server-timeline`) and the client's means beside
-/// the server's time split; returns where the figures came from.
-/// `window`: the run's UTC start, its start on the clock and its length
-/// (simulated seconds).
+/// the server's time split; returns where the figures came from and what
+/// the reads showed of each `/metrics` URL (a restart, several servers
+/// behind one; those figures are marked or left empty).
+/// `read`: the timelines and the server's name; `window`: the run's UTC
+/// start, its start on the clock and its length (simulated seconds).
 fn fill_server_figures(
     run: &ClassroomRun<'_>,
     config: &ClassroomConfig,
     summary: &mut ClassroomSummary,
     sink: &JsonlSink,
-    read: RunTimelines,
+    (read, name): (RunTimelines, &str),
     window: (chrono::DateTime<chrono::Utc>, f64, f64),
-) -> Result<&'static str, Error> {
+) -> Result<(&'static str, Vec<MetricsContinuity>), Error> {
     let (started_utc, origin, span) = window;
     let (source, timeline, t0) = match &run.server_timeline {
         Some(path) => ("timeline-file", read_host_timeline(path, started_utc)?, 0.0),
@@ -234,9 +245,17 @@ fn fill_server_figures(
     // lag) past the end takes in a scrape after it, and no gauge moves then.
     let span = span + 2.0 * read.lag_s;
     summary.server = server_figures(&timeline, t0, span, config);
-    if run.server_timeline.is_none() {
-        summary.server_fleet = fleet_figures(&read.replicas, read.source, t0, t0 + span);
-    }
+    let replicas: &[ReplicaSample] = if run.server_timeline.is_none() {
+        &read.replicas
+    } else {
+        &[]
+    };
+    summary.server_fleet = fleet_figures(replicas, read.source, t0, t0 + span);
+    let continuity: Vec<MetricsContinuity> = classify_run(&timeline, replicas, name)
+        .into_iter()
+        .filter_map(|(replica, c)| MetricsContinuity::new(&replica, c, t0))
+        .collect();
+    codendum_core::results::continuity::apply_to_class(summary, &continuity);
     if let Some(fleet) = &summary.server_fleet {
         eprint!(
             "{}",
@@ -249,7 +268,7 @@ fn fill_server_figures(
         split.client_ttft_mean_s = codendum_core::stats::mean(ok.clone().filter_map(|r| r.ttft_s));
         split.client_e2e_mean_s = codendum_core::stats::mean(ok.map(|r| r.duration_s));
     }
-    Ok(source)
+    Ok((source, continuity))
 }
 
 fn summary_from(config: &ClassroomConfig, sink: &JsonlSink) -> ClassroomSummary {
@@ -313,6 +332,7 @@ pub fn server_figures(
         prefix_cache_hit_rate: whole.prefix_hit_rate,
         output_tokens_per_s: output,
         time_split: whole.time_split,
+        server_restarted: false,
     }
 }
 

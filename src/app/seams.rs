@@ -119,6 +119,10 @@ impl ServerMetrics for SampledMetrics<'_> {
         })
     }
 
+    fn continuity(&self) -> Vec<(String, codendum_core::prom::continuity::Continuity)> {
+        self.sampler.continuity()
+    }
+
     fn drain_timeline(&self) -> Vec<serde_json::Value> {
         let timeline = self.sampler.timeline();
         let mut written = self.written.lock().unwrap_or_else(|e| e.into_inner());

@@ -36,8 +36,8 @@ use codendum_core::clock::Clock;
 use codendum_core::error::Error;
 use codendum_core::openai::Transport;
 use codendum_core::results::{
-    self, BenchParameters, BenchSummary, JsonlFile, LevelEnd, LevelSummary, PromptSizing,
-    RateSearch, RequestRecord, RunFolder, RunHeader, ServerDescription,
+    self, BenchParameters, BenchSummary, JsonlFile, LevelEnd, LevelSummary, MetricsContinuity,
+    PromptSizing, RateSearch, RequestRecord, RunFolder, RunHeader, ServerDescription,
 };
 
 /// The outside world of a run.
@@ -168,8 +168,18 @@ pub async fn run_bench(config: &BenchConfig, deps: BenchDeps<'_>) -> Result<Benc
     let records = results::read_bench_requests(folder.path())
         .map(|c| c.items)
         .unwrap_or_default();
+    let mut levels = levels;
+    let metrics_continuity: Vec<MetricsContinuity> = deps
+        .metrics
+        .map(|m| m.continuity())
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|(name, c)| MetricsContinuity::new(&name, c, run_t0))
+        .collect();
+    results::continuity::apply_to_levels(&mut levels, &metrics_continuity);
     let verdict =
-        results::verdict::bench_verdict(&records, &levels, &skipped_shapes, config.max_error_rate);
+        results::verdict::bench_verdict(&records, &levels, &skipped_shapes, config.max_error_rate)
+            .with_restarts(metrics_continuity.iter().flat_map(|m| m.restart_times()));
     let summary = BenchSummary {
         header: RunHeader {
             schema_version: results::BENCH_SCHEMA_VERSION,
@@ -195,6 +205,7 @@ pub async fn run_bench(config: &BenchConfig, deps: BenchDeps<'_>) -> Result<Benc
         profile_check: config.profile_check.clone(),
         verdict: Some(verdict),
         rate_search,
+        metrics_continuity,
     };
     folder.write_bench_summary(&summary)?;
     let folder = folder.into_path();

@@ -111,4 +111,11 @@ pub trait ServerMetrics: Send + Sync {
     fn drain_timeline(&self) -> Vec<serde_json::Value> {
         Vec::new()
     }
+
+    /// What each `/metrics` URL's reads so far show (one server, a
+    /// restarted one, several behind one URL), by replica name. The default
+    /// knows nothing.
+    fn continuity(&self) -> Vec<(String, codendum_core::prom::continuity::Continuity)> {
+        Vec::new()
+    }
 }

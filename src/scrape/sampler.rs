@@ -9,6 +9,7 @@ use tokio::task::JoinHandle;
 
 use codendum_core::clock::Clock;
 use codendum_core::error::one_line;
+use codendum_core::prom::continuity::{classify_run, Continuity, RunTracker};
 use codendum_core::prom::parse::{parse, ParseError};
 pub use codendum_core::prom::replicas::Recording;
 pub use codendum_core::prom::replicas::Scraped;
@@ -175,6 +176,16 @@ pub async fn sample_fleet(
     (timeline_sample(utc, t, fleet), replicas)
 }
 
+/// The name of a scraper's server in messages and results: its URL's
+/// replica name (the first URL's, for several).
+pub fn fleet_name(scraper: &Scraper) -> String {
+    scraper
+        .urls()
+        .first()
+        .map(|u| replica_name(u))
+        .unwrap_or_default()
+}
+
 /// Starts background sampling.
 #[derive(Debug)]
 pub struct Sampler;
@@ -185,6 +196,10 @@ pub struct Sampler;
 struct Recorded {
     fleet: Vec<TimelineSample>,
     replicas: Vec<ReplicaSample>,
+    /// What the reads show about the server, said once on stderr as it shows.
+    tracker: RunTracker,
+    /// The name of the server in those lines.
+    name: String,
 }
 
 /// A running sampler: read its timeline at any time, stop it at the end.
@@ -207,6 +222,11 @@ fn lock(recorded: &Mutex<Recorded>) -> MutexGuard<'_, Recorded> {
 /// Puts samples in their place by time (an extra sample may land between
 /// a periodic scrape's start and its answer).
 fn file_by_time(recorded: &mut Recorded, sample: TimelineSample, replicas: Vec<ReplicaSample>) {
+    let name = std::mem::take(&mut recorded.name);
+    for line in recorded.tracker.observe(&sample, &replicas, &name) {
+        eprintln!("codendum: {line}");
+    }
+    recorded.name = name;
     let at = recorded.fleet.partition_point(|s| s.t <= sample.t);
     recorded.fleet.insert(at, sample);
     for r in replicas {
@@ -252,7 +272,10 @@ impl Sampler {
         mut recording: Recording,
     ) -> SamplerHandle {
         let interval = interval.max(Duration::from_millis(1));
-        let recorded = Arc::new(Mutex::new(Recorded::default()));
+        let recorded = Arc::new(Mutex::new(Recorded {
+            name: fleet_name(&scraper),
+            ..Recorded::default()
+        }));
         let (stop, mut stopped) = oneshot::channel();
         let shared = Arc::clone(&recorded);
         let handle_scraper = scraper.clone();
@@ -330,6 +353,17 @@ impl SamplerHandle {
         let (sample, replicas) = sample_fleet(&self.scraper, &self.clock).await;
         file_by_time(&mut lock(&self.recorded), sample, replicas);
         true
+    }
+
+    /// What each URL's reads so far show: one server, a restarted one, or
+    /// several behind one URL (see [`classify_run`]).
+    pub fn continuity(&self) -> Vec<(String, Continuity)> {
+        let recorded = lock(&self.recorded);
+        classify_run(
+            &recorded.fleet,
+            &recorded.replicas,
+            &fleet_name(&self.scraper),
+        )
     }
 
     /// The most recent successful snapshot.

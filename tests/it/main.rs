@@ -60,6 +60,7 @@ mod plan_inproc;
 mod plan_run;
 mod plan_search;
 mod plan_targets;
+mod prom_continuity;
 mod prom_http;
 mod prom_parse;
 mod prom_window;

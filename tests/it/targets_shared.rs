@@ -186,6 +186,7 @@ fn capacity_results(summary: ClassroomSummary) -> WorkloadResults {
         summary,
         profile_check: None,
         verdict: None,
+        metrics_continuity: Vec::new(),
     };
     WorkloadResults {
         folder: PathBuf::from("bench-results/classroom-mixed"),

@@ -113,6 +113,7 @@ pub fn bench_report(s: &BenchSummary, timeline: &[TimelineSample]) -> BenchRepor
                 })
             })
             .collect(),
+        metrics_continuity: s.metrics_continuity.clone(),
     }
 }
 
@@ -158,6 +159,7 @@ pub fn classroom_report(
                 fleet: f.clone(),
             })
             .collect(),
+        metrics_continuity: s.metrics_continuity.clone(),
     }
 }
 

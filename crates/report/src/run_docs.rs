@@ -25,6 +25,13 @@ pub(crate) fn bench_doc(r: &BenchReport) -> Doc {
         super::doc::title_date(&r.run)
     ));
     push_run_blocks(&mut doc, &r.run, &r.parameters, r.run_verdict.as_ref());
+    let after_restart: Vec<String> = r
+        .levels
+        .iter()
+        .filter(|l| l.server_restarted)
+        .map(|l| format!("{} {}", l.shape, l.load_label()))
+        .collect();
+    super::doc::push_continuity(&mut doc, &r.metrics_continuity, &after_restart);
     if !r.not_run.is_empty() {
         doc.paragraph("Not run:");
         doc.blocks.push(super::doc::Block::List(r.not_run.clone()));
@@ -78,6 +85,12 @@ pub(crate) fn classroom_doc(r: &ClassroomReport) -> Doc {
         super::doc::title_date(&r.run)
     ));
     push_run_blocks(&mut doc, &r.run, &r.parameters, r.run_verdict.as_ref());
+    let after_restart = if r.summary.server.server_restarted {
+        vec!["the class's server figures".to_string()]
+    } else {
+        Vec::new()
+    };
+    super::doc::push_continuity(&mut doc, &r.metrics_continuity, &after_restart);
     doc.heading("Summary");
     doc.table(&["Figure", "Value"], summary_rows(&r.summary), 1);
     if r.calls_client_counted > 0 {

@@ -3,6 +3,7 @@
 //! only; nothing of the product depends on it.
 
 pub mod servers;
+pub mod turns;
 
 use std::path::PathBuf;
 

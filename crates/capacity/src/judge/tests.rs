@@ -137,6 +137,7 @@ fn class(summary: ClassroomSummary) -> ClassroomRunSummary {
         summary,
         profile_check: None,
         verdict: None,
+        metrics_continuity: Vec::new(),
     }
 }
 

@@ -7,12 +7,15 @@
 //! - [`window`]: [`TimelineSample`] timelines, [`WindowStats`] (peaks,
 //!   reset-aware counter increases, hit rate over a window), interval rates,
 //!   reading `server-timeline.jsonl` back and aligning it by UTC.
+//! - [`continuity`]: whether reads of one URL are one server, a restarted
+//!   one, or several in turn.
 //! - [`latency`]: vLLM's latency histograms and the time split they give.
 //! - [`replicas`]: one timeline per replica of a fleet and the fleet's figures.
 //!
 //! Reading a live server (HTTP scrapes, the 1 s sampler, Prometheus's API)
 //! is `codendum::scrape`'s.
 
+pub mod continuity;
 pub mod latency;
 mod lex;
 pub mod parse;

@@ -81,6 +81,10 @@ pub struct ClassroomRunSummary {
     /// before verdicts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<super::Verdict>,
+    /// Each `/metrics` URL whose reads were not one steady server
+    /// ([`super::continuity`]); absent when every URL was.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics_continuity: Vec<super::continuity::MetricsContinuity>,
 }
 
 /// Writes a classroom `summary.json`.

@@ -7,6 +7,7 @@
 pub mod classroom;
 pub mod classroom_records;
 pub mod classroom_summary;
+pub mod continuity;
 pub mod csv;
 pub mod folder;
 pub mod jsonl;
@@ -33,6 +34,7 @@ pub use self::classroom::{
     TASKS_JSONL,
 };
 pub use self::classroom_summary::{ClassroomSummary, ServerFigures};
+pub use self::continuity::MetricsContinuity;
 pub use self::csv::{write_summary_csv, SUMMARY_CSV_COLUMNS};
 pub use self::folder::{read_summary, summary_kind_of, JsonlFile, RunFolder, RunSummary};
 pub use self::jsonl::{read_jsonl, JsonlContents, JsonlWriter};

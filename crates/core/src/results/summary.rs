@@ -170,6 +170,11 @@ pub struct BenchSummary {
     /// `--find-rate`: one search per shape.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rate_search: Vec<RateSearch>,
+    /// Each `/metrics` URL whose reads were not one steady server: a
+    /// restart, or several servers behind it ([`super::continuity`]).
+    /// Absent when every URL was one server throughout.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics_continuity: Vec<super::continuity::MetricsContinuity>,
 }
 
 /// One measured step of a `--find-rate` search.

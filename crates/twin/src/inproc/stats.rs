@@ -48,6 +48,7 @@ pub fn snapshot_from_stats(stats: &EngineStats, profile: &Profile) -> ServerSnap
         block_size: Some(u64::from(profile.server.block_size)),
         model_name: Some(profile.server.model.clone()),
         latency: Some(latency_from_stats(stats)),
+        process_start_time_s: None,
     }
 }
 
