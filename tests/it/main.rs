@@ -76,4 +76,5 @@ mod time_split;
 mod twin_http;
 mod twin_throughput;
 mod verdict_server_loss;
+mod verdict_server_restart;
 mod vllm_032;
