@@ -130,6 +130,7 @@ async fn run_connected(run: &BenchRun<'_>, conn: &Connection) -> Result<BenchOut
             ));
         }
     }
+    let router = super::router::watch(&config.target).await?;
     let deps = BenchDeps {
         transport: conn.client.as_ref(),
         info: conn.client.as_ref(),
@@ -141,6 +142,20 @@ async fn run_connected(run: &BenchRun<'_>, conn: &Connection) -> Result<BenchOut
     config.profile_check = profile_check;
     let mut outcome = run_bench(&config, deps).await;
     sampling.finish(&mut outcome, &conn.clock).await?;
+    if let Ok(o) = outcome.as_mut() {
+        let server_errors: u64 = o
+            .summary
+            .levels
+            .iter()
+            .flat_map(|l| l.errors.iter())
+            .filter(|(kind, _)| super::router::is_server_error(kind))
+            .map(|(_, g)| g.count)
+            .sum();
+        o.summary.router = super::router::finish(router, server_errors).await;
+        if o.summary.router.is_some() {
+            codendum_core::results::RunFolder::at(&o.folder).write_bench_summary(&o.summary)?;
+        }
+    }
     outcome
 }
 

@@ -122,6 +122,7 @@ async fn run_connected(
     // finished).
     let sink = Arc::new(JsonlSink::in_folder(&folder)?);
     let sampling = class_sampling(prometheus, conn, &folder, ready.metrics_reachable).await?;
+    let router = super::router::watch(&run.target).await?;
     let status = Arc::new(LiveStatus::new(clock.clone()));
     let status_task = run
         .show_progress
@@ -164,6 +165,13 @@ async fn run_connected(
     let (figures_source, metrics_continuity) =
         fill_server_figures(run, config, &mut summary, &sink, (read, &name), window)?;
     let verdict = verdict.with_restarts(metrics_continuity.iter().flat_map(|m| m.restart_times()));
+    let server_errors: u64 = summary
+        .errors_by_kind
+        .iter()
+        .filter(|(kind, _)| super::router::is_server_error(kind.as_str()))
+        .map(|(_, n)| *n)
+        .sum();
+    let router = super::router::finish(router, server_errors).await;
     let server_version = if conn.is_embedded() {
         Some(format!("{} (twin)", codendum_twin::VLLM_VERSION))
     } else {
@@ -194,6 +202,7 @@ async fn run_connected(
         profile_check: ready.profile_check,
         verdict: Some(verdict),
         metrics_continuity,
+        router,
     };
     write_summary(folder, run_summary)
 }
@@ -251,10 +260,24 @@ fn fill_server_figures(
         &[]
     };
     summary.server_fleet = fleet_figures(replicas, read.source, t0, t0 + span);
-    let continuity: Vec<MetricsContinuity> = classify_run(&timeline, replicas, name)
-        .into_iter()
-        .filter_map(|(replica, c)| MetricsContinuity::new(&replica, c, t0))
+    let reads = classify_run(&timeline, replicas, name);
+    let mut continuity: Vec<MetricsContinuity> = reads
+        .iter()
+        .filter_map(|(replica, c)| MetricsContinuity::new(replica, c.clone(), t0))
         .collect();
+    if let ([(name, _)], "sampler") = (reads.as_slice(), source) {
+        let calls = sink.requests();
+        let added = codendum_core::results::continuity::check_coverage(
+            &mut continuity,
+            name,
+            window_stats(&timeline, t0, t0 + span).requests_finished,
+            calls.iter().filter(|r| r.error_kind.is_none()).count() as u64,
+            span,
+        );
+        if let Some(note) = added {
+            eprintln!("codendum: {note}");
+        }
+    }
     codendum_core::results::continuity::apply_to_class(summary, &continuity);
     if let Some(fleet) = &summary.server_fleet {
         eprint!(

@@ -22,6 +22,7 @@ pub mod fleet_bench;
 pub mod metrics;
 pub mod plan;
 pub mod report;
+pub mod router;
 pub mod seams;
 pub mod serve;
 pub mod signals;

@@ -169,13 +169,26 @@ pub async fn run_bench(config: &BenchConfig, deps: BenchDeps<'_>) -> Result<Benc
         .map(|c| c.items)
         .unwrap_or_default();
     let mut levels = levels;
-    let metrics_continuity: Vec<MetricsContinuity> = deps
-        .metrics
-        .map(|m| m.continuity())
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|(name, c)| MetricsContinuity::new(&name, c, run_t0))
+    let reads = deps.metrics.map(|m| m.continuity()).unwrap_or_default();
+    let mut metrics_continuity: Vec<MetricsContinuity> = reads
+        .iter()
+        .filter_map(|(name, c)| MetricsContinuity::new(name, c.clone(), run_t0))
         .collect();
+    // One URL that counted fewer finished requests than the client
+    // completed shows one replica of several.
+    if let ([(name, _)], Some(m)) = (reads.as_slice(), deps.metrics) {
+        let now = clock.now_secs();
+        let added = results::continuity::check_coverage(
+            &mut metrics_continuity,
+            name,
+            m.requests_finished(run_t0, now),
+            records.iter().filter(|r| r.ok).count() as u64,
+            now - run_t0,
+        );
+        if let Some(note) = added {
+            eprintln!("codendum: {note}");
+        }
+    }
     results::continuity::apply_to_levels(&mut levels, &metrics_continuity);
     let verdict =
         results::verdict::bench_verdict(&records, &levels, &skipped_shapes, config.max_error_rate)
@@ -206,6 +219,7 @@ pub async fn run_bench(config: &BenchConfig, deps: BenchDeps<'_>) -> Result<Benc
         verdict: Some(verdict),
         rate_search,
         metrics_continuity,
+        router: None,
     };
     folder.write_bench_summary(&summary)?;
     let folder = folder.into_path();

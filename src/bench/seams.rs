@@ -118,4 +118,10 @@ pub trait ServerMetrics: Send + Sync {
     fn continuity(&self) -> Vec<(String, codendum_core::prom::continuity::Continuity)> {
         Vec::new()
     }
+
+    /// Requests the server finished over `[t0, t1]` (clock seconds), all
+    /// URLs together, as its `/metrics` counted them; `None` when unknown.
+    fn requests_finished(&self, _t0: f64, _t1: f64) -> Option<f64> {
+        None
+    }
 }

@@ -50,6 +50,15 @@ pub enum ScrapeError {
     /// No URL to scrape.
     #[error("no /metrics URL to scrape")]
     NoUrls,
+    /// `--router-metrics-url` answered a page without any `vllm_router_`
+    /// figure.
+    #[error(
+        "{url} is not the vLLM Router's own metrics page (no vllm_router_ figures): give          --router-metrics-url the router's --prometheus-port"
+    )]
+    NotRouter {
+        /// The URL.
+        url: String,
+    },
 }
 
 /// How long one scrape may take (real seconds) before it counts as failed:
@@ -109,6 +118,20 @@ impl Scraper {
     }
 
     async fn scrape_one(&self, url: &str) -> Result<Scraped, ScrapeError> {
+        let text = self.fetch_text(url).await?;
+        let page = parse(&text).map_err(|source| ScrapeError::NotPrometheus {
+            url: url.to_string(),
+            source,
+        })?;
+        Ok(Scraped {
+            total: ServerSnapshot::from_exposition(&page),
+            engines: ServerSnapshot::per_engine(&page),
+        })
+    }
+
+    /// One page's text from `url` (any Prometheus page: a server's, a
+    /// router's), with this scraper's client and time limit.
+    pub async fn fetch_text(&self, url: &str) -> Result<String, ScrapeError> {
         let unreachable = |e: reqwest::Error| ScrapeError::Unreachable {
             url: url.to_string(),
             reason: one_line(&e.without_url()),
@@ -130,15 +153,7 @@ impl Scraper {
             });
         }
         let body = response.bytes().await.map_err(unreachable)?;
-        let text = String::from_utf8_lossy(&body);
-        let page = parse(&text).map_err(|source| ScrapeError::NotPrometheus {
-            url: url.to_string(),
-            source,
-        })?;
-        Ok(Scraped {
-            total: ServerSnapshot::from_exposition(&page),
-            engines: ServerSnapshot::per_engine(&page),
-        })
+        Ok(String::from_utf8_lossy(&body).into_owned())
     }
 }
 

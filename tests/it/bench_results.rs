@@ -177,6 +177,7 @@ fn fixed_summary() -> BenchSummary {
         verdict: None,
         rate_search: Vec::new(),
         metrics_continuity: Vec::new(),
+        router: None,
     }
 }
 

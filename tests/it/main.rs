@@ -70,6 +70,7 @@ mod proxy_http;
 mod report_compare;
 mod report_documents;
 mod report_svg;
+mod router_metrics;
 mod server_match;
 mod targets_shared;
 mod time_split;

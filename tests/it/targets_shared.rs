@@ -187,6 +187,7 @@ fn capacity_results(summary: ClassroomSummary) -> WorkloadResults {
         profile_check: None,
         verdict: None,
         metrics_continuity: Vec::new(),
+        router: None,
     };
     WorkloadResults {
         folder: PathBuf::from("bench-results/classroom-mixed"),

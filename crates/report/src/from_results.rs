@@ -114,6 +114,7 @@ pub fn bench_report(s: &BenchSummary, timeline: &[TimelineSample]) -> BenchRepor
             })
             .collect(),
         metrics_continuity: s.metrics_continuity.clone(),
+        router: s.router.clone(),
     }
 }
 
@@ -160,6 +161,7 @@ pub fn classroom_report(
             })
             .collect(),
         metrics_continuity: s.metrics_continuity.clone(),
+        router: s.router.clone(),
     }
 }
 

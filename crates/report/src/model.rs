@@ -132,6 +132,9 @@ pub struct BenchReport {
     /// servers behind one URL).
     #[serde(default)]
     pub metrics_continuity: Vec<MetricsContinuity>,
+    /// What the router in front of the replicas counted (`--router-metrics-url`).
+    #[serde(default)]
+    pub router: Option<codendum_core::results::router::RouterFigures>,
 }
 
 impl BenchReport {
@@ -183,4 +186,7 @@ pub struct ClassroomReport {
     /// `/metrics` URLs that were not one steady server.
     #[serde(default)]
     pub metrics_continuity: Vec<MetricsContinuity>,
+    /// What the router in front of the replicas counted (`--router-metrics-url`).
+    #[serde(default)]
+    pub router: Option<codendum_core::results::router::RouterFigures>,
 }

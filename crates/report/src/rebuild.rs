@@ -89,6 +89,7 @@ pub fn bench_summary_from_requests(folder: &Path) -> Result<BenchSummary, String
         verdict: Some(verdict),
         rate_search: Vec::new(),
         metrics_continuity: Vec::new(),
+        router: None,
     })
 }
 

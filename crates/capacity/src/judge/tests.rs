@@ -138,6 +138,7 @@ fn class(summary: ClassroomSummary) -> ClassroomRunSummary {
         profile_check: None,
         verdict: None,
         metrics_continuity: Vec::new(),
+        router: None,
     }
 }
 

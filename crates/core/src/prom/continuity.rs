@@ -493,13 +493,16 @@ pub fn event_line(replica: &str, event: &Event) -> String {
                 .map(|u| format!(", its process started at {}", u.format("%H:%M:%S UTC")))
                 .unwrap_or_default();
             format!(
-                "the server behind {replica} restarted ({}{started}; first read at {}):                  its counters are summed per process from here",
+                "the server behind {replica} restarted ({}{started}; first read at {}): \
+                 its counters are summed per process from here",
                 r.evidence,
                 r.utc.format("%H:%M:%S UTC")
             )
         }
         Event::SeveralServers(s) => format!(
-            "{replica} answers /metrics for more than one server ({}): it is a load balancer              forwarding each read to another replica, so the peaks and counter increases read              from it will be left empty; {}",
+            "{replica} answers /metrics for more than one server ({}): it is behind a load balancer in front of \
+             several replicas, so the peaks and counter increases read from it will be left \
+             empty; {}",
             s.evidence,
             crate::results::continuity::SEVERAL_SERVERS_FIX
         ),

@@ -85,6 +85,10 @@ pub struct ClassroomRunSummary {
     /// ([`super::continuity`]); absent when every URL was.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub metrics_continuity: Vec<super::continuity::MetricsContinuity>,
+    /// What the router in front of the replicas counted over the class
+    /// (`--router-metrics-url`); absent without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub router: Option<super::router::RouterFigures>,
 }
 
 /// Writes a classroom `summary.json`.

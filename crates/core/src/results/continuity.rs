@@ -62,6 +62,61 @@ impl MetricsContinuity {
     }
 }
 
+/// The share of the client's completed requests a URL's server must have
+/// counted finished to be the whole server: below it, the URL shows one
+/// replica of several (a router forwarding `GET /metrics` to one worker
+/// always, as the vLLM Router's `consistent_hash` does without a session).
+pub const COVERAGE_FLOOR: f64 = 0.9;
+
+/// The evidence that a URL's server saw only part of the run's requests:
+/// it counted `server_finished` finished (its `vllm:request_success_total`
+/// increase over the run) while the client completed `client_ok` through
+/// the base URL. `None` when it counted them all (within
+/// [`COVERAGE_FLOOR`], one request of slack) or too few were sent to tell.
+pub fn partial_coverage(server_finished: f64, client_ok: u64) -> Option<String> {
+    if client_ok < 4 || server_finished + 1.0 >= COVERAGE_FLOOR * client_ok as f64 {
+        return None;
+    }
+    Some(format!(
+        "it counted {server_finished:.0} finished requests of the {client_ok} the client completed"
+    ))
+}
+
+/// Adds to `found` that the only URL, `name`, answered for part of the
+/// servers, when its count of finished requests falls short of the
+/// client's ([`partial_coverage`]); `at_s`: the run's end, seconds since
+/// it started. A URL already found of several servers keeps its record.
+/// Returns the new record's note (for stderr), if one was added.
+pub fn check_coverage(
+    found: &mut Vec<MetricsContinuity>,
+    name: &str,
+    server_finished: Option<f64>,
+    client_ok: u64,
+    at_s: f64,
+) -> Option<String> {
+    let evidence = server_finished.and_then(|n| partial_coverage(n, client_ok))?;
+    if found
+        .iter()
+        .any(|m| m.metrics == name && !m.continuity.is_one_server())
+    {
+        return None;
+    }
+    found.retain(|m| m.metrics != name);
+    let continuity = Continuity {
+        status: ContinuityStatus::SeveralServers,
+        restarts: Vec::new(),
+        several: Some(crate::prom::continuity::SeveralServers {
+            seen_at_s: at_s,
+            servers_seen: 2,
+            evidence,
+        }),
+    };
+    let record = MetricsContinuity::new(name, continuity, 0.0)?;
+    let note = record.note.clone();
+    found.push(record);
+    Some(note)
+}
+
 /// The line people read about one URL.
 pub fn note(metrics: &str, continuity: &Continuity) -> String {
     match continuity.status {
@@ -92,7 +147,7 @@ pub fn note(metrics: &str, continuity: &Continuity) -> String {
                 .unwrap_or(("its reads disagree", 0.0));
             format!(
                 "{metrics} answers /metrics for more than one server ({why}, seen at {seen:.1} s; \
-                 a load balancer forwarding each read to another replica): the peaks and counter \
+                 behind a load balancer in front of several replicas): the peaks and counter \
                  increases computed from it are left empty; {SEVERAL_SERVERS_FIX}"
             )
         }
@@ -252,6 +307,26 @@ mod tests {
         let m = MetricsContinuity::new("router:8000", several(), 100.0).unwrap();
         assert!(m.note.contains("seen at 3.0 s"), "{}", m.note);
         assert!(m.note.contains("--metrics-url per replica"), "{}", m.note);
+    }
+
+    #[test]
+    fn a_url_that_counted_part_of_the_requests_is_several_servers() {
+        assert!(partial_coverage(20.0, 20).is_none());
+        assert!(partial_coverage(17.0, 20).is_none(), "one of slack");
+        assert!(partial_coverage(0.0, 3).is_none(), "too few to tell");
+        let mut found = Vec::new();
+        check_coverage(&mut found, "router:8000", Some(9.0), 58, 30.0);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].continuity.status, ContinuityStatus::SeveralServers);
+        assert!(
+            found[0]
+                .note
+                .contains("counted 9 finished requests of the 58"),
+            "{}",
+            found[0].note
+        );
+        check_coverage(&mut found, "h:1", Some(58.0), 58, 30.0);
+        assert_eq!(found.len(), 1);
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod profile_check;
 pub mod records;
 pub mod replicas;
+pub mod router;
 pub mod schema;
 pub mod slo;
 pub mod summary;
