@@ -76,6 +76,9 @@ pub async fn run(run: BenchRun<'_>) -> Result<BenchOutcome, Error> {
 
 async fn run_connected(run: &BenchRun<'_>, conn: &Connection) -> Result<BenchOutcome, Error> {
     let mut config = run.config.clone().into_inner();
+    // Before any request through the base URL: the router's figures cover
+    // every call of the command.
+    let router = super::router::watch(&config.target).await?;
     if conn.is_embedded() {
         // Nothing real is loaded: no busy guard and no confirmation.
         eprintln!("Target: {}", conn.label);
@@ -130,7 +133,6 @@ async fn run_connected(run: &BenchRun<'_>, conn: &Connection) -> Result<BenchOut
             ));
         }
     }
-    let router = super::router::watch(&config.target).await?;
     let deps = BenchDeps {
         transport: conn.client.as_ref(),
         info: conn.client.as_ref(),

@@ -112,6 +112,9 @@ async fn run_connected(
         Some(p) => Some(open_prometheus(p, &run.target).await?),
         None => None,
     };
+    // Before any request through the base URL: the router's figures cover
+    // every call of the command.
+    let router = super::router::watch(&run.target).await?;
     let ready = super::classroom_prepare::prepare(run, conn).await?;
     let config = &ready.config;
     let clock = conn.clock.clone();
@@ -122,7 +125,6 @@ async fn run_connected(
     // finished).
     let sink = Arc::new(JsonlSink::in_folder(&folder)?);
     let sampling = class_sampling(prometheus, conn, &folder, ready.metrics_reachable).await?;
-    let router = super::router::watch(&run.target).await?;
     let status = Arc::new(LiveStatus::new(clock.clone()));
     let status_task = run
         .show_progress

@@ -7,6 +7,7 @@
 pub mod cli;
 pub mod live;
 pub mod real;
+pub mod router;
 pub mod scripted;
 pub mod servers;
 pub mod turns;
