@@ -53,3 +53,24 @@ fn a_backend_page_is_not_the_router_page() {
     let s = RouterSnapshot::from_text(&fixture("vllm-0.32/metrics-busy.txt")).unwrap();
     assert!(!s.is_router());
 }
+
+#[test]
+fn the_twin_reproduces_the_real_routers_consistent_hash_assignment() {
+    use codendum_twin::router::vllm_ring::VllmRing;
+    let workers = ["http://127.0.0.1:18911", "http://127.0.0.1:18912"];
+    let ring = VllmRing::new(&workers);
+    let text = fixture("vllm-router/consistent-hash-assignments.txt");
+    let pairs: Vec<(&str, &str)> = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter_map(|l| l.split_once(' '))
+        .collect();
+    assert!(pairs.len() >= 10, "{} recorded assignments", pairs.len());
+    let mut on = [0usize; 2];
+    for (session, worker) in &pairs {
+        let got = ring.session_worker(session).expect("a worker");
+        assert_eq!(workers[got], *worker, "session {session}");
+        on[got] += 1;
+    }
+    assert!(on[0] > 0 && on[1] > 0, "both workers appear: {on:?}");
+}
