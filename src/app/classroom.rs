@@ -22,7 +22,8 @@ use codendum_core::clock::Clock;
 use codendum_core::error::Error;
 use codendum_core::prom::continuity::classify_run;
 use codendum_core::prom::{
-    align_timeline, fleet_figures, read_timeline, window_stats, ReplicaSample, TimelineSample,
+    align_timeline, fleet_figures, fleet_window, read_timeline, window_stats, ReplicaSample,
+    TimelineSample,
 };
 use codendum_core::results::{
     self, ClassroomParameters, ClassroomRunSummary, FolderKind, MetricsContinuity, RunFolder,
@@ -255,12 +256,12 @@ fn fill_server_figures(
     // A class starts and ends idle: reading Prometheus two steps (twice its
     // lag) past the end takes in a scrape after it, and no gauge moves then.
     let span = span + 2.0 * read.lag_s;
-    summary.server = server_figures(&timeline, t0, span, config);
     let replicas: &[ReplicaSample] = if run.server_timeline.is_none() {
         &read.replicas
     } else {
         &[]
     };
+    summary.server = server_figures(&timeline, replicas, t0, span, config);
     summary.server_fleet = fleet_figures(replicas, read.source, t0, t0 + span);
     let reads = classify_run(&timeline, replicas, name);
     let mut continuity: Vec<MetricsContinuity> = reads
@@ -326,9 +327,12 @@ fn parameters(config: &ClassroomConfig, run: &ClassroomRun<'_>, scale: f64) -> C
 
 /// Server figures over the run: peaks over the whole run `[t0, t0 + span]`;
 /// steady-state output tokens/s over the window for new requests after the
-/// ramp-up (`[t0 + ramp_up, t0 + duration]`, clipped to the run).
+/// ramp-up (`[t0 + ramp_up, t0 + duration]`, clipped to the run). With
+/// each replica's samples, counter increases are the replicas' own summed
+/// ([`fleet_window`]).
 pub fn server_figures(
     timeline: &[TimelineSample],
+    replicas: &[ReplicaSample],
     t0: f64,
     span: f64,
     config: &ClassroomConfig,
@@ -336,7 +340,7 @@ pub fn server_figures(
     if timeline.iter().all(|s| s.snapshot.is_none()) {
         return ServerFigures::default();
     }
-    let whole = window_stats(timeline, t0, t0 + span);
+    let whole = fleet_window(timeline, replicas, t0, t0 + span);
     let ramp = config.ramp_up.as_secs_f64();
     let mut steady_end = config.duration.as_secs_f64().min(span);
     let mut steady_start = ramp.min(steady_end);
@@ -344,7 +348,7 @@ pub fn server_figures(
         steady_start = 0.0;
         steady_end = span;
     }
-    let steady = window_stats(timeline, t0 + steady_start, t0 + steady_end);
+    let steady = fleet_window(timeline, replicas, t0 + steady_start, t0 + steady_end);
     let output = match (steady.generation_tokens, steady_end - steady_start) {
         (Some(tokens), dt) if dt > 0.0 => Some(tokens / dt),
         _ => None,

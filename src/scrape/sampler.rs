@@ -14,10 +14,10 @@ use codendum_core::prom::parse::{parse, ParseError};
 pub use codendum_core::prom::replicas::Recording;
 pub use codendum_core::prom::replicas::Scraped;
 use codendum_core::prom::replicas::{
-    fleet_figures, replica_name, split_replicas, timeline_sample, ReplicaSample,
+    fleet_figures, fleet_window, replica_name, split_replicas, timeline_sample, ReplicaSample,
 };
 use codendum_core::prom::snapshot::ServerSnapshot;
-use codendum_core::prom::window::{window_stats, TimelineSample, WindowStats};
+use codendum_core::prom::window::{TimelineSample, WindowStats};
 use codendum_core::results::{FleetFigures, JsonlWriter};
 
 /// Why a scrape failed. The message names the URL and fits on one line.
@@ -339,7 +339,8 @@ impl SamplerHandle {
 
     /// The figures of the window [t0, t1] (simulated seconds) so far.
     pub fn window(&self, t0: f64, t1: f64) -> WindowStats {
-        window_stats(&lock(&self.recorded).fleet, t0, t1)
+        let recorded = lock(&self.recorded);
+        fleet_window(&recorded.fleet, &recorded.replicas, t0, t1)
     }
 
     /// Each replica's figures over [t0, t1]; `None` for one URL.

@@ -28,7 +28,7 @@ pub mod window;
 pub use latency::{Histogram, LatencyHistograms, Phase};
 pub use parse::{parse, Exposition, LineProblem, MetricType, ParseError, Sample};
 pub use replicas::{
-    fleet_figures, fleet_figures_with, lagged_window, replica_name, ReplicaSample,
+    fleet_figures, fleet_figures_with, fleet_window, lagged_window, replica_name, ReplicaSample,
     REPLICA_TIMELINE_JSONL,
 };
 pub use snapshot::ServerSnapshot;
