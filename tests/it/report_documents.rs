@@ -221,11 +221,13 @@ fn a_class_behind_a_router_that_retried_says_what_the_students_never_saw() {
         )))
         .expect("a recorded router page")
     };
-    let mut c = codendum_report::ClassroomReport::default();
-    c.router = Some(router_figures(
-        &page("metrics-start.txt"),
-        &page("metrics-after-retries.txt"),
-    ));
+    let c = codendum_report::ClassroomReport {
+        router: Some(router_figures(
+            &page("metrics-start.txt"),
+            &page("metrics-after-retries.txt"),
+        )),
+        ..Default::default()
+    };
     let md = render(|o| markdown::write_classroom(&c, o));
     assert!(md.contains("## Router"), "{md}");
     assert!(md.contains("http://127.0.0.1:18802"), "{md}");
