@@ -72,9 +72,14 @@ pub const COVERAGE_FLOOR: f64 = 0.9;
 /// it counted `server_finished` finished (its `vllm:request_success_total`
 /// increase over the run) while the client completed `client_ok` through
 /// the base URL. `None` when it counted them all (within
-/// [`COVERAGE_FLOOR`], one request of slack) or too few were sent to tell.
+/// [`COVERAGE_FLOOR`], one request of slack), too few were sent to tell,
+/// or it counted none: a page that never moves is frozen (a cache, a
+/// recording), not a replica of several.
 pub fn partial_coverage(server_finished: f64, client_ok: u64) -> Option<String> {
-    if client_ok < 4 || server_finished + 1.0 >= COVERAGE_FLOOR * client_ok as f64 {
+    if client_ok < 4
+        || server_finished < 1.0
+        || server_finished + 1.0 >= COVERAGE_FLOOR * client_ok as f64
+    {
         return None;
     }
     Some(format!(
@@ -314,6 +319,7 @@ mod tests {
         assert!(partial_coverage(20.0, 20).is_none());
         assert!(partial_coverage(17.0, 20).is_none(), "one of slack");
         assert!(partial_coverage(0.0, 3).is_none(), "too few to tell");
+        assert!(partial_coverage(0.0, 40).is_none(), "a frozen page");
         let mut found = Vec::new();
         check_coverage(&mut found, "router:8000", Some(9.0), 58, 30.0);
         assert_eq!(found.len(), 1);
