@@ -136,6 +136,11 @@ pub struct TargetArgs {
     /// (e.g. job="vllm") instead of the --metrics-url instances.
     #[arg(long, value_name = "FILTER", requires = "prometheus_url")]
     pub prometheus_selector: Option<String>,
+    /// The router's own Prometheus page (the vLLM Router's
+    /// --prometheus-port, e.g. http://router:29000/metrics): its requests
+    /// per worker, retries and errors, read at the start and the end.
+    #[arg(long, env = "CODENDUM_ROUTER_METRICS_URL", value_name = "URL")]
+    pub router_metrics_url: Option<String>,
     /// Model to request [default: the first id of /v1/models].
     #[arg(long, env = "CODENDUM_MODEL")]
     pub model: Option<String>,

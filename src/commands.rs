@@ -157,7 +157,8 @@ fn target(args: &TargetArgs) -> Result<Target, ConfigError> {
         args.metrics_url.as_deref(),
         args.model.as_deref(),
         positive_seconds("--timeout", args.timeout)?,
-    )?;
+    )?
+    .with_router_metrics(args.router_metrics_url.as_deref())?;
     if t.sends_key_in_clear() {
         eprintln!(
             "codendum: warning: the API key goes in clear text over http:// to {}; use https://",

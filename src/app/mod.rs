@@ -23,6 +23,7 @@ pub mod metrics;
 pub mod plan;
 pub mod replay;
 pub mod report;
+pub mod router;
 pub mod seams;
 pub mod serve;
 pub mod signals;

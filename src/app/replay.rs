@@ -121,6 +121,9 @@ async fn run_connected(
     kind: SourceKind,
     trace: &Trace,
 ) -> Result<ReplayResult, Error> {
+    // Before any request through the base URL: the router's figures cover
+    // every call of the command.
+    let router = super::router::watch(&run.target).await?;
     let models = conn.client.models().await.map_err(|e| {
         Error::Failed(format!(
             "cannot list the server's models at /v1/models: {}",
@@ -212,13 +215,31 @@ async fn run_connected(
         "sampler"
     };
     let answered_span = answered + 2.0 * read.lag_s;
-    summary.server = super::classroom::server_figures(&read.fleet, origin, answered_span, &window);
-    summary.server_fleet = codendum_core::prom::fleet_figures(
-        &read.replicas,
-        read.source,
-        origin,
-        origin + answered_span,
+    let name_of_metrics = conn
+        .scraper
+        .as_ref()
+        .map(crate::scrape::sampler::fleet_name)
+        .unwrap_or_default();
+    let successes = outcome
+        .requests
+        .iter()
+        .filter(|r| r.error_kind.is_none())
+        .count() as u64;
+    let metrics_continuity = super::classroom::class_server_side(
+        &mut summary,
+        (&read.fleet, &read.replicas, read.source),
+        (origin, answered_span),
+        &window,
+        (&name_of_metrics, figures_source == "sampler", successes),
     );
+    let verdict = verdict.with_restarts(metrics_continuity.iter().flat_map(|m| m.restart_times()));
+    let server_errors: u64 = summary
+        .errors_by_kind
+        .iter()
+        .filter(|(kind, _)| super::router::is_server_error(kind.as_str()))
+        .map(|(_, n)| *n)
+        .sum();
+    let router = super::router::finish(router, server_errors).await;
     let server_version = if conn.is_embedded() {
         Some(format!("{} (twin)", codendum_twin::VLLM_VERSION))
     } else {
@@ -271,6 +292,8 @@ async fn run_connected(
         summary,
         profile_check: None,
         verdict: Some(verdict),
+        metrics_continuity,
+        router,
         replay: Some(ReplayParameters {
             source: name,
             source_kind: kind.as_str().into(),

@@ -176,6 +176,8 @@ fn fixed_summary() -> BenchSummary {
         profile_check: None,
         verdict: None,
         rate_search: Vec::new(),
+        metrics_continuity: Vec::new(),
+        router: None,
     }
 }
 

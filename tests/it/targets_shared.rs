@@ -187,6 +187,8 @@ fn capacity_results(summary: ClassroomSummary) -> WorkloadResults {
         profile_check: None,
         verdict: None,
         replay: None,
+        metrics_continuity: Vec::new(),
+        router: None,
     };
     WorkloadResults {
         folder: PathBuf::from("bench-results/classroom-mixed"),

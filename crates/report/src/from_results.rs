@@ -113,6 +113,8 @@ pub fn bench_report(s: &BenchSummary, timeline: &[TimelineSample]) -> BenchRepor
                 })
             })
             .collect(),
+        metrics_continuity: s.metrics_continuity.clone(),
+        router: s.router.clone(),
     }
 }
 
@@ -159,6 +161,8 @@ pub fn classroom_report(
                 fleet: f.clone(),
             })
             .collect(),
+        metrics_continuity: s.metrics_continuity.clone(),
+        router: s.router.clone(),
     }
 }
 

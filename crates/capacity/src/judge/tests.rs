@@ -138,6 +138,8 @@ fn class(summary: ClassroomSummary) -> ClassroomRunSummary {
         profile_check: None,
         verdict: None,
         replay: None,
+        metrics_continuity: Vec::new(),
+        router: None,
     }
 }
 

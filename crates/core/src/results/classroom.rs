@@ -81,6 +81,14 @@ pub struct ClassroomRunSummary {
     /// before verdicts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<super::Verdict>,
+    /// Each `/metrics` URL whose reads were not one steady server
+    /// ([`super::continuity`]); absent when every URL was.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics_continuity: Vec<super::continuity::MetricsContinuity>,
+    /// What the router in front of the replicas counted over the class
+    /// (`--router-metrics-url`); absent without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub router: Option<super::router::RouterFigures>,
     /// What a replay (kind [`REPLAY_KIND`]) sent again; absent for a class.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<ReplayParameters>,

@@ -131,6 +131,10 @@ pub struct Verdict {
     /// steady state) cover the run up to here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answered_until_s: Option<f64>,
+    /// When the server restarted, seconds since the run started, as its
+    /// `/metrics` showed ([`super::continuity`]); listed in the line.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server_restarts: Vec<f64>,
 }
 
 impl Verdict {
@@ -147,6 +151,16 @@ impl Verdict {
     /// Whether the errors exceed [`Verdict::max_error_rate`].
     pub fn over_limit(&self) -> bool {
         self.error_rate.is_some_and(|r| r > self.max_error_rate)
+    }
+
+    /// The verdict with the server's restarts (seconds since the run
+    /// started) listed in it and its line; the status is the calls'.
+    pub fn with_restarts(mut self, restarts: impl IntoIterator<Item = f64>) -> Self {
+        self.server_restarts.extend(restarts);
+        self.server_restarts.sort_by(f64::total_cmp);
+        self.server_restarts.dedup();
+        self.line = line(&self);
+        self
     }
 
     /// Whether an outage lasted until the end of the run.
@@ -268,6 +282,7 @@ pub fn judge(calls: &[CallOutcome], expected: &Expectations) -> Verdict {
         max_error_rate: expected.max_error_rate,
         outages,
         answered_until_s,
+        server_restarts: Vec::new(),
     };
     if verdict.status == RunStatus::WithErrors && verdict.over_limit() {
         verdict.reasons.push(format!(
@@ -299,8 +314,22 @@ fn kinds_text(kinds: &BTreeMap<String, u64>) -> String {
         .join(", ")
 }
 
-/// The verdict's one line.
+/// The verdict's one line, the server's restarts after it.
 fn line(v: &Verdict) -> String {
+    let mut text = calls_line(v);
+    if !v.server_restarts.is_empty() {
+        let at: Vec<String> = v
+            .server_restarts
+            .iter()
+            .map(|t| format!("{t:.1} s"))
+            .collect();
+        text.push_str(&format!("; the server restarted at {}", at.join(", ")));
+    }
+    text
+}
+
+/// The verdict's line from its calls.
+fn calls_line(v: &Verdict) -> String {
     // The outage that lasted until the end is a reason already.
     let outages = |v: &Verdict| -> String {
         let parts: Vec<String> = v
