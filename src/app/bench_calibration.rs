@@ -36,7 +36,7 @@ pub async fn plan_cells(config: &mut BenchConfig, conn: &Connection) -> Result<(
     config.concurrency = levels;
     config.cells = Some(plan.cells);
     if conn.is_embedded() {
-        eprintln!("{}", plan_text(config, &model, &speed_of(conn)));
+        eprintln!("{}", plan_text(config, &model, Some(&speed_of(conn))));
     }
     Ok(())
 }

@@ -10,6 +10,7 @@
 
 pub mod arrival;
 pub mod calibration;
+pub mod calibration_eta;
 pub mod config;
 mod driver;
 pub mod guard;
@@ -96,7 +97,10 @@ pub async fn preflight(
     let (fit, skipped) = fit_shapes(&config.shapes, config.output_tokens, max_model_len);
     let mut shown = config.clone();
     shown.shapes = fit;
-    let mut plan = plan_text(&shown, model, &SpeedGuess::default());
+    // A calibration run's length depends on the server it measures: it is
+    // estimated from its first cells, on the progress line.
+    let speed = config.calibration.is_none().then(SpeedGuess::default);
+    let mut plan = plan_text(&shown, model, speed.as_ref());
     for s in &skipped {
         plan.push_str(&format!("  {}\n", s.reason()));
     }
@@ -258,7 +262,9 @@ async fn run_levels(
     timeline: &mut Option<JsonlFile<serde_json::Value>>,
 ) -> Result<(Vec<LevelSummary>, bool), Error> {
     let mut levels = Vec::new();
-    for cell in ctx.config.cells() {
+    let cells = ctx.config.cells();
+    let eta = ctx.show_progress && ctx.config.calibration.is_some();
+    for cell in &cells {
         // A shape that did not fit has no prompt: its cells are not run.
         let Some(prompt) = prompts.iter().find(|p| p.shape == cell.shape) else {
             continue;
@@ -281,6 +287,21 @@ async fn run_levels(
         if stop_here {
             return Ok((levels, true));
         }
+        if eta {
+            let elapsed = ctx.clock.now_secs() - ctx.run_t0;
+            eprintln!(
+                "{}",
+                calibration_eta::progress_line(ctx.config, &levels, &cells, elapsed)
+            );
+        }
+    }
+    if eta {
+        let elapsed = ctx.clock.now_secs() - ctx.run_t0;
+        eprintln!(
+            "codendum: calibration run took {} ({} cells)",
+            calibration_eta::took(elapsed),
+            levels.len()
+        );
     }
     Ok((levels, false))
 }

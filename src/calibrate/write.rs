@@ -123,8 +123,19 @@ pub fn hardware_toml(c: &Calibration) -> String {
     let _ = writeln!(t, "# {}", uncertainty(p("prefill_pair_s"), 1e9));
     let _ = writeln!(
         t,
-        "ns_per_token_pair = {:?}",
+        "ns_per_token_pair = {:?}\n",
         round_sig(coef.prefill_pair_s * 1e9)
+    );
+    let _ = writeln!(t, "[compute]");
+    let _ = writeln!(
+        t,
+        "# compute per decoded sequence in a step; {}",
+        uncertainty(p("decode_token_s"), 1e3)
+    );
+    let _ = writeln!(
+        t,
+        "ms_per_decode_token = {:?}",
+        round_sig(coef.decode_token_s * 1e3)
     );
     t
 }

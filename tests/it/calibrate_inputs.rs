@@ -169,6 +169,9 @@ fn calibrated_profile_round_trips_into_the_twins_step_model() {
             .as_f64()
             .unwrap(),
         path_s: 0.0,
+        decode_token_s: json["fit"]["coefficients"]["decode_token_s"]
+            .as_f64()
+            .unwrap(),
     };
     let share = json["fit"]["expert_share"].as_f64();
     let loaded = Profile::load(out.to_str().unwrap()).expect("the written profile loads");
@@ -192,6 +195,7 @@ fn calibrated_profile_round_trips_into_the_twins_step_model() {
             prefill_tokens: prefill as f64,
             prefill_pairs: shape.prefill_pairs as f64,
             path: 0.0,
+            decode_tokens: batch as f64,
         };
         let written = model.step_seconds(&shape);
         let fitted = c.predict(&terms, share);
