@@ -127,19 +127,20 @@ fn known_coefficients_are_recovered_within_their_uncertainty() {
     assert!(f.rms_relative_error < 0.03, "{}", f.rms_relative_error);
 }
 
+fn fit_without_bootstrap(obs: &[Observation]) -> super::fit::Fit {
+    let options = FitOptions {
+        bootstrap_rounds: 0,
+        seed: 1,
+    };
+    fit(obs, options).expect("fits")
+}
+
 #[test]
 fn a_dense_server_is_fitted_as_dense() {
     let mut c = truth();
     c.expert_s = 0.0;
     let obs = synthetic(&c, None, &[1.0, 4.0, 16.0], 3);
-    let f = fit(
-        &obs,
-        FitOptions {
-            bootstrap_rounds: 0,
-            seed: 1,
-        },
-    )
-    .expect("fits");
+    let f = fit_without_bootstrap(&obs);
     assert_eq!(f.expert_share, None);
     assert!((f.coefficients.step_s / c.step_s - 1.0).abs() < 0.05);
 }
@@ -153,14 +154,7 @@ fn a_compute_bound_dense_server_is_dense_with_a_compute_term() {
     c.expert_s = 0.0;
     c.decode_token_s = 0.004;
     let obs = synthetic(&c, None, &[1.0, 2.0, 4.0, 8.0], 9);
-    let f = fit(
-        &obs,
-        FitOptions {
-            bootstrap_rounds: 0,
-            seed: 1,
-        },
-    )
-    .expect("fits");
+    let f = fit_without_bootstrap(&obs);
     assert_eq!(f.expert_share, None, "{:?}", f.notes);
     let got = f.coefficients.decode_token_s;
     assert!(

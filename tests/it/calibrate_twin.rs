@@ -293,3 +293,38 @@ fn calibrate_twin_expensive_prefill() {
         println!("{l}");
     }
 }
+
+#[test]
+fn calibrate_twin_kv_heavy_without_gqa() {
+    for l in check_profile("kv-heavy-mha.toml") {
+        println!("{l}");
+    }
+}
+
+#[test]
+fn calibrate_twin_tiny_kv() {
+    for l in check_profile("tiny-kv.toml") {
+        println!("{l}");
+    }
+}
+
+#[test]
+fn calibrate_twin_moe_many_small_experts() {
+    for l in check_profile("moe-many-experts.toml") {
+        println!("{l}");
+    }
+}
+
+#[test]
+fn calibrate_twin_compute_bound_cpu() {
+    for l in check_profile("cpu-compute.toml") {
+        println!("{l}");
+    }
+}
+
+#[test]
+fn calibrate_twin_slow_prefill_without_prefix_cache() {
+    for l in check_profile("slow-prefill.toml") {
+        println!("{l}");
+    }
+}
