@@ -533,6 +533,19 @@ pub struct CalibrateArgs {
     /// Seed of the bootstrap.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Backtest instead of fitting: replay each RUN_DIR (bench runs) on the
+    /// embedded twin with this profile and print predicted against measured
+    /// per level; exit 1 when a figure is beyond --tolerance.
+    #[arg(long, value_name = "PROFILE")]
+    pub check: Option<String>,
+    /// With --check: the largest error allowed, percent.
+    #[arg(
+        long,
+        default_value_t = 10.0,
+        value_name = "PERCENT",
+        requires = "check"
+    )]
+    pub tolerance: f64,
 }
 
 /// The help of a router flag: what it does, the policies (from the router's

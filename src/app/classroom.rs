@@ -156,6 +156,12 @@ async fn run_connected(
     let answered = verdict.answered_until_s.map_or(span, |t| t.min(span));
     let window = (started_utc, origin, answered);
     let figures_source = fill_server_figures(run, config, &mut summary, &sink, read, window)?;
+    if let Some(p) = &conn.profile {
+        let batch = summary.server.peak_running.map(|v| v.round() as u32);
+        if let Some(w) = p.region_warning(summary.prompt_tokens_max, batch) {
+            eprintln!("codendum: warning: {w}");
+        }
+    }
     let server_version = if conn.is_embedded() {
         Some(format!("{} (twin)", codendum_twin::VLLM_VERSION))
     } else {

@@ -19,6 +19,7 @@ pub mod open_loop;
 pub mod progress;
 pub mod prompt;
 pub mod seams;
+mod twin_facts;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -29,6 +30,7 @@ use tokio::sync::watch;
 pub use self::config::{fit_shapes, parse_concurrency, parse_shapes, BenchConfig};
 pub use self::guard::{busy_guard, estimate_duration, plan_text, GuardVerdict, SpeedGuess};
 pub use self::seams::{ServerInfo, ServerLoad, ServerMetrics, ServerWindow};
+pub use self::twin_facts::{run_on_twin, TwinFacts};
 
 use self::config::OpenLoop;
 use self::driver::{run_level, LevelContext};

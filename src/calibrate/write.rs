@@ -233,6 +233,23 @@ pub fn profile_toml(c: &Calibration, targets: Option<&toml::Table>) -> String {
         format!("{:?}", c.name),
         "fitted: see the hardware TOML",
     );
+    let r = &c.region;
+    let _ = writeln!(
+        t,
+        "\n# What the calibration runs measured: plan, bench and classroom warn beyond it."
+    );
+    let _ = writeln!(t, "[calibration]");
+    let _ = writeln!(
+        t,
+        "# longest context (prompt + output), tokens\nmax_context_tokens = {}",
+        r.max_context_tokens
+    );
+    let _ = writeln!(t, "# most requests in flight\nmax_batch = {}", r.max_batch);
+    let _ = writeln!(
+        t,
+        "# prompt lengths, tokens\nmin_prompt_tokens = {}\nmax_prompt_tokens = {}",
+        r.min_prompt_tokens, r.max_prompt_tokens
+    );
     if let Some(targets) = targets {
         let mut outer = toml::Table::new();
         outer.insert("targets".into(), toml::Value::Table(targets.clone()));
@@ -285,6 +302,15 @@ pub fn summary_text(c: &Calibration) -> String {
         );
     }
     let _ = writeln!(t, "TPOT in ms, TTFT (requests on an idle server) in s.");
+    let r = &c.region;
+    let _ = writeln!(
+        t,
+        "Calibrated region: contexts up to {} tokens, up to {} in flight, prompts of {} to {} tokens.",
+        codendum_core::profile::region::grouped(r.max_context_tokens),
+        r.max_batch,
+        codendum_core::profile::region::grouped(r.min_prompt_tokens),
+        codendum_core::profile::region::grouped(r.max_prompt_tokens)
+    );
     for n in &c.notes {
         let _ = writeln!(t, "note: {n}");
     }

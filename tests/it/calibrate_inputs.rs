@@ -243,3 +243,42 @@ fn calibrate_reads_a_real_vllm_run() {
     assert!((30.0..200.0).contains(&step_ms), "CPU step {step_ms} ms");
     assert!(p.hardware.prefill.ms_per_token > 1.0, "CPU prefill is slow");
 }
+
+/// The backtest through the binary: a profile replays runs of its own
+/// server within the tolerance (exit 0), a profile of another server does
+/// not (exit 1, the figures beyond it marked), and a folder that is not a
+/// bench run is one line and exit 2.
+#[test]
+fn calibrate_check_replays_runs_and_fails_beyond_the_tolerance() {
+    let dir = tempfile::tempdir().unwrap();
+    let truth_file = format!("{FIXTURES}/cpu-compute.toml");
+    let truth = Profile::load(&truth_file).unwrap();
+    let cells = vec![
+        Cell {
+            shape: Shape::Sized(512),
+            concurrency: 2,
+            requests: 4,
+        },
+        Cell {
+            shape: Shape::Sized(2_000),
+            concurrency: 12,
+            requests: 12,
+        },
+    ];
+    let run = bench_twin(&truth, cells, 48, dir.path()).0;
+    let run_s = run.to_str().unwrap();
+    let o = calibrate(&["--check", &truth_file, run_s, "--tolerance", "8"]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("512@2") && err.contains("TTFT P95"), "{err}");
+    assert!(err.contains("8 of 8 figures within 8 %"), "{err}");
+    // The same runs against a fast GPU: far off, exit 1, each figure marked.
+    let other = format!("{FIXTURES}/dense-fast.toml");
+    let o = calibrate(&["--check", &other, run_s]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains(" !") && err.contains("beyond 10 %"), "{err}");
+    let o = calibrate(&["--check", &truth_file, dir.path().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("not a bench run"), "{}", stderr(&o));
+}
