@@ -301,9 +301,20 @@ mod tests {
     fn estimate_grows_with_work_and_respects_the_cap() {
         let mut c = config();
         let speed = SpeedGuess::default();
-        // N=1, short: 16 requests × (512/3000 + 256/31) s.
+        // Worked by hand from the default guess (31 tok/s alone, 150 tok/s
+        // in all, 3,000 tok/s prefill), 512-token prompts, 256 out:
+        // N=1, 16 requests: 16 × (512/3000 + 256/31) = 134.8597 s.
         let one = estimate_level(&c, 512, 1, c.requests_for(1), &speed).as_secs_f64();
-        assert!((one - 16.0 * (512.0 / 3000.0 + 256.0 / 31.0)).abs() < 1e-6);
+        assert!((one - 134.8597).abs() < 1e-3, "{one}");
+        // N=40, 160 requests: 150/40 = 3.75 tok/s each; 4 rounds of
+        // 512·40/3000 + 256/3.75 = 75.0933 s, 300.3733 s.
+        let forty = estimate_level(&c, 512, 40, 160, &speed).as_secs_f64();
+        assert!((forty - 300.3733).abs() < 1e-3, "{forty}");
+        // Capped at 10 s a level: the cap plus the round in flight, 85.0933 s.
+        let mut capped = c.clone();
+        capped.level_duration = Some(Duration::from_secs(10));
+        let cut = estimate_level(&capped, 512, 40, 160, &speed).as_secs_f64();
+        assert!((cut - 85.0933).abs() < 1e-3, "{cut}");
         let full = estimate_duration(&c, &speed);
         c.level_duration = Some(Duration::from_secs(10));
         assert!(estimate_duration(&c, &speed) < full);

@@ -7,8 +7,9 @@
 //! task wake-ups per SSE event; with thousands of paced streams that was a
 //! quarter of the client's CPU per token (docs/performance.md). HTTPS keeps
 //! using reqwest. Connections are kept alive and reused (a pool of idle
-//! ones per client); a reused connection that the server closed meanwhile
-//! is replaced once, before any answer was read.
+//! ones per client); a reused connection that the server had closed is
+//! replaced once, only when writing the request on it failed, so a request
+//! that was written is never sent twice.
 
 use std::sync::Mutex;
 
@@ -172,51 +173,71 @@ fn parse_head(conn: &mut Conn) -> Result<Option<ResponseHead>, String> {
     }))
 }
 
-/// Writes the request on `stream` and reads the answer's head. `Err(None)`:
-/// the connection ended before a single byte came back (a stale reused
-/// connection).
-async fn try_send(stream: TcpStream, bytes: &[u8]) -> Result<(Conn, ResponseHead), Option<String>> {
+/// Why [`try_send`] got no answer.
+enum NoAnswer {
+    /// Writing the request failed because the server had closed the
+    /// connection: the request did not reach it whole, so it was not served
+    /// and may be sent again on a new connection.
+    Unsent,
+    /// The request was written (or the failure was something else): it may
+    /// have reached the server and been served, so it is never sent again.
+    Failed(String),
+}
+
+/// Writes the request on `stream` and reads the answer's head.
+async fn try_send(stream: TcpStream, bytes: &[u8]) -> Result<(Conn, ResponseHead), NoAnswer> {
     let mut conn = Conn::new(stream);
     if let Err(e) = conn.stream.write_all(bytes).await {
-        return Err((e.kind() != std::io::ErrorKind::BrokenPipe
-            && e.kind() != std::io::ErrorKind::ConnectionReset)
-            .then(|| format!("sending the request: {e}")));
+        let closed = matches!(
+            e.kind(),
+            std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset
+        );
+        return Err(if closed {
+            NoAnswer::Unsent
+        } else {
+            NoAnswer::Failed(format!("sending the request: {e}"))
+        });
     }
     loop {
         match parse_head(&mut conn) {
             Ok(Some(head)) if (100..200).contains(&head.status) => continue,
             Ok(Some(head)) => return Ok((conn, head)),
             Ok(None) => {}
-            Err(e) => return Err(Some(e)),
+            Err(e) => return Err(NoAnswer::Failed(e)),
         }
         match conn.fill().await {
-            Ok(0) if conn.pending().is_empty() => return Err(None),
+            Ok(0) if conn.pending().is_empty() => {
+                return Err(NoAnswer::Failed(
+                    "the server closed the connection without answering (the request was \
+                     sent and is not sent again)"
+                        .into(),
+                ))
+            }
             Ok(0) => {
-                return Err(Some(
+                return Err(NoAnswer::Failed(
                     "the connection closed inside the response head".into(),
                 ))
             }
             Ok(_) => {}
-            Err(e) if conn.pending().is_empty() => {
-                return Err((e.kind() != std::io::ErrorKind::ConnectionReset)
-                    .then(|| format!("reading the response: {e}")))
-            }
-            Err(e) => return Err(Some(format!("reading the response: {e}"))),
+            Err(e) => return Err(NoAnswer::Failed(format!("reading the response: {e}"))),
         }
     }
 }
 
+/// Sends the request on an idle connection, or a new one. It is sent a
+/// second time only when writing it on a reused connection failed because
+/// the server had closed that connection (nothing of it was served); once
+/// written, a request is never sent again, whatever follows.
 async fn send(pool: &H1Pool, bytes: &[u8]) -> Result<(Conn, ResponseHead), SendError> {
+    let failed = |message: String| SendError {
+        kind: ErrorKind::StreamError,
+        message,
+    };
     if let Some(stream) = pool.checkout() {
         match try_send(stream, bytes).await {
             Ok(answer) => return Ok(answer),
-            Err(Some(message)) => {
-                return Err(SendError {
-                    kind: ErrorKind::StreamError,
-                    message,
-                })
-            }
-            Err(None) => {} // stale: once more on a new connection
+            Err(NoAnswer::Failed(message)) => return Err(failed(message)),
+            Err(NoAnswer::Unsent) => {} // once more on a new connection
         }
     }
     let stream = TcpStream::connect(&pool.connect_to)
@@ -226,9 +247,11 @@ async fn send(pool: &H1Pool, bytes: &[u8]) -> Result<(Conn, ResponseHead), SendE
             message: format!("cannot connect to {}: {e}", pool.connect_to),
         })?;
     let _ = stream.set_nodelay(true);
-    try_send(stream, bytes).await.map_err(|e| SendError {
-        kind: ErrorKind::StreamError,
-        message: e.unwrap_or_else(|| "the server closed the connection without answering".into()),
+    try_send(stream, bytes).await.map_err(|e| match e {
+        NoAnswer::Unsent => {
+            failed("the server closed the connection while the request was being sent".into())
+        }
+        NoAnswer::Failed(message) => failed(message),
     })
 }
 

@@ -228,14 +228,15 @@ fn json_text(s: &BenchSummary) -> String {
 fn summary_csv_snapshot() {
     let mut out = Vec::new();
     write_summary_csv(&mut out, &fixed_summary().levels).unwrap();
-    insta::assert_snapshot!(String::from_utf8(out).unwrap());
+    let text = String::from_utf8(out).unwrap();
+    results_snapshots().bind(|| insta::assert_snapshot!("bench_summary_csv", text));
 }
 
 #[test]
 fn summary_json_snapshot_and_round_trip() {
     let s = fixed_summary();
     let text = json_text(&s);
-    insta::assert_snapshot!(text);
+    results_snapshots().bind(|| insta::assert_snapshot!("bench_summary_json", text.clone()));
     assert_same(&read_summary_json(text.as_bytes()).unwrap(), &s);
 }
 
@@ -306,4 +307,14 @@ fn fixture_folder_reads_back_with_a_killed_last_line() {
     assert!(requests.truncated_last_line);
     assert_eq!(requests.items.len(), 3);
     assert_eq!(requests.items[2].error_kind.as_deref(), Some("http_503"));
+}
+
+/// Snapshots in `snapshots/results/`.
+fn results_snapshots() -> insta::Settings {
+    let mut s = insta::Settings::clone_current();
+    s.set_snapshot_path(
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("snapshots/results"),
+    );
+    s.set_prepend_module_to_snapshot(false);
+    s
 }

@@ -49,8 +49,10 @@ fn mark(dir: &Path, name: &str) {
 }
 
 /// Not a test of its own: the lock holder that the tests below run in a
-/// child process. Without [`HOLDER_DIR`] it returns at once.
+/// child process (with `--ignored`). Without [`HOLDER_DIR`] it returns at
+/// once.
 #[test]
+#[ignore = "a helper: the lock-holding child process of the tests beside it"]
 fn lock_holder_child() {
     let Some(dir) = std::env::var_os(HOLDER_DIR).map(PathBuf::from) else {
         return;
@@ -85,7 +87,7 @@ impl Holder {
         let exe = std::env::current_exe().expect("current exe");
         let stderr = std::fs::File::create(dir.join("child.stderr")).expect("stderr file");
         let child = Command::new(exe)
-            .args(["--exact", "capacity_lock::lock_holder_child"])
+            .args(["--ignored", "--exact", "capacity_lock::lock_holder_child"])
             .args(["--nocapture", "--test-threads", "1"])
             .env(HOLDER_DIR, dir)
             .env(HOLDER_MS, hold_ms.to_string())
@@ -163,6 +165,8 @@ fn two_threads_with_their_own_opens_take_turns() {
     };
     first.join().expect("first thread");
     let waited = second.join().expect("second thread");
+    // A lower bound only (the first thread holds the lock for 300 ms before
+    // it lets go; load can only make the wait longer).
     assert!(
         waited >= Duration::from_millis(300),
         "the second waited: {waited:?}"
@@ -214,16 +218,12 @@ fn a_holder_killed_with_sigkill_leaves_no_stale_lock() {
         holder.child.id().to_string(),
         "the dead holder's pid is still written there"
     );
-    let start = Instant::now();
-    let held = rt
-        .block_on(clock.timeout(Duration::from_secs(10), cache.lock(&clock)))
-        .expect("taken at once after the kill")
-        .expect("lock");
-    assert!(
-        start.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        start.elapsed()
-    );
+    // Free the moment the holder is reaped: a lock that waited for a stale
+    // time-out would refuse here.
+    let held = cache
+        .try_lock()
+        .expect("try")
+        .expect("free at once after the kill");
     assert!(
         !dir.path().join("releasing").exists(),
         "the child never let go by itself"

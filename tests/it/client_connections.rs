@@ -113,6 +113,47 @@ async fn keep_alive_connections_are_reused_and_a_closed_one_is_replaced() {
     assert_eq!(server.await.expect("server"), (2, 3));
 }
 
+/// A server that reads the second request on a kept connection and closes
+/// it without a byte of answer: that request reached it, so the client must
+/// record it as an error and never send it again (a benchmark must not load
+/// the server with requests it does not record).
+#[tokio::test]
+async fn a_request_read_and_left_unanswered_is_an_error_never_a_resend() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let server = tokio::spawn(async move {
+        let (mut conn, _) = listener.accept().await.expect("accept");
+        read_request(&mut conn).await.expect("first request");
+        let answer = format!("{OK_CHUNKED}{}", chunked(EVENTS));
+        conn.write_all(answer.as_bytes()).await.expect("write");
+        read_request(&mut conn).await.expect("second request");
+        drop(conn);
+        // Count what else arrives: a resent request would come on a new
+        // connection.
+        let mut received = 2;
+        while let Ok(Ok((mut conn, _))) =
+            tokio::time::timeout(Duration::from_millis(500), listener.accept()).await
+        {
+            while read_request(&mut conn).await.is_some() {
+                received += 1;
+            }
+        }
+        received
+    });
+    let c = client(addr);
+    let first = c.call(request()).await;
+    assert!(first.is_ok(), "{:?}", first.error);
+    let second = c.call(request()).await;
+    let error = second.error.expect("the unanswered request is an error");
+    assert_eq!(error.kind, ErrorKind::StreamError, "{}", error.message);
+    assert!(
+        error.message.contains("without answering"),
+        "{}",
+        error.message
+    );
+    assert_eq!(server.await.expect("server"), 2, "no request sent twice");
+}
+
 #[tokio::test]
 async fn a_body_that_ends_with_the_connection_and_one_cut_short() {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");

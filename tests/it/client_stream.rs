@@ -5,7 +5,7 @@ use crate::client_support;
 
 use std::time::Duration;
 
-use client_support::{chat_event, spawn_plain, Step};
+use client_support::{chat_event, paced_script, spawn_plain, Step, TEXT_CHUNKS};
 use codendum::client::{ClientOptions, HttpClient};
 use codendum_core::openai::{CallRequest, Endpoint, ErrorKind, TokenSource, Transport};
 use serde_json::json;
@@ -32,25 +32,6 @@ fn client(base: &str, timeout: Duration) -> HttpClient {
     .expect("client")
 }
 
-const TEXT_CHUNKS: u64 = 6;
-
-/// Role chunk at once, first text at 200 ms, then one every 50 ms.
-fn paced_script(end: Vec<Step>) -> Vec<Step> {
-    let mut s = vec![Step::Chunk(chat_event(
-        r#"{"role":"assistant","content":""}"#,
-        None,
-    ))];
-    for i in 0..TEXT_CHUNKS {
-        s.push(Step::At(200 + 50 * i));
-        s.push(Step::Chunk(chat_event(
-            &format!(r#"{{"content":"t{i} "}}"#),
-            None,
-        )));
-    }
-    s.extend(end);
-    s
-}
-
 #[tokio::test]
 async fn ttft_and_gaps_follow_the_server_pacing() {
     let mut end = vec![Step::Chunk(chat_event("{}", Some("stop")))];
@@ -63,22 +44,17 @@ async fn ttft_and_gaps_follow_the_server_pacing() {
     assert!(o.is_ok(), "{:?}", o.error);
     let ttft = o.ttft.expect("ttft");
     eprintln!("measured ttft {ttft:.4} s, gaps {:?}", o.gaps);
-    // The server cannot send earlier than 200 ms; a loaded machine may be late.
-    assert!((0.195..0.260).contains(&ttft), "ttft {ttft}");
+    // Lower bounds only, which load cannot break: the server sends its first
+    // text at 200 ms and the rest 50 ms apart. How close the client comes
+    // to the pacing is a timing check of the perf binary (client_pacing).
+    assert!(ttft >= 0.195, "ttft {ttft}");
     assert_eq!(o.text_chunks, TEXT_CHUNKS);
     assert_eq!(o.gaps.len() as u64, TEXT_CHUNKS - 1);
-    let mean_gap = o.gaps.iter().map(|&g| f64::from(g)).sum::<f64>() / o.gaps.len() as f64;
     assert!(
-        (0.040..0.065).contains(&mean_gap),
-        "mean gap {mean_gap} ({:?})",
-        o.gaps
+        o.e2e >= 0.445,
+        "e2e {} (the last text leaves at 450 ms)",
+        o.e2e
     );
-    assert!(
-        o.gaps.iter().all(|&g| (0.0..0.2).contains(&g)),
-        "{:?}",
-        o.gaps
-    );
-    assert!(o.e2e >= ttft + 0.24, "e2e {} ttft {ttft}", o.e2e);
     assert_eq!(o.output_tokens(), (6, TokenSource::Server));
     assert_eq!(o.message.content, "t0 t1 t2 t3 t4 t5 ");
 }

@@ -8,7 +8,7 @@
 use serde_json::Value;
 
 use crate::cli_support::{codendum, only_folder, read_json, read_jsonl, run_in};
-use crate::fleet_live_support::LiveFleet;
+use codendum_testkit::live::LiveFleet;
 
 fn num(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("a number: {v}"))

@@ -14,7 +14,8 @@ use codendum_testkit::servers::{has_requests, MetricsCase, Servers};
 /// The longest a whole command may take here (the silent `/metrics` costs
 /// one scrape timeout of 5 s before the run, another while it samples).
 const DEADLINE: Duration = Duration::from_secs(45);
-/// After the first signal: the 5 s grace plus writing the folder.
+/// A hang guard, not a measurement: a run must end within the 5 s grace
+/// it gives the requests in flight; 7 s more covers a loaded machine.
 const AFTER_SIGNAL: Duration = Duration::from_secs(12);
 
 fn bench(dir: &Path, servers: &Servers, case: MetricsCase, requests: u32) -> Command {
@@ -285,33 +286,4 @@ fn each_interrupt<T: Send>(
             .map(|h| h.join().expect("a case panicked"))
             .collect()
     })
-}
-
-#[test]
-fn a_second_ctrl_c_ends_at_once() {
-    let servers = Servers::start(Duration::from_secs(30));
-    let dir = tempfile::tempdir().expect("tempdir");
-    // Every answer takes 30 s: the first signal waits out the grace.
-    let running = Running::spawn(
-        bench(dir.path(), &servers, MetricsCase::Fine, 4),
-        dir.path(),
-        "bench",
-    );
-    let start = Instant::now();
-    while !dir.path().join("results").is_dir() && start.elapsed() < Duration::from_secs(20) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    std::thread::sleep(Duration::from_millis(500));
-    running.signal("INT");
-    std::thread::sleep(Duration::from_millis(300));
-    let second = Instant::now();
-    running.signal("INT");
-    let done = running.wait(Duration::from_secs(10));
-    assert_eq!(done.code, Some(130), "{}", done.both());
-    assert!(
-        second.elapsed() < Duration::from_secs(2),
-        "took {:?}",
-        second.elapsed()
-    );
-    assert!(done.stderr.contains("second interrupt"), "{}", done.stderr);
 }

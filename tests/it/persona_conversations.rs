@@ -6,7 +6,7 @@ use crate::persona_support;
 
 use codendum_twin::answer::{AnswerRequest, PlannedAnswer, Responder};
 use codendum_twin::persona::{AgentPersona, PersonaConfig};
-use persona_support::{calls, check_calls, fixture, output_chars, text};
+use persona_support::{calls, check_calls, fixture, output_chars};
 use serde_json::Value;
 
 fn plan_with(persona: &AgentPersona, name: &str, seed: u64) -> (PlannedAnswer, Vec<Value>) {
@@ -66,7 +66,10 @@ fn fresh_task_looks_around_or_delegates() {
             "list" | "glob" | "todowrite" => {}
             other => panic!("seed {seed}: unexpected first tool {other}"),
         }
-        assert!(!text(&a).is_empty(), "a sentence of reasoning comes first");
+        assert!(
+            !a.content().is_empty(),
+            "a sentence of reasoning comes first"
+        );
     }
     assert!((4..=24).contains(&delegated), "delegated {delegated} of 40");
     for seed in 0..40 {
@@ -129,7 +132,7 @@ fn after_a_passing_test_it_finishes_with_a_summary() {
     for seed in 0..20 {
         let a = plan("after-passing-test.json", seed);
         assert!(!a.has_tool_calls(), "seed {seed}: {a:?}");
-        let t = text(&a);
+        let t = a.content();
         let tokens = t.len() / 4;
         assert!((100..=450).contains(&tokens), "summary of {tokens} tokens");
         assert!(
@@ -167,7 +170,7 @@ fn renamed_tools_are_mapped_by_parameters() {
 fn unmappable_tools_get_a_text_answer() {
     let a = plan("unmappable-tools.json", 3);
     assert!(!a.has_tool_calls());
-    assert!(text(&a).len() > 200);
+    assert!(a.content().len() > 200);
 }
 
 #[test]
@@ -180,12 +183,12 @@ fn subagent_searches_then_reads() {
 
 #[test]
 fn title_compaction_and_chat_without_tools() {
-    let title = text(&plan("title.json", 1));
+    let title = plan("title.json", 1).content();
     let words = title.split_whitespace().count();
     assert!((1..=8).contains(&words), "{title}");
     assert!(!title.contains('\n'));
 
-    let summary = text(&plan("compaction.json", 1));
+    let summary = plan("compaction.json", 1).content();
     let tokens = summary.len() / 4;
     assert!(
         (400..=1200).contains(&tokens),

@@ -9,7 +9,7 @@ use crate::persona_support;
 use codendum_twin::answer::{AnswerRequest, PlannedAnswer, Responder};
 use codendum_twin::persona::tools::{ToolKit, ToolRole};
 use codendum_twin::persona::AgentPersona;
-use persona_support::{calls, check_calls, text};
+use persona_support::{calls, check_calls};
 use serde_json::{json, Value};
 
 fn load(name: &str) -> Value {
@@ -130,7 +130,7 @@ fn a_missing_pytest_is_tried_another_way_then_reported() {
     for seed in 0..10 {
         let a = plan_body(&body, seed);
         assert!(!a.has_tool_calls(), "seed {seed}: {a:?}");
-        let t = text(&a);
+        let t = a.content();
         assert!(t.contains("not installed"), "{t}");
         assert!(t.contains("No module named pytest"), "{t}");
         assert!(!t.contains("passes") && !t.starts_with("Done"), "{t}");
@@ -171,7 +171,7 @@ fn an_edit_that_did_not_apply_is_retried_after_reading_again() {
 #[test]
 fn the_title_is_short_and_clean() {
     let a = plan_body(&load("title.json"), 1);
-    let t = text(&a);
+    let t = a.content();
     assert!(!a.has_tool_calls());
     assert!(t.len() <= 50 && !t.contains('\n'), "{t}");
     assert!(!t.contains('"'), "{t}");

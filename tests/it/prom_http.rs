@@ -124,11 +124,9 @@ async fn watch_json_prints_rates_from_counter_increases() {
         let t_prev = lines[k - 1]["t"].as_f64().expect("t");
         let t_now = lines[k]["t"].as_f64().expect("t");
         assert!((dt - (t_now - t_prev)).abs() < 1e-9);
-        // One simulated second apart, give or take timer jitter (1 ms real = 0.05 s here).
-        assert!(
-            dt >= 0.5,
-            "samples about one simulated second apart, got {dt}"
-        );
+        // Later than the one before; how much later depends on the machine
+        // (a late scrape is followed by an on-time one), so no bound here.
+        assert!(dt > 0.0, "samples in order, got {dt}");
         let prompt_rate = rates["prompt_tokens_per_s"].as_f64().expect("prompt rate");
         assert!(
             (prompt_rate * dt - 1000.0).abs() < 1e-6,
@@ -337,15 +335,20 @@ async fn sampler_records_a_timeline_on_a_scaled_clock() {
     let timeline = handle.stop().await;
     assert!(timeline.len() >= 4, "{} samples", timeline.len());
     for pair in timeline.windows(2) {
-        // About one simulated second apart, give or take timer jitter.
-        assert!(
-            pair[1].t - pair[0].t >= 0.5,
-            "{} then {}",
-            pair[0].t,
-            pair[1].t
-        );
+        // In order; how far apart depends on the machine (a late scrape is
+        // followed by an on-time one), so the spacing is checked by count.
+        assert!(pair[1].t > pair[0].t, "{} then {}", pair[0].t, pair[1].t);
         assert!(pair[1].utc > pair[0].utc);
     }
+    // At most one sample a tick: about one a simulated second (two to spare
+    // for a late first sample); a sampler ignoring its interval scrapes
+    // hundreds of times in the same span.
+    let span = timeline[timeline.len() - 1].t - timeline[0].t;
+    assert!(
+        timeline.len() as f64 <= span + 3.0,
+        "{} samples over {span} simulated seconds",
+        timeline.len()
+    );
     let last = timeline.len() - 1;
     let stats = codendum_core::prom::window_stats(&timeline, 0.0, timeline[last].t);
     assert_eq!(stats.samples, timeline.len());

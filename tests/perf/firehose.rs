@@ -38,6 +38,7 @@ async fn client_for(base: &str, clock: Clock) -> Arc<HttpClient> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn firehose_streams_every_token_with_usage_and_done() {
+    let _alone = crate::alone();
     let opts = FirehoseOptions {
         tokens: 300,
         batch: 7,
@@ -73,6 +74,7 @@ async fn firehose_streams_every_token_with_usage_and_done() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paced_answers_carry_one_stamp_per_token_in_order() {
+    let _alone = crate::alone();
     let clock = Clock::real();
     let opts = FirehoseOptions {
         clock: clock.clone(),
@@ -99,6 +101,7 @@ async fn paced_answers_carry_one_stamp_per_token_in_order() {
 
 #[tokio::test]
 async fn bad_requests_are_refused_with_400() {
+    let _alone = crate::alone();
     let server = start(
         FirehoseOptions::default(),
         "127.0.0.1:0".parse().expect("addr"),

@@ -25,6 +25,7 @@ const TOKENS: u32 = 48;
 
 #[test]
 fn four_replicas_hold_1024_streams_and_count_every_step() {
+    let _alone = crate::alone();
     let streams = (REPLICAS * SEATS) as usize;
     let mut profile = Profile::load("classroom-64k").expect("profile");
     profile.server.max_num_seqs = SEATS;

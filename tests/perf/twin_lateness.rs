@@ -9,6 +9,7 @@ use serde_json::json;
 
 #[test]
 fn lateness_record_counts_on_time_steps_and_renders_a_histogram() {
+    let _alone = crate::alone();
     let mut l = StepLateness::default();
     l.record(0.100, 0.004); // 4 % of the step: on time
     l.record(0.100, 0.006); // 6 %: late
@@ -31,6 +32,7 @@ fn lateness_record_counts_on_time_steps_and_renders_a_histogram() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn steps_are_measured_and_shown_on_metrics() {
+    let _alone = crate::alone();
     let mut opts = TwinOptions::new(Profile::load("classroom-64k").expect("profile"));
     opts.clock = Clock::scaled(20.0);
     let twin = start(opts, "127.0.0.1:0".parse().expect("addr"))

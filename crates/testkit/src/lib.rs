@@ -1,7 +1,13 @@
-//! What codendum's test binaries (`it`, `perf`, `capacity`) share: servers
-//! that behave differently from ours and the fixtures folder. Test code
+//! What codendum's test binaries (`it`, `perf`, `real`, `capacity`) share:
+//! servers that behave differently from ours, the fixtures folder, the
+//! helpers that run the `codendum` binary, a live fleet with a real
+//! Prometheus, and the harness for tests of real components. Test code
 //! only; nothing of the product depends on it.
 
+pub mod cli;
+pub mod live;
+pub mod real;
+pub mod scripted;
 pub mod servers;
 
 use std::path::PathBuf;

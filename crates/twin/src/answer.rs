@@ -53,6 +53,18 @@ impl PlannedAnswer {
         }
     }
 
+    /// The text parts joined, as a client's `content` would read (tool
+    /// calls left out).
+    pub fn content(&self) -> String {
+        self.parts
+            .iter()
+            .filter_map(|p| match p {
+                AnswerPart::Text(t) => Some(t.as_str()),
+                AnswerPart::ToolCall { .. } => None,
+            })
+            .collect()
+    }
+
     /// Whether any part is a tool call.
     pub fn has_tool_calls(&self) -> bool {
         self.parts

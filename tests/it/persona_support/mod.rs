@@ -124,18 +124,6 @@ pub fn calls(answer: &PlannedAnswer) -> Vec<(String, Value)> {
         .collect()
 }
 
-/// The text of an answer.
-pub fn text(answer: &PlannedAnswer) -> String {
-    answer
-        .parts
-        .iter()
-        .filter_map(|p| match p {
-            AnswerPart::Text(t) => Some(t.as_str()),
-            AnswerPart::ToolCall { .. } => None,
-        })
-        .collect()
-}
-
 /// Output size of an answer in characters (text plus tool names and arguments).
 pub fn output_chars(answer: &PlannedAnswer) -> usize {
     answer

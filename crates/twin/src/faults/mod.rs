@@ -8,7 +8,7 @@
 //! SPEC     := TERM ("," TERM)*
 //! TERM     := FAULT "@" WHEN (":" OPTION)*      a fault and when it strikes
 //!           | "seed=" INTEGER                   seed of the rate draws (default 0)
-//! FAULT    := "drop"                connection cut mid-stream (no terminating chunk)
+//! FAULT    := "drop"                connection cut mid-stream, after the head (no terminating chunk)
 //!           | "malformed"           a JSON chunk cut in half mid-stream
 //!           | "no-done"             the stream ends cleanly before the finish chunk and [DONE]
 //!           | "bad-utf8"            a chunk holding invalid UTF-8 mid-stream
@@ -349,6 +349,12 @@ where
             match st.fault.take_if(|_| due) {
                 None => st.queue.push_back(Ok(event)),
                 Some(Fault::Drop) => {
+                    // Hand control back once first: the server writes out the
+                    // response head and the events before this one when the
+                    // body has nothing ready, so the cut always comes after
+                    // the head (a client must see a broken stream, never a
+                    // connection closed with nothing sent).
+                    tokio::task::yield_now().await;
                     st.queue.push_back(Err(std::io::Error::new(
                         std::io::ErrorKind::ConnectionAborted,
                         "fault injected: connection dropped",

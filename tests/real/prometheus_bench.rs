@@ -28,8 +28,8 @@ use codendum_core::prom::{
 use codendum_core::results::TimeSplit;
 use serde_json::Value;
 
-use crate::cli_support::{codendum, only_folder, read_json, read_jsonl, run_in};
-use crate::fleet_live_support::{LiveFleet, Prometheus};
+use codendum_testkit::cli::{codendum, only_folder, read_json, read_jsonl, run_in};
+use codendum_testkit::live::{LiveFleet, Prometheus};
 
 /// Direct per-replica samples put on the run's time axis (seconds since
 /// the run's `started_utc`).
@@ -152,12 +152,9 @@ fn whole_run_split(timeline: &[TimelineSample]) -> TimeSplit {
     last.split_since(first).expect("a time split")
 }
 
-#[test]
-fn bench_through_prometheus_gives_the_direct_figures() {
+pub fn bench_through_prometheus_gives_the_direct_figures() {
     let fleet = LiveFleet::start(2);
-    let Some(prom) = Prometheus::start(&fleet.instances()) else {
-        return;
-    };
+    let prom = Prometheus::start(&fleet.instances());
     let urls: Vec<String> = fleet.twins.iter().map(|t| t.metrics_url()).collect();
     let direct = fleet.rt.block_on(async {
         Sampler::start(

@@ -5,23 +5,21 @@
 //!
 //! The binary is found at `$CODENDUM_OPENCODE` or
 //! `~/.cache/codendum-opencode/node_modules/opencode-linux-x64/bin/opencode`
-//! (`.ci/run` installs it there). Without it the test fails when `CI` is set
-//! and is passed over with a note otherwise.
+//! (`.ci/run` installs it there), with ripgrep on `PATH` (OpenCode's glob
+//! and grep run it); the harness ignores or fails the test without them.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::persona_support::text;
 use codendum_core::clock::Clock;
 use codendum_core::profile::Profile;
+use codendum_testkit::real::{Component, OPENCODE_VERSION as VERSION};
 use codendum_twin::answer::{AnswerRequest, PlannedAnswer, Responder};
 use codendum_twin::persona::AgentPersona;
 use codendum_twin::{start, TwinOptions};
 use serde_json::{json, Value};
 
-const VERSION: &str = "1.18.33";
-const INSTALL: &str = "npm install --prefix ~/.cache/codendum-opencode opencode-linux-x64@1.18.33";
 const TASK: &str = "Add a function to chat/protocol.py that encodes a PRIVATE message for one \
 recipient, add a pytest test for it, and run the tests.";
 /// The twin runs this many times faster than the GB10 it models.
@@ -52,15 +50,6 @@ impl Responder for Recorder {
         });
         answer
     }
-}
-
-fn opencode_binary() -> Option<PathBuf> {
-    let path = match std::env::var_os("CODENDUM_OPENCODE") {
-        Some(p) => PathBuf::from(p),
-        None => PathBuf::from(std::env::var_os("HOME")?)
-            .join(".cache/codendum-opencode/node_modules/opencode-linux-x64/bin/opencode"),
-    };
-    path.is_file().then_some(path)
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -163,27 +152,17 @@ fn tool_calls(calls: &[Call]) -> Vec<(String, Value, String)> {
     out
 }
 
-/// Whether `rg` is on PATH (`.ci/run` installs it): OpenCode's glob and
-/// grep run it, and without it try to download one from GitHub and fail.
-fn ripgrep_on_path() -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("rg").is_file()))
-}
-
-/// Tool errors a real model would meet here too: pytest not installed, a
-/// syntax error of the agent's own making, and (only where `rg` is
-/// missing) OpenCode's glob and grep without ripgrep.
+/// Tool errors a real model would meet here too: pytest not installed and
+/// a syntax error of the agent's own making.
 fn real_error(result: &str) -> bool {
-    let ripgrep = !ripgrep_on_path() && result.contains("ripgrep");
-    ripgrep
-        || [
-            "command not found",
-            "No module named",
-            "SyntaxError",
-            "Error compiling",
-        ]
-        .iter()
-        .any(|w| result.contains(w))
+    [
+        "command not found",
+        "No module named",
+        "SyntaxError",
+        "Error compiling",
+    ]
+    .iter()
+    .any(|w| result.contains(w))
 }
 
 fn looks_failed(result: &str) -> bool {
@@ -246,15 +225,17 @@ fn changed_files(original: &Path, project: &Path, rel: &Path, out: &mut Vec<Stri
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn real_opencode_reads_edits_writes_runs_and_answers() {
-    let Some(bin) = opencode_binary() else {
-        let msg =
-            format!("OpenCode {VERSION} not found (set CODENDUM_OPENCODE or run `{INSTALL}`)");
-        assert!(std::env::var_os("CI").is_none(), "{msg}");
-        eprintln!("skipped outside CI: {msg}");
-        return;
-    };
+pub fn real_opencode_reads_edits_writes_runs_and_answers() {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(opencode_session());
+}
+
+async fn opencode_session() {
+    let bin = Component::OpenCode.program();
     let version = std::process::Command::new(&bin)
         .arg("--version")
         .env("HOME", "/nonexistent")
@@ -263,7 +244,8 @@ async fn real_opencode_reads_edits_writes_runs_and_answers() {
     assert_eq!(
         version.as_deref().ok(),
         Some(VERSION),
-        "{bin:?} is not OpenCode {VERSION}; run `{INSTALL}`"
+        "{bin:?} is not OpenCode {VERSION}; run `{}`",
+        Component::OpenCode.install()
     );
 
     let recorder = Arc::new(Recorder {
@@ -317,7 +299,7 @@ fn check_session(
         .iter()
         .find(|c| c.tools.is_empty())
         .expect("a title request");
-    let title_text = text(&title.answer);
+    let title_text = title.answer.content();
     assert!(
         title_text.len() <= 50 && !title_text.contains('\n'),
         "title {title_text:?}"
@@ -385,7 +367,7 @@ fn check_tests_and_answer(calls: &[Call], tools: &[(String, Value, String)], log
         !last_call.answer.has_tool_calls(),
         "the last call was not a final answer\n{log}"
     );
-    let answer = text(&last_call.answer);
+    let answer = last_call.answer.content();
     let first_line = answer.lines().next().unwrap_or("");
     let tally = last
         .lines()

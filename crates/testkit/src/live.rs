@@ -4,8 +4,6 @@
 //! Prometheus (`/usr/bin/prometheus`, Debian's package) scraping the twins
 //! every second from a generated config.
 
-#![allow(dead_code)]
-
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -14,7 +12,8 @@ use std::time::{Duration, Instant};
 use codendum_twin::TwinHandle;
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::cli_support::{runtime, start_twin};
+use crate::cli::{runtime, start_twin};
+use crate::real::Component;
 
 /// Twins behind a round-robin router, in real time (Prometheus scrapes in
 /// real time and a live target runs on the real clock).
@@ -78,9 +77,6 @@ async fn round_robin(listener: TcpListener, backends: Vec<SocketAddr>) {
     }
 }
 
-/// Debian's Prometheus binary.
-pub const PROMETHEUS: &str = "/usr/bin/prometheus";
-
 /// A Prometheus server started for one test; killed on drop.
 pub struct Prometheus {
     child: Child,
@@ -105,17 +101,9 @@ fn free_port() -> u16 {
 
 impl Prometheus {
     /// Starts Prometheus scraping `targets` (`host:port`) every second, and
-    /// waits until it is ready and has scraped every target once. `None`
-    /// when the binary is missing outside CI (with `CI` set: a failure).
-    pub fn start(targets: &[String]) -> Option<Prometheus> {
-        if !std::path::Path::new(PROMETHEUS).exists() {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "{PROMETHEUS} is missing: .ci/run installs Debian's prometheus package"
-            );
-            eprintln!("note: {PROMETHEUS} is missing (apt-get install prometheus); not run");
-            return None;
-        }
+    /// waits until it is ready and has scraped every target once. Run from
+    /// a [`crate::real::trial`] that needs [`Component::Prometheus`].
+    pub fn start(targets: &[String]) -> Prometheus {
         let dir = tempfile::tempdir().expect("tempdir");
         let quoted: Vec<String> = targets.iter().map(|t| format!("'{t}'")).collect();
         let config = format!(
@@ -126,7 +114,7 @@ impl Prometheus {
         std::fs::write(&config_path, config).expect("config written");
         let port = free_port();
         let log = std::fs::File::create(dir.path().join("prometheus.log")).expect("log file");
-        let child = Command::new(PROMETHEUS)
+        let child = Command::new(Component::Prometheus.program())
             .arg(format!("--config.file={}", config_path.display()))
             .arg(format!(
                 "--storage.tsdb.path={}",
@@ -145,7 +133,7 @@ impl Prometheus {
         };
         prom.wait_until(Duration::from_secs(20), |p| p.ready());
         prom.wait_until(Duration::from_secs(20), |p| p.scraped(targets.len()));
-        Some(prom)
+        prom
     }
 
     /// A plain HTTP/1.0 GET on loopback: the body of a 200 answer.

@@ -1,15 +1,14 @@
 //! Bad `--prometheus-url` input: one line naming the culprit, exit 2 (1 for
 //! an unreachable Prometheus, as `metrics` does for an unreachable server),
-//! and no results folder. The "no series" case asks a REAL Prometheus
-//! (skipped outside CI when the package is missing, a failure in CI).
+//! and no results folder. The "no series" case asks a real Prometheus.
 
 use std::path::Path;
 use std::process::Command;
 
-use crate::cli_support::{
+use codendum_testkit::cli::{
     assert_one_line_error, codendum, holds_no_file, run_in, runtime, start_twin,
 };
-use crate::fleet_live_support::Prometheus;
+use codendum_testkit::live::Prometheus;
 
 fn bench(dir: &Path, base: &str, extra: &[&str]) -> Command {
     let mut cmd = codendum(dir);
@@ -38,8 +37,7 @@ fn closed_port() -> u16 {
     l.local_addr().expect("addr").port()
 }
 
-#[test]
-fn a_url_that_is_not_prometheus_says_what_answered() {
+pub fn a_url_that_is_not_prometheus_says_what_answered() {
     let rt = runtime();
     let twin = start_twin(&rt, "classroom-64k", 1.0);
     let dir = tempfile::tempdir().expect("tempdir");
@@ -60,8 +58,7 @@ fn a_url_that_is_not_prometheus_says_what_answered() {
     assert!(holds_no_file(&dir.path().join("results")));
 }
 
-#[test]
-fn an_unreachable_prometheus_is_exit_1_and_other_misuse_exit_2() {
+pub fn an_unreachable_prometheus_is_exit_1_and_other_misuse_exit_2() {
     let rt = runtime();
     let twin = start_twin(&rt, "classroom-64k", 1.0);
     let dir = tempfile::tempdir().expect("tempdir");
@@ -119,13 +116,10 @@ fn an_unreachable_prometheus_is_exit_1_and_other_misuse_exit_2() {
     assert!(holds_no_file(&dir.path().join("results")));
 }
 
-#[test]
-fn a_filter_without_series_names_the_metric_and_the_filter() {
+pub fn a_filter_without_series_names_the_metric_and_the_filter() {
     let rt = runtime();
     let twin = start_twin(&rt, "classroom-64k", 1.0);
-    let Some(prom) = Prometheus::start(&[twin.addr().to_string()]) else {
-        return;
-    };
+    let prom = Prometheus::start(&[twin.addr().to_string()]);
     let dir = tempfile::tempdir().expect("tempdir");
     // A replica Prometheus does not scrape.
     let elsewhere = format!("http://127.0.0.1:{}/metrics", closed_port());

@@ -1,0 +1,42 @@
+//! Tests against real components we did not build: a real Prometheus
+//! scraping twins, and the real OpenCode client driving the twin. The
+//! harness (`codendum_testkit::real`) reports a test whose component is
+//! missing as `ignored, <component> not installed`, and fails it when `CI`
+//! is set; `.ci/run` installs them all.
+
+mod opencode;
+mod prometheus_bad_input;
+mod prometheus_bench;
+
+use codendum_testkit::real::{run, trial, Component};
+
+fn main() {
+    use Component::{OpenCode, Prometheus, Ripgrep};
+    run(vec![
+        trial(
+            "opencode::real_opencode_reads_edits_writes_runs_and_answers",
+            &[OpenCode, Ripgrep],
+            opencode::real_opencode_reads_edits_writes_runs_and_answers,
+        ),
+        trial(
+            "prometheus_bad_input::a_url_that_is_not_prometheus_says_what_answered",
+            &[],
+            prometheus_bad_input::a_url_that_is_not_prometheus_says_what_answered,
+        ),
+        trial(
+            "prometheus_bad_input::an_unreachable_prometheus_is_exit_1_and_other_misuse_exit_2",
+            &[],
+            prometheus_bad_input::an_unreachable_prometheus_is_exit_1_and_other_misuse_exit_2,
+        ),
+        trial(
+            "prometheus_bad_input::a_filter_without_series_names_the_metric_and_the_filter",
+            &[Prometheus],
+            prometheus_bad_input::a_filter_without_series_names_the_metric_and_the_filter,
+        ),
+        trial(
+            "prometheus_bench::bench_through_prometheus_gives_the_direct_figures",
+            &[Prometheus],
+            prometheus_bench::bench_through_prometheus_gives_the_direct_figures,
+        ),
+    ]);
+}
