@@ -81,16 +81,16 @@ pub fn calibration_plan(inputs: &CalibrationInputs) -> CalibrationPlan {
         push(
             DECODE_PROMPT_TOKENS,
             n,
-            (2 * u64::from(n)).max(8),
+            (2 * u64::from(n)).max(6),
             &mut notes,
         );
     }
     for tokens in COLD_PROMPT_TOKENS {
-        push(tokens, 1, 6, &mut notes);
+        push(tokens, 1, 4, &mut notes);
     }
     for tokens in CONTEXT_PROMPT_TOKENS {
         for n in context_batches(top, tokens) {
-            let requests = if n == 1 { 3 } else { u64::from(n) };
+            let requests = if n == 1 { 2 } else { u64::from(n) };
             push(tokens, n, requests, &mut notes);
         }
     }

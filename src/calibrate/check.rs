@@ -133,12 +133,19 @@ fn check_each(
 ) -> Result<Vec<FigureCheck>, Error> {
     let mut out = Vec::new();
     for run in runs {
-        let summary = results::read_bench_summary(run).map_err(|e| {
+        let read = results::read_summary(run).map_err(|e| {
             ConfigError::invalid(
                 "RUN_DIR",
-                format!("{}: not a bench run ({e})", run.display()),
+                format!("{}: not a bench or classroom run ({e})", run.display()),
             )
         })?;
+        let summary = match read {
+            results::RunSummary::Bench(s) => *s,
+            results::RunSummary::Classroom(c) => {
+                out.extend(check_class(profile, run, &c, tolerance)?);
+                continue;
+            }
+        };
         let cells = cells_of(&summary);
         if cells.is_empty() {
             return Err(ConfigError::invalid(
@@ -168,27 +175,82 @@ fn check_each(
                 ("TTFT P50", m.ttft_p50_s, p.ttft_p50_s),
                 ("TTFT P95", m.ttft_p95_s, p.ttft_p95_s),
             ];
-            for (figure, mv, pv) in figures {
-                let (Some(mv), Some(pv)) = (mv, pv) else {
-                    continue;
-                };
-                if mv <= 0.0 {
-                    continue;
-                }
+            out.extend(figure_checks(run, &level, &figures, tolerance));
+        }
+    }
+    Ok(out)
+}
+
+/// A classroom run replayed as `plan` would simulate it: the same students,
+/// scenario, window and seed on the twin with `profile`; the class figures
+/// (server output, TTFT P50 and P95, coding requests completed).
+fn check_class(
+    profile: &Profile,
+    run: &Path,
+    class: &results::ClassroomRunSummary,
+    tolerance: f64,
+) -> Result<Vec<FigureCheck>, Error> {
+    let p = &class.parameters;
+    let mut config = crate::plan::PlanConfig::new();
+    config.scenario = crate::classroom::scenario::Scenario::from_name(&p.scenario)?;
+    config.duration = Duration::from_secs_f64(p.duration_s.max(1.0));
+    config.seed = p.seed;
+    let spec = crate::plan::config::CellSpec {
+        profile: profile.name.clone(),
+        max_num_seqs: profile.server.max_num_seqs,
+        overridden: false,
+        users: p.users,
+    };
+    let cell = std::thread::scope(|s| {
+        s.spawn(|| crate::plan::cell::run_cell(&spec, profile, &config))
+            .join()
+            .unwrap_or_else(|_| Err(Error::Failed("the class replay stopped".into())))
+    })?;
+    let m = &class.summary;
+    let level = format!("class of {}", p.users);
+    let figures: [(&'static str, Option<f64>, Option<f64>); 4] = [
+        (
+            "server tok/s",
+            m.server.output_tokens_per_s,
+            cell.server_output_tok_per_s,
+        ),
+        ("TTFT P50", m.ttft_p50_s, cell.ttft_p50_s),
+        ("TTFT P95", m.ttft_p95_s, cell.ttft_p95_s),
+        (
+            "completed",
+            Some(m.completed as f64),
+            Some(cell.completed as f64),
+        ),
+    ];
+    Ok(figure_checks(run, &level, &figures, tolerance))
+}
+
+/// The checks of one level's figures that both sides have (and a measured
+/// value above 0).
+fn figure_checks(
+    run: &Path,
+    level: &str,
+    figures: &[(&'static str, Option<f64>, Option<f64>)],
+    tolerance: f64,
+) -> Vec<FigureCheck> {
+    figures
+        .iter()
+        .filter_map(|&(figure, mv, pv)| {
+            let (mv, pv) = (mv?, pv?);
+            (mv > 0.0).then(|| {
                 let error = pv / mv - 1.0;
-                out.push(FigureCheck {
-                    run: run.clone(),
-                    level: level.clone(),
+                FigureCheck {
+                    run: run.to_path_buf(),
+                    level: level.to_string(),
                     figure,
                     measured: mv,
                     predicted: pv,
                     error,
                     within: error.abs() <= tolerance,
-                });
-            }
-        }
-    }
-    Ok(out)
+                }
+            })
+        })
+        .collect()
 }
 
 /// The table for stderr: one row per level, each figure measured →
@@ -208,7 +270,9 @@ pub fn check_text(checks: &[FigureCheck], tolerance: f64) -> String {
             last_run = Some(c.run.as_path());
         }
         let fmt = |v: f64| {
-            if c.figure == "output tok/s" {
+            if c.figure == "completed" {
+                format!("{v:.0}")
+            } else if c.figure.ends_with("tok/s") {
                 format!("{v:.1}")
             } else if c.figure == "TPOT" {
                 format!("{:.1} ms", v * 1e3)

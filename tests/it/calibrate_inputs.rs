@@ -280,5 +280,44 @@ fn calibrate_check_replays_runs_and_fails_beyond_the_tolerance() {
     assert!(err.contains(" !") && err.contains("beyond 10 %"), "{err}");
     let o = calibrate(&["--check", &truth_file, dir.path().to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("not a bench run"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("not a bench or classroom run"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// A classroom run is replayed as `plan` simulates a class: the class
+/// figures, each with its error (the run is of the twin on a scaled clock,
+/// so its client-side TTFT is not the replay's: only the rows are checked).
+#[test]
+fn calibrate_check_replays_a_classroom_run_as_a_class() {
+    let work = tempfile::tempdir().unwrap();
+    let truth_file = format!("{FIXTURES}/tiny-kv.toml");
+    let mut cmd = crate::cli_support::codendum(work.path());
+    cmd.args(["classroom", "--profile", &truth_file, "--users", "2"])
+        .args(["--duration", "40", "--ramp-up", "5", "--time-scale", "10"])
+        .args(["--yes", "--no-report"])
+        .args(["--results-dir", "r"]);
+    let f = crate::cli_support::run(cmd);
+    assert_eq!(f.code, Some(0), "{}", f.both());
+    let run = crate::cli_support::only_folder(&work.path().join("r"));
+    let o = calibrate(&[
+        "--check",
+        &truth_file,
+        run.to_str().unwrap(),
+        "--tolerance",
+        "1000",
+    ]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    for row in [
+        "class of 2",
+        "server tok/s",
+        "TTFT P50",
+        "TTFT P95",
+        "completed",
+    ] {
+        assert!(err.contains(row), "{row}: {err}");
+    }
 }
