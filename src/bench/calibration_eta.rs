@@ -19,10 +19,7 @@ pub fn measured_speed(levels: &[LevelSummary]) -> Option<SpeedGuess> {
         .filter(|t| *t > 0.0)
         .map(|t| 1.0 / t)
         .fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v))))?;
-    let prefill = alone
-        .iter()
-        .filter_map(|l| Some(l.mean_input_tokens? / l.ttft_p50_s.filter(|t| *t > 0.0)?))
-        .fold(0.0f64, f64::max);
+    let prefill = prefill_rate(&alone);
     let peak = levels
         .iter()
         .map(|l| l.output_tok_per_s)
@@ -32,6 +29,22 @@ pub fn measured_speed(levels: &[LevelSummary]) -> Option<SpeedGuess> {
         peak_output_tok_per_s: peak,
         prefill_tok_per_s: if prefill > 0.0 { prefill } else { 1_000.0 },
     })
+}
+
+/// Prompt tokens per second of prefill: the slope between the two longest
+/// prompts timed alone (the fixed cost of a step and the path cancel), else
+/// the longest prompt over its TTFT; 0 when none is timed.
+fn prefill_rate(alone: &[&LevelSummary]) -> f64 {
+    let mut points: Vec<(f64, f64)> = alone
+        .iter()
+        .filter_map(|l| Some((l.mean_input_tokens?, l.ttft_p50_s.filter(|t| *t > 0.0)?)))
+        .collect();
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    match points.as_slice() {
+        [.., (n0, t0), (n1, t1)] if n1 > n0 && t1 > t0 => (n1 - n0) / (t1 - t0),
+        [.., (n, t)] => n / t,
+        [] => 0.0,
+    }
 }
 
 /// Estimated seconds for the cells still to run: the measured speed guess
@@ -141,6 +154,17 @@ mod tests {
         );
         assert!(line.contains("1 of 2 cells done in 40 s"), "{line}");
         assert!(line.contains("unknown"), "{line}");
+    }
+
+    #[test]
+    fn prefill_speed_is_the_slope_between_the_longest_prompts_alone() {
+        // 1,024 tokens in 0.5 s and 2,048 in 0.8 s: 0.2 s of fixed cost,
+        // 1,024 tokens per 0.3 s.
+        let a = level(1, 1_024.0, 0.03, 0.5, 30.0, 10.0);
+        let b = level(1, 2_048.0, 0.03, 0.8, 30.0, 10.0);
+        let r = prefill_rate(&[&a, &b]);
+        assert!((r - 1_024.0 / 0.3).abs() < 1e-6, "{r}");
+        assert!((prefill_rate(&[&a]) - 2_048.0).abs() < 1e-9);
     }
 
     #[test]
