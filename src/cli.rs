@@ -187,8 +187,9 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N,N,...")]
     pub concurrency: Option<String>,
     /// Run the calibration workload for `codendum calibrate` instead of the
-    /// levels × shapes grid: a decode ladder, two context lengths, cold
-    /// prompts of several lengths (--shapes and --requests-per-level are
+    /// levels × shapes grid: a decode ladder up to the seats, contexts of
+    /// 4K to 32K tokens (clamped to max_model_len) at 1, a quarter, half and
+    /// all of the seats, cold prompts (--shapes and --requests-per-level are
     /// not used).
     #[arg(long)]
     pub calibration: bool,
