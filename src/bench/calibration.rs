@@ -89,7 +89,13 @@ pub fn calibration_plan(inputs: &CalibrationInputs) -> CalibrationPlan {
         push(tokens, 1, 4, &mut notes);
     }
     for tokens in CONTEXT_PROMPT_TOKENS {
-        for n in context_batches(top, tokens) {
+        // The batch cap follows the prompt as sent (clamped), so a clamped
+        // size is not run again at the batches of a longer one.
+        let Some(sent) = fitted_shape(tokens, inputs, &mut Vec::new()) else {
+            continue;
+        };
+        let sent = u32::try_from(sent.input_tokens()).unwrap_or(tokens);
+        for n in context_batches(top, sent) {
             let requests = if n == 1 { 2 } else { u64::from(n) };
             push(tokens, n, requests, &mut notes);
         }
@@ -217,7 +223,15 @@ mod tests {
             "{:?}",
             plan.notes
         );
-        // 4096 … 32768 all clamp to the same size: one cell, not four.
+        // 4096 … 32768 all clamp to the same size: one cell, not four, and
+        // no batch beyond the seats' cells of that size.
+        let at_clamped: Vec<u32> = plan
+            .cells
+            .iter()
+            .filter(|c| c.shape.input_tokens() == 1_856)
+            .map(|c| c.concurrency)
+            .collect();
+        assert_eq!(at_clamped, vec![1, 2, 4, 8]);
         let at_largest = plan
             .cells
             .iter()
