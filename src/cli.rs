@@ -39,6 +39,71 @@ pub enum Command {
     Calibrate(CalibrateArgs),
     /// Record OpenCode's calls through a reverse proxy: per-call records, client times, the prompt.
     Capture(CaptureArgs),
+    /// Send a capture, a classroom run or a Mooncake-style trace again, with its sizes,
+    /// prefix sharing and timing.
+    Replay(ReplayArgs),
+    /// Write a capture or a classroom run as a Mooncake-style or AIPerf trace (no text, no key).
+    ExportTrace(ExportTraceArgs),
+}
+
+/// `codendum replay`.
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// A capture folder, a classroom or replay results folder, or a trace file
+    /// (Mooncake-style JSONL: timestamp ms, input_length, output_length, hash_ids;
+    /// AIPerf's session_id and delay too).
+    #[arg(value_name = "CAPTURE_DIR|TRACE_FILE")]
+    pub source: PathBuf,
+    /// Compress the recorded timeline: 2 sends twice as fast.
+    #[arg(long, default_value_t = 1.0, value_name = "X")]
+    pub speed: f64,
+    /// Replay this many root sessions: the first N, or all repeated until N.
+    #[arg(long, value_name = "N")]
+    pub sessions: Option<usize>,
+    /// Tokens per block of the trace's hash_ids (Mooncake's public traces: 512).
+    #[arg(long, default_value_t = codendum_core::trace::DEFAULT_BLOCK_SIZE, value_name = "TOKENS")]
+    pub block_size: u32,
+    /// OpenAI endpoint.
+    #[arg(long, value_enum, default_value = "chat")]
+    pub endpoint: EndpointArg,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub provenance: ProvenanceArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub twin: TwinArgs,
+}
+
+/// The trace formats of `export-trace`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum TraceFormatArg {
+    /// Mooncake-style, open loop: a line per call with its timestamp.
+    Mooncake,
+    /// AIPerf's mooncake_trace sessions: session_id, the first turn's timestamp, later turns' delay.
+    Aiperf,
+}
+
+/// `codendum export-trace`.
+#[derive(Debug, Args)]
+pub struct ExportTraceArgs {
+    /// A capture folder, a classroom or replay results folder (or a trace file).
+    #[arg(value_name = "CAPTURE_DIR|RUN_DIR")]
+    pub source: PathBuf,
+    /// The format to write.
+    #[arg(long, value_enum, default_value = "mooncake")]
+    pub format: TraceFormatArg,
+    /// The file to write (`-`: standard output).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub out: PathBuf,
+    /// Tokens per block of the hash_ids written (the server's KV block size).
+    #[arg(long, default_value_t = codendum_core::trace::DEFAULT_BLOCK_SIZE, value_name = "TOKENS")]
+    pub block_size: u32,
 }
 
 /// Where the server is. Flags win over the environment, the environment over `.env`.
@@ -71,6 +136,11 @@ pub struct TargetArgs {
     /// (e.g. job="vllm") instead of the --metrics-url instances.
     #[arg(long, value_name = "FILTER", requires = "prometheus_url")]
     pub prometheus_selector: Option<String>,
+    /// The router's own Prometheus page (the vLLM Router's
+    /// --prometheus-port, e.g. http://router:29000/metrics): its requests
+    /// per worker, retries and errors, read at the start and the end.
+    #[arg(long, env = "CODENDUM_ROUTER_METRICS_URL", value_name = "URL")]
+    pub router_metrics_url: Option<String>,
     /// Model to request [default: the first id of /v1/models].
     #[arg(long, env = "CODENDUM_MODEL")]
     pub model: Option<String>,
@@ -408,6 +478,10 @@ pub struct CaptureArgs {
     /// PEM bundle of the upstream's private CA; replaces the system roots, as curl's --cacert.
     #[arg(long, env = "CODENDUM_CACERT", value_name = "FILE")]
     pub cacert: Option<PathBuf>,
+    /// Keep no message text at all: no prompt.json (only sizes, times, kinds, sessions and
+    /// tool names, which is all replay and export-trace need).
+    #[arg(long)]
+    pub no_text: bool,
 }
 
 /// `codendum report`.

@@ -10,8 +10,9 @@ use codendum_core::error::{ConfigError, Error};
 use codendum_core::target::{Provenance, Target};
 
 use crate::cli::{
-    BenchArgs, CaptureArgs, ClassroomArgs, Cli, Command, CompareArgs, EndpointArg, MetricsArgs,
-    PlanArgs, ProvenanceArgs, ReportArgs, ScenarioArg, ServeArgs, TargetArgs,
+    BenchArgs, CaptureArgs, ClassroomArgs, Cli, Command, CompareArgs, EndpointArg, ExportTraceArgs,
+    MetricsArgs, PlanArgs, ProvenanceArgs, ReplayArgs, ReportArgs, ScenarioArg, ServeArgs,
+    TargetArgs, TraceFormatArg,
 };
 
 /// Runs one command.
@@ -26,6 +27,8 @@ pub async fn run(cli: Cli) -> Result<(), Error> {
         Command::Plan(args) => plan(args).await,
         Command::Calibrate(args) => calibrate(args),
         Command::Capture(args) => capture(args).await,
+        Command::Replay(args) => replay(args).await,
+        Command::ExportTrace(args) => export_trace(args),
     }
 }
 
@@ -154,7 +157,8 @@ fn target(args: &TargetArgs) -> Result<Target, ConfigError> {
         args.metrics_url.as_deref(),
         args.model.as_deref(),
         positive_seconds("--timeout", args.timeout)?,
-    )?;
+    )?
+    .with_router_metrics(args.router_metrics_url.as_deref())?;
     if t.sends_key_in_clear() {
         eprintln!(
             "codendum: warning: the API key goes in clear text over http:// to {}; use https://",
@@ -297,14 +301,13 @@ async fn bench(args: BenchArgs) -> Result<(), Error> {
         .transpose()?;
     config.open_loop = open_loop(&args)?;
     let config = codendum_core::error::Checked::new(config)?;
-    let mut connect = ConnectOptions::new(
-        args.provenance.twin_profile().to_string(),
-        time_scale(args.twin.time_scale, BENCH_TIME_SCALE)?,
-    );
-    connect.seed = args.run.seed;
-    connect.replicas = args.twin.fleet.replicas;
-    connect.router = args.twin.fleet.router.clone();
-    connect.prometheus = prometheus(&args.target)?;
+    let connect = connect_options(
+        &args.provenance,
+        &args.twin,
+        &args.target,
+        args.run.seed,
+        BENCH_TIME_SCALE,
+    )?;
     let run = codendum::app::bench::BenchRun {
         config,
         connect,
@@ -358,14 +361,13 @@ async fn classroom(args: ClassroomArgs) -> Result<(), Error> {
             .into());
         }
     }
-    let mut connect = ConnectOptions::new(
-        args.provenance.twin_profile().to_string(),
-        time_scale(args.twin.time_scale, CLASSROOM_TIME_SCALE)?,
-    );
-    connect.seed = args.run.seed;
-    connect.replicas = args.twin.fleet.replicas;
-    connect.router = args.twin.fleet.router.clone();
-    connect.prometheus = prometheus(&args.target)?;
+    let connect = connect_options(
+        &args.provenance,
+        &args.twin,
+        &args.target,
+        args.run.seed,
+        CLASSROOM_TIME_SCALE,
+    )?;
     let run = codendum::app::classroom::ClassroomRun {
         config,
         target,
@@ -502,10 +504,106 @@ async fn plan(args: PlanArgs) -> Result<(), Error> {
     codendum::app::plan::run(config).await.map(|_| ())
 }
 
+/// How a run reaches its server or starts the twin: the twin's profile,
+/// speed-up (`default_scale` unless `--time-scale`), seed, fleet and
+/// Prometheus.
+fn connect_options(
+    provenance: &ProvenanceArgs,
+    twin: &crate::cli::TwinArgs,
+    target: &TargetArgs,
+    seed: u64,
+    default_scale: f64,
+) -> Result<ConnectOptions, Error> {
+    let mut connect = ConnectOptions::new(
+        provenance.twin_profile().to_string(),
+        time_scale(twin.time_scale, default_scale)?,
+    );
+    connect.seed = seed;
+    connect.replicas = twin.fleet.replicas;
+    connect.router = twin.fleet.router.clone();
+    connect.prometheus = prometheus(target)?;
+    Ok(connect)
+}
+
+fn block_size(value: u32) -> Result<u32, ConfigError> {
+    if (1..=1_048_576).contains(&value) {
+        Ok(value)
+    } else {
+        Err(ConfigError::invalid(
+            "--block-size",
+            format!("{value} is not a block size between 1 and 1048576 tokens"),
+        ))
+    }
+}
+
+async fn replay(args: ReplayArgs) -> Result<(), Error> {
+    if !(args.speed.is_finite() && args.speed > 0.0 && args.speed <= 1.0e6) {
+        return Err(ConfigError::invalid(
+            "--speed",
+            format!("{} is not a speed-up above 0", args.speed),
+        )
+        .into());
+    }
+    if args.sessions == Some(0) {
+        return Err(ConfigError::invalid("--sessions", "must be at least 1").into());
+    }
+    codendum_core::results::verdict::check_max_error_rate(args.run.max_error_rate)?;
+    let target = target(&args.target)?;
+    let connect = connect_options(
+        &args.provenance,
+        &args.twin,
+        &args.target,
+        args.run.seed,
+        CLASSROOM_TIME_SCALE,
+    )?;
+    let run = codendum::app::replay::ReplayRun {
+        source: args.source.clone(),
+        block_size: block_size(args.block_size)?,
+        speed: args.speed,
+        sessions: args.sessions,
+        endpoint: match args.endpoint {
+            EndpointArg::Chat => codendum_core::openai::Endpoint::Chat,
+            EndpointArg::Completions => codendum_core::openai::Endpoint::Completions,
+        },
+        target,
+        provenance: provenance(&args.provenance),
+        connect,
+        results_dir: args.run.results_dir.clone(),
+        seed: args.run.seed,
+        allow_busy: args.run.allow_busy,
+        max_error_rate: args.run.max_error_rate,
+        yes: args.run.yes,
+        confirm: &confirm_on_terminal,
+        stop: stop_on_signal(),
+        write_report: !args.run.no_report,
+    };
+    let result = codendum::app::replay::run(run).await?;
+    codendum::app::replay::check_result(&result)
+}
+
+fn export_trace(args: ExportTraceArgs) -> Result<(), Error> {
+    use codendum::app::replay::TraceFormat;
+    let format = match args.format {
+        TraceFormatArg::Mooncake => TraceFormat::Mooncake,
+        TraceFormatArg::Aiperf => TraceFormat::Aiperf,
+    };
+    let calls = codendum::app::replay::export_trace(
+        &args.source,
+        block_size(args.block_size)?,
+        format,
+        &args.out,
+    )?;
+    if args.out != std::path::Path::new("-") {
+        eprintln!("{calls} calls written to {}", args.out.display());
+    }
+    Ok(())
+}
+
 async fn capture(args: CaptureArgs) -> Result<(), Error> {
     let mut config =
         codendum::capture::CaptureConfig::new(&args.upstream, &args.listen, args.out.clone())?;
     config.cacert = args.cacert.clone();
+    config.keep_text = !args.no_text;
     codendum::app::capture::run(config, stop_on_signal())
         .await
         .map(|_| ())

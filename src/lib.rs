@@ -32,5 +32,6 @@ pub mod classroom;
 pub mod client;
 pub mod connect;
 pub mod plan;
+pub mod replay;
 pub mod scrape;
 pub mod server_match;

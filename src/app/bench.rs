@@ -94,6 +94,9 @@ fn region_warning(
 
 async fn run_connected(run: &BenchRun<'_>, conn: &Connection) -> Result<BenchOutcome, Error> {
     let mut config = run.config.clone().into_inner();
+    // Before any request through the base URL: the router's figures cover
+    // every call of the command.
+    let router = super::router::watch(&config.target).await?;
     if conn.is_embedded() {
         // Nothing real is loaded: no busy guard and no confirmation.
         eprintln!("Target: {}", conn.label);
@@ -166,6 +169,20 @@ async fn run_connected(run: &BenchRun<'_>, conn: &Connection) -> Result<BenchOut
     config.profile_check = profile_check;
     let mut outcome = run_bench(&config, deps).await;
     sampling.finish(&mut outcome, &conn.clock).await?;
+    if let Ok(o) = outcome.as_mut() {
+        let server_errors: u64 = o
+            .summary
+            .levels
+            .iter()
+            .flat_map(|l| l.errors.iter())
+            .filter(|(kind, _)| super::router::is_server_error(kind))
+            .map(|(_, g)| g.count)
+            .sum();
+        o.summary.router = super::router::finish(router, server_errors).await;
+        if o.summary.router.is_some() {
+            codendum_core::results::RunFolder::at(&o.folder).write_bench_summary(&o.summary)?;
+        }
+    }
     outcome
 }
 

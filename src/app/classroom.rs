@@ -20,12 +20,14 @@ use crate::connect::{ConnectOptions, Connection};
 use crate::scrape::{Sampler, SamplerHandle, Scraper};
 use codendum_core::clock::Clock;
 use codendum_core::error::Error;
+use codendum_core::prom::continuity::classify_run;
 use codendum_core::prom::{
-    align_timeline, fleet_figures, read_timeline, window_stats, TimelineSample,
+    align_timeline, fleet_figures, fleet_window, read_timeline, window_stats, ReplicaSample,
+    TimelineSample,
 };
 use codendum_core::results::{
-    self, ClassroomParameters, ClassroomRunSummary, FolderKind, RunFolder, RunHeader,
-    ServerDescription,
+    self, ClassroomParameters, ClassroomRunSummary, FolderKind, MetricsContinuity, RunFolder,
+    RunHeader, ServerDescription,
 };
 use codendum_core::target::{Provenance, Target};
 
@@ -88,14 +90,7 @@ pub async fn run(run: ClassroomRun<'_>) -> Result<ClassroomResult, Error> {
     conn.close().await;
     let result = result?;
     if run.write_report {
-        match codendum_report::files::write_report(&result.folder, None) {
-            Ok(paths) => {
-                for p in paths {
-                    eprintln!("Report: {}", p.display());
-                }
-            }
-            Err(e) => eprintln!("codendum: the report could not be written: {e}"),
-        }
+        super::report::write_report_at_end(&result.folder);
     }
     if result.summary.header.interrupted {
         return Err(Error::Interrupted(result.folder));
@@ -111,6 +106,9 @@ async fn run_connected(
         Some(p) => Some(open_prometheus(p, &run.target).await?),
         None => None,
     };
+    // Before any request through the base URL: the router's figures cover
+    // every call of the command.
+    let router = super::router::watch(&run.target).await?;
     let ready = super::classroom_prepare::prepare(run, conn).await?;
     let config = &ready.config;
     let clock = conn.clock.clone();
@@ -155,7 +153,21 @@ async fn run_connected(
     // The figures over time cover the minutes the server answered.
     let answered = verdict.answered_until_s.map_or(span, |t| t.min(span));
     let window = (started_utc, origin, answered);
-    let figures_source = fill_server_figures(run, config, &mut summary, &sink, read, window)?;
+    let name = conn
+        .scraper
+        .as_ref()
+        .map(crate::scrape::sampler::fleet_name)
+        .unwrap_or_default();
+    let (figures_source, metrics_continuity) =
+        fill_server_figures(run, config, &mut summary, &sink, (read, &name), window)?;
+    let verdict = verdict.with_restarts(metrics_continuity.iter().flat_map(|m| m.restart_times()));
+    let server_errors: u64 = summary
+        .errors_by_kind
+        .iter()
+        .filter(|(kind, _)| super::router::is_server_error(kind.as_str()))
+        .map(|(_, n)| *n)
+        .sum();
+    let router = super::router::finish(router, server_errors).await;
     if let Some(p) = &conn.profile {
         let batch = summary.server.peak_running.map(|v| v.round() as u32);
         if let Some(w) = p.region_warning(summary.prompt_tokens_max, batch) {
@@ -191,6 +203,9 @@ async fn run_connected(
         summary,
         profile_check: ready.profile_check,
         verdict: Some(verdict),
+        replay: None,
+        metrics_continuity,
+        router,
     };
     write_summary(folder, run_summary)
 }
@@ -218,17 +233,19 @@ fn write_summary(
 
 /// The server figures of the run (from the sampler's timeline, or the host
 /// recording given with `--server-timeline`) and the client's means beside
-/// the server's time split; returns where the figures came from.
-/// `window`: the run's UTC start, its start on the clock and its length
-/// (simulated seconds).
+/// the server's time split; returns where the figures came from and what
+/// the reads showed of each `/metrics` URL (a restart, several servers
+/// behind one; those figures are marked or left empty).
+/// `read`: the timelines and the server's name; `window`: the run's UTC
+/// start, its start on the clock and its length (simulated seconds).
 fn fill_server_figures(
     run: &ClassroomRun<'_>,
     config: &ClassroomConfig,
     summary: &mut ClassroomSummary,
     sink: &JsonlSink,
-    read: RunTimelines,
+    (read, name): (RunTimelines, &str),
     window: (chrono::DateTime<chrono::Utc>, f64, f64),
-) -> Result<&'static str, Error> {
+) -> Result<(&'static str, Vec<MetricsContinuity>), Error> {
     let (started_utc, origin, span) = window;
     let (source, timeline, t0) = match &run.server_timeline {
         Some(path) => ("timeline-file", read_host_timeline(path, started_utc)?, 0.0),
@@ -239,10 +256,25 @@ fn fill_server_figures(
     // A class starts and ends idle: reading Prometheus two steps (twice its
     // lag) past the end takes in a scrape after it, and no gauge moves then.
     let span = span + 2.0 * read.lag_s;
-    summary.server = server_figures(&timeline, t0, span, config);
-    if run.server_timeline.is_none() {
-        summary.server_fleet = fleet_figures(&read.replicas, read.source, t0, t0 + span);
-    }
+    let replicas: &[ReplicaSample] = if run.server_timeline.is_none() {
+        &read.replicas
+    } else {
+        &[]
+    };
+    let successes = sink
+        .requests()
+        .iter()
+        .filter(|r| r.error_kind.is_none())
+        .count() as u64;
+    let sampled = source == "sampler";
+    let timelines = (timeline.as_slice(), replicas, read.source);
+    let continuity = class_server_side(
+        summary,
+        timelines,
+        (t0, span),
+        config,
+        (name, sampled, successes),
+    );
     if let Some(fleet) = &summary.server_fleet {
         eprint!(
             "{}",
@@ -255,7 +287,45 @@ fn fill_server_figures(
         split.client_ttft_mean_s = codendum_core::stats::mean(ok.clone().filter_map(|r| r.ttft_s));
         split.client_e2e_mean_s = codendum_core::stats::mean(ok.map(|r| r.duration_s));
     }
-    Ok(source)
+    Ok((source, continuity))
+}
+
+/// The server side of a class-like run (a class or a replay) from its
+/// timelines (`(fleet, replicas, source of the replicas' figures)`) over
+/// `(t0, span)`: the server and fleet figures into `summary`, and what the
+/// reads of each `/metrics` URL showed (a restart, several servers behind
+/// one URL), applied to those figures. `(name, sampled, successes)`: the
+/// server's name, whether codendum sampled `/metrics` itself, and the
+/// run's successful calls (a single sampled URL that counted far fewer was
+/// several servers).
+pub fn class_server_side(
+    summary: &mut ClassroomSummary,
+    (timeline, replicas, source): (&[TimelineSample], &[ReplicaSample], &str),
+    (t0, span): (f64, f64),
+    config: &ClassroomConfig,
+    (name, sampled, successes): (&str, bool, u64),
+) -> Vec<MetricsContinuity> {
+    summary.server = server_figures(timeline, replicas, t0, span, config);
+    summary.server_fleet = fleet_figures(replicas, source, t0, t0 + span);
+    let reads = classify_run(timeline, replicas, name);
+    let mut continuity: Vec<MetricsContinuity> = reads
+        .iter()
+        .filter_map(|(replica, c)| MetricsContinuity::new(replica, c.clone(), t0))
+        .collect();
+    if let ([(name, _)], true) = (reads.as_slice(), sampled) {
+        let added = codendum_core::results::continuity::check_coverage(
+            &mut continuity,
+            name,
+            window_stats(timeline, t0, t0 + span).requests_finished,
+            successes,
+            span,
+        );
+        if let Some(note) = added {
+            eprintln!("codendum: {note}");
+        }
+    }
+    codendum_core::results::continuity::apply_to_class(summary, &continuity);
+    continuity
 }
 
 fn summary_from(config: &ClassroomConfig, sink: &JsonlSink) -> ClassroomSummary {
@@ -288,9 +358,12 @@ fn parameters(config: &ClassroomConfig, run: &ClassroomRun<'_>, scale: f64) -> C
 
 /// Server figures over the run: peaks over the whole run `[t0, t0 + span]`;
 /// steady-state output tokens/s over the window for new requests after the
-/// ramp-up (`[t0 + ramp_up, t0 + duration]`, clipped to the run).
+/// ramp-up (`[t0 + ramp_up, t0 + duration]`, clipped to the run). With
+/// each replica's samples, counter increases are the replicas' own summed
+/// ([`fleet_window`]).
 pub fn server_figures(
     timeline: &[TimelineSample],
+    replicas: &[ReplicaSample],
     t0: f64,
     span: f64,
     config: &ClassroomConfig,
@@ -298,7 +371,7 @@ pub fn server_figures(
     if timeline.iter().all(|s| s.snapshot.is_none()) {
         return ServerFigures::default();
     }
-    let whole = window_stats(timeline, t0, t0 + span);
+    let whole = fleet_window(timeline, replicas, t0, t0 + span);
     let ramp = config.ramp_up.as_secs_f64();
     let mut steady_end = config.duration.as_secs_f64().min(span);
     let mut steady_start = ramp.min(steady_end);
@@ -306,7 +379,7 @@ pub fn server_figures(
         steady_start = 0.0;
         steady_end = span;
     }
-    let steady = window_stats(timeline, t0 + steady_start, t0 + steady_end);
+    let steady = fleet_window(timeline, replicas, t0 + steady_start, t0 + steady_end);
     let output = match (steady.generation_tokens, steady_end - steady_start) {
         (Some(tokens), dt) if dt > 0.0 => Some(tokens / dt),
         _ => None,
@@ -319,6 +392,7 @@ pub fn server_figures(
         prefix_cache_hit_rate: whole.prefix_hit_rate,
         output_tokens_per_s: output,
         time_split: whole.time_split,
+        server_restarted: false,
     }
 }
 
@@ -340,7 +414,7 @@ pub fn read_host_timeline(
 
 /// Where the class reads its server: Prometheus when given, else the
 /// sampler of the connection's `/metrics` (when it can be read).
-async fn class_sampling(
+pub(crate) async fn class_sampling(
     prometheus: Option<super::fleet::OpenedPrometheus>,
     conn: &Connection,
     folder: &RunFolder,

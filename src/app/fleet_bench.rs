@@ -201,6 +201,11 @@ pub fn finish_bench(
         }
         level.fleet = fleet_figures_with(&read.replicas, read.source, window);
     }
+    // A replica whose URL answered for several servers has no figures.
+    codendum_core::results::continuity::apply_to_levels(
+        &mut outcome.summary.levels,
+        &outcome.summary.metrics_continuity,
+    );
     outcome.levels = outcome.summary.levels.clone();
     eprint!(
         "{}",

@@ -46,3 +46,17 @@ fn print_paths(paths: &[PathBuf]) {
         println!("{}", p.display());
     }
 }
+
+/// Writes a run's `report.md` / `report.html` at its end, naming them on
+/// stderr; a report that cannot be written is said there and the run
+/// stands.
+pub fn write_report_at_end(folder: &std::path::Path) {
+    match write_report(folder, None) {
+        Ok(paths) => {
+            for p in paths {
+                eprintln!("Report: {}", p.display());
+            }
+        }
+        Err(e) => eprintln!("codendum: the report could not be written: {e}"),
+    }
+}

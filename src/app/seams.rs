@@ -119,6 +119,14 @@ impl ServerMetrics for SampledMetrics<'_> {
         })
     }
 
+    fn continuity(&self) -> Vec<(String, codendum_core::prom::continuity::Continuity)> {
+        self.sampler.continuity()
+    }
+
+    fn requests_finished(&self, t0: f64, t1: f64) -> Option<f64> {
+        self.sampler.window(t0, t1).requests_finished
+    }
+
     fn drain_timeline(&self) -> Vec<serde_json::Value> {
         let timeline = self.sampler.timeline();
         let mut written = self.written.lock().unwrap_or_else(|e| e.into_inner());

@@ -39,8 +39,8 @@ use codendum_core::clock::Clock;
 use codendum_core::error::Error;
 use codendum_core::openai::Transport;
 use codendum_core::results::{
-    self, BenchParameters, BenchSummary, JsonlFile, LevelEnd, LevelSummary, PromptSizing,
-    RateSearch, RequestRecord, RunFolder, RunHeader, ServerDescription,
+    self, BenchParameters, BenchSummary, JsonlFile, LevelEnd, LevelSummary, MetricsContinuity,
+    PromptSizing, RateSearch, RequestRecord, RunFolder, RunHeader, ServerDescription,
 };
 
 /// The outside world of a run.
@@ -174,8 +174,31 @@ pub async fn run_bench(config: &BenchConfig, deps: BenchDeps<'_>) -> Result<Benc
     let records = results::read_bench_requests(folder.path())
         .map(|c| c.items)
         .unwrap_or_default();
+    let mut levels = levels;
+    let reads = deps.metrics.map(|m| m.continuity()).unwrap_or_default();
+    let mut metrics_continuity: Vec<MetricsContinuity> = reads
+        .iter()
+        .filter_map(|(name, c)| MetricsContinuity::new(name, c.clone(), run_t0))
+        .collect();
+    // One URL that counted fewer finished requests than the client
+    // completed shows one replica of several.
+    if let ([(name, _)], Some(m)) = (reads.as_slice(), deps.metrics) {
+        let now = clock.now_secs();
+        let added = results::continuity::check_coverage(
+            &mut metrics_continuity,
+            name,
+            m.requests_finished(run_t0, now),
+            records.iter().filter(|r| r.ok).count() as u64,
+            now - run_t0,
+        );
+        if let Some(note) = added {
+            eprintln!("codendum: {note}");
+        }
+    }
+    results::continuity::apply_to_levels(&mut levels, &metrics_continuity);
     let verdict =
-        results::verdict::bench_verdict(&records, &levels, &skipped_shapes, config.max_error_rate);
+        results::verdict::bench_verdict(&records, &levels, &skipped_shapes, config.max_error_rate)
+            .with_restarts(metrics_continuity.iter().flat_map(|m| m.restart_times()));
     let summary = BenchSummary {
         header: RunHeader {
             schema_version: results::BENCH_SCHEMA_VERSION,
@@ -201,6 +224,8 @@ pub async fn run_bench(config: &BenchConfig, deps: BenchDeps<'_>) -> Result<Benc
         profile_check: config.profile_check.clone(),
         verdict: Some(verdict),
         rate_search,
+        metrics_continuity,
+        router: None,
     };
     folder.write_bench_summary(&summary)?;
     let folder = folder.into_path();

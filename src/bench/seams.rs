@@ -111,4 +111,17 @@ pub trait ServerMetrics: Send + Sync {
     fn drain_timeline(&self) -> Vec<serde_json::Value> {
         Vec::new()
     }
+
+    /// What each `/metrics` URL's reads so far show (one server, a
+    /// restarted one, several behind one URL), by replica name. The default
+    /// knows nothing.
+    fn continuity(&self) -> Vec<(String, codendum_core::prom::continuity::Continuity)> {
+        Vec::new()
+    }
+
+    /// Requests the server finished over `[t0, t1]` (clock seconds), all
+    /// URLs together, as its `/metrics` counted them; `None` when unknown.
+    fn requests_finished(&self, _t0: f64, _t1: f64) -> Option<f64> {
+        None
+    }
 }

@@ -36,6 +36,10 @@ pub struct CaptureHeader {
     pub ended_utc: Option<DateTime<Utc>>,
     /// Calls recorded (written on exit).
     pub calls: Option<u64>,
+    /// Whether `prompt.json` (message text) is kept; `false` for
+    /// `--no-text`; absent in captures from before the flag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<bool>,
 }
 
 /// Writes `value` as pretty JSON to `path` through a temporary file.
@@ -87,6 +91,7 @@ impl CaptureHeader {
             started_utc: Utc::now(),
             ended_utc: None,
             calls: None,
+            text: None,
         }
     }
 }

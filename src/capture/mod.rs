@@ -16,7 +16,8 @@
 //!   and the **client time**: end of the session's previous answer → this
 //!   request, with what the client did in it;
 //! - `prompt.json`: the first agent request's system prompt and tools, as
-//!   `classroom --prompt-file` reads them;
+//!   `classroom --prompt-file` reads them (not with `--no-text`: then no
+//!   file of the folder holds any message text);
 //! - `client-times.json`: the client-time samples per kind with their
 //!   quantiles, as `classroom --client-times` reads them
 //!   ([`crate::classroom::client_times`]), rewritten with every new sample
@@ -58,6 +59,10 @@ pub struct CaptureConfig {
     pub out: PathBuf,
     /// PEM bundle of the upstream's private CA (replaces the system roots).
     pub cacert: Option<PathBuf>,
+    /// Write `prompt.json` (the system prompt and tools); `false`
+    /// (`--no-text`): the folder holds no message text at all, only sizes,
+    /// times, kinds, sessions and tool names.
+    pub keep_text: bool,
 }
 
 impl CaptureConfig {
@@ -99,6 +104,7 @@ impl CaptureConfig {
             listen,
             out,
             cacert: None,
+            keep_text: true,
         })
     }
 }
@@ -171,11 +177,13 @@ pub async fn start(config: CaptureConfig) -> Result<CaptureHandle, Error> {
         .local_addr()
         .map_err(|e| Error::io("cannot read the bound address", e))?;
     let upstream = display(&config.upstream);
-    let header = CaptureHeader::new(upstream.clone(), codendum_twin::base_url_at(addr));
+    let mut header = CaptureHeader::new(upstream.clone(), codendum_twin::base_url_at(addr));
+    header.text = Some(config.keep_text);
     files::write_header(&config.out, &header)?;
-    let store = Arc::new(Store::open(
+    let store = Arc::new(Store::open_keeping(
         &config.out,
         format!("codendum capture of {upstream}"),
+        config.keep_text,
     )?);
     store.flush()?;
     let fwd = Arc::new(forward::Forwarder {

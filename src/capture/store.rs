@@ -104,6 +104,12 @@ impl Store {
     /// Opens `calls.jsonl` in `folder` (which must exist); `source` names
     /// the upstream in `client-times.json`.
     pub fn open(folder: &Path, source: String) -> Result<Self, Error> {
+        Self::open_keeping(folder, source, true)
+    }
+
+    /// [`Store::open`] that writes `prompt.json` only when `keep_text`
+    /// (`capture --no-text` keeps no message text at all).
+    pub fn open_keeping(folder: &Path, source: String, keep_text: bool) -> Result<Self, Error> {
         let calls = RunFolder::at(folder).appender::<CallLine>(CALLS_FILE)?;
         Ok(Store {
             folder: folder.to_path_buf(),
@@ -114,7 +120,8 @@ impl Store {
                 seq: 0,
                 sessions: HashMap::new(),
                 samples: BTreeMap::new(),
-                prompt_written: false,
+                // Without text the prompt is never written.
+                prompt_written: !keep_text,
                 write_failed: false,
             }),
         })

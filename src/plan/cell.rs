@@ -213,6 +213,7 @@ pub fn figures(
         prefix_cache_hit_rate: whole.prefix_hit_rate,
         output_tokens_per_s: tok_per_s,
         time_split: whole.time_split,
+        server_restarted: false,
     };
     CellResult {
         spec: spec.clone(),

@@ -4,6 +4,7 @@
 //!
 //! - [`sampler`]: [`Scraper`] (HTTP) and the background [`Sampler`].
 //! - [`api`] and [`remote`]: `query_range` against Prometheus.
+//! - [`router`]: the vLLM Router's own page, read at a run's start and end.
 //! - [`render`]: the table and `--watch` line of `codendum metrics` (the
 //!   command itself is `codendum metrics`).
 
@@ -11,6 +12,7 @@ pub mod api;
 pub mod remote;
 pub mod render;
 pub mod replicas_render;
+pub mod router;
 pub mod sampler;
 
 pub use remote::{PromSource, PromSourceError, PrometheusOptions};

@@ -9,14 +9,15 @@ use tokio::task::JoinHandle;
 
 use codendum_core::clock::Clock;
 use codendum_core::error::one_line;
+use codendum_core::prom::continuity::{classify_run, Continuity, RunTracker};
 use codendum_core::prom::parse::{parse, ParseError};
 pub use codendum_core::prom::replicas::Recording;
 pub use codendum_core::prom::replicas::Scraped;
 use codendum_core::prom::replicas::{
-    fleet_figures, replica_name, split_replicas, timeline_sample, ReplicaSample,
+    fleet_figures, fleet_window, replica_name, split_replicas, timeline_sample, ReplicaSample,
 };
 use codendum_core::prom::snapshot::ServerSnapshot;
-use codendum_core::prom::window::{window_stats, TimelineSample, WindowStats};
+use codendum_core::prom::window::{TimelineSample, WindowStats};
 use codendum_core::results::{FleetFigures, JsonlWriter};
 
 /// Why a scrape failed. The message names the URL and fits on one line.
@@ -49,6 +50,15 @@ pub enum ScrapeError {
     /// No URL to scrape.
     #[error("no /metrics URL to scrape")]
     NoUrls,
+    /// `--router-metrics-url` answered a page without any `vllm_router_`
+    /// figure.
+    #[error(
+        "{url} is not the vLLM Router's own metrics page (no vllm_router_ figures): give          --router-metrics-url the router's --prometheus-port"
+    )]
+    NotRouter {
+        /// The URL.
+        url: String,
+    },
 }
 
 /// How long one scrape may take (real seconds) before it counts as failed:
@@ -108,6 +118,20 @@ impl Scraper {
     }
 
     async fn scrape_one(&self, url: &str) -> Result<Scraped, ScrapeError> {
+        let text = self.fetch_text(url).await?;
+        let page = parse(&text).map_err(|source| ScrapeError::NotPrometheus {
+            url: url.to_string(),
+            source,
+        })?;
+        Ok(Scraped {
+            total: ServerSnapshot::from_exposition(&page),
+            engines: ServerSnapshot::per_engine(&page),
+        })
+    }
+
+    /// One page's text from `url` (any Prometheus page: a server's, a
+    /// router's), with this scraper's client and time limit.
+    pub async fn fetch_text(&self, url: &str) -> Result<String, ScrapeError> {
         let unreachable = |e: reqwest::Error| ScrapeError::Unreachable {
             url: url.to_string(),
             reason: one_line(&e.without_url()),
@@ -129,15 +153,7 @@ impl Scraper {
             });
         }
         let body = response.bytes().await.map_err(unreachable)?;
-        let text = String::from_utf8_lossy(&body);
-        let page = parse(&text).map_err(|source| ScrapeError::NotPrometheus {
-            url: url.to_string(),
-            source,
-        })?;
-        Ok(Scraped {
-            total: ServerSnapshot::from_exposition(&page),
-            engines: ServerSnapshot::per_engine(&page),
-        })
+        Ok(String::from_utf8_lossy(&body).into_owned())
     }
 }
 
@@ -175,6 +191,16 @@ pub async fn sample_fleet(
     (timeline_sample(utc, t, fleet), replicas)
 }
 
+/// The name of a scraper's server in messages and results: its URL's
+/// replica name (the first URL's, for several).
+pub fn fleet_name(scraper: &Scraper) -> String {
+    scraper
+        .urls()
+        .first()
+        .map(|u| replica_name(u))
+        .unwrap_or_default()
+}
+
 /// Starts background sampling.
 #[derive(Debug)]
 pub struct Sampler;
@@ -185,6 +211,10 @@ pub struct Sampler;
 struct Recorded {
     fleet: Vec<TimelineSample>,
     replicas: Vec<ReplicaSample>,
+    /// What the reads show about the server, said once on stderr as it shows.
+    tracker: RunTracker,
+    /// The name of the server in those lines.
+    name: String,
 }
 
 /// A running sampler: read its timeline at any time, stop it at the end.
@@ -207,6 +237,11 @@ fn lock(recorded: &Mutex<Recorded>) -> MutexGuard<'_, Recorded> {
 /// Puts samples in their place by time (an extra sample may land between
 /// a periodic scrape's start and its answer).
 fn file_by_time(recorded: &mut Recorded, sample: TimelineSample, replicas: Vec<ReplicaSample>) {
+    let name = std::mem::take(&mut recorded.name);
+    for line in recorded.tracker.observe(&sample, &replicas, &name) {
+        eprintln!("codendum: {line}");
+    }
+    recorded.name = name;
     let at = recorded.fleet.partition_point(|s| s.t <= sample.t);
     recorded.fleet.insert(at, sample);
     for r in replicas {
@@ -252,7 +287,10 @@ impl Sampler {
         mut recording: Recording,
     ) -> SamplerHandle {
         let interval = interval.max(Duration::from_millis(1));
-        let recorded = Arc::new(Mutex::new(Recorded::default()));
+        let recorded = Arc::new(Mutex::new(Recorded {
+            name: fleet_name(&scraper),
+            ..Recorded::default()
+        }));
         let (stop, mut stopped) = oneshot::channel();
         let shared = Arc::clone(&recorded);
         let handle_scraper = scraper.clone();
@@ -301,7 +339,8 @@ impl SamplerHandle {
 
     /// The figures of the window [t0, t1] (simulated seconds) so far.
     pub fn window(&self, t0: f64, t1: f64) -> WindowStats {
-        window_stats(&lock(&self.recorded).fleet, t0, t1)
+        let recorded = lock(&self.recorded);
+        fleet_window(&recorded.fleet, &recorded.replicas, t0, t1)
     }
 
     /// Each replica's figures over [t0, t1]; `None` for one URL.
@@ -330,6 +369,17 @@ impl SamplerHandle {
         let (sample, replicas) = sample_fleet(&self.scraper, &self.clock).await;
         file_by_time(&mut lock(&self.recorded), sample, replicas);
         true
+    }
+
+    /// What each URL's reads so far show: one server, a restarted one, or
+    /// several behind one URL (see [`classify_run`]).
+    pub fn continuity(&self) -> Vec<(String, Continuity)> {
+        let recorded = lock(&self.recorded);
+        classify_run(
+            &recorded.fleet,
+            &recorded.replicas,
+            &fleet_name(&self.scraper),
+        )
     }
 
     /// The most recent successful snapshot.

@@ -176,6 +176,8 @@ fn fixed_summary() -> BenchSummary {
         profile_check: None,
         verdict: None,
         rate_search: Vec::new(),
+        metrics_continuity: Vec::new(),
+        router: None,
     }
 }
 
@@ -317,4 +319,50 @@ fn results_snapshots() -> insta::Settings {
     );
     s.set_prepend_module_to_snapshot(false);
     s
+}
+
+/// `compare` refuses runs of different workloads by name: a rate run
+/// beside a closed-loop run, or two rate runs with other arrivals; two runs
+/// of the same rates compare.
+#[test]
+fn compare_names_the_workload_that_differs() {
+    use codendum_core::results::RateFigures;
+    use codendum_report::files::{load_run, workload_differences};
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, s: &BenchSummary| {
+        let folder = dir.path().join(name);
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(folder.join("summary.json"), json_text(s)).unwrap();
+        load_run(&folder, None).unwrap()
+    };
+    let closed = fixed_summary();
+    let at_rate = |arrival: &str| {
+        let mut s = fixed_summary();
+        for (l, rate) in s.levels.iter_mut().zip([0.5, 1.0]) {
+            l.rate = Some(RateFigures {
+                rate_per_s: rate,
+                arrival: arrival.into(),
+                ..RateFigures::default()
+            });
+        }
+        s
+    };
+    let runs = [
+        write("closed", &closed),
+        write("poisson", &at_rate("poisson")),
+        write("poisson-again", &at_rate("poisson")),
+        write("constant", &at_rate("constant")),
+    ];
+    let mixed = workload_differences(&runs[..2]);
+    assert!(
+        mixed
+            .iter()
+            .any(|d| d == "rates: none (run 1) vs 0.5/s poisson, 1/s poisson (run 2)"),
+        "{mixed:?}"
+    );
+    assert!(workload_differences(&runs[1..3]).is_empty());
+    assert_eq!(
+        workload_differences(&[runs[1].clone(), runs[3].clone()]),
+        vec!["rates: 0.5/s poisson, 1/s poisson (run 1) vs 0.5/s constant, 1/s constant (run 2)"]
+    );
 }

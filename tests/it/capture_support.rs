@@ -151,14 +151,27 @@ pub fn step_body(messages: &[Value], with_tools: bool) -> Value {
 /// answering each tool call, then waiting `pauses[i]` seconds before step
 /// i + 1. Returns the answers' tool names per step.
 pub async fn session(base: &str, id: &str, pauses: &[f64]) -> Vec<Vec<String>> {
+    timed_session(base, id, pauses).await.0
+}
+
+/// [`session`], with each step's wall time (request sent → whole answer
+/// read) beside the tool names.
+pub async fn timed_session(
+    base: &str,
+    id: &str,
+    pauses: &[f64],
+) -> (Vec<Vec<String>>, Vec<Duration>) {
     let http = reqwest::Client::new();
+    let mut times = Vec::new();
     let mut messages = vec![
         json!({"role": "system", "content": SYSTEM}),
         json!({"role": "user", "content": "Add a method to ChatServer and test it"}),
     ];
     let mut names = Vec::new();
     for i in 0..10 {
+        let sent = std::time::Instant::now();
         let r = post(&http, base, id, None, &step_body(&messages, true)).await;
+        times.push(sent.elapsed());
         assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
         let calls = r.assembler.message.tool_calls.clone();
         names.push(calls.iter().map(|c| c.name.clone()).collect());
@@ -176,7 +189,7 @@ pub async fn session(base: &str, id: &str, pauses: &[f64]) -> Vec<Vec<String>> {
         let pause = pauses.get(i).copied().unwrap_or(0.0);
         tokio::time::sleep(Duration::from_secs_f64(pause)).await;
     }
-    names
+    (names, times)
 }
 
 /// Every line of the capture's `calls.jsonl`.

@@ -211,3 +211,34 @@ fn empty_reports_render() {
         }
     }
 }
+
+#[test]
+fn a_class_behind_a_router_that_retried_says_what_the_students_never_saw() {
+    use codendum_core::prom::router::{router_figures, RouterSnapshot};
+    let page = |name: &str| {
+        RouterSnapshot::from_text(&codendum_testkit::servers::fixture(&format!(
+            "vllm-router/{name}"
+        )))
+        .expect("a recorded router page")
+    };
+    let c = codendum_report::ClassroomReport {
+        router: Some(router_figures(
+            &page("metrics-start.txt"),
+            &page("metrics-after-retries.txt"),
+        )),
+        ..Default::default()
+    };
+    let md = render(|o| markdown::write_classroom(&c, o));
+    assert!(md.contains("## Router"), "{md}");
+    assert!(md.contains("http://127.0.0.1:18802"), "{md}");
+    assert!(
+        md.contains("The router retried 5 requests after 5 worker failures; the client saw 0 fail"),
+        "{md}"
+    );
+    let html = render(|o| html::write_classroom(&c, o));
+    check_markup(&html).unwrap_or_else(|e| panic!("{e}"));
+    // Without router figures, no section.
+    let plain =
+        render(|o| markdown::write_classroom(&codendum_report::ClassroomReport::default(), o));
+    assert!(!plain.contains("## Router"));
+}

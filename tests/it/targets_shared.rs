@@ -186,6 +186,9 @@ fn capacity_results(summary: ClassroomSummary) -> WorkloadResults {
         summary,
         profile_check: None,
         verdict: None,
+        replay: None,
+        metrics_continuity: Vec::new(),
+        router: None,
     };
     WorkloadResults {
         folder: PathBuf::from("bench-results/classroom-mixed"),

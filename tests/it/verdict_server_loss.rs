@@ -14,11 +14,17 @@ use codendum_testkit::servers::has_requests;
 /// Starts `codendum serve` on a free port with `extra` flags; returns the
 /// process and its base URL (read from its first stderr line).
 fn serve(dir: &Path, extra: &[&str]) -> (Running, String) {
+    serve_on(dir, 0, "serve", extra)
+}
+
+/// Starts `codendum serve` on `port` (0: a free one) at 10× real time,
+/// its output in `<dir>/<name>.stderr`; returns the process and its base URL.
+pub fn serve_on(dir: &Path, port: u16, name: &str, extra: &[&str]) -> (Running, String) {
     let mut cmd = codendum(dir);
-    cmd.args(["serve", "--port", "0", "--time-scale", "10"]);
+    cmd.args(["serve", "--port", &port.to_string(), "--time-scale", "10"]);
     cmd.args(extra);
-    let server = Running::spawn(cmd, dir, "serve");
-    let log = dir.join("serve.stderr");
+    let server = Running::spawn(cmd, dir, name);
+    let log = dir.join(format!("{name}.stderr"));
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let text = std::fs::read_to_string(&log).unwrap_or_default();
@@ -34,7 +40,7 @@ fn serve(dir: &Path, extra: &[&str]) -> (Running, String) {
 }
 
 /// Waits until a run under `root` has recorded a finished request.
-fn wait_for_a_request(root: &Path) {
+pub fn wait_for_a_request(root: &Path) {
     let deadline = Instant::now() + Duration::from_secs(90);
     while !has_requests(root) {
         assert!(Instant::now() < deadline, "no request finished within 90 s");

@@ -9,10 +9,14 @@
 // the guard only makes the other tests' threads wait.
 #![allow(clippy::await_holding_lock)]
 
+mod capture_load;
+#[path = "../it/capture_support.rs"]
+mod capture_support;
 mod client_pacing;
 mod firehose;
 mod fleet_streams;
 mod interrupt;
+mod replay_class;
 mod twin_lateness;
 mod twin_throughput;
 

@@ -1,18 +1,26 @@
 //! Tests against real components we did not build: a real Prometheus
-//! scraping twins, and the real OpenCode client driving the twin. The
+//! scraping twins, the real OpenCode client driving the twin, and the real
+//! vLLM Router in front of two twins. The
 //! harness (`codendum_testkit::real`) reports a test whose component is
 //! missing as `ignored, <component> not installed`, and fails it when `CI`
 //! is set; `.ci/run` installs them all.
 
+mod aiperf;
 mod opencode;
 mod prometheus_bad_input;
 mod prometheus_bench;
+mod vllm_router;
 
 use codendum_testkit::real::{run, trial, Component};
 
 fn main() {
-    use Component::{OpenCode, Prometheus, Ripgrep};
+    use Component::{Aiperf, OpenCode, Prometheus, Ripgrep, VllmRouter};
     run(vec![
+        trial(
+            "aiperf::aiperf_replays_an_exported_trace_as_codendum_replay_does",
+            &[Aiperf],
+            aiperf::aiperf_replays_an_exported_trace_as_codendum_replay_does,
+        ),
         trial(
             "opencode::real_opencode_reads_edits_writes_runs_and_answers",
             &[OpenCode, Ripgrep],
@@ -37,6 +45,11 @@ fn main() {
             "prometheus_bench::bench_through_prometheus_gives_the_direct_figures",
             &[Prometheus],
             prometheus_bench::bench_through_prometheus_gives_the_direct_figures,
+        ),
+        trial(
+            "vllm_router::real_router_in_front_of_two_twins",
+            &[VllmRouter],
+            vllm_router::real_router_in_front_of_two_twins,
         ),
     ]);
 }

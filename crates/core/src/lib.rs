@@ -13,6 +13,8 @@
 //! - [`target`]: where the server is (base URL, keys, CA, `/metrics` URLs);
 //! - [`profile`]: server profiles and hardware TOMLs;
 //! - [`targets`]: what a profile must meet (`[targets]`), one definition;
+//! - [`trace`]: recorded traffic as sizes, timing and prefix blocks (Mooncake
+//!   and AIPerf traces, no text);
 //! - [`results`]: results folders, records, the tables of figures and the
 //!   summaries computed from the records.
 
@@ -27,3 +29,4 @@ pub mod results;
 pub mod stats;
 pub mod target;
 pub mod targets;
+pub mod trace;

@@ -153,6 +153,32 @@ fn push_run_verdict(doc: &mut Doc, v: &RunVerdict) {
     }
 }
 
+/// What the run's `/metrics` reads showed, when a URL was not one steady
+/// server: a note per URL, and the figures that span a restart (`marked`:
+/// level labels, or the class's figures).
+pub(crate) fn push_continuity(
+    doc: &mut Doc,
+    found: &[codendum_core::results::MetricsContinuity],
+    marked: &[String],
+) {
+    if found.is_empty() {
+        return;
+    }
+    doc.heading("The server's /metrics");
+    doc.blocks.push(Block::List(
+        found
+            .iter()
+            .map(|m| upper_first_char(&m.note) + ".")
+            .collect(),
+    ));
+    if !marked.is_empty() {
+        doc.paragraph(format!(
+            "Figures that reach past the restart (their peaks are the restarted server's): {}.",
+            marked.join(", ")
+        ));
+    }
+}
+
 fn upper_first_char(text: &str) -> String {
     super::format::upper_first(text)
 }

@@ -161,17 +161,34 @@ fn workload(run: &LoadedRun) -> Vec<(String, String)> {
     match run {
         LoadedRun::Bench(_, s) => {
             let p = &s.parameters;
-            vec![
-                ("kind".into(), "bench".into()),
-                ("concurrency".into(), format!("{:?}", p.concurrency)),
+            // Open-loop levels are named by their rate; the concurrency
+            // list of such a run is the unused default.
+            let mut rates: Vec<String> = Vec::new();
+            for l in s.levels.iter().filter(|l| l.rate.is_some()) {
+                let label = match &l.rate {
+                    Some(r) => format!("{} {}", l.load_label(), r.arrival),
+                    None => l.load_label(),
+                };
+                if !rates.contains(&label) {
+                    rates.push(label);
+                }
+            }
+            let mut items = vec![("kind".into(), "bench".into())];
+            if rates.is_empty() {
+                items.push(("concurrency".into(), format!("{:?}", p.concurrency)));
+                items.push((
+                    "requests per level".into(),
+                    format!("{:?}", p.requests_by_concurrency),
+                ));
+            } else {
+                items.push(("rates".into(), rates.join(", ")));
+            }
+            items.extend([
                 ("shapes".into(), p.shapes.join(",")),
                 ("output tokens".into(), p.output_tokens.to_string()),
                 ("endpoint".into(), format!("{:?}", p.endpoint)),
-                (
-                    "requests per level".into(),
-                    format!("{:?}", p.requests_by_concurrency),
-                ),
-            ]
+            ]);
+            items
         }
         LoadedRun::Classroom(_, s) => {
             let p = &s.parameters;
@@ -194,9 +211,23 @@ pub fn workload_differences(runs: &[LoadedRun]) -> Vec<String> {
         return Vec::new();
     };
     let mut out = Vec::new();
+    let value = |items: &[(String, String)], name: &str| {
+        items
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or_else(|| "none".to_string(), |(_, v)| v.clone())
+    };
     for (i, run) in runs.iter().enumerate().skip(1) {
-        for ((name, a), (_, b)) in first.iter().zip(workload(run)) {
-            if *a != b {
+        let other = workload(run);
+        let mut names: Vec<&String> = first.iter().map(|(n, _)| n).collect();
+        for (n, _) in &other {
+            if !names.contains(&n) {
+                names.push(n);
+            }
+        }
+        for name in names {
+            let (a, b) = (value(&first, name), value(&other, name));
+            if a != b {
                 out.push(format!("{name}: {a} (run 1) vs {b} (run {})", i + 1));
             }
         }

@@ -113,6 +113,8 @@ pub fn bench_report(s: &BenchSummary, timeline: &[TimelineSample]) -> BenchRepor
                 })
             })
             .collect(),
+        metrics_continuity: s.metrics_continuity.clone(),
+        router: s.router.clone(),
     }
 }
 
@@ -126,6 +128,7 @@ pub fn classroom_report(
 ) -> ClassroomReport {
     let parameters = classroom_parameters(s);
     ClassroomReport {
+        replay: s.replay.is_some(),
         run: run_info(&s.header, &s.provenance, &s.server),
         parameters,
         summary: s.summary.clone(),
@@ -158,12 +161,32 @@ pub fn classroom_report(
                 fleet: f.clone(),
             })
             .collect(),
+        metrics_continuity: s.metrics_continuity.clone(),
+        router: s.router.clone(),
     }
 }
 
 /// The parameters a classroom report states.
 fn classroom_parameters(s: &ClassroomRunSummary) -> Vec<Parameter> {
     let p = &s.parameters;
+    if let Some(r) = &s.replay {
+        return vec![
+            param("replayed", format!("{} ({})", r.source, r.source_kind)),
+            param("sessions", r.sessions),
+            param("calls", r.calls),
+            param("speed", r.speed),
+            param("block size", format!("{} tokens", r.block_size)),
+            param(
+                "shared blocks",
+                r.shared_block_fraction
+                    .map_or("–".into(), |f| format!("{:.1} %", f * 100.0)),
+            ),
+            param("chat template", format!("{} tokens", r.template_tokens)),
+            param("clock scale", p.clock_scale),
+            param("seed", p.seed),
+            param("server figures from", &s.server_figures_source),
+        ];
+    }
     vec![
         param("users", p.users),
         param("scenario", &p.scenario),

@@ -11,6 +11,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use codendum_core::kinds::Provenance;
+use codendum_core::results::MetricsContinuity;
 use codendum_core::results::Verdict as RunVerdict;
 use codendum_core::results::{ClassroomSummary, LevelSummary};
 
@@ -127,6 +128,13 @@ pub struct BenchReport {
     /// Each level's per-replica figures, for a fleet.
     #[serde(default)]
     pub fleets: Vec<FleetWindow>,
+    /// `/metrics` URLs that were not one steady server (a restart, several
+    /// servers behind one URL).
+    #[serde(default)]
+    pub metrics_continuity: Vec<MetricsContinuity>,
+    /// What the router in front of the replicas counted (`--router-metrics-url`).
+    #[serde(default)]
+    pub router: Option<codendum_core::results::router::RouterFigures>,
 }
 
 impl BenchReport {
@@ -145,6 +153,10 @@ impl BenchReport {
 /// Everything a classroom report shows.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ClassroomReport {
+    /// Whether the run is a `codendum replay` (its parameters then say what
+    /// was replayed).
+    #[serde(default)]
+    pub replay: bool,
     /// Provenance and dates.
     pub run: RunInfo,
     /// Parameters the run used (users, scenario, duration…).
@@ -175,4 +187,10 @@ pub struct ClassroomReport {
     /// The class's per-replica figures, for a fleet.
     #[serde(default)]
     pub fleets: Vec<FleetWindow>,
+    /// `/metrics` URLs that were not one steady server.
+    #[serde(default)]
+    pub metrics_continuity: Vec<MetricsContinuity>,
+    /// What the router in front of the replicas counted (`--router-metrics-url`).
+    #[serde(default)]
+    pub router: Option<codendum_core::results::router::RouterFigures>,
 }

@@ -88,6 +88,8 @@ pub fn bench_summary_from_requests(folder: &Path) -> Result<BenchSummary, String
         profile_check: None,
         verdict: Some(verdict),
         rate_search: Vec::new(),
+        metrics_continuity: Vec::new(),
+        router: None,
     })
 }
 

@@ -62,6 +62,55 @@ pub(crate) fn push_fleet(doc: &mut Doc, windows: &[FleetWindow]) {
     doc.paragraph(format!("Imbalance: {}.", imbalance.join(", ")));
 }
 
+/// The "Router" section: what the router in front of the replicas counted
+/// (its own metrics), per worker, and its retries; for a class
+/// (`client_failures`: the calls the client saw fail with a server error),
+/// the retries the students never saw. Nothing without router figures.
+pub(crate) fn push_router(
+    doc: &mut Doc,
+    router: Option<&codendum_core::results::router::RouterFigures>,
+    client_failures: Option<u64>,
+) {
+    let Some(r) = router else {
+        return;
+    };
+    doc.heading("Router");
+    doc.paragraph(
+        "What the router in front of the replicas counted over the run, from its own metrics: \
+         requests it sent each worker (side calls such as /tokenize and /metrics included), the \
+         worker's answers it counted as failures, and its health and circuit breaker at the end.",
+    );
+    let rows = r
+        .workers
+        .iter()
+        .map(|w| {
+            vec![
+                w.worker.clone(),
+                opt_fixed(w.routed, 0),
+                opt_fixed(w.failures, 0),
+                w.healthy
+                    .map_or(MISSING.to_string(), |h| if h { "yes" } else { "no" }.into()),
+                w.circuit.clone().unwrap_or_else(|| MISSING.to_string()),
+            ]
+        })
+        .collect();
+    doc.table(
+        &["Worker", "Routed", "Failures", "Healthy", "Circuit"],
+        rows,
+        1,
+    );
+    doc.paragraph(format!(
+        "Requests {} ({} model calls); retried {}; retries ran out {}.",
+        fixed(r.requests, 0),
+        fixed(r.model_calls, 0),
+        fixed(r.retries, 0),
+        fixed(r.retries_exhausted, 0)
+    ));
+    if let Some(note) = client_failures.and_then(|n| r.retry_note(n)) {
+        doc.paragraph(super::format::upper_first(&note) + ".");
+    }
+}
+
 /// The server timeline per replica: running requests (one line each) and
 /// KV-cache usage in percent (one line each). None for one server.
 pub(crate) fn replica_charts(lines: &[ReplicaLine]) -> Vec<Chart> {

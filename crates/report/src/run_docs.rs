@@ -5,6 +5,7 @@ use super::doc::{push_run_blocks, push_verdicts, timeline_sentence, Doc};
 use super::format::{class_row, level_cell, shorten, upper_first};
 use super::model::{BenchReport, ClassroomReport};
 use super::svg::Chart;
+use codendum_core::kinds::ErrorKind;
 use codendum_core::results::metrics::{class_summary_rows, level_metrics_in, View};
 use codendum_core::results::{ClassroomSummary, LevelSummary};
 
@@ -25,6 +26,13 @@ pub(crate) fn bench_doc(r: &BenchReport) -> Doc {
         super::doc::title_date(&r.run)
     ));
     push_run_blocks(&mut doc, &r.run, &r.parameters, r.run_verdict.as_ref());
+    let after_restart: Vec<String> = r
+        .levels
+        .iter()
+        .filter(|l| l.server_restarted)
+        .map(|l| format!("{} {}", l.shape, l.load_label()))
+        .collect();
+    super::doc::push_continuity(&mut doc, &r.metrics_continuity, &after_restart);
     if !r.not_run.is_empty() {
         doc.paragraph("Not run:");
         doc.blocks.push(super::doc::Block::List(r.not_run.clone()));
@@ -66,6 +74,7 @@ pub(crate) fn bench_doc(r: &BenchReport) -> Doc {
     for chart in super::replicas_doc::replica_charts(&r.replica_timelines) {
         doc.chart(chart);
     }
+    super::replicas_doc::push_router(&mut doc, r.router.as_ref(), None);
     push_verdicts(&mut doc, &r.verdicts);
     doc
 }
@@ -73,11 +82,18 @@ pub(crate) fn bench_doc(r: &BenchReport) -> Doc {
 /// The classroom report document.
 pub(crate) fn classroom_doc(r: &ClassroomReport) -> Doc {
     let mut doc = Doc::new(format!(
-        "Classroom report: {}, {}",
+        "{} report: {}, {}",
+        if r.replay { "Replay" } else { "Classroom" },
         profile_name(&r.run.provenance.profile),
         super::doc::title_date(&r.run)
     ));
     push_run_blocks(&mut doc, &r.run, &r.parameters, r.run_verdict.as_ref());
+    let after_restart = if r.summary.server.server_restarted {
+        vec!["the class's server figures".to_string()]
+    } else {
+        Vec::new()
+    };
+    super::doc::push_continuity(&mut doc, &r.metrics_continuity, &after_restart);
     doc.heading("Summary");
     doc.table(&["Figure", "Value"], summary_rows(&r.summary), 1);
     if r.calls_client_counted > 0 {
@@ -115,6 +131,14 @@ pub(crate) fn classroom_doc(r: &ClassroomReport) -> Doc {
     for chart in super::replicas_doc::replica_charts(&r.replica_timelines) {
         doc.chart(chart);
     }
+    let server_errors = r
+        .summary
+        .errors_by_kind
+        .iter()
+        .filter(|(k, _)| matches!(k, ErrorKind::Http503 | ErrorKind::Http5xx))
+        .map(|(_, n)| *n)
+        .sum();
+    super::replicas_doc::push_router(&mut doc, r.router.as_ref(), Some(server_errors));
     push_verdicts(&mut doc, &r.verdicts);
     doc
 }

@@ -7,8 +7,10 @@
 pub mod cli;
 pub mod live;
 pub mod real;
+pub mod router;
 pub mod scripted;
 pub mod servers;
+pub mod turns;
 
 use std::path::PathBuf;
 

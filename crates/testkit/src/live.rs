@@ -92,7 +92,8 @@ impl Drop for Prometheus {
     }
 }
 
-fn free_port() -> u16 {
+/// A loopback port that was free a moment ago (bound to port 0 and released).
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("a free port")

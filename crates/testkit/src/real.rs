@@ -23,7 +23,7 @@ pub enum Component {
     /// The vLLM Router 0.1.17 (PyPI `vllm-router`) in its own virtual
     /// environment under `~/.cache/codendum-vllm-router`.
     VllmRouter,
-    /// AIPerf (PyPI `aiperf`) in its own virtual environment under
+    /// AIPerf 0.13.0 (PyPI `aiperf`) in its own virtual environment under
     /// `~/.cache/codendum-aiperf`.
     Aiperf,
 }
@@ -72,7 +72,7 @@ impl Component {
             }
             Component::Aiperf => {
                 "python3 -m venv ~/.cache/codendum-aiperf/venv && \
-                 ~/.cache/codendum-aiperf/venv/bin/pip install aiperf"
+                 ~/.cache/codendum-aiperf/venv/bin/pip install aiperf==0.13.0"
             }
         }
     }

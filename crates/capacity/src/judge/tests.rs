@@ -137,6 +137,9 @@ fn class(summary: ClassroomSummary) -> ClassroomRunSummary {
         summary,
         profile_check: None,
         verdict: None,
+        replay: None,
+        metrics_continuity: Vec::new(),
+        router: None,
     }
 }
 

@@ -7,23 +7,28 @@
 //! - [`window`]: [`TimelineSample`] timelines, [`WindowStats`] (peaks,
 //!   reset-aware counter increases, hit rate over a window), interval rates,
 //!   reading `server-timeline.jsonl` back and aligning it by UTC.
+//! - [`continuity`]: whether reads of one URL are one server, a restarted
+//!   one, or several in turn.
 //! - [`latency`]: vLLM's latency histograms and the time split they give.
 //! - [`replicas`]: one timeline per replica of a fleet and the fleet's figures.
+//! - [`router`]: the vLLM Router's own page and what it did between two reads.
 //!
 //! Reading a live server (HTTP scrapes, the 1 s sampler, Prometheus's API)
 //! is `codendum::scrape`'s.
 
+pub mod continuity;
 pub mod latency;
 mod lex;
 pub mod parse;
 pub mod replicas;
+pub mod router;
 pub mod snapshot;
 pub mod window;
 
 pub use latency::{Histogram, LatencyHistograms, Phase};
 pub use parse::{parse, Exposition, LineProblem, MetricType, ParseError, Sample};
 pub use replicas::{
-    fleet_figures, fleet_figures_with, lagged_window, replica_name, ReplicaSample,
+    fleet_figures, fleet_figures_with, fleet_window, lagged_window, replica_name, ReplicaSample,
     REPLICA_TIMELINE_JSONL,
 };
 pub use snapshot::ServerSnapshot;

@@ -93,6 +93,44 @@ pub fn lagged_window(
     }
 }
 
+/// The fleet's figures over [t0, t1]: peaks from the fleet's summed
+/// timeline, counter increases as the sum of each replica's own (so a
+/// replica that restarts counts from 0 in its own segments, and the other
+/// replicas' totals are not counted again, as a reset of the sum would).
+/// Without replica samples, [`window_stats`] of the fleet.
+pub fn fleet_window(
+    fleet: &[TimelineSample],
+    replicas: &[ReplicaSample],
+    t0: f64,
+    t1: f64,
+) -> super::window::WindowStats {
+    let mut w = window_stats(fleet, t0, t1);
+    let order = replica_order(replicas);
+    if order.len() < 2 {
+        return w;
+    }
+    let each: Vec<super::window::WindowStats> = order
+        .iter()
+        .map(|r| window_stats(&replica_timeline(replicas, r), t0, t1))
+        .collect();
+    let sum = |field: fn(&super::window::WindowStats) -> Option<f64>| {
+        each.iter()
+            .filter_map(field)
+            .fold(None, |acc: Option<f64>, v| Some(acc.unwrap_or(0.0) + v))
+    };
+    w.preemptions = sum(|s| s.preemptions);
+    w.prompt_tokens = sum(|s| s.prompt_tokens);
+    w.generation_tokens = sum(|s| s.generation_tokens);
+    w.prefix_cache_queries = sum(|s| s.prefix_cache_queries);
+    w.prefix_cache_hits = sum(|s| s.prefix_cache_hits);
+    w.requests_finished = sum(|s| s.requests_finished);
+    w.prefix_hit_rate = match (w.prefix_cache_hits, w.prefix_cache_queries) {
+        (Some(h), Some(q)) if q > 0.0 => Some((h / q).clamp(0.0, 1.0)),
+        _ => None,
+    };
+    w
+}
+
 /// One `/metrics` page read: its figures, and each engine's when it holds
 /// several (`engine` label values).
 #[derive(Debug, Clone)]
@@ -342,6 +380,30 @@ mod tests {
             lagged_window(&timeline, 1.0, 3.0, 0.0),
             window_stats(&timeline, 1.0, 3.0)
         );
+    }
+
+    #[test]
+    fn a_replica_that_restarts_does_not_count_the_others_again() {
+        // a serves 100 → 103, b 50 → 51 then restarts (its counter to 1).
+        let samples = vec![
+            sample("a", 0.0, 0.0, 100.0),
+            sample("b", 0.0, 0.0, 50.0),
+            sample("a", 1.0, 0.0, 103.0),
+            sample("b", 1.0, 0.0, 51.0),
+            sample("a", 2.0, 0.0, 105.0),
+            sample("b", 2.0, 0.0, 1.0),
+        ];
+        let fleet: Vec<TimelineSample> = [(0.0, 150.0), (1.0, 154.0), (2.0, 106.0)]
+            .iter()
+            .map(|&(t, served)| sample("fleet", t, 0.0, served).sample)
+            .collect();
+        // The sum falls at 2 s: a reset of the sum would count all 106 again.
+        assert_eq!(
+            window_stats(&fleet, 0.0, 2.0).requests_finished,
+            Some(110.0)
+        );
+        let w = fleet_window(&fleet, &samples, 0.0, 2.0);
+        assert_eq!(w.requests_finished, Some(5.0 + 2.0));
     }
 
     #[test]

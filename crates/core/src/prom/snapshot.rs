@@ -66,6 +66,12 @@ pub struct ServerSnapshot {
     /// over engines; absent on servers without them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<LatencyHistograms>,
+    /// When the server's process started, Unix seconds
+    /// (`process_start_time_seconds`): a new value means a restart, values
+    /// that alternate mean several servers behind one URL
+    /// ([`super::continuity`]). Absent for a sum of replicas.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_start_time_s: Option<f64>,
 }
 
 /// The scalar figures; the discriminant indexes the accumulator array.
@@ -201,7 +207,12 @@ impl ServerSnapshot {
         let mut block_size = None;
         let mut model_name: Option<Cow<'_, str>> = None;
 
+        let mut process_start_time_s = None;
         for sample in &page.samples {
+            if sample.name == "process_start_time_seconds" && sample.value.is_finite() {
+                process_start_time_s = process_start_time_s.or(Some(sample.value));
+                continue;
+            }
             if !sample.name.starts_with("vllm:") || !sample.value.is_finite() {
                 continue;
             }
@@ -263,6 +274,7 @@ impl ServerSnapshot {
             block_size,
             model_name: model_name.map(Cow::into_owned),
             latency: LatencyHistograms::from_exposition(page),
+            process_start_time_s,
         }
     }
 
@@ -358,6 +370,8 @@ impl ServerSnapshot {
                     Some(total)
                 },
             ),
+            // Several processes have no one start time.
+            process_start_time_s: None,
         }
     }
 
@@ -376,7 +390,10 @@ impl ServerSnapshot {
 
     /// Whether any vLLM figure was found (false for a server that is not vLLM).
     pub fn has_vllm_metrics(&self) -> bool {
-        *self != ServerSnapshot::default()
+        ServerSnapshot {
+            process_start_time_s: None,
+            ..self.clone()
+        } != ServerSnapshot::default()
     }
 }
 

@@ -100,15 +100,23 @@ pub fn counter_increase(before: f64, after: f64) -> f64 {
     }
 }
 
-/// Sums reset-aware increases of one counter over successive values.
-fn total_increase(values: impl Iterator<Item = f64>) -> Option<f64> {
-    let mut previous: Option<f64> = None;
+/// Sums reset-aware increases of one counter over successive values, each
+/// with its process start time when known: a new start time begins a new
+/// segment (the process restarted, its counter counts from 0) even when the
+/// value did not fall, so every segment is summed once and nothing twice.
+fn total_increase(values: impl Iterator<Item = (f64, Option<f64>)>) -> Option<f64> {
+    let mut previous: Option<(f64, Option<f64>)> = None;
     let mut total: Option<f64> = None;
-    for value in values {
-        if let Some(before) = previous {
-            *total.get_or_insert(0.0) += counter_increase(before, value);
+    for (value, started) in values {
+        if let Some((before, started_before)) = previous {
+            let restarted = matches!((started_before, started), (Some(a), Some(b)) if a != b);
+            *total.get_or_insert(0.0) += if restarted {
+                value.max(0.0)
+            } else {
+                counter_increase(before, value)
+            };
         }
-        previous = Some(value);
+        previous = Some((value, started));
     }
     total
 }
@@ -151,12 +159,23 @@ pub fn window_stats(timeline: &[TimelineSample], t0: f64, t1: f64) -> WindowStat
     }
     counted.extend(snaps.iter().copied());
     let increase = |field: fn(&ServerSnapshot) -> Option<f64>| {
-        total_increase(counted.iter().filter_map(|s| field(s)))
+        total_increase(
+            counted
+                .iter()
+                .filter_map(|s| Some((field(s)?, s.process_start_time_s))),
+        )
     };
-    let with_latency: Vec<&LatencyHistograms> =
-        counted.iter().filter_map(|s| s.latency.as_ref()).collect();
+    let with_latency: Vec<(&LatencyHistograms, Option<f64>)> = counted
+        .iter()
+        .filter_map(|s| Some((s.latency.as_ref()?, s.process_start_time_s)))
+        .collect();
     let time_split = match (with_latency.first(), with_latency.last()) {
-        (Some(first), Some(last)) if with_latency.len() > 1 => last.split_since(first),
+        // A restart inside the window: the restarted process's histograms
+        // from its start (the earlier process's part is not comparable).
+        (Some((_, Some(a))), Some((last, Some(b)))) if a != b => {
+            last.split_since(&LatencyHistograms::default())
+        }
+        (Some((first, _)), Some((last, _))) if with_latency.len() > 1 => last.split_since(first),
         _ => None,
     };
     let prefix_cache_queries = increase(|s| s.prefix_cache_queries);

@@ -12,7 +12,7 @@ use super::summary::{RunHeader, ServerDescription};
 use super::ResultsError;
 use crate::kinds::Provenance;
 
-pub use super::schema::{CLASSROOM_KIND, CLASSROOM_SCHEMA_VERSION};
+pub use super::schema::{CLASSROOM_KIND, CLASSROOM_SCHEMA_VERSION, REPLAY_KIND};
 /// File name of the per-coding-request lines.
 pub const TASKS_JSONL: &str = "tasks.jsonl";
 
@@ -81,6 +81,42 @@ pub struct ClassroomRunSummary {
     /// before verdicts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<super::Verdict>,
+    /// Each `/metrics` URL whose reads were not one steady server
+    /// ([`super::continuity`]); absent when every URL was.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics_continuity: Vec<super::continuity::MetricsContinuity>,
+    /// What the router in front of the replicas counted over the class
+    /// (`--router-metrics-url`); absent without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub router: Option<super::router::RouterFigures>,
+    /// What a replay (kind [`REPLAY_KIND`]) sent again; absent for a class.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<ReplayParameters>,
+}
+
+/// What `codendum replay` replayed and how.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplayParameters {
+    /// The capture folder, results folder or trace file replayed (its name
+    /// only).
+    pub source: String,
+    /// `capture`, `classroom`, `replay` or `trace`.
+    pub source_kind: String,
+    /// Tokens per block of the trace's `hash_ids`.
+    pub block_size: u32,
+    /// The timeline's compression (2: twice as fast as recorded).
+    pub speed: f64,
+    /// Root sessions replayed (after `--sessions`).
+    pub sessions: usize,
+    /// Calls replayed.
+    pub calls: usize,
+    /// The fraction of prompt tokens in blocks an earlier call had
+    /// ([`crate::trace::Trace::shared_block_fraction`]): the prefix-cache
+    /// hit rate a big enough cache tends to, fraction 0–1.
+    pub shared_block_fraction: Option<f64>,
+    /// Chat-template tokens the server adds to a one-message prompt,
+    /// subtracted from each prompt's recorded length.
+    pub template_tokens: u64,
 }
 
 /// Writes a classroom `summary.json`.
@@ -97,6 +133,12 @@ pub fn write_classroom_summary<W: Write>(
 /// error.
 pub fn read_classroom_summary<R: Read>(input: R) -> Result<ClassroomRunSummary, ResultsError> {
     super::summary::read_versioned_summary(input, CLASSROOM_KIND, CLASSROOM_SCHEMA_VERSION)
+}
+
+/// Reads a replay's `summary.json` (a classroom summary of kind
+/// [`REPLAY_KIND`], at the classroom's schema version).
+pub fn read_replay_summary<R: Read>(input: R) -> Result<ClassroomRunSummary, ResultsError> {
+    super::summary::read_versioned_summary(input, REPLAY_KIND, CLASSROOM_SCHEMA_VERSION)
 }
 
 /// Reads `summary.json` of a classroom folder.

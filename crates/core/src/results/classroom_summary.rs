@@ -30,6 +30,11 @@ pub struct ServerFigures {
     /// histograms) and the client's means over the same calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_split: Option<crate::results::TimeSplit>,
+    /// The server restarted during the class: these figures span it
+    /// (counter increases summed per process, peaks over both;
+    /// [`super::continuity`]). Absent when it did not.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub server_restarted: bool,
 }
 
 /// The summary of a classroom run. Times in seconds; `None` where there was

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::schema::{FolderKind, BENCH_KIND, CLASSROOM_KIND};
+use super::schema::{FolderKind, BENCH_KIND, CLASSROOM_KIND, REPLAY_KIND};
 use super::{BenchSummary, ClassroomRunSummary, JsonlWriter, ResultsError};
 use crate::error::Error;
 
@@ -166,11 +166,14 @@ pub fn read_summary(folder: &Path) -> Result<RunSummary, ResultsError> {
     match value.get("kind").and_then(serde_json::Value::as_str) {
         Some(CLASSROOM_KIND) => super::read_classroom_summary(text.as_bytes())
             .map(|s| RunSummary::Classroom(Box::new(s))),
+        // A replay is a classroom-like run: its summary reads as one.
+        Some(REPLAY_KIND) => super::classroom::read_replay_summary(text.as_bytes())
+            .map(|s| RunSummary::Classroom(Box::new(s))),
         Some(BENCH_KIND) | None => {
             super::read_summary_json(text.as_bytes()).map(|s| RunSummary::Bench(Box::new(s)))
         }
         Some(other) => Err(ResultsError::WrongKind {
-            expected: "bench or classroom",
+            expected: "bench, classroom or replay",
             found: other.to_string(),
         }),
     }

@@ -144,5 +144,6 @@ pub fn summarize_level(
         }),
         slo_share: frame.slo.and_then(|s| slo_figures(s, records, wall).0),
         goodput_per_s: frame.slo.and_then(|s| slo_figures(s, records, wall).1),
+        server_restarted: false,
     }
 }

@@ -7,6 +7,7 @@
 pub mod classroom;
 pub mod classroom_records;
 pub mod classroom_summary;
+pub mod continuity;
 pub mod csv;
 pub mod folder;
 pub mod jsonl;
@@ -15,6 +16,7 @@ pub mod metrics;
 pub mod profile_check;
 pub mod records;
 pub mod replicas;
+pub mod router;
 pub mod schema;
 pub mod slo;
 pub mod summary;
@@ -28,11 +30,12 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 
 pub use self::classroom::{
-    read_classroom_folder_summary, read_classroom_summary, summary_kind, write_classroom_summary,
-    ClassroomParameters, ClassroomRunSummary, CLASSROOM_KIND, CLASSROOM_SCHEMA_VERSION,
-    TASKS_JSONL,
+    read_classroom_folder_summary, read_classroom_summary, read_replay_summary, summary_kind,
+    write_classroom_summary, ClassroomParameters, ClassroomRunSummary, ReplayParameters,
+    CLASSROOM_KIND, CLASSROOM_SCHEMA_VERSION, REPLAY_KIND, TASKS_JSONL,
 };
 pub use self::classroom_summary::{ClassroomSummary, ServerFigures};
+pub use self::continuity::MetricsContinuity;
 pub use self::csv::{write_summary_csv, SUMMARY_CSV_COLUMNS};
 pub use self::folder::{read_summary, summary_kind_of, JsonlFile, RunFolder, RunSummary};
 pub use self::jsonl::{read_jsonl, JsonlContents, JsonlWriter};

@@ -183,6 +183,11 @@ pub struct LevelSummary {
     /// `--slo`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub goodput_per_s: Option<f64>,
+    /// The server restarted before the level ended: its server figures are
+    /// (at least partly) the restarted server's, counter increases summed
+    /// per process ([`super::continuity`]). Absent when it did not.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub server_restarted: bool,
 }
 
 /// The open-loop side of a rate level (see [`LevelSummary::rate`]).

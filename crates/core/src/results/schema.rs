@@ -21,6 +21,9 @@ pub const BENCH_KIND: &str = "bench";
 pub const CLASSROOM_SCHEMA_VERSION: u32 = 1;
 /// The `kind` of a classroom `summary.json`.
 pub const CLASSROOM_KIND: &str = "classroom";
+/// The `kind` of a replay's `summary.json` (`codendum replay`): a classroom
+/// summary whose `replay` block says what was replayed.
+pub const REPLAY_KIND: &str = "replay";
 /// The `kind` of `plan.json`.
 pub const PLAN_KIND: &str = "plan";
 /// The `schema_version` of a `plan.json` over given class sizes.
@@ -46,6 +49,9 @@ pub enum FolderKind {
     Plan,
     /// A capture folder (`capture --out DIR`): `capture.json`.
     Capture,
+    /// `bench-results/replay-<UTC>/`: `summary.json` of kind `replay` (a
+    /// classroom summary, read as one by `report` and `compare`).
+    Replay,
 }
 
 impl FolderKind {
@@ -56,6 +62,7 @@ impl FolderKind {
             FolderKind::Classroom => "classroom-",
             FolderKind::Plan => "plan-",
             FolderKind::Capture => "capture-",
+            FolderKind::Replay => "replay-",
         }
     }
 
@@ -66,6 +73,7 @@ impl FolderKind {
             FolderKind::Classroom => CLASSROOM_KIND,
             FolderKind::Plan => PLAN_KIND,
             FolderKind::Capture => CAPTURE_KIND,
+            FolderKind::Replay => REPLAY_KIND,
         }
     }
 }

@@ -170,6 +170,15 @@ pub struct BenchSummary {
     /// `--find-rate`: one search per shape.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rate_search: Vec<RateSearch>,
+    /// Each `/metrics` URL whose reads were not one steady server: a
+    /// restart, or several servers behind it ([`super::continuity`]).
+    /// Absent when every URL was one server throughout.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics_continuity: Vec<super::continuity::MetricsContinuity>,
+    /// What the router in front of the replicas counted over the run
+    /// (`--router-metrics-url`); absent without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub router: Option<super::router::RouterFigures>,
 }
 
 /// One measured step of a `--find-rate` search.

@@ -6,8 +6,10 @@
 //! - **Outage**: a stretch of calls that failed for a server-side reason
 //!   ([`is_outage_kind`]: no connection, a time-out, a 5xx, a broken or
 //!   incomplete stream) with no success in between, in the order the
-//!   outcomes were learned (each call's end). It starts at the first such
-//!   failure after a success (or the start of the run) and ends at the last
+//!   outcomes were learned (each call's end). It starts when the first such
+//!   failure after a success was sent, or at the end of that success when
+//!   the failing call was sent before it (a hung stream cut much later),
+//!   and ends at the last
 //!   one before the server answered again; when no success came after it,
 //!   it lasts **until the end**. A lone failure between successes is an
 //!   error, not an outage. Rate limits (429) and bad requests (4xx) never
@@ -57,6 +59,9 @@ pub enum RunStatus {
 /// One finished call, as the verdict reads it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CallOutcome {
+    /// When the call was sent, seconds on the run's axis (since the run
+    /// started).
+    pub start_s: f64,
     /// When the call ended (its outcome was known), seconds on the run's
     /// axis (since the run started).
     pub end_s: f64,
@@ -67,7 +72,10 @@ pub struct CallOutcome {
 /// A stretch of server-side failures with no success in between.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Outage {
-    /// The first failure's end, seconds since the run started.
+    /// When the server stopped answering, seconds since the run started: the
+    /// first failure's start or, when that call was sent while the server
+    /// still answered others, the end of the last success before it (a
+    /// stream that hangs and is cut much later stopped at most then).
     pub start_s: f64,
     /// The last failure's end before the server answered again, seconds;
     /// `None`: the server never answered again (until the end).
@@ -123,6 +131,10 @@ pub struct Verdict {
     /// steady state) cover the run up to here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answered_until_s: Option<f64>,
+    /// When the server restarted, seconds since the run started, as its
+    /// `/metrics` showed ([`super::continuity`]); listed in the line.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server_restarts: Vec<f64>,
 }
 
 impl Verdict {
@@ -139,6 +151,16 @@ impl Verdict {
     /// Whether the errors exceed [`Verdict::max_error_rate`].
     pub fn over_limit(&self) -> bool {
         self.error_rate.is_some_and(|r| r > self.max_error_rate)
+    }
+
+    /// The verdict with the server's restarts (seconds since the run
+    /// started) listed in it and its line; the status is the calls'.
+    pub fn with_restarts(mut self, restarts: impl IntoIterator<Item = f64>) -> Self {
+        self.server_restarts.extend(restarts);
+        self.server_restarts.sort_by(f64::total_cmp);
+        self.server_restarts.dedup();
+        self.line = line(&self);
+        self
     }
 
     /// Whether an outage lasted until the end of the run.
@@ -172,9 +194,11 @@ pub fn outages(calls: &[CallOutcome]) -> Vec<Outage> {
     let mut found = Vec::new();
     let mut open: Option<Outage> = None;
     let mut last_failure = 0.0;
+    let mut last_success = 0.0_f64;
     for c in order {
         match c.error.as_deref() {
             None => {
+                last_success = last_success.max(c.end_s);
                 if let Some(mut o) = open.take() {
                     o.end_s = Some(last_failure);
                     if o.calls_lost >= 2 {
@@ -184,7 +208,7 @@ pub fn outages(calls: &[CallOutcome]) -> Vec<Outage> {
             }
             Some(kind) if is_outage_kind(kind) => {
                 let o = open.get_or_insert_with(|| Outage {
-                    start_s: c.end_s,
+                    start_s: c.start_s.max(last_success).min(c.end_s),
                     end_s: None,
                     calls_lost: 0,
                     kinds: BTreeMap::new(),
@@ -258,6 +282,7 @@ pub fn judge(calls: &[CallOutcome], expected: &Expectations) -> Verdict {
         max_error_rate: expected.max_error_rate,
         outages,
         answered_until_s,
+        server_restarts: Vec::new(),
     };
     if verdict.status == RunStatus::WithErrors && verdict.over_limit() {
         verdict.reasons.push(format!(
@@ -289,8 +314,22 @@ fn kinds_text(kinds: &BTreeMap<String, u64>) -> String {
         .join(", ")
 }
 
-/// The verdict's one line.
+/// The verdict's one line, the server's restarts after it.
 fn line(v: &Verdict) -> String {
+    let mut text = calls_line(v);
+    if !v.server_restarts.is_empty() {
+        let at: Vec<String> = v
+            .server_restarts
+            .iter()
+            .map(|t| format!("{t:.1} s"))
+            .collect();
+        text.push_str(&format!("; the server restarted at {}", at.join(", ")));
+    }
+    text
+}
+
+/// The verdict's line from its calls.
+fn calls_line(v: &Verdict) -> String {
     // The outage that lasted until the end is a reason already.
     let outages = |v: &Verdict| -> String {
         let parts: Vec<String> = v
@@ -347,6 +386,7 @@ pub fn bench_verdict(
     let calls: Vec<CallOutcome> = records
         .iter()
         .map(|r| CallOutcome {
+            start_s: r.started_at,
             end_s: r.started_at + r.e2e_s,
             error: (!r.ok).then(|| r.error_kind.clone().unwrap_or_else(|| "unknown".into())),
         })
@@ -385,6 +425,7 @@ pub fn class_verdict(
     let outcomes: Vec<CallOutcome> = calls
         .iter()
         .map(|c| CallOutcome {
+            start_s: c.started_at,
             end_s: c.started_at + c.duration_s,
             error: c.error_kind.map(|k| k.as_str().to_string()),
         })
@@ -414,14 +455,51 @@ mod tests {
     use super::*;
 
     fn ok(end_s: f64) -> CallOutcome {
-        CallOutcome { end_s, error: None }
+        CallOutcome {
+            start_s: end_s,
+            end_s,
+            error: None,
+        }
     }
 
     fn err(end_s: f64, kind: &str) -> CallOutcome {
         CallOutcome {
+            start_s: end_s,
             end_s,
             error: Some(kind.to_string()),
         }
+    }
+
+    /// Measured against a real vLLM 0.32 wedged in its shutdown: two
+    /// streams sent at 8.4 s hung when the server stopped (~25 s) and were
+    /// cut only at 188 s, when the process was killed. The outage starts at
+    /// the last success's end (20.8 s), not at the cut.
+    #[test]
+    fn a_stream_cut_long_after_the_server_stopped_starts_the_outage_early() {
+        let hung = |end_s: f64| CallOutcome {
+            start_s: 8.4,
+            end_s,
+            error: Some("stream_error".into()),
+        };
+        let calls = [
+            ok(12.2),
+            ok(20.8),
+            hung(188.4),
+            hung(188.4),
+            err(188.5, "connect"),
+            err(188.6, "connect"),
+        ];
+        let o = outages(&calls);
+        assert_eq!(o.len(), 1);
+        assert_eq!((o[0].start_s, o[0].end_s, o[0].calls_lost), (20.8, None, 4));
+        // A call sent after the last success starts its own outage then.
+        let late = CallOutcome {
+            start_s: 30.0,
+            end_s: 90.0,
+            error: Some("timeout".into()),
+        };
+        let o = outages(&[ok(20.8), late.clone(), late]);
+        assert_eq!(o[0].start_s, 30.0);
     }
 
     fn expect(max: f64) -> Expectations {

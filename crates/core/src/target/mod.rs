@@ -68,6 +68,9 @@ pub struct Target {
     pub model: Option<String>,
     /// Per-request time limit.
     pub request_timeout: Duration,
+    /// The router's own Prometheus page (`--router-metrics-url`), read at
+    /// the start and the end of a run; `None`: no router figures.
+    pub router_metrics_url: Option<String>,
 }
 
 impl Target {
@@ -119,7 +122,24 @@ impl Target {
                 .filter(|s| !s.is_empty())
                 .map(String::from),
             request_timeout,
+            router_metrics_url: None,
         })
+    }
+
+    /// The target with the router's own metrics page (`--router-metrics-url`):
+    /// an http(s) URL; blank means none.
+    pub fn with_router_metrics(mut self, url: Option<&str>) -> Result<Self, ConfigError> {
+        let url = url.map(str::trim).filter(|s| !s.is_empty());
+        if let Some(raw) = url {
+            split_scheme(raw).ok_or_else(|| {
+                ConfigError::invalid(
+                    "--router-metrics-url",
+                    format!("{raw} is not an http(s) URL"),
+                )
+            })?;
+        }
+        self.router_metrics_url = url.map(|u| u.trim_end_matches('/').to_string());
+        Ok(self)
     }
 
     /// Whether the target is the embedded twin.

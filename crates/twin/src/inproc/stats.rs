@@ -48,6 +48,7 @@ pub fn snapshot_from_stats(stats: &EngineStats, profile: &Profile) -> ServerSnap
         block_size: Some(u64::from(profile.server.block_size)),
         model_name: Some(profile.server.model.clone()),
         latency: Some(latency_from_stats(stats)),
+        process_start_time_s: None,
     }
 }
 
@@ -166,6 +167,12 @@ mod tests {
         };
         let page = render(&stats, &ctx);
         let parsed = ServerSnapshot::from_text(&page).expect("parses");
+        // The page also names its process's start; the engine's stats do not.
+        assert_eq!(parsed.process_start_time_s, Some(1_790_000_000.0));
+        let parsed = ServerSnapshot {
+            process_start_time_s: None,
+            ..parsed
+        };
         assert_eq!(snapshot_from_stats(&stats, &profile), parsed);
     }
 }

@@ -14,6 +14,9 @@
 //!   prompt, unless its load exceeds the least-loaded replica's by more than
 //!   the overload margin (requests); else, and when no replica holds any
 //!   prefix, least-loaded.
+//!
+//! [`vllm_ring`] is the real vLLM Router's `consistent_hash` assignment, for
+//! comparing `session` with it.
 
 use codendum_core::profile::fleet::RouterPolicy;
 
@@ -162,3 +165,4 @@ pub fn prefix_choice(cached_blocks: &[usize], loads: &[usize], margin: usize) ->
 
 #[cfg(test)]
 mod tests;
+pub mod vllm_ring;

@@ -58,6 +58,7 @@ fn full_level() -> LevelSummary {
         }),
         slo_share: Some(0.75),
         goodput_per_s: Some(1.5),
+        server_restarted: false,
     }
 }
 

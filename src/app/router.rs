@@ -1,0 +1,39 @@
+//! `--router-metrics-url` in a run: the router's own page read at the start
+//! and at the end, its table on stderr, and the note when it retried
+//! requests the client never saw fail.
+
+use crate::client::build_http_client;
+use crate::scrape::router::{RouterReader, RouterWatch};
+use codendum_core::error::Error;
+use codendum_core::kinds::ErrorKind;
+use codendum_core::results::router::{router_table, RouterFigures};
+use codendum_core::target::Target;
+
+/// The first read of the router, when the target names its page; a page
+/// that cannot be read is said on stderr and the run goes on without.
+pub async fn watch(target: &Target) -> Result<Option<RouterWatch>, Error> {
+    let Some(url) = &target.router_metrics_url else {
+        return Ok(None);
+    };
+    let client = build_http_client(target.cacert.as_deref(), 2)?;
+    Ok(RouterWatch::start(RouterReader::new(client, url)).await)
+}
+
+/// The last read: what the router did over the run, shown on stderr with
+/// the retries the client never saw (`client_failures`: its calls that
+/// failed with a server error).
+pub async fn finish(watch: Option<RouterWatch>, client_failures: u64) -> Option<RouterFigures> {
+    let figures = watch?.finish().await?;
+    eprint!("{}", router_table(&figures));
+    if let Some(note) = figures.retry_note(client_failures) {
+        eprintln!("codendum: {note}");
+    }
+    Some(figures)
+}
+
+/// Whether a failure of this kind is one a router retries (a server error).
+pub fn is_server_error(kind: &str) -> bool {
+    [ErrorKind::Http503, ErrorKind::Http5xx]
+        .iter()
+        .any(|k| k.as_str() == kind)
+}

@@ -1,0 +1,59 @@
+//! A captured class replayed (see `tests/replay_support`): the figures that
+//! depend on timing, TTFT P50/P95 and the peak KV-cache usage, besides its
+//! server output and prefix-cache hit rate. At 5× real time a millisecond
+//! the machine loses is 5 ms of simulated TTFT, which is why this runs
+//! here, alone, and only when asked (about 3 minutes):
+//! `cargo test -p codendum --test perf replay_class -- --ignored`.
+//!
+//! Output, hit rate and peak KV hold within 10 %. TTFT does not yet: the
+//! replay's P50/P95 came out 14–15 % off the class's at 5× (docs/replay.md
+//! has the figures), so it is held to 20 % here; the rest of the gap is
+//! prefix sharing the rebuilt blocks miss (hit rate 0.951 against 0.961).
+
+#[path = "../replay_support/mod.rs"]
+mod replay_support;
+
+use replay_support::{class_then_replay, within};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "about 3 minutes at 5x real time: run with --ignored"]
+async fn a_replayed_class_keeps_its_ttft_and_peak_kv() {
+    let _alone = super::alone();
+    let dir = tempfile::tempdir().expect("dir");
+    let (class, replayed) = class_then_replay(dir.path(), 6, 5.0).await;
+    let (a, b) = (&class.server, &replayed.server);
+    eprintln!(
+        "class vs replay ({} calls): output {:?} / {:?} tokens, hit rate {:?} / {:?}, peak KV {:?} / {:?}, TTFT P50/P95 {:.3}/{:.3} vs {:.3}/{:.3} s",
+        class.calls,
+        a.generation_tokens,
+        b.generation_tokens,
+        a.prefix_hit_rate,
+        b.prefix_hit_rate,
+        a.peak_kv_usage,
+        b.peak_kv_usage,
+        class.ttft.0,
+        class.ttft.1,
+        replayed.ttft.0,
+        replayed.ttft.1
+    );
+    within(
+        "server output tokens",
+        a.generation_tokens.expect("class"),
+        b.generation_tokens.expect("replay"),
+        0.10,
+    );
+    within(
+        "prefix-cache hit rate",
+        a.prefix_hit_rate.expect("class"),
+        b.prefix_hit_rate.expect("replay"),
+        0.10,
+    );
+    within("TTFT P50", class.ttft.0, replayed.ttft.0, 0.20);
+    within("TTFT P95", class.ttft.1, replayed.ttft.1, 0.20);
+    within(
+        "peak KV usage",
+        a.peak_kv_usage.expect("class"),
+        b.peak_kv_usage.expect("replay"),
+        0.10,
+    );
+}
