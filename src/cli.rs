@@ -257,8 +257,9 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N,N,...")]
     pub concurrency: Option<String>,
     /// Run the calibration workload for `codendum calibrate` instead of the
-    /// levels × shapes grid: a decode ladder, two context lengths, cold
-    /// prompts of several lengths (--shapes and --requests-per-level are
+    /// levels × shapes grid: a decode ladder up to the seats, contexts of
+    /// 4K to 32K tokens (clamped to max_model_len) at 1, a quarter, half and
+    /// all of the seats, cold prompts (--shapes and --requests-per-level are
     /// not used).
     #[arg(long)]
     pub calibration: bool,
@@ -607,6 +608,19 @@ pub struct CalibrateArgs {
     /// Seed of the bootstrap.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Backtest instead of fitting: replay each RUN_DIR (bench runs) on the
+    /// embedded twin with this profile and print predicted against measured
+    /// per level; exit 1 when a figure is beyond --tolerance.
+    #[arg(long, value_name = "PROFILE")]
+    pub check: Option<String>,
+    /// With --check: the largest error allowed, percent.
+    #[arg(
+        long,
+        default_value_t = 10.0,
+        value_name = "PERCENT",
+        requires = "check"
+    )]
+    pub tolerance: f64,
 }
 
 /// The help of a router flag: what it does, the policies (from the router's

@@ -609,8 +609,37 @@ async fn capture(args: CaptureArgs) -> Result<(), Error> {
         .map(|_| ())
 }
 
+/// `calibrate --check PROFILE RUN_DIR…`: the backtest table on stderr,
+/// exit 1 when a figure is beyond the tolerance.
+fn calibrate_check(profile: &str, args: &crate::cli::CalibrateArgs) -> Result<(), Error> {
+    if !(args.tolerance.is_finite() && args.tolerance > 0.0) {
+        return Err(ConfigError::invalid("--tolerance", "must be a positive percent").into());
+    }
+    let profile = codendum_core::profile::Profile::load(profile).map_err(|e| match e {
+        ConfigError::Invalid { reason, .. } => ConfigError::invalid("--check", reason),
+        other => other,
+    })?;
+    let tolerance = args.tolerance / 100.0;
+    let checks = codendum::calibrate::check::check_runs(&profile, &args.runs, tolerance)?;
+    eprint!(
+        "{}",
+        codendum::calibrate::check::check_text(&checks, tolerance)
+    );
+    let beyond = checks.iter().filter(|c| !c.within).count();
+    if beyond > 0 {
+        return Err(Error::Failed(format!(
+            "{beyond} figures beyond {:.0} %: the profile does not predict these runs",
+            args.tolerance
+        )));
+    }
+    Ok(())
+}
+
 fn calibrate(args: crate::cli::CalibrateArgs) -> Result<(), Error> {
     use codendum::calibrate::{CalibrateOptions, FactOverrides, FitOptions};
+    if let Some(profile) = args.check.clone() {
+        return calibrate_check(&profile, &args);
+    }
     if !(args.memory_bandwidth_gb_s.is_finite() && args.memory_bandwidth_gb_s > 0.0) {
         return Err(
             ConfigError::invalid("--memory-bandwidth-gb-s", "must be a positive number").into(),

@@ -74,6 +74,24 @@ pub async fn run(run: BenchRun<'_>) -> Result<BenchOutcome, Error> {
     Ok(outcome)
 }
 
+/// The fitted profile's warning when the run's contexts (prompt + output)
+/// or its requests in flight (up to the seats) go beyond its calibration.
+fn region_warning(
+    config: &BenchConfig,
+    profile: &codendum_core::profile::Profile,
+) -> Option<String> {
+    let cells = config.cells();
+    let context = cells
+        .iter()
+        .map(|c| c.shape.input_tokens() + u64::from(config.output_tokens))
+        .max();
+    let batch = cells
+        .iter()
+        .map(|c| c.concurrency.min(profile.server.max_num_seqs))
+        .max();
+    profile.region_warning(context, batch)
+}
+
 async fn run_connected(run: &BenchRun<'_>, conn: &Connection) -> Result<BenchOutcome, Error> {
     let mut config = run.config.clone().into_inner();
     // Before any request through the base URL: the router's figures cover
@@ -106,6 +124,13 @@ async fn run_connected(run: &BenchRun<'_>, conn: &Connection) -> Result<BenchOut
     let mut profile_check = None;
     if config.calibration.is_some() {
         super::bench_calibration::plan_cells(&mut config, conn).await?;
+    }
+    if let Some(w) = conn
+        .profile
+        .as_ref()
+        .and_then(|p| region_warning(&config, p))
+    {
+        eprintln!("codendum: warning: {w}");
     }
     if !conn.is_embedded() {
         let model = resolve_model(&config, conn.client.as_ref()).await?;

@@ -23,20 +23,9 @@ pub async fn plan_cells(config: &mut BenchConfig, conn: &Connection) -> Result<(
     for note in &plan.notes {
         eprintln!("codendum: calibration: {note}");
     }
-    let mut shapes = Vec::new();
-    for c in &plan.cells {
-        if !shapes.contains(&c.shape) {
-            shapes.push(c.shape);
-        }
-    }
-    let mut levels: Vec<u32> = plan.cells.iter().map(|c| c.concurrency).collect();
-    levels.sort_unstable();
-    levels.dedup();
-    config.shapes = shapes;
-    config.concurrency = levels;
-    config.cells = Some(plan.cells);
+    config.set_cells(plan.cells);
     if conn.is_embedded() {
-        eprintln!("{}", plan_text(config, &model, &speed_of(conn)));
+        eprintln!("{}", plan_text(config, &model, Some(&speed_of(conn))));
     }
     Ok(())
 }

@@ -168,6 +168,12 @@ async fn run_connected(
         .map(|(_, n)| *n)
         .sum();
     let router = super::router::finish(router, server_errors).await;
+    if let Some(p) = &conn.profile {
+        let batch = summary.server.peak_running.map(|v| v.round() as u32);
+        if let Some(w) = p.region_warning(summary.prompt_tokens_max, batch) {
+            eprintln!("codendum: warning: {w}");
+        }
+    }
     let server_version = if conn.is_embedded() {
         Some(format!("{} (twin)", codendum_twin::VLLM_VERSION))
     } else {

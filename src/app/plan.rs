@@ -28,6 +28,9 @@ pub async fn run(config: PlanConfig) -> Result<(PlanResults, PathBuf), Error> {
     for v in &results.verdicts {
         eprintln!("{}", v.summary);
     }
+    for w in &results.region_warnings {
+        eprintln!("codendum: warning: {w}");
+    }
     for line in results.fleet.iter().flat_map(|f| &f.lines) {
         eprintln!("{line}");
     }

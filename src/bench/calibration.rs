@@ -4,8 +4,8 @@
 //! | cells | what they separate |
 //! |---|---|
 //! | 256-token prompts at N = 1, 2, 4, … up to the seats | fixed cost per step, per-sequence cost and the expert-coverage curve of an MoE |
-//! | 4,096-token prompts at N = 1 and half the seats | the per-context-token cost of decoding |
-//! | cold prompts of 1,024 … 16,384 tokens at N = 1 | prefill per token and per token pair |
+//! | prompts of 4,096, 8,192, 16,384 and 32,768 tokens (clamped to `max_model_len`) at N = 1, a quarter, half and all of the seats, each cell one wave of N requests, cells whose N × prompt exceeds [`CONTEXT_CELL_TOKENS`] left out or cut to fit | the per-context-token cost of decoding where a class reads (its prompts reach ~14,000 tokens), and any batch-dependent cost at those contexts |
+//! | cold prompts of 1,024 and 2,048 tokens at N = 1 (with the N = 1 cells above: five sizes) | prefill per token and per token pair |
 //!
 //! Every prompt is unique (the bench's tag starts it), so nothing is served
 //! from the prefix cache. A prompt that cannot fit `max_model_len` with its
@@ -20,10 +20,14 @@ use codendum_core::kinds::Shape;
 pub const CALIBRATION_OUTPUT_TOKENS: u32 = 128;
 /// Prompt of the decode ladder, tokens.
 pub const DECODE_PROMPT_TOKENS: u32 = 256;
-/// Prompt of the second context length, tokens.
-pub const CONTEXT_PROMPT_TOKENS: u32 = 4_096;
-/// Cold prompts timed one at a time, tokens.
-pub const COLD_PROMPT_TOKENS: [u32; 4] = [1_024, 2_048, 8_192, 16_384];
+/// Prompts of the context cells, tokens (each clamped to `max_model_len`).
+pub const CONTEXT_PROMPT_TOKENS: [u32; 4] = [4_096, 8_192, 16_384, 32_768];
+/// Most prompt tokens one context cell sends (batch × prompt), tokens: the
+/// prefill of a wave is most of a context cell's time, and this keeps a
+/// GB10-class server's calibration run under ten minutes.
+pub const CONTEXT_CELL_TOKENS: u64 = 98_304;
+/// Cold prompts timed one at a time besides the context cells', tokens.
+pub const COLD_PROMPT_TOKENS: [u32; 2] = [1_024, 2_048];
 /// Batch sizes of the decode ladder when the server's seats are not known.
 pub const DEFAULT_LADDER: [u32; 5] = [1, 2, 4, 8, 16];
 /// Room kept below `max_model_len` for the chat template, tokens.
@@ -57,7 +61,6 @@ pub fn calibration_plan(inputs: &CalibrationInputs) -> CalibrationPlan {
     let mut notes = Vec::new();
     let ladder = ladder(inputs, &mut notes);
     let top = ladder.iter().copied().max().unwrap_or(1);
-    let mid = (top / 2).max(2);
     let mut cells = Vec::new();
     let mut push = |tokens: u32, n: u32, requests: u64, notes: &mut Vec<String>| {
         let Some(shape) = fitted_shape(tokens, inputs, notes) else {
@@ -78,17 +81,44 @@ pub fn calibration_plan(inputs: &CalibrationInputs) -> CalibrationPlan {
         push(
             DECODE_PROMPT_TOKENS,
             n,
-            (2 * u64::from(n)).max(8),
+            (2 * u64::from(n)).max(6),
             &mut notes,
         );
     }
-    push(CONTEXT_PROMPT_TOKENS, 1, 6, &mut notes);
-    push(CONTEXT_PROMPT_TOKENS, mid, 2 * u64::from(mid), &mut notes);
     for tokens in COLD_PROMPT_TOKENS {
-        push(tokens, 1, 6, &mut notes);
+        push(tokens, 1, 4, &mut notes);
+    }
+    for tokens in CONTEXT_PROMPT_TOKENS {
+        // The batch cap follows the prompt as sent (clamped), so a clamped
+        // size is not run again at the batches of a longer one.
+        let Some(sent) = fitted_shape(tokens, inputs, &mut Vec::new()) else {
+            continue;
+        };
+        let sent = u32::try_from(sent.input_tokens()).unwrap_or(tokens);
+        for n in context_batches(top, sent) {
+            let requests = if n == 1 { 2 } else { u64::from(n) };
+            push(tokens, n, requests, &mut notes);
+        }
     }
     notes.dedup();
     CalibrationPlan { cells, notes }
+}
+
+/// Batch sizes of the context cells at a prompt of `tokens`: 1, a quarter,
+/// half and all of `seats`, each cut to [`CONTEXT_CELL_TOKENS`] / `tokens`,
+/// without repeats.
+fn context_batches(seats: u32, tokens: u32) -> Vec<u32> {
+    let cap = u32::try_from(CONTEXT_CELL_TOKENS / u64::from(tokens.max(1)))
+        .unwrap_or(u32::MAX)
+        .max(1);
+    let mut out: Vec<u32> = Vec::new();
+    for n in [1, seats / 4, seats / 2, seats] {
+        let n = n.clamp(1, cap);
+        if !out.contains(&n) {
+            out.push(n);
+        }
+    }
+    out
 }
 
 fn ladder(inputs: &CalibrationInputs, notes: &mut Vec<String>) -> Vec<u32> {
@@ -161,19 +191,25 @@ mod tests {
             .map(|c| c.concurrency)
             .collect();
         assert_eq!(decode, vec![1, 2, 4, 8, 16, 24]);
-        let contexts = plan
-            .cells
-            .iter()
-            .filter(|c| c.shape == Shape::Sized(CONTEXT_PROMPT_TOKENS))
-            .count();
-        assert_eq!(contexts, 2);
+        let at = |tokens: u32| -> Vec<u32> {
+            plan.cells
+                .iter()
+                .filter(|c| c.shape == Shape::Sized(tokens))
+                .map(|c| c.concurrency)
+                .collect()
+        };
+        // A quarter, half and all of 24 seats, cut to 96K prompt tokens a cell.
+        assert_eq!(at(4_096), vec![1, 6, 12, 24]);
+        assert_eq!(at(8_192), vec![1, 6, 12]);
+        assert_eq!(at(16_384), vec![1, 6]);
+        assert_eq!(at(32_768), vec![1, 3]);
         let cold: Vec<u64> = plan
             .cells
             .iter()
             .filter(|c| c.concurrency == 1)
             .map(|c| c.shape.input_tokens())
             .collect();
-        assert!(cold.contains(&16_384) && cold.contains(&1_024), "{cold:?}");
+        assert!(cold.contains(&32_768) && cold.contains(&1_024), "{cold:?}");
         assert!(plan.notes.is_empty(), "{:?}", plan.notes);
     }
 
@@ -187,7 +223,15 @@ mod tests {
             "{:?}",
             plan.notes
         );
-        // 8192 and 16384 both clamp to the same size: one cell, not two.
+        // 4096 … 32768 all clamp to the same size: one cell, not four, and
+        // no batch beyond the seats' cells of that size.
+        let at_clamped: Vec<u32> = plan
+            .cells
+            .iter()
+            .filter(|c| c.shape.input_tokens() == 1_856)
+            .map(|c| c.concurrency)
+            .collect();
+        assert_eq!(at_clamped, vec![1, 2, 4, 8]);
         let at_largest = plan
             .cells
             .iter()

@@ -303,6 +303,23 @@ impl Check for BenchConfig {
 }
 
 impl BenchConfig {
+    /// Runs exactly `cells`, in their order: the shapes and levels they use
+    /// become the run's.
+    pub fn set_cells(&mut self, cells: Vec<Cell>) {
+        let mut shapes = Vec::new();
+        for c in &cells {
+            if !shapes.contains(&c.shape) {
+                shapes.push(c.shape);
+            }
+        }
+        let mut levels: Vec<u32> = cells.iter().map(|c| c.concurrency).collect();
+        levels.sort_unstable();
+        levels.dedup();
+        self.shapes = shapes;
+        self.concurrency = levels;
+        self.cells = Some(cells);
+    }
+
     /// The cells in run order: the calibration's, else each shape at each
     /// level (shape by shape), with [`Self::requests_for`] requests.
     pub fn cells(&self) -> Vec<Cell> {

@@ -137,7 +137,9 @@ fn open_loop_text(config: &BenchConfig, open: &super::config::OpenLoop) -> Strin
 
 /// The plan shown before a run: target, model, levels, shapes, requests
 /// per level, output tokens, and the estimated duration.
-pub fn plan_text(config: &BenchConfig, model: &str, speed: &SpeedGuess) -> String {
+/// `speed` is `None` when nothing is known of the server's speed yet (a
+/// calibration run of a live server): the duration is then "unknown".
+pub fn plan_text(config: &BenchConfig, model: &str, speed: Option<&SpeedGuess>) -> String {
     let mut t = String::new();
     let levels: Vec<String> = config.concurrency.iter().map(u32::to_string).collect();
     let shapes: Vec<String> = config
@@ -207,14 +209,22 @@ pub fn plan_text(config: &BenchConfig, model: &str, speed: &SpeedGuess) -> Strin
                 "  estimated duration: set by the first two levels (the rates follow from their throughput)"
             );
         }
-        None => {
-            let est = estimate_duration(config, speed).as_secs_f64();
-            let _ = writeln!(
-                t,
-                "  estimated duration: {}, under sustained load",
-                about_duration(est)
-            );
-        }
+        None => match speed {
+            None => {
+                let _ = writeln!(
+                    t,
+                    "  estimated duration: unknown until the first cells have run on this server (then on the progress line)"
+                );
+            }
+            Some(speed) => {
+                let est = estimate_duration(config, speed).as_secs_f64();
+                let _ = writeln!(
+                    t,
+                    "  estimated duration: {}, under sustained load",
+                    about_duration(est)
+                );
+            }
+        },
     }
     t
 }
@@ -308,7 +318,7 @@ mod tests {
         let full = estimate_duration(&c, &speed);
         c.level_duration = Some(Duration::from_secs(10));
         assert!(estimate_duration(&c, &speed) < full);
-        let plan = plan_text(&c, "m", &speed);
+        let plan = plan_text(&c, "m", Some(&speed));
         assert!(
             plan.contains("1, 8, 16, 24, 40") && plan.contains("N=40: 160"),
             "{plan}"

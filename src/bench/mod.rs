@@ -10,6 +10,7 @@
 
 pub mod arrival;
 pub mod calibration;
+pub mod calibration_eta;
 pub mod config;
 mod driver;
 pub mod guard;
@@ -18,6 +19,7 @@ pub mod open_loop;
 pub mod progress;
 pub mod prompt;
 pub mod seams;
+mod twin_facts;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -28,6 +30,7 @@ use tokio::sync::watch;
 pub use self::config::{fit_shapes, parse_concurrency, parse_shapes, BenchConfig};
 pub use self::guard::{busy_guard, estimate_duration, plan_text, GuardVerdict, SpeedGuess};
 pub use self::seams::{ServerInfo, ServerLoad, ServerMetrics, ServerWindow};
+pub use self::twin_facts::{run_on_twin, TwinFacts};
 
 use self::config::OpenLoop;
 use self::driver::{run_level, LevelContext};
@@ -96,7 +99,10 @@ pub async fn preflight(
     let (fit, skipped) = fit_shapes(&config.shapes, config.output_tokens, max_model_len);
     let mut shown = config.clone();
     shown.shapes = fit;
-    let mut plan = plan_text(&shown, model, &SpeedGuess::default());
+    // A calibration run's length depends on the server it measures: it is
+    // estimated from its first cells, on the progress line.
+    let speed = config.calibration.is_none().then(SpeedGuess::default);
+    let mut plan = plan_text(&shown, model, speed.as_ref());
     for s in &skipped {
         plan.push_str(&format!("  {}\n", s.reason()));
     }
@@ -283,7 +289,9 @@ async fn run_levels(
     timeline: &mut Option<JsonlFile<serde_json::Value>>,
 ) -> Result<(Vec<LevelSummary>, bool), Error> {
     let mut levels = Vec::new();
-    for cell in ctx.config.cells() {
+    let cells = ctx.config.cells();
+    let eta = ctx.show_progress && ctx.config.calibration.is_some();
+    for cell in &cells {
         // A shape that did not fit has no prompt: its cells are not run.
         let Some(prompt) = prompts.iter().find(|p| p.shape == cell.shape) else {
             continue;
@@ -306,6 +314,21 @@ async fn run_levels(
         if stop_here {
             return Ok((levels, true));
         }
+        if eta {
+            let elapsed = ctx.clock.now_secs() - ctx.run_t0;
+            eprintln!(
+                "{}",
+                calibration_eta::progress_line(ctx.config, &levels, &cells, elapsed)
+            );
+        }
+    }
+    if eta {
+        let elapsed = ctx.clock.now_secs() - ctx.run_t0;
+        eprintln!(
+            "codendum: calibration run took {} ({} cells)",
+            calibration_eta::took(elapsed),
+            levels.len()
+        );
     }
     Ok((levels, false))
 }

@@ -7,7 +7,7 @@ use super::observe::{Observation, ObservationKind};
 
 /// Most of a decode window's modelled time may be others' prefill, as a
 /// fraction, for the window to be kept in the second pass.
-const MAX_PREFILL_SHARE: f64 = 0.2;
+const MAX_PREFILL_SHARE: f64 = 0.05;
 
 /// The observations without the decode windows whose modelled time is more
 /// than [`MAX_PREFILL_SHARE`] prefill, when idle-server TTFTs time the
@@ -34,7 +34,7 @@ pub(crate) fn prefill_light(
             .filter(|o| o.kind == ObservationKind::Decode)
             .count()
     };
-    if has_ttft && 2 * decode(&kept) >= decode(obs) {
+    if has_ttft && 4 * decode(&kept) >= decode(obs) {
         kept
     } else {
         obs.to_vec()
@@ -104,6 +104,10 @@ pub(crate) fn structural_fixes(
     if hi - lo < 0.5 {
         let why = "one batch size: the fixed cost per step and the per-sequence cost cannot be told apart; the expert term is fixed at 0 (all in step_s)";
         fixed[1] = Some((0.0, why.into()));
+        fixed[6] = Some((
+            0.0,
+            "one batch size: a compute cost per decoded sequence cannot be told from the fixed cost".into(),
+        ));
         notes.push(why.into());
     }
     (fixed, notes)

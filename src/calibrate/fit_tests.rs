@@ -15,6 +15,7 @@ fn truth() -> Coefficients {
         prefill_token_s: 3.0e-4,
         prefill_pair_s: 1.4e-8,
         path_s: 0.004,
+        decode_token_s: 0.0,
     }
 }
 
@@ -56,6 +57,7 @@ fn synthetic(c: &Coefficients, share: Option<f64>, batches: &[f64], seed: u64) -
                     prefill_tokens: prefill / steps,
                     prefill_pairs: prompt_pairs(prefill as u64) / steps,
                     path: 0.0,
+                    decode_tokens: d,
                 };
                 push(terms, ObservationKind::Decode, level, &mut rng);
             }
@@ -73,6 +75,7 @@ fn synthetic(c: &Coefficients, share: Option<f64>, batches: &[f64], seed: u64) -
                 prefill_tokens: p as f64,
                 prefill_pairs: prompt_pairs(p),
                 path: 1.0,
+                decode_tokens: 0.0,
             };
             push(terms, ObservationKind::Ttft, batches.len() + i, &mut rng);
         }
@@ -95,6 +98,15 @@ fn known_coefficients_are_recovered_within_their_uncertainty() {
     let share = f.expert_share.expect("an MoE is found");
     assert!((share / SHARE - 1.0).abs() < 0.25, "share {share}");
     for (p, want) in f.params.iter().zip(c.to_array()) {
+        if p.name == "decode_token_s" {
+            // No compute term in the truth: at most a trace of one.
+            assert!(
+                p.value * 16.0 < 0.05 * c.step_s,
+                "decode_token_s {:e}",
+                p.value
+            );
+            continue;
+        }
         assert_eq!(p.status, Status::Fitted, "{}", p.name);
         let sd = p.bootstrap_sd.expect("bootstrap");
         assert!(
@@ -115,21 +127,41 @@ fn known_coefficients_are_recovered_within_their_uncertainty() {
     assert!(f.rms_relative_error < 0.03, "{}", f.rms_relative_error);
 }
 
+fn fit_without_bootstrap(obs: &[Observation]) -> super::fit::Fit {
+    let options = FitOptions {
+        bootstrap_rounds: 0,
+        seed: 1,
+    };
+    fit(obs, options).expect("fits")
+}
+
 #[test]
 fn a_dense_server_is_fitted_as_dense() {
     let mut c = truth();
     c.expert_s = 0.0;
     let obs = synthetic(&c, None, &[1.0, 4.0, 16.0], 3);
-    let f = fit(
-        &obs,
-        FitOptions {
-            bootstrap_rounds: 0,
-            seed: 1,
-        },
-    )
-    .expect("fits");
+    let f = fit_without_bootstrap(&obs);
     assert_eq!(f.expert_share, None);
     assert!((f.coefficients.step_s / c.step_s - 1.0).abs() < 0.05);
+}
+
+#[test]
+fn a_compute_bound_dense_server_is_dense_with_a_compute_term() {
+    // A CPU: every decoded sequence costs 4 ms of compute, more than the
+    // step's fixed cost at 8 in flight. The expert curve could stand in for
+    // that near-linear growth; it must not.
+    let mut c = truth();
+    c.expert_s = 0.0;
+    c.decode_token_s = 0.004;
+    let obs = synthetic(&c, None, &[1.0, 2.0, 4.0, 8.0], 9);
+    let f = fit_without_bootstrap(&obs);
+    assert_eq!(f.expert_share, None, "{:?}", f.notes);
+    let got = f.coefficients.decode_token_s;
+    assert!(
+        (got / c.decode_token_s - 1.0).abs() < 0.05,
+        "decode_token_s {got:e}"
+    );
+    assert!((f.coefficients.context_s / c.context_s - 1.0).abs() < 0.1);
 }
 
 #[test]

@@ -9,6 +9,7 @@
 //! settings, [`write`] renders the profile, its hardware TOML and the fit
 //! report.
 
+pub mod check;
 mod design;
 pub mod facts;
 pub mod fit;
@@ -24,6 +25,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use codendum_core::error::ConfigError;
+use codendum_core::profile::region::CalibrationRegion;
 use codendum_core::profile::Profile;
 
 pub use self::facts::{FactOverrides, ServerFacts};
@@ -70,6 +72,28 @@ pub struct Calibration {
     pub memory_bandwidth_gb_s: f64,
     /// Notes for the reader: what could not be told, what was assumed.
     pub notes: Vec<String>,
+    /// What the runs measured: contexts, batch sizes, prompt lengths.
+    pub region: CalibrationRegion,
+}
+
+/// The region the timed requests cover: their longest context (prompt +
+/// output), the most requests in flight of their levels, their prompt
+/// lengths.
+pub fn measured_region(
+    timed: &[observe::TimedRequest],
+    levels: &[input::LevelKey],
+) -> CalibrationRegion {
+    let prompts = timed.iter().map(|r| r.input_tokens);
+    CalibrationRegion {
+        max_context_tokens: timed
+            .iter()
+            .map(|r| r.input_tokens + r.output_tokens)
+            .max()
+            .unwrap_or(0),
+        max_batch: levels.iter().map(|k| k.concurrency).max().unwrap_or(0),
+        min_prompt_tokens: prompts.clone().min().unwrap_or(0),
+        max_prompt_tokens: prompts.max().unwrap_or(0),
+    }
 }
 
 /// One input run.
@@ -100,6 +124,7 @@ pub fn calibrate(options: &CalibrateOptions) -> Result<Calibration, ConfigError>
             "the runs have no successful request: nothing to fit",
         ));
     }
+    let region = measured_region(&timed, &levels);
     let server = facts::server_facts(&runs, options.overrides);
     let budget = u64::from(server.max_num_batched_tokens.value);
     let obs = observe::observations(&timed, budget);
@@ -131,6 +156,7 @@ pub fn calibrate(options: &CalibrateOptions) -> Result<Calibration, ConfigError>
         levels: checks,
         memory_bandwidth_gb_s: options.memory_bandwidth_gb_s,
         notes,
+        region,
     })
 }
 

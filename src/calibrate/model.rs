@@ -4,6 +4,7 @@
 //! ```text
 //! seconds = step_s · steps + expert_s · Σ weight · φ(tokens) + context_s · context_tokens
 //!         + prefill_token_s · prefill_tokens + prefill_pair_s · prefill_pairs + path_s · path
+//!         + decode_token_s · decode_tokens
 //! φ(n) = 1 - (1 - share)^n        (share = experts per token / experts; dense: no term)
 //! ```
 //!
@@ -12,7 +13,7 @@
 //! step), so the fit reports them together.
 
 /// The coefficients, in [`Coefficients::NAMES`] order.
-pub const PARAMS: usize = 6;
+pub const PARAMS: usize = 7;
 
 /// One expert-coverage term: a share of steps and the tokens each of them
 /// held.
@@ -39,6 +40,8 @@ pub struct Terms {
     pub prefill_pairs: f64,
     /// 1 for a time to first token (multiplies `path_s`), else 0.
     pub path: f64,
+    /// Sequences decoded per step (multiplies `decode_token_s`).
+    pub decode_tokens: f64,
 }
 
 impl Terms {
@@ -56,6 +59,7 @@ impl Terms {
             self.prefill_tokens,
             self.prefill_pairs,
             self.path,
+            self.decode_tokens,
         ]
     }
 }
@@ -75,6 +79,8 @@ pub struct Coefficients {
     pub prefill_pair_s: f64,
     /// Seconds of the path to the first token (network, HTTP, tokenising).
     pub path_s: f64,
+    /// Seconds of compute per sequence decoded in a step.
+    pub decode_token_s: f64,
 }
 
 impl Coefficients {
@@ -86,6 +92,7 @@ impl Coefficients {
         "prefill_token_s",
         "prefill_pair_s",
         "path_s",
+        "decode_token_s",
     ];
 
     /// As an array in row order.
@@ -97,6 +104,7 @@ impl Coefficients {
             self.prefill_token_s,
             self.prefill_pair_s,
             self.path_s,
+            self.decode_token_s,
         ]
     }
 
@@ -109,6 +117,7 @@ impl Coefficients {
             prefill_token_s: a[3],
             prefill_pair_s: a[4],
             path_s: a[5],
+            decode_token_s: a[6],
         }
     }
 

@@ -82,22 +82,46 @@ pub struct Observation {
 /// in chunks of it.
 pub fn observations(requests: &[TimedRequest], budget: u64) -> Vec<Observation> {
     let budget = budget.max(1);
+    let prefill_from = prefill_starts(requests);
     let mut out = Vec::new();
     for (i, r) in requests.iter().enumerate() {
-        let same_run: Vec<&TimedRequest> = requests
+        let same_run: Vec<(&TimedRequest, f64)> = requests
             .iter()
+            .zip(&prefill_from)
             .enumerate()
-            .filter(|(j, s)| *j != i && s.run == r.run)
-            .map(|(_, s)| s)
+            .filter(|(j, (s, _))| *j != i && s.run == r.run)
+            .map(|(_, (s, &p))| (s, p))
             .collect();
         if let Some(o) = decode_observation(r, &same_run, budget) {
             out.push(o);
         }
-        if let Some(o) = ttft_observation(r, &same_run, budget) {
+        let others: Vec<&TimedRequest> = same_run.iter().map(|(s, _)| *s).collect();
+        if let Some(o) = ttft_observation(r, &others, budget) {
             out.push(o);
         }
     }
     out
+}
+
+/// When each request's prefill began, seconds: the engine prefills prompts
+/// in arrival order, so a prompt's prefill starts at its own start or at the
+/// previous first token of its run, whichever is later.
+fn prefill_starts(requests: &[TimedRequest]) -> Vec<f64> {
+    requests
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let f = r.first_token();
+            let prev = requests
+                .iter()
+                .enumerate()
+                .filter(|(j, q)| *j != i && q.run == r.run)
+                .map(|(_, q)| q.first_token())
+                .filter(|&t| t < f)
+                .fold(f64::NEG_INFINITY, f64::max);
+            r.start.max(prev).min(f)
+        })
+        .collect()
 }
 
 fn overlap(a0: f64, a1: f64, b0: f64, b1: f64) -> f64 {
@@ -122,9 +146,12 @@ pub fn prompt_pairs(tokens: u64) -> f64 {
     n * (n - 1.0) / 2.0
 }
 
+/// `others` are the run's other requests, each with the time its prefill
+/// began: the share of a prefill that falls inside the window (spread
+/// evenly over its time) counts as carried by the window's steps.
 fn decode_observation(
     r: &TimedRequest,
-    others: &[&TimedRequest],
+    others: &[(&TimedRequest, f64)],
     budget: u64,
 ) -> Option<Observation> {
     let (w0, w1, len) = (r.first_token(), r.end(), r.decode_len());
@@ -136,8 +163,9 @@ fn decode_observation(
     let mut context = r.input_tokens as f64 + r.output_tokens as f64 / 2.0;
     let mut prefill_tokens = 0.0;
     let mut prefill_pairs = 0.0;
-    let mut chunk_sizes = Vec::new();
-    for s in others {
+    // (chunk size, share of it inside the window)
+    let mut chunk_sizes: Vec<(u64, f64)> = Vec::new();
+    for &(s, p0) in others {
         let shared = overlap(w0, w1, s.first_token(), s.end());
         if shared > 0.0 {
             let share = shared / len;
@@ -147,20 +175,36 @@ fn decode_observation(
             context += share * (s.input_tokens as f64 + s.output_tokens as f64 * progress);
         }
         let f = s.first_token();
-        if f > w0 && f <= w1 {
-            prefill_tokens += s.input_tokens as f64;
-            prefill_pairs += prompt_pairs(s.input_tokens);
-            chunk_sizes.extend(chunks(s.input_tokens, budget));
+        let inside = if f > p0 {
+            overlap(w0, w1, p0, f) / (f - p0)
+        } else if f > w0 && f <= w1 {
+            1.0
+        } else {
+            0.0
+        };
+        if inside > 0.0 {
+            prefill_tokens += inside * s.input_tokens as f64;
+            prefill_pairs += inside * prompt_pairs(s.input_tokens);
+            chunk_sizes.extend(
+                chunks(s.input_tokens, budget)
+                    .into_iter()
+                    .map(|c| (c, inside)),
+            );
         }
     }
-    let chunk_steps = (chunk_sizes.len() as f64).min(steps);
+    let carried: f64 = chunk_sizes.iter().map(|(_, w)| w).sum();
+    let chunk_steps = carried.min(steps);
     let mut experts = vec![ExpertUse {
         weight: (steps - chunk_steps) / steps,
         tokens: decoders,
     }];
-    let chunk_weight = chunk_steps / chunk_sizes.len().max(1) as f64 / steps;
-    experts.extend(chunk_sizes.iter().map(|&c| ExpertUse {
-        weight: chunk_weight,
+    let cap = if carried > 0.0 {
+        chunk_steps / carried
+    } else {
+        0.0
+    };
+    experts.extend(chunk_sizes.iter().map(|&(c, w)| ExpertUse {
+        weight: w * cap / steps,
         tokens: decoders + c as f64,
     }));
     Some(Observation {
@@ -174,6 +218,7 @@ fn decode_observation(
             prefill_tokens: prefill_tokens / steps,
             prefill_pairs: prefill_pairs / steps,
             path: 0.0,
+            decode_tokens: decoders,
         },
     })
 }
@@ -218,6 +263,7 @@ fn ttft_observation(
             prefill_tokens: r.input_tokens as f64,
             prefill_pairs: prompt_pairs(r.input_tokens),
             path,
+            decode_tokens: 0.0,
         },
     })
 }

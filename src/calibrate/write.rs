@@ -123,8 +123,19 @@ pub fn hardware_toml(c: &Calibration) -> String {
     let _ = writeln!(t, "# {}", uncertainty(p("prefill_pair_s"), 1e9));
     let _ = writeln!(
         t,
-        "ns_per_token_pair = {:?}",
+        "ns_per_token_pair = {:?}\n",
         round_sig(coef.prefill_pair_s * 1e9)
+    );
+    let _ = writeln!(t, "[compute]");
+    let _ = writeln!(
+        t,
+        "# compute per decoded sequence in a step; {}",
+        uncertainty(p("decode_token_s"), 1e3)
+    );
+    let _ = writeln!(
+        t,
+        "ms_per_decode_token = {:?}",
+        round_sig(coef.decode_token_s * 1e3)
     );
     t
 }
@@ -222,6 +233,23 @@ pub fn profile_toml(c: &Calibration, targets: Option<&toml::Table>) -> String {
         format!("{:?}", c.name),
         "fitted: see the hardware TOML",
     );
+    let r = &c.region;
+    let _ = writeln!(
+        t,
+        "\n# What the calibration runs measured: plan, bench and classroom warn beyond it."
+    );
+    let _ = writeln!(t, "[calibration]");
+    let _ = writeln!(
+        t,
+        "# longest context (prompt + output), tokens\nmax_context_tokens = {}",
+        r.max_context_tokens
+    );
+    let _ = writeln!(t, "# most requests in flight\nmax_batch = {}", r.max_batch);
+    let _ = writeln!(
+        t,
+        "# prompt lengths, tokens\nmin_prompt_tokens = {}\nmax_prompt_tokens = {}",
+        r.min_prompt_tokens, r.max_prompt_tokens
+    );
     if let Some(targets) = targets {
         let mut outer = toml::Table::new();
         outer.insert("targets".into(), toml::Value::Table(targets.clone()));
@@ -274,6 +302,15 @@ pub fn summary_text(c: &Calibration) -> String {
         );
     }
     let _ = writeln!(t, "TPOT in ms, TTFT (requests on an idle server) in s.");
+    let r = &c.region;
+    let _ = writeln!(
+        t,
+        "Calibrated region: contexts up to {} tokens, up to {} in flight, prompts of {} to {} tokens.",
+        codendum_core::profile::region::grouped(r.max_context_tokens),
+        r.max_batch,
+        codendum_core::profile::region::grouped(r.min_prompt_tokens),
+        codendum_core::profile::region::grouped(r.max_prompt_tokens)
+    );
     for n in &c.notes {
         let _ = writeln!(t, "note: {n}");
     }

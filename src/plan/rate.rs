@@ -10,11 +10,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
-
 use crate::bench::arrival::Arrival;
 use crate::bench::config::OpenLoop;
-use crate::bench::{run_bench, BenchConfig, BenchDeps, ServerInfo};
+use crate::bench::{run_on_twin, BenchConfig, TwinFacts};
 use codendum_core::clock::Clock;
 use codendum_core::error::{ConfigError, Error};
 use codendum_core::kinds::Shape;
@@ -53,27 +51,6 @@ pub struct RateAnswer {
     pub search: RateSearch,
     /// Its bench folder.
     pub folder: PathBuf,
-}
-
-/// The twin in process states its model and no `/tokenize`: prompts are
-/// sized from a probe's usage, as against a server without `/tokenize`.
-struct TwinFacts {
-    model: String,
-}
-
-impl ServerInfo for TwinFacts {
-    fn model_id(&self) -> BoxFuture<'_, Result<String, String>> {
-        let model = self.model.clone();
-        Box::pin(async move { Ok(model) })
-    }
-
-    fn tokenize<'a>(
-        &'a self,
-        _model: &'a str,
-        _prompt: &'a str,
-    ) -> BoxFuture<'a, Result<Option<u64>, String>> {
-        Box::pin(async { Ok(None) })
-    }
 }
 
 /// Searches each profile in turn (each on its own paused runtime).
@@ -134,21 +111,14 @@ async fn search_profile(
         closed_levels_first: false,
     });
     codendum_core::error::Check::check(&config)?;
+    // The twin in process states its model and no `/tokenize`: prompts are
+    // sized from a probe's usage, as against a server without `/tokenize`.
     let info = TwinFacts {
         model: profile.server.served_model_name.clone(),
+        max_model_len: None,
+        tokenize: false,
     };
-    let (_tx, stop) = tokio::sync::watch::channel(false);
-    let deps = BenchDeps {
-        transport: transport.as_ref(),
-        info: &info,
-        metrics: None,
-        clock,
-        stop,
-        show_progress: false,
-    };
-    let outcome = run_bench(&config, deps).await;
-    transport.stop();
-    outcome
+    run_on_twin(&config, &transport, &info, clock).await
 }
 
 /// Checks `plan --rate`'s own values.

@@ -104,6 +104,30 @@ pub struct PlanResults {
     /// fleet was asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fleet: Option<super::fleet::FleetPlan>,
+    /// One line per fitted profile whose classes went outside the region
+    /// its calibration measured (contexts, requests in flight).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub region_warnings: Vec<String>,
+}
+
+/// For each fitted profile (`[calibration]`), a warning when its cells'
+/// prompts or running requests went beyond what its calibration measured.
+pub fn region_warnings(profiles: &[Profile], cells: &[JudgedCell]) -> Vec<String> {
+    profiles
+        .iter()
+        .filter_map(|p| {
+            let mine = || cells.iter().filter(|c| c.result.spec.profile == p.name);
+            let context = mine()
+                .filter_map(|c| c.result.summary.prompt_tokens_max)
+                .max();
+            let batch = mine()
+                .filter_map(|c| c.result.peak_running)
+                .fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v))))
+                .map(|v| v.round() as u32);
+            p.region_warning(context, batch)
+                .map(|w| format!("profile {}: {w}", p.name))
+        })
+        .collect()
 }
 
 /// Runs a plan: validates `config`, simulates every cell (in parallel over
@@ -142,7 +166,9 @@ pub fn run_plan(
         verdicts,
         search: None,
         fleet: None,
+        region_warnings: Vec::new(),
     };
+    results.region_warnings = region_warnings(&profiles, &results.cells);
     results.fleet = super::fleet::plan_fleet(config, fleets, &results);
     Ok(results)
 }

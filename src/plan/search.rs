@@ -171,7 +171,9 @@ pub fn run_search(config: &PlanConfig, on_probe: ProbeHook<'_>) -> Result<PlanRe
             variants,
         }),
         fleet: None,
+        region_warnings: Vec::new(),
     };
+    results.region_warnings = super::run::region_warnings(&profiles, &results.cells);
     results.fleet = super::fleet::plan_fleet(config, fleets, &results);
     Ok(results)
 }

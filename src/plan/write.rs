@@ -122,6 +122,9 @@ pub fn markdown(results: &PlanResults) -> String {
         let _ = writeln!(s, "- {}", v.summary);
     }
     s.push('\n');
+    for w in &results.region_warnings {
+        let _ = writeln!(s, "**Warning:** {w}\n");
+    }
     s.push_str(&super::search_text::search_markdown(results));
     s.push_str(&super::fleet_text::fleet_markdown(results));
     let _ = writeln!(s, "## Cells\n");
@@ -193,6 +196,9 @@ pub fn html(results: &PlanResults) -> String {
         let _ = writeln!(s, "<li>{}</li>", xml_escape(&v.summary));
     }
     let _ = writeln!(s, "</ul>");
+    for w in &results.region_warnings {
+        let _ = writeln!(s, "<p><strong>Warning:</strong> {}</p>", xml_escape(w));
+    }
     s.push_str(&super::search_text::search_html(results));
     s.push_str(&super::fleet_text::fleet_html(results));
     let _ = writeln!(s, "<h2>Charts</h2>");

@@ -169,6 +169,9 @@ fn calibrated_profile_round_trips_into_the_twins_step_model() {
             .as_f64()
             .unwrap(),
         path_s: 0.0,
+        decode_token_s: json["fit"]["coefficients"]["decode_token_s"]
+            .as_f64()
+            .unwrap(),
     };
     let share = json["fit"]["expert_share"].as_f64();
     let loaded = Profile::load(out.to_str().unwrap()).expect("the written profile loads");
@@ -192,6 +195,7 @@ fn calibrated_profile_round_trips_into_the_twins_step_model() {
             prefill_tokens: prefill as f64,
             prefill_pairs: shape.prefill_pairs as f64,
             path: 0.0,
+            decode_tokens: batch as f64,
         };
         let written = model.step_seconds(&shape);
         let fitted = c.predict(&terms, share);
@@ -238,4 +242,82 @@ fn calibrate_reads_a_real_vllm_run() {
     let step_ms = p.hardware.hardware.step_fixed_ms;
     assert!((30.0..200.0).contains(&step_ms), "CPU step {step_ms} ms");
     assert!(p.hardware.prefill.ms_per_token > 1.0, "CPU prefill is slow");
+}
+
+/// The backtest through the binary: a profile replays runs of its own
+/// server within the tolerance (exit 0), a profile of another server does
+/// not (exit 1, the figures beyond it marked), and a folder that is not a
+/// bench run is one line and exit 2.
+#[test]
+fn calibrate_check_replays_runs_and_fails_beyond_the_tolerance() {
+    let dir = tempfile::tempdir().unwrap();
+    let truth_file = format!("{FIXTURES}/cpu-compute.toml");
+    let truth = Profile::load(&truth_file).unwrap();
+    let cells = vec![
+        Cell {
+            shape: Shape::Sized(512),
+            concurrency: 2,
+            requests: 4,
+        },
+        Cell {
+            shape: Shape::Sized(2_000),
+            concurrency: 12,
+            requests: 12,
+        },
+    ];
+    let run = bench_twin(&truth, cells, 48, dir.path()).0;
+    let run_s = run.to_str().unwrap();
+    let o = calibrate(&["--check", &truth_file, run_s, "--tolerance", "8"]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("512@2") && err.contains("TTFT P95"), "{err}");
+    assert!(err.contains("8 of 8 figures within 8 %"), "{err}");
+    // The same runs against a fast GPU: far off, exit 1, each figure marked.
+    let other = format!("{FIXTURES}/dense-fast.toml");
+    let o = calibrate(&["--check", &other, run_s]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains(" !") && err.contains("beyond 10 %"), "{err}");
+    let o = calibrate(&["--check", &truth_file, dir.path().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("not a bench or classroom run"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// A classroom run is replayed as `plan` simulates a class: the class
+/// figures, each with its error (the run is of the twin on a scaled clock,
+/// so its client-side TTFT is not the replay's: only the rows are checked).
+#[test]
+fn calibrate_check_replays_a_classroom_run_as_a_class() {
+    let work = tempfile::tempdir().unwrap();
+    let truth_file = format!("{FIXTURES}/tiny-kv.toml");
+    let mut cmd = crate::cli_support::codendum(work.path());
+    cmd.args(["classroom", "--profile", &truth_file, "--users", "2"])
+        .args(["--duration", "40", "--ramp-up", "5", "--time-scale", "10"])
+        .args(["--yes", "--no-report"])
+        .args(["--results-dir", "r"]);
+    let f = crate::cli_support::run(cmd);
+    assert_eq!(f.code, Some(0), "{}", f.both());
+    let run = crate::cli_support::only_folder(&work.path().join("r"));
+    let o = calibrate(&[
+        "--check",
+        &truth_file,
+        run.to_str().unwrap(),
+        "--tolerance",
+        "1000",
+    ]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    for row in [
+        "class of 2",
+        "server tok/s",
+        "TTFT P50",
+        "TTFT P95",
+        "completed",
+    ] {
+        assert!(err.contains(row), "{row}: {err}");
+    }
 }

@@ -120,18 +120,7 @@ pub(crate) fn bench_twin(
         let target =
             Target::new(None, None, None, None, None, Duration::from_secs(3_600)).expect("target");
         let mut config = BenchConfig::new(target);
-        let mut shapes: Vec<Shape> = Vec::new();
-        for c in &cells {
-            if !shapes.contains(&c.shape) {
-                shapes.push(c.shape);
-            }
-        }
-        let mut levels: Vec<u32> = cells.iter().map(|c| c.concurrency).collect();
-        levels.sort_unstable();
-        levels.dedup();
-        config.shapes = shapes;
-        config.concurrency = levels;
-        config.cells = Some(cells);
+        config.set_cells(cells);
         config.calibration = Some(Vec::new());
         config.output_tokens = output_tokens;
         config.results_dir = root.to_path_buf();
@@ -221,6 +210,11 @@ fn check_profile(file: &str) -> Vec<String> {
     });
     let (run, _) = bench_twin(&truth, plan.cells, 128, dir.path());
     let fitted = fitted_profile(&truth, &run, dir.path());
+    let region = fitted
+        .calibration
+        .expect("a fitted profile records its region");
+    assert_eq!(region.max_batch, truth.server.max_num_seqs, "{region:?}");
+    assert!(region.max_context_tokens > 30_000, "{region:?}");
     let cells = unseen_cells(truth.server.max_num_seqs);
     let (_, want) = bench_twin(&truth, cells.clone(), 200, dir.path());
     let (_, got) = bench_twin(&fitted, cells, 200, dir.path());
@@ -259,6 +253,14 @@ fn class_check(file: &str, truth: &Profile, fitted: &Profile) -> String {
         run_cell(&spec, p, &config).expect("class runs")
     };
     let (w, g) = (cell(truth), cell(fitted));
+    // The class stays inside what the calibration measured, or says so.
+    let outside = fitted.region_warning(
+        g.summary.prompt_tokens_max,
+        g.peak_running.map(|v| v.round() as u32),
+    );
+    if let Some(w) = &outside {
+        assert!(w.contains("calibrated up to"), "{w}");
+    }
     let out = ratio(g.server_output_tok_per_s, w.server_output_tok_per_s);
     let p50 = ratio(g.ttft_p50_s, w.ttft_p50_s);
     let p95 = ratio(g.ttft_p95_s, w.ttft_p95_s);
@@ -292,4 +294,68 @@ fn calibrate_twin_expensive_prefill() {
     for l in check_profile("prefill-heavy.toml") {
         println!("{l}");
     }
+}
+
+#[test]
+fn calibrate_twin_kv_heavy_without_gqa() {
+    for l in check_profile("kv-heavy-mha.toml") {
+        println!("{l}");
+    }
+}
+
+#[test]
+fn calibrate_twin_tiny_kv() {
+    for l in check_profile("tiny-kv.toml") {
+        println!("{l}");
+    }
+}
+
+#[test]
+fn calibrate_twin_moe_many_small_experts() {
+    for l in check_profile("moe-many-experts.toml") {
+        println!("{l}");
+    }
+}
+
+#[test]
+fn calibrate_twin_compute_bound_cpu() {
+    for l in check_profile("cpu-compute.toml") {
+        println!("{l}");
+    }
+}
+
+#[test]
+fn calibrate_twin_slow_prefill_without_prefix_cache() {
+    for l in check_profile("slow-prefill.toml") {
+        println!("{l}");
+    }
+}
+
+/// The calibration workload on the GB10 twin (24 seats, 64K contexts): the
+/// server time its cells take, in the twin's virtual time.
+#[test]
+fn calibration_run_of_a_gb10_takes_under_ten_minutes() {
+    let profile = Profile::load(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/profiles/classroom-64k-high-concurrency.toml"
+    ))
+    .expect("profile loads");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan = calibration_plan(&CalibrationInputs {
+        ladder: Vec::new(),
+        seats: Some(profile.server.max_num_seqs),
+        max_model_len: Some(u64::from(profile.server.max_model_len)),
+        output_tokens: 128,
+    });
+    let cells = plan.cells.len();
+    let (_, levels) = bench_twin(&profile, plan.cells, 128, dir.path());
+    assert_eq!(levels.len(), cells);
+    let server_s: f64 = levels.iter().map(|l| l.wall_time_s).sum();
+    println!("GB10 calibration run: {cells} cells, {server_s:.0} s of server time");
+    assert!(server_s < 600.0, "{server_s:.0} s");
+    let longest = levels
+        .iter()
+        .map(|l| l.mean_input_tokens.unwrap_or(0.0))
+        .fold(0.0, f64::max);
+    assert!(longest > 30_000.0, "contexts reach 32K: {longest}");
 }

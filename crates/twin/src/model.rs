@@ -3,15 +3,24 @@
 //! GPU or model is a new hardware TOML (or another implementation).
 //!
 //! ```text
-//! t_step = t_fixed + (W_dense + W_experts * phi(N)) / BW + sum_i(ctx_i) * kv_bytes / BW + t_prefill
+//! t_step = t_fixed + (W_dense + W_experts * phi(N)) / BW + sum_i(ctx_i) * kv_bytes / BW
+//!        + c * decode_tokens + t_prefill
 //! phi(N) = 1 - (1 - k/E)^N
 //! t_prefill = a * prefill_tokens + b * prefill_pairs
 //! ```
+//!
+//! `c` (`[compute] ms_per_decode_token`, default 0) is the compute a decode
+//! token costs. It is added to the memory terms rather than taken as a
+//! roofline `max(memory, compute)`: a CPU, or a GPU past its ridge point,
+//! does not overlap the two completely, and the sum is linear in every
+//! coefficient, so `codendum calibrate` fits it by least squares
+//! (docs/twin-calibration.md has the fits that decided it).
 
 use std::time::Duration;
 
 pub use codendum_core::profile::hardware::{
-    HardwareProfile, HardwareSection, ModelSection, PrefillSection, GB10_QWEN3_CODER_TOML,
+    ComputeSection, HardwareProfile, HardwareSection, ModelSection, PrefillSection,
+    GB10_QWEN3_CODER_TOML,
 };
 
 /// What one engine step computes, in aggregate (all counts in tokens).
@@ -50,6 +59,7 @@ pub struct PhysicalStepModel {
     kv_bytes: f64,
     prefill_s_per_token: f64,
     prefill_s_per_pair: f64,
+    decode_token_s: f64,
 }
 
 impl PhysicalStepModel {
@@ -65,6 +75,7 @@ impl PhysicalStepModel {
             kv_bytes: hw.model.kv_bytes_per_token as f64,
             prefill_s_per_token: hw.prefill.ms_per_token / 1e3,
             prefill_s_per_pair: hw.prefill.ns_per_token_pair / 1e9,
+            decode_token_s: hw.compute.ms_per_decode_token / 1e3,
         }
     }
 
@@ -84,7 +95,8 @@ impl PhysicalStepModel {
         let kv = s.decode_context_tokens as f64 * self.kv_bytes / self.bw_bytes_s;
         let prefill = s.prefill_tokens as f64 * self.prefill_s_per_token
             + s.prefill_pairs as f64 * self.prefill_s_per_pair;
-        self.t_fixed_s + weights + kv + prefill
+        let compute = s.num_decode as f64 * self.decode_token_s;
+        self.t_fixed_s + weights + kv + compute + prefill
     }
 
     /// Output tokens/s of a steady decode batch: `batch` sequences, each with
@@ -176,6 +188,23 @@ mod tests {
         let bad = GB10_QWEN3_CODER_TOML.replace("step_fixed_ms", "step_fixd_ms");
         let err = HardwareProfile::parse(&bad).expect_err("must fail");
         assert!(err.contains("step_fixd_ms"), "{err}");
+    }
+
+    #[test]
+    fn a_decode_compute_cost_grows_with_the_batch_not_the_context() {
+        let text = format!("{GB10_QWEN3_CODER_TOML}\n[compute]\nms_per_decode_token = 2.0\n");
+        let m = PhysicalStepModel::new(&HardwareProfile::parse(&text).expect("parses"));
+        let base = gb10();
+        let step =
+            |m: &PhysicalStepModel, b: u64| f64::from(b as u32) / m.decode_tokens_per_s(b, 1_000);
+        // 2 ms more per decoding sequence in every step, nothing else.
+        for b in [1u64, 8, 24] {
+            let extra = step(&m, b) - step(&base, b);
+            assert!(
+                (extra - 0.002 * b as f64).abs() < 1e-9,
+                "batch {b}: {extra}"
+            );
+        }
     }
 
     #[test]

@@ -45,6 +45,18 @@ pub struct PrefillSection {
     pub ns_per_token_pair: f64,
 }
 
+/// `[compute]` table of a hardware TOML: costs that grow with the tokens a
+/// step computes rather than the bytes it reads (a CPU; a GPU at large
+/// batches). Added to the memory-bound terms; absent means 0.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ComputeSection {
+    /// Compute cost of each sequence's decode token in a step,
+    /// milliseconds per token (0: decode is bound by memory only).
+    #[serde(default)]
+    pub ms_per_decode_token: f64,
+}
+
 /// A hardware TOML: accelerator + model figures of the step-time model.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -55,6 +67,9 @@ pub struct HardwareProfile {
     pub model: ModelSection,
     /// Prompt processing cost.
     pub prefill: PrefillSection,
+    /// Per-token compute cost of decoding (default: none).
+    #[serde(default)]
+    pub compute: ComputeSection,
 }
 
 impl HardwareProfile {
@@ -81,6 +96,10 @@ impl HardwareProfile {
             ("model.expert_weight_gb", self.model.expert_weight_gb),
             ("prefill.ms_per_token", self.prefill.ms_per_token),
             ("prefill.ns_per_token_pair", self.prefill.ns_per_token_pair),
+            (
+                "compute.ms_per_decode_token",
+                self.compute.ms_per_decode_token,
+            ),
         ];
         for (name, v) in non_negative {
             if !(v.is_finite() && v >= 0.0) {

@@ -6,6 +6,7 @@
 
 pub mod fleet;
 pub mod hardware;
+pub mod region;
 
 use std::path::{Path, PathBuf};
 
@@ -64,6 +65,8 @@ struct ProfileFile {
     fleet: fleet::FleetSpec,
     #[serde(default)]
     targets: toml::Table,
+    #[serde(default)]
+    calibration: Option<region::CalibrationRegion>,
 }
 
 /// A loaded server profile.
@@ -79,6 +82,9 @@ pub struct Profile {
     pub fleet: fleet::FleetSpec,
     /// The `[targets]` table, uninterpreted (the capacity module reads it).
     pub targets: toml::Table,
+    /// `[calibration]`: the region a fitted profile's runs measured (`None`:
+    /// not a fitted profile).
+    pub calibration: Option<region::CalibrationRegion>,
 }
 
 impl Profile {
@@ -150,7 +156,19 @@ impl Profile {
             hardware,
             fleet: file.fleet,
             targets: file.targets,
+            calibration: file.calibration,
         })
+    }
+
+    /// The warning for a run outside a fitted profile's calibrated region
+    /// (contexts in tokens, batch in requests in flight), `None` inside it or
+    /// for a profile that was not fitted.
+    pub fn region_warning(
+        &self,
+        context_tokens: Option<u64>,
+        batch: Option<u32>,
+    ) -> Option<String> {
+        self.calibration?.outside(context_tokens, batch)
     }
 
     /// KV blocks of the cache (`kv_cache_tokens / block_size`).
