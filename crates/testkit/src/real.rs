@@ -136,7 +136,15 @@ pub fn trial(name: &str, needs: &[Component], test: fn()) -> Trial {
     })
 }
 
-/// Runs the trials with the command line's filters and exits.
+/// Runs the trials with the command line's filters and exits. Without
+/// `--test-threads`, `RUST_TEST_THREADS` sets the threads as it does for
+/// the standard harness (these tests mostly wait on real processes).
 pub fn run(trials: Vec<Trial>) -> ! {
-    libtest_mimic::run(&Arguments::from_args(), trials).exit()
+    let mut args = Arguments::from_args();
+    if args.test_threads.is_none() {
+        args.test_threads = std::env::var("RUST_TEST_THREADS")
+            .ok()
+            .and_then(|v| v.parse().ok());
+    }
+    libtest_mimic::run(&args, trials).exit()
 }
