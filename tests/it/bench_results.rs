@@ -366,3 +366,38 @@ fn compare_names_the_workload_that_differs() {
         vec!["rates: 0.5/s poisson, 1/s poisson (run 1) vs 0.5/s constant, 1/s constant (run 2)"]
     );
 }
+
+/// The report of a run of rate levels only names its rates (not the unused
+/// concurrency list) and leaves out the charts against concurrency, which
+/// would be empty, keeping the chart against the offered rate.
+#[test]
+fn a_rate_runs_report_has_no_empty_concurrency_charts() {
+    use codendum_core::results::RateFigures;
+    let mut s = fixed_summary();
+    for (l, rate) in s.levels.iter_mut().zip([0.5, 1.0]) {
+        l.rate = Some(RateFigures {
+            rate_per_s: rate,
+            arrival: "poisson".into(),
+            ..RateFigures::default()
+        });
+    }
+    let html = |s: &BenchSummary, name: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join(name);
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(folder.join("summary.json"), json_text(s)).unwrap();
+        codendum_report::files::write_report(&folder, None).unwrap();
+        std::fs::read_to_string(folder.join("report.html")).unwrap()
+    };
+    let rated = html(&s, "rates");
+    assert!(!rated.contains("against concurrency"), "no empty chart");
+    assert!(!rated.contains("Time to first token, short prompts"));
+    assert!(rated.contains("Latency against the offered rate"));
+    assert!(
+        rated.contains("0.5/s poisson, 1/s poisson"),
+        "the rates named"
+    );
+    // A closed-loop run keeps its charts.
+    let closed = html(&fixed_summary(), "closed");
+    assert!(closed.contains("Output tokens per second against concurrency"));
+}

@@ -62,9 +62,25 @@ fn param(name: &str, value: impl ToString) -> Parameter {
 /// Fills a [`BenchReport`] from a bench summary and its timeline.
 pub fn bench_report(s: &BenchSummary, timeline: &[TimelineSample]) -> BenchReport {
     let p = &s.parameters;
+    // A run of rate levels only names its rates; its concurrency list is the
+    // unused default.
+    let mut rates: Vec<String> = Vec::new();
+    for r in s.levels.iter().filter_map(|l| l.rate.as_ref()) {
+        let label = format!("{}/s {}", r.rate_per_s, r.arrival);
+        if !rates.contains(&label) {
+            rates.push(label);
+        }
+    }
+    let closed = s.levels.iter().any(|l| l.rate.is_none());
     let levels_text: Vec<String> = p.concurrency.iter().map(u32::to_string).collect();
-    let mut parameters = vec![
-        param("concurrency", levels_text.join(",")),
+    let mut parameters = Vec::new();
+    if closed || rates.is_empty() {
+        parameters.push(param("concurrency", levels_text.join(",")));
+    }
+    if !rates.is_empty() {
+        parameters.push(param("rates", rates.join(", ")));
+    }
+    parameters.extend([
         param("shapes", p.shapes.join(",")),
         param("output tokens", p.output_tokens),
         param("endpoint", format!("{:?}", p.endpoint).to_lowercase()),
@@ -74,7 +90,7 @@ pub fn bench_report(s: &BenchSummary, timeline: &[TimelineSample]) -> BenchRepor
         ),
         param("clock scale", p.clock_scale),
         param("seed", p.seed),
-    ];
+    ]);
     if p.calibration {
         parameters.push(param(
             "workload",

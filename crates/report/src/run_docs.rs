@@ -43,7 +43,7 @@ pub(crate) fn bench_doc(r: &BenchReport) -> Doc {
         doc.heading(format!("{} prompts", upper_first(&shape)));
         let levels: Vec<&LevelSummary> = r.levels.iter().filter(|l| l.shape == shape).collect();
         push_shape_levels(&mut doc, &levels);
-        if let Some(chart) = charts.next() {
+        if let Some(chart) = charts.next().filter(|c| !c.is_empty_lines()) {
             doc.chart(chart);
         }
     }
@@ -68,7 +68,9 @@ pub(crate) fn bench_doc(r: &BenchReport) -> Doc {
     super::time_split_doc::push_time_split(&mut doc, &splits);
     doc.paragraph(timeline_sentence(&r.timeline));
     for chart in throughput_chart.into_iter().chain(charts) {
-        doc.chart(chart);
+        if !chart.is_empty_lines() {
+            doc.chart(chart);
+        }
     }
     super::replicas_doc::push_fleet(&mut doc, &r.fleets);
     for chart in super::replicas_doc::replica_charts(&r.replica_timelines) {

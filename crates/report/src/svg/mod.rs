@@ -113,6 +113,13 @@ pub enum Chart {
 }
 
 impl Chart {
+    /// Whether a chart of lines has no point at all (a chart against
+    /// concurrency of a run with rate levels only): such a chart is left out
+    /// of a report rather than drawn empty.
+    pub fn is_empty_lines(&self) -> bool {
+        matches!(self, Chart::Line(c) if c.series.iter().all(|s| s.points.is_empty()))
+    }
+
     /// The chart's title.
     pub fn title(&self) -> &str {
         match self {
