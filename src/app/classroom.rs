@@ -161,13 +161,7 @@ async fn run_connected(
     let (figures_source, metrics_continuity) =
         fill_server_figures(run, config, &mut summary, &sink, (read, &name), window)?;
     let verdict = verdict.with_restarts(metrics_continuity.iter().flat_map(|m| m.restart_times()));
-    let server_errors: u64 = summary
-        .errors_by_kind
-        .iter()
-        .filter(|(kind, _)| super::router::is_server_error(kind.as_str()))
-        .map(|(_, n)| *n)
-        .sum();
-    let router = super::router::finish(router, server_errors).await;
+    let router = super::router::finish_class(router, &summary.errors_by_kind).await;
     if let Some(p) = &conn.profile {
         let batch = summary.server.peak_running.map(|v| v.round() as u32);
         if let Some(w) = p.region_warning(summary.prompt_tokens_max, batch) {

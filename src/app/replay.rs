@@ -233,13 +233,7 @@ async fn run_connected(
         (&name_of_metrics, figures_source == "sampler", successes),
     );
     let verdict = verdict.with_restarts(metrics_continuity.iter().flat_map(|m| m.restart_times()));
-    let server_errors: u64 = summary
-        .errors_by_kind
-        .iter()
-        .filter(|(kind, _)| super::router::is_server_error(kind.as_str()))
-        .map(|(_, n)| *n)
-        .sum();
-    let router = super::router::finish(router, server_errors).await;
+    let router = super::router::finish_class(router, &summary.errors_by_kind).await;
     let server_version = if conn.is_embedded() {
         Some(format!("{} (twin)", codendum_twin::VLLM_VERSION))
     } else {

@@ -31,6 +31,20 @@ pub async fn finish(watch: Option<RouterWatch>, client_failures: u64) -> Option<
     Some(figures)
 }
 
+/// [`finish`] for a class-like run: its client failures are the server
+/// errors among its calls' errors by kind.
+pub async fn finish_class(
+    watch: Option<RouterWatch>,
+    errors_by_kind: &std::collections::BTreeMap<codendum_core::kinds::ErrorKind, u64>,
+) -> Option<RouterFigures> {
+    let server_errors = errors_by_kind
+        .iter()
+        .filter(|(kind, _)| is_server_error(kind.as_str()))
+        .map(|(_, n)| *n)
+        .sum();
+    finish(watch, server_errors).await
+}
+
 /// Whether a failure of this kind is one a router retries (a server error).
 pub fn is_server_error(kind: &str) -> bool {
     [ErrorKind::Http503, ErrorKind::Http5xx]

@@ -70,6 +70,19 @@ fn markdown_snapshots() {
     }
 }
 
+/// The HTML documents' snapshots (nothing volatile in them: the fixtures
+/// fix every time and the version).
+#[test]
+fn html_snapshots() {
+    for (name, text) in documents()
+        .into_iter()
+        .filter(|(n, _)| n.ends_with(".html"))
+    {
+        let snap = format!("{}_html", name.trim_end_matches(".html").replace('-', "_"));
+        settings().bind(|| insta::assert_snapshot!(snap, text));
+    }
+}
+
 #[test]
 fn html_is_self_contained_and_well_formed() {
     let docs = documents();

@@ -1,6 +1,6 @@
-//! Snapshots of the documents a user reads that no other snapshot covers:
-//! the HTML reports (rendered from the fixtures in fixtures/report/), the
-//! classroom summary of a small class on the paused clock, and a plan's
+//! Snapshots of the documents a user reads that no other snapshot covers
+//! (the reports' are in report_documents): the classroom summary of a small
+//! class on the paused clock, and a plan's
 //! `plan.md` and `plan.json`. Volatile parts (UTC times, folder names,
 //! the version) are redacted; everything else must stay as it was or be
 //! re-accepted on purpose.
@@ -9,12 +9,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::report_support::{bench, classroom};
 use codendum::classroom::{run_classroom, ClassroomConfig, LiveStatus, MemorySink};
 use codendum::plan::{plan, PlanConfig};
 use codendum_core::clock::Clock;
 use codendum_core::profile::Profile;
-use codendum_report::{html, Comparison};
 use codendum_twin::inproc::InProcTransport;
 use codendum_twin::persona::AgentPersona;
 use codendum_twin::TwinOptions;
@@ -36,40 +34,6 @@ fn settings(folder: &str) -> insta::Settings {
     s.add_filter(r#"codendum \d+\.\d+\.\d+"#, "codendum [VERSION]");
     s.add_filter(r#"/tmp/[^"\s<)]*"#, "[TMP]");
     s
-}
-
-fn render(f: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>) -> String {
-    let mut out = Vec::new();
-    f(&mut out).expect("writing to a Vec cannot fail");
-    String::from_utf8(out).expect("reports are UTF-8")
-}
-
-#[test]
-fn html_reports() {
-    let a = bench("bench-64k.json");
-    let b = bench("bench-64k-hc.json");
-    let ca = classroom("classroom-64k.json");
-    let cb = classroom("classroom-64k-hc.json");
-    let bc = Comparison::of_bench(&[("64k".to_string(), &a), ("64k-hc".to_string(), &b)])
-        .expect("two runs");
-    let cc =
-        Comparison::of_classroom(&[(String::new(), &ca), (String::new(), &cb)]).expect("two runs");
-    let s = settings("report");
-    s.bind(|| {
-        insta::assert_snapshot!("bench_report_html", render(|o| html::write_bench(&a, o)));
-        insta::assert_snapshot!(
-            "classroom_report_html",
-            render(|o| html::write_classroom(&ca, o))
-        );
-        insta::assert_snapshot!(
-            "bench_compare_html",
-            render(|o| html::write_comparison(&bc, o))
-        );
-        insta::assert_snapshot!(
-            "classroom_compare_html",
-            render(|o| html::write_comparison(&cc, o))
-        );
-    });
 }
 
 #[test]
