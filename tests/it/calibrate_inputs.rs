@@ -244,6 +244,93 @@ fn calibrate_reads_a_real_vllm_run() {
     assert!(p.hardware.prefill.ms_per_token > 1.0, "CPU prefill is slow");
 }
 
+/// Fits a recorded run of the real vLLM in `fixtures/vllm-0.32/{name}-calibration`
+/// with the server's seats and token budget, then backtests
+/// `{name}-beyond-seats` with `--tolerance` (percent). Returns the fitted
+/// profile, what the fit printed and what the check printed; both must
+/// succeed.
+fn fit_and_check_real(
+    name: &str,
+    seats: &str,
+    budget: &str,
+    tolerance: &str,
+) -> (Profile, String, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/vllm-0.32");
+    let out = dir.path().join(format!("{name}.toml"));
+    let out_s = out.to_str().unwrap();
+    let run = format!("{fixtures}/{name}-calibration");
+    let args = [
+        "--out",
+        out_s,
+        "--max-num-seqs",
+        seats,
+        "--max-num-batched-tokens",
+        budget,
+    ];
+    let fit = calibrate(&[&[run.as_str()][..], &args[..]].concat());
+    let fit_err = stderr(&fit);
+    assert!(fit.status.success(), "{fit_err}");
+    let unseen = format!("{fixtures}/{name}-beyond-seats");
+    let check = calibrate(&["--check", out_s, &unseen, "--tolerance", tolerance]);
+    let check_err = stderr(&check);
+    assert!(check.status.success(), "{check_err}");
+    (Profile::load(out_s).expect("loads"), fit_err, check_err)
+}
+
+/// Issue 28's real-server bar on recorded data: a real vLLM 0.32 on CPU
+/// (8 seats, 2,048-token budget; `fixtures/vllm-0.32/cpu8-calibration/`,
+/// one `bench --calibration` run) fitted, then backtested on a run the fit
+/// never saw (`cpu8-beyond-seats/`: 1,500-token prompts, not a calibration
+/// length, at 12 and 16 in flight, beyond the seats). Output tok/s, TPOT
+/// and TTFT P50/P95 within 10 % (recorded 2026-12-02: worst −4.3 %, TPOT
+/// at 16), a dense model, and a region that says 8 in flight.
+#[test]
+fn a_real_vllm_fit_predicts_a_queue_beyond_its_seats() {
+    let (p, fit, check) = fit_and_check_real("cpu8", "8", "2048", "10");
+    assert!(fit.contains("up to 8 in flight"), "{fit}");
+    assert_eq!(p.hardware.model.experts_per_token, 0, "dense: {fit}");
+    // The probe of the same server (docs/twin-calibration.md): 1.8 ms per
+    // prompt token, 0.4 µs per pair; the fit must find the same physics.
+    let prefill = p.hardware.prefill.ms_per_token;
+    assert!((1.4..2.2).contains(&prefill), "prefill {prefill} ms/token");
+    assert!(
+        check.contains("1500@16") && check.contains("TTFT P50"),
+        "{check}"
+    );
+    assert!(check.contains("8 of 8 figures within 10 %"), "{check}");
+}
+
+/// The same bar on a second configuration of the real server (4 seats, a
+/// 1,024-token budget, 6,144-token contexts; `cpu4-calibration/` and
+/// `cpu4-beyond-seats/`: 3,000-token prompts at 6 and 8 in flight), checked
+/// figure by figure against issue 28's tolerances: output tok/s and TPOT
+/// within 10 %, TTFT P50 within 15 %. Recorded 2026-12-02: output −8.9 %,
+/// TPOT +9.8 %, TTFT P50 +12.7 % at 8 in flight (the margins are thin; the
+/// machine's own speed moved by a few percent between the two runs).
+#[test]
+fn a_real_vllm_fit_of_another_configuration_holds_the_bars() {
+    let (_, _, err) = fit_and_check_real("cpu4", "4", "1024", "15");
+    let mut checked = 0;
+    for line in err.lines() {
+        let bar = if line.contains("output tok/s") || line.contains("TPOT") {
+            10.0
+        } else if line.contains("TTFT P50") {
+            15.0
+        } else {
+            continue;
+        };
+        let error: f64 = line
+            .split_whitespace()
+            .rev()
+            .find_map(|w| w.parse().ok())
+            .unwrap_or_else(|| panic!("no error in {line:?}"));
+        assert!(error.abs() <= bar, "{line} (bar {bar} %)\n{err}");
+        checked += 1;
+    }
+    assert_eq!(checked, 6, "two levels of three figures:\n{err}");
+}
+
 /// The backtest through the binary: a profile replays runs of its own
 /// server within the tolerance (exit 0), a profile of another server does
 /// not (exit 1, the figures beyond it marked), and a folder that is not a
