@@ -39,6 +39,7 @@ pub fn missed_keys(cell: &JudgedCell) -> Vec<String> {
 /// missed its ceilings (plain function). `seats_probe_met` tells whether
 /// the same class met them with more seats (`None`: not tried).
 ///
+/// 0. half or more of the calls refused (HTTP 4xx): [`Bottleneck::Refused`];
 /// 1. only `server_errors` missed: [`Bottleneck::ServerErrors`];
 /// 2. any preemption, peak KV usage at [`KV_HIGH`] or more, or requests
 ///    waiting with seats free in at least [`PERSISTENT`] of the
@@ -55,6 +56,9 @@ pub fn missed_keys(cell: &JudgedCell) -> Vec<String> {
 ///    running: [`Bottleneck::DecodeThroughput`].
 pub fn classify_failure(failed: &JudgedCell, seats_probe_met: Option<bool>) -> Bottleneck {
     let r = &failed.result;
+    if codendum_core::results::metrics::mostly_refused(&r.summary) {
+        return Bottleneck::Refused;
+    }
     let missed = missed_keys(failed);
     if !missed.is_empty() && missed.iter().all(|k| k == "server_errors") {
         return Bottleneck::ServerErrors;

@@ -49,6 +49,18 @@ pub fn probe_line(variant: &str, cell: &JudgedCell, meets_ceilings: bool) -> Str
 fn evidence(limit: Bottleneck, failed: &JudgedCell, v: &VariantSearch) -> String {
     let r = &failed.result;
     match limit {
+        Bottleneck::Refused => format!(
+            "{} of {} model calls refused ({}); the longest prompt answered had {} tokens",
+            codendum_core::results::metrics::refused_calls(&r.summary),
+            r.summary.requests,
+            r.summary
+                .errors_by_kind
+                .iter()
+                .map(|(k, n)| format!("{n} {k}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            r.summary.prompt_tokens_max.map_or("-".into(), |n| n.to_string())
+        ),
         Bottleneck::KvMemory => format!(
             "peak KV {} %, {} preemptions, requests waiting with seats free in {} % of the samples",
             opt_percent(r.peak_kv_usage),

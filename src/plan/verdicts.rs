@@ -126,11 +126,17 @@ pub enum Bottleneck {
     /// Server errors: the only targets missed count HTTP 5xx answers (the
     /// search's classification only).
     ServerErrors,
+    /// Refused calls: the server answered half or more of the model calls
+    /// with HTTP 400, 401 or another 4xx (for vLLM mostly prompts longer
+    /// than `max_model_len`), so the class never ran
+    /// ([`codendum_core::results::metrics::mostly_refused`]).
+    Refused,
 }
 
 impl Bottleneck {
     /// The limit in a few words: `decode throughput`, `seats`,
-    /// `KV memory`, `request speed`, `prefill`, `server errors`.
+    /// `KV memory`, `request speed`, `prefill`, `server errors`,
+    /// `refused calls`.
     pub fn short(self) -> &'static str {
         match self {
             Bottleneck::KvMemory => "KV memory",
@@ -139,6 +145,7 @@ impl Bottleneck {
             Bottleneck::RequestSpeed => "request speed",
             Bottleneck::Prefill => "prefill",
             Bottleneck::ServerErrors => "server errors",
+            Bottleneck::Refused => "refused calls",
         }
     }
 
@@ -151,6 +158,7 @@ impl Bottleneck {
             Bottleneck::RequestSpeed => "request speed (requests rarely waited; the answers alone are too slow)",
             Bottleneck::Prefill => "prefill (TTFT misses its target while requests rarely wait: reading the prompts takes that long)",
             Bottleneck::ServerErrors => "server errors (the server answered 5xx)",
+            Bottleneck::Refused => "refused calls (the server answered most calls with HTTP 4xx: for vLLM mostly prompts longer than max_model_len; the class never ran)",
         }
     }
 }
@@ -164,6 +172,9 @@ pub const PERSISTENT: f64 = 0.25;
 /// tells whether a variant of the same profile with a larger `max_num_seqs`
 /// met its targets at the same class size.
 pub fn classify(cell: &CellResult, more_seats_met: bool) -> Bottleneck {
+    if codendum_core::results::metrics::mostly_refused(&cell.summary) {
+        return Bottleneck::Refused;
+    }
     let pinned = cell.pinned_share.unwrap_or(0.0);
     let blocked = cell.blocked_share.unwrap_or(0.0);
     if cell.preemptions.unwrap_or(0) > 0

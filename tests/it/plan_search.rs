@@ -236,6 +236,32 @@ fn the_limit_is_read_from_the_failing_class() {
         .errors_by_kind
         .insert(codendum_core::kinds::ErrorKind::Http503, 3);
     assert_eq!(limit(errors, None), Bottleneck::ServerErrors);
+    // A profile whose max_model_len the class's prompts exceed: the server
+    // refuses most calls with 400. Its figures (short TTFTs, nothing
+    // waiting) would read as "request speed"; the limit is the refusals,
+    // and verdicts::classify (the plan's one-line verdict) says the same.
+    let refused = || {
+        let mut c = failed(&["coding_request_p50_s"], 0.0, 0.0, 0.0, 0);
+        c.summary.requests = 36;
+        c.summary
+            .errors_by_kind
+            .insert(codendum_core::kinds::ErrorKind::Http400, 18);
+        c
+    };
+    assert_eq!(limit(refused(), None), Bottleneck::Refused);
+    assert_eq!(
+        codendum::plan::verdicts::classify(&refused(), false),
+        Bottleneck::Refused
+    );
+    let mut few = refused();
+    few.summary
+        .errors_by_kind
+        .insert(codendum_core::kinds::ErrorKind::Http400, 17);
+    assert_ne!(
+        limit(few, None),
+        Bottleneck::Refused,
+        "17 of 36 is not half"
+    );
 }
 
 #[test]

@@ -25,6 +25,31 @@ pub fn server_errors(summary: &ClassroomSummary) -> u64 {
         .sum()
 }
 
+/// Refused calls of a class: model calls whose final outcome was HTTP 400,
+/// 401 or another 4xx but 429 (for vLLM mostly a prompt longer than
+/// `max_model_len`; else a bad key, model or parameter). The server never
+/// worked on them, so no speed figure says anything about them.
+pub fn refused_calls(summary: &ClassroomSummary) -> u64 {
+    summary
+        .errors_by_kind
+        .iter()
+        .filter(|(k, _)| {
+            matches!(
+                k,
+                ErrorKind::Http400 | ErrorKind::Http401 | ErrorKind::Http4xx
+            )
+        })
+        .map(|(_, n)| *n)
+        .sum()
+}
+
+/// Whether the server refused half or more of a class's model calls
+/// ([`refused_calls`] against `requests`): the class did not run, and a
+/// limit found in its figures would be a false diagnosis.
+pub fn mostly_refused(summary: &ClassroomSummary) -> bool {
+    summary.requests > 0 && refused_calls(summary) * 2 >= summary.requests
+}
+
 #[allow(clippy::too_many_arguments)]
 const fn class(
     key: &'static str,
