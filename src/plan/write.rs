@@ -109,9 +109,10 @@ pub fn markdown(results: &PlanResults) -> String {
     let _ = writeln!(
         s,
         "Scenario {}, {} s window for new coding requests ({} s ramp-up), seed {}. \
-         Every cell is a simulated class against the embedded twin (vLLM on a GB10 \
-         in software), run in virtual time. These are predictions of a model, not \
-         measurements.\n",
+         Every cell is a simulated class against the embedded twin (vLLM's scheduler, \
+         KV cache and step-time model in software, on each profile's hardware: the GB10 \
+         or a fitted server), run in virtual time. These are predictions of a model, \
+         not measurements.\n",
         p.scenario,
         fixed(p.duration_s, 0),
         fixed(p.ramp_up_s, 0),
