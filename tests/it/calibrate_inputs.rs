@@ -26,7 +26,8 @@ fn one_level(profile: &Profile, root: &Path) -> std::path::PathBuf {
     bench_twin(profile, cells, 32, root).0
 }
 
-fn calibrate(args: &[&str]) -> std::process::Output {
+/// `codendum calibrate ARGS…` through the binary.
+pub(crate) fn calibrate(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_codendum"))
         .arg("calibrate")
         .args(args)
@@ -34,7 +35,8 @@ fn calibrate(args: &[&str]) -> std::process::Output {
         .expect("runs")
 }
 
-fn stderr(o: &std::process::Output) -> String {
+/// What a command printed on stderr.
+pub(crate) fn stderr(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 

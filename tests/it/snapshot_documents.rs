@@ -19,6 +19,13 @@ use codendum_twin::TwinOptions;
 
 /// Snapshots in `snapshots/<folder>/`, with the volatile parts redacted.
 fn settings(folder: &str) -> insta::Settings {
+    settings_naming(folder, &[])
+}
+
+/// [`settings`], and first each exact path of `paths` replaced by its
+/// placeholder (before the catch-all for temporary folders, so what follows
+/// such a path, a file name, stays in the snapshot).
+pub(crate) fn settings_naming(folder: &str, paths: &[(&str, &str)]) -> insta::Settings {
     let mut s = insta::Settings::clone_current();
     s.set_snapshot_path(
         PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -26,6 +33,9 @@ fn settings(folder: &str) -> insta::Settings {
             .join(folder),
     );
     s.set_prepend_module_to_snapshot(false);
+    for (path, placeholder) in paths {
+        s.add_filter(&regex::escape(path), *placeholder);
+    }
     s.add_filter(
         r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|\+00:00| UTC)?",
         "[UTC]",
