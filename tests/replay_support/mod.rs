@@ -108,7 +108,7 @@ pub async fn replay_through(
         salt,
         endpoint: Endpoint::Chat,
         api_key: None,
-        template_tokens: template,
+        template,
     };
     let transport: Arc<dyn Transport> = transport;
     replay::run_replay(
@@ -197,7 +197,15 @@ pub async fn class_then_replay(dir: &Path, users: usize, scale: f64) -> (Figures
     fresh.shutdown().await;
     assert_eq!(replayed.requests.len(), trace.calls.len());
     assert!(replayed.requests.iter().all(|r| r.is_ok()));
-    // The template probe and every replayed call.
-    assert_eq!(recaptured as usize, trace.calls.len() + 1);
+    // Every prompt of its recorded size, the carried conversations too.
+    let sent: u64 = replayed
+        .requests
+        .iter()
+        .filter_map(|r| r.prompt_tokens)
+        .sum();
+    let recorded: u64 = trace.calls.iter().map(|c| c.input_tokens).sum();
+    assert_eq!(sent, recorded, "prompt tokens replayed and recorded");
+    // The two template probes and every replayed call.
+    assert_eq!(recaptured as usize, trace.calls.len() + 2);
     (class_figures, replay_figures)
 }
