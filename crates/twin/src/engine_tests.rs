@@ -140,6 +140,27 @@ fn a_padded_answer_is_cached_as_its_padding_text() {
 }
 
 #[test]
+fn every_first_token_is_logged_in_engine_time() {
+    let mut e = Engine::new(config(1000, 16));
+    e.add(req(1, prompt(1, 300), 3)).expect("add");
+    e.add(req(2, prompt(2, 40), 3)).expect("add");
+    e.run_to_idle(100);
+    let log = e.stats().ttft_log.samples();
+    assert_eq!(log.len(), 2);
+    assert!(log.iter().all(|&t| t > 0.0), "{log:?}");
+    let sum: f64 = log.iter().sum();
+    assert!(
+        (sum - e.stats().ttft.sum).abs() < 1e-12,
+        "the histogram's sum"
+    );
+    // A clone shares the list (the published stats see later requests).
+    let published = e.stats().clone();
+    e.add(req(3, prompt(3, 40), 3)).expect("add");
+    e.run_to_idle(100);
+    assert_eq!(published.ttft_log.samples().len(), 3);
+}
+
+#[test]
 fn preempts_the_latest_admitted_when_blocks_run_out() {
     let mut e = Engine::new(config(11, 16)); // 160 tokens
     e.add(req(1, prompt(1, 48), 60)).expect("add");
