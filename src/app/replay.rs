@@ -174,7 +174,7 @@ async fn run_connected(
         salt: run.seed,
         endpoint: run.endpoint,
         api_key: run.target.api_key.clone(),
-        template_tokens: template,
+        template,
     };
     let clock = conn.clock.clone();
     let started_utc = clock.utc_now();
@@ -296,7 +296,7 @@ async fn run_connected(
             sessions: trace.sessions().len(),
             calls: trace.calls.len(),
             shared_block_fraction: trace.shared_block_fraction(),
-            template_tokens: template,
+            template_tokens: template.message_tokens,
         }),
     };
     folder.write_classroom_summary(&run_summary)?;

@@ -6,10 +6,12 @@
 //! `speed` divides both.
 //!
 //! A session's conversation is carried forward as an agent carries it: a
-//! chat call that waits for an earlier call of its own session and shares
-//! that call's whole prompt (its blocks say so) sends that call's messages,
-//! the answer the server gave it as an `assistant` message, and a new
-//! `user` message for the rest of its recorded length. So the server's
+//! chat call that shares the whole prompt of its session's previous call
+//! (its blocks say so, [`Trace::conversations`]) sends that call's
+//! messages, the answer the server gave it as an `assistant` message, and
+//! a new `user` message for the rest of its recorded length, whatever the
+//! call waited for (a main agent's step after a subagent waits for the
+//! subagent's answer but carries on its own conversation). So the server's
 //! prefix cache sees the answer again, as it does in a real session (vLLM
 //! caches the blocks of generated tokens too).
 
@@ -41,9 +43,21 @@ pub struct ReplayConfig {
     pub endpoint: Endpoint,
     /// The key presented (never written).
     pub api_key: Option<Secret>,
-    /// Tokens the server's chat template adds to a one-message prompt,
-    /// taken off each recorded prompt length.
-    pub template_tokens: u64,
+    /// What the server's chat template adds, taken off each recorded
+    /// prompt length.
+    pub template: Template,
+}
+
+/// Tokens a server's chat template adds around the messages of a prompt,
+/// measured by [`template_tokens`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Template {
+    /// Around a one-message prompt (its role header, end marker and the
+    /// generation prompt), tokens.
+    pub message_tokens: u64,
+    /// Around a turn added to a conversation: the end of the `assistant`
+    /// answer and the new `user` message's own, tokens.
+    pub turn_tokens: u64,
 }
 
 /// What a replay returns: every call's record and every coding request's.
@@ -130,31 +144,40 @@ pub async fn run_replay(
     }
     let records = Arc::new(std::sync::Mutex::new(Vec::new()));
     let mut tasks = tokio::task::JoinSet::new();
+    let conversations = trace.conversations();
     for (i, (call, done)) in trace.calls.iter().cloned().zip(senders).enumerate() {
         let wait_for = call.after.map(|d| (receivers[d.call].clone(), d.gap_s));
-        // The dependency whose conversation this call carries on, with the
+        // The earlier call whose conversation this call carries on, with the
         // tokens it covered (its prompt and answer).
-        let carries = call.after.and_then(|d| {
-            let previous = &trace.calls[d.call];
-            (config.endpoint == Endpoint::Chat && call.carries_on(previous, trace.block_size))
-                .then_some(previous.input_tokens + previous.output_tokens)
-        });
+        let carries = conversations[i]
+            .filter(|_| config.endpoint == Endpoint::Chat)
+            .map(|j| {
+                let previous = &trace.calls[j];
+                (
+                    receivers[j].clone(),
+                    previous.input_tokens + previous.output_tokens,
+                )
+            });
         let transport = transport.clone();
         let clock = clock.clone();
         let sink = sink.clone();
         let records = records.clone();
         let stop = stop.clone();
         let user = users[i];
-        let template = config.template_tokens;
+        let template = config.template;
         let block_size = trace.block_size;
         let salt = config.salt;
-        let fresh_body = move |covered: u64| {
-            // The recorded prompt less what the history already holds (and
-            // the template of the new message).
+        let fresh_body = move |covered: Option<u64>| {
+            // The recorded prompt less what the history already holds and
+            // what the template adds (around a lone message, or a new turn).
+            let (covered, added) = match covered {
+                Some(c) => (c, template.turn_tokens),
+                None => (0, template.message_tokens),
+            };
             let tokens = call
                 .input_tokens
                 .saturating_sub(covered)
-                .saturating_sub(template)
+                .saturating_sub(added)
                 .max(1);
             let skip = (covered / u64::from(block_size.max(1))) as usize;
             let ids = call.hash_ids.get(skip..).unwrap_or(&[]);
@@ -164,29 +187,31 @@ pub async fn run_replay(
         let api_key = config.api_key.clone();
         let endpoint = config.endpoint;
         tasks.spawn(async move {
-            let mut previous: Option<Arc<Sent>> = None;
             let start = match wait_for {
-                Some((mut rx, gap)) => {
+                Some((rx, gap)) => {
                     // A dependency that never ends (its task is gone): go now.
-                    let end = match rx.wait_for(Option::is_some).await {
-                        Ok(v) => {
-                            previous = v.clone();
-                            previous.as_ref().map_or(0.0, |p| p.end)
-                        }
-                        Err(_) => clock.now_secs() - origin,
+                    let end = match answer_of(rx).await {
+                        Some(p) => p.end,
+                        None => clock.now_secs() - origin,
                     };
                     end + gap / speed
                 }
                 None => call.at_s / speed,
             };
+            // The carried call has ended before the call it waits for in
+            // any recording; waiting for it anyway costs nothing then.
+            let previous = match carries {
+                Some((rx, covered)) => answer_of(rx).await.map(|p| (p, covered)),
+                None => None,
+            };
             let mut messages = Vec::new();
-            let covered = match (carries, &previous) {
-                (Some(covered), Some(p)) if p.ok => {
+            let covered = match &previous {
+                Some((p, covered)) if p.ok => {
                     messages.extend(p.messages.iter().cloned());
                     messages.push(serde_json::json!({"role": "assistant", "content": p.answer}));
-                    covered
+                    Some(*covered)
                 }
-                _ => 0,
+                _ => None,
             };
             messages.push(serde_json::json!({"role": "user", "content": fresh_body(covered)}));
             let mut body = base_body;
@@ -269,11 +294,27 @@ pub async fn run_replay(
     }
 }
 
-/// Tokens the server's chat template adds around a one-word user message:
-/// one probe call of one output token (its prompt's count less the word).
-pub async fn template_tokens(transport: &dyn Transport, endpoint: Endpoint, model: &str) -> u64 {
-    let body = crate::bench::prompt::request_body(endpoint, model, "hello", 1);
-    let outcome = transport
+/// What a sent call left, once it ended (`None`: its task is gone).
+async fn answer_of(mut rx: watch::Receiver<Option<Arc<Sent>>>) -> Option<Arc<Sent>> {
+    rx.wait_for(Option::is_some)
+        .await
+        .ok()
+        .and_then(|v| v.clone())
+}
+
+/// The prompt tokens the server counts for `messages` (or, for
+/// completions, the last message's text), by a call of one output token.
+async fn probe_prompt(
+    transport: &dyn Transport,
+    endpoint: Endpoint,
+    model: &str,
+    messages: serde_json::Value,
+) -> Option<u64> {
+    let mut body = crate::bench::prompt::request_body(endpoint, model, "hello", 1);
+    if endpoint == Endpoint::Chat {
+        body["messages"] = messages;
+    }
+    transport
         .call(CallRequest {
             endpoint,
             body,
@@ -281,8 +322,37 @@ pub async fn template_tokens(transport: &dyn Transport, endpoint: Endpoint, mode
             headers: Vec::new(),
             record_gaps: false,
         })
-        .await;
-    outcome.input_tokens().map_or(0, |n| n.saturating_sub(1))
+        .await
+        .input_tokens()
+}
+
+/// The tokens the server's chat template adds ([`Template`]), by probe
+/// calls of one output token: a one-word user message (its prompt's count
+/// less the word) and, for chat, that message answered by one word and
+/// followed by another one-word message (what the second turn adds less its
+/// two words). Unanswered probes count 0.
+pub async fn template_tokens(
+    transport: &dyn Transport,
+    endpoint: Endpoint,
+    model: &str,
+) -> Template {
+    let user = serde_json::json!({"role": "user", "content": "hello"});
+    let one = probe_prompt(transport, endpoint, model, serde_json::json!([user])).await;
+    let message_tokens = one.map_or(0, |n| n.saturating_sub(1));
+    let turn_tokens = match (endpoint, one) {
+        (Endpoint::Chat, Some(one)) => {
+            let answer = serde_json::json!({"role": "assistant", "content": "hello"});
+            let conversation = serde_json::json!([user, answer, user]);
+            probe_prompt(transport, endpoint, model, conversation)
+                .await
+                .map_or(message_tokens, |two| two.saturating_sub(one + 2))
+        }
+        _ => message_tokens,
+    };
+    Template {
+        message_tokens,
+        turn_tokens,
+    }
 }
 
 /// The coding requests of replayed calls: per (user, task), from the first

@@ -12,5 +12,5 @@
 pub mod driver;
 pub mod source;
 
-pub use driver::{run_replay, template_tokens, ReplayConfig, ReplayOutcome};
+pub use driver::{run_replay, template_tokens, ReplayConfig, ReplayOutcome, Template};
 pub use source::{load, SourceKind};

@@ -1,8 +1,9 @@
 //! A class captured through `codendum capture` and replayed against a
-//! fresh twin of the same profile gives the same server output and
-//! prefix-cache hit rate (within 10 %; its TTFT P50/P95 and peak KV, which
-//! depend on timing, are checked in `tests/perf`); a hand-written
-//! Mooncake trace replays with its prefix sharing.
+//! fresh twin of the same profile gives the same prompt tokens, server
+//! output (within 10 %) and prefix-cache hit rate (within 2 %; its TTFT
+//! P50/P95 and peak KV, which depend on timing, are checked in
+//! `tests/perf`); a hand-written Mooncake trace replays with its prefix
+//! sharing.
 
 use codendum::client::build_http_client;
 use codendum::scrape::Scraper;
@@ -12,7 +13,9 @@ use codendum_core::trace::{mooncake, Trace};
 #[path = "../replay_support/mod.rs"]
 mod replay_support;
 
-use replay_support::{class_then_replay, replay_through, twin, within};
+use codendum::replay::{template_tokens, Template};
+use codendum_core::openai::Endpoint;
+use replay_support::{class_then_replay, client, replay_through, twin, within};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_captured_class_replayed_gives_its_server_output_and_hit_rate() {
@@ -29,8 +32,29 @@ async fn a_captured_class_replayed_gives_its_server_output_and_hit_rate() {
         "prefix-cache hit rate",
         a.prefix_hit_rate.expect("class hit rate"),
         b.prefix_hit_rate.expect("replay hit rate"),
-        0.10,
+        0.02,
     );
+}
+
+/// The twin's ChatML template, measured as a live server's: a new turn adds
+/// what a lone message has around it and the answer's `<|im_end|>\n`.
+#[tokio::test]
+async fn the_probes_measure_the_chat_template_of_a_message_and_a_turn() {
+    let clock = Clock::scaled(20.0);
+    let server = twin(&clock).await;
+    let transport = client(&server.base_url(), &clock);
+    let chat = template_tokens(transport.as_ref(), Endpoint::Chat, "qwen3-coder").await;
+    let completions =
+        template_tokens(transport.as_ref(), Endpoint::Completions, "qwen3-coder").await;
+    server.shutdown().await;
+    assert_eq!(
+        chat,
+        Template {
+            message_tokens: 9,
+            turn_tokens: 11
+        }
+    );
+    assert_eq!(completions.message_tokens, completions.turn_tokens);
 }
 
 /// A hand-written trace: 3 sessions share a 2,048-token system prefix;

@@ -175,10 +175,11 @@ async fn compare() {
     .expect("json");
     assert_eq!(export["request_count"]["avg"].as_f64(), Some(12.0));
     assert_eq!(export["output_sequence_length"]["avg"].as_f64(), Some(16.0));
-    // 12 requests of 16 tokens; the template probe adds one more.
+    // 12 requests of 16 tokens; the two template probes add one each, and
+    // their prompts 10 and 23 tokens (a lone message, then a second turn).
     assert_eq!(their_output, 12.0 * 16.0);
-    assert_eq!(our_output, 12.0 * 16.0 + 1.0);
-    let probe = 10.0;
+    assert_eq!(our_output, 12.0 * 16.0 + 2.0);
+    let probe = 10.0 + 23.0;
     let off = ((our_prompt - probe) - their_prompt).abs() / their_prompt;
     assert!(
         off <= 0.10,

@@ -71,21 +71,45 @@ pub struct Figures {
     pub server: WindowStats,
     /// TTFT of the successful calls, P50 and P95, seconds.
     pub ttft: (f64, f64),
+    /// The same in the twin's engine clock (its per-request log; the
+    /// template probes left out), P50 and P95, seconds.
+    pub engine_ttft: (f64, f64),
     /// Calls made.
     pub calls: usize,
 }
 
-async fn figures(s: SamplerHandle, clock: &Clock, t0: f64, calls: &[CallRecord]) -> Figures {
+fn p50_p95(values: impl IntoIterator<Item = f64>) -> (f64, f64) {
+    let sorted = sorted_finite(values);
+    (
+        percentile(&sorted, 50.0).expect("ttft"),
+        percentile(&sorted, 95.0).expect("ttft"),
+    )
+}
+
+/// The figures of a run on `twin` whose first `probes` requests were the
+/// replay's template probes.
+async fn figures(
+    s: SamplerHandle,
+    clock: &Clock,
+    t0: f64,
+    calls: &[CallRecord],
+    twin: &TwinHandle,
+    probes: usize,
+) -> Figures {
     s.sample_now().await;
     let t1 = clock.now_secs() + 1.0;
     let timeline = s.stop().await;
-    let ttft = sorted_finite(calls.iter().filter(|r| r.is_ok()).filter_map(|r| r.ttft_s));
+    let log = twin
+        .state()
+        .stats
+        .lock()
+        .map(|st| st.ttft_log.samples())
+        .expect("stats");
+    assert_eq!(log.len(), calls.len() + probes, "a first token per call");
     Figures {
         server: window_stats(&timeline, t0, t1),
-        ttft: (
-            percentile(&ttft, 50.0).expect("ttft"),
-            percentile(&ttft, 95.0).expect("ttft"),
-        ),
+        ttft: p50_p95(calls.iter().filter(|r| r.is_ok()).filter_map(|r| r.ttft_s)),
+        engine_ttft: p50_p95(log.into_iter().skip(probes)),
         calls: calls.len(),
     }
 }
@@ -108,7 +132,7 @@ pub async fn replay_through(
         salt,
         endpoint: Endpoint::Chat,
         api_key: None,
-        template_tokens: template,
+        template,
     };
     let transport: Arc<dyn Transport> = transport;
     replay::run_replay(
@@ -163,7 +187,7 @@ pub async fn class_then_replay(dir: &Path, users: usize, scale: f64) -> (Figures
     )
     .await
     .expect("class runs");
-    let class_figures = figures(s, &clock, t0, &class.requests).await;
+    let class_figures = figures(s, &clock, t0, &class.requests, &original, 0).await;
     let recorded = cap
         .shutdown(Duration::from_secs(5))
         .await
@@ -189,7 +213,8 @@ pub async fn class_then_replay(dir: &Path, users: usize, scale: f64) -> (Figures
     let t0 = clock.now_secs();
     // The capture's seconds are real; the twin's run `scale` times faster.
     let replayed = replay_through(&again.base_url(), &clock, &trace, 1.0 / scale, 1).await;
-    let replay_figures = figures(s, &clock, t0, &replayed.requests).await;
+    // The two template probes ran, one after the other, before any call.
+    let replay_figures = figures(s, &clock, t0, &replayed.requests, &fresh, 2).await;
     let recaptured = again
         .shutdown(Duration::from_secs(5))
         .await
@@ -197,7 +222,15 @@ pub async fn class_then_replay(dir: &Path, users: usize, scale: f64) -> (Figures
     fresh.shutdown().await;
     assert_eq!(replayed.requests.len(), trace.calls.len());
     assert!(replayed.requests.iter().all(|r| r.is_ok()));
-    // The template probe and every replayed call.
-    assert_eq!(recaptured as usize, trace.calls.len() + 1);
+    // Every prompt of its recorded size, the carried conversations too.
+    let sent: u64 = replayed
+        .requests
+        .iter()
+        .filter_map(|r| r.prompt_tokens)
+        .sum();
+    let recorded: u64 = trace.calls.iter().map(|c| c.input_tokens).sum();
+    assert_eq!(sent, recorded, "prompt tokens replayed and recorded");
+    // The two template probes and every replayed call.
+    assert_eq!(recaptured as usize, trace.calls.len() + 2);
     (class_figures, replay_figures)
 }

@@ -97,6 +97,35 @@ impl FinishReason {
     }
 }
 
+/// Every request's time to first token (queue included) in the engine's
+/// own clock, seconds, in the order the first tokens came: the figure
+/// without the HTTP path's and the client's time, and on a scaled clock
+/// without the machine's lost milliseconds inside the engine's steps (the
+/// arrivals are still the machine's). The clones of one engine's stats
+/// share the list, so publishing them copies none of it; 8 bytes a request.
+#[derive(Debug, Clone, Default)]
+pub struct TtftLog(std::sync::Arc<std::sync::Mutex<Vec<f64>>>);
+
+impl TtftLog {
+    /// Adds one request's TTFT, seconds.
+    pub fn push(&self, ttft_s: f64) {
+        if let Ok(mut v) = self.0.lock() {
+            v.push(ttft_s);
+        }
+    }
+
+    /// The TTFTs so far, seconds, in the order they came.
+    pub fn samples(&self) -> Vec<f64> {
+        self.0.lock().map(|v| v.clone()).unwrap_or_default()
+    }
+}
+
+impl PartialEq for TtftLog {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0) || self.samples() == other.samples()
+    }
+}
+
 /// Everything the engine counts. Counters only grow.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EngineStats {
@@ -130,6 +159,8 @@ pub struct EngineStats {
     pub steps: u64,
     /// TTFT incl. queue, seconds.
     pub ttft: Histogram,
+    /// Every request's TTFT incl. queue, seconds of the engine's clock.
+    pub ttft_log: TtftLog,
     /// Inter-token latency, seconds.
     pub itl: Histogram,
     /// Mean time per output token per request, seconds.
@@ -180,6 +211,7 @@ impl Default for EngineStats {
             finished_abort: 0,
             steps: 0,
             ttft: Histogram::new(TTFT_BUCKETS),
+            ttft_log: TtftLog::default(),
             itl: Histogram::new(ITL_BUCKETS),
             tpot: Histogram::new(ITL_BUCKETS),
             e2e: Histogram::new(PHASE_BUCKETS),

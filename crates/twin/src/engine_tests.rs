@@ -99,21 +99,65 @@ fn prefix_hits_are_whole_blocks_and_never_the_last_token() {
     assert_eq!(e.stats().prompt_tokens_computed, 64);
 }
 
-#[test]
-fn generated_blocks_are_cached_for_the_next_turn() {
+/// Prefix-cache hits, tokens, of a next turn: `first` runs to its end, then
+/// its prompt (`prompt(1, 32)`), `answer` and 20 new tokens are sent.
+fn next_turn_hits(first: EngineRequest, answer: &[u32]) -> u64 {
     let mut e = Engine::new(config(1000, 16));
-    let answer: Vec<u32> = (0..40).map(|i| 900_000 + i).collect();
-    let mut r = req(1, prompt(1, 32), 40);
-    r.answer_ids = answer.clone();
-    e.add(r).expect("add");
+    e.add(first).expect("add");
     e.run_to_idle(100);
     let mut next = prompt(1, 32);
-    next.extend(&answer);
+    next.extend(answer);
     next.extend(prompt(7, 20));
     e.add(req(2, next, 2)).expect("add");
     e.step();
+    e.stats().prefix_hits
+}
+
+#[test]
+fn generated_blocks_are_cached_for_the_next_turn() {
+    let answer: Vec<u32> = (0..40).map(|i| 900_000 + i).collect();
+    let mut r = req(1, prompt(1, 32), 40);
+    r.answer_ids = answer.clone();
     // 32 prompt + 40 answer = 72 tokens: 4 full blocks computed before the end
-    assert_eq!(e.stats().prefix_hits, 64);
+    assert_eq!(next_turn_hits(r, &answer), 64);
+}
+
+#[test]
+fn a_padded_answer_is_cached_as_its_padding_text() {
+    use super::filler::padding_piece;
+    use super::tokenizer;
+    // A 10-token answer asked for 40 (min_tokens): 30 tokens of padding.
+    let planned: Vec<u32> = (0..12).map(|i| 900_000 + i).collect();
+    let mut r = req(1, prompt(1, 32), 10);
+    r.answer_ids = planned.clone();
+    r.min_tokens = 40;
+    // The next turn holds the answer's 10 tokens and the padding's text.
+    let padding: String = (0..30).map(padding_piece).collect();
+    let mut answer = planned[..10].to_vec();
+    answer.extend(tokenizer::encode(&padding));
+    // 32 + 10 + 30 = 72 tokens, the last one never computed: 4 full blocks.
+    assert_eq!(next_turn_hits(r, &answer), 64);
+}
+
+#[test]
+fn every_first_token_is_logged_in_engine_time() {
+    let mut e = Engine::new(config(1000, 16));
+    e.add(req(1, prompt(1, 300), 3)).expect("add");
+    e.add(req(2, prompt(2, 40), 3)).expect("add");
+    e.run_to_idle(100);
+    let log = e.stats().ttft_log.samples();
+    assert_eq!(log.len(), 2);
+    assert!(log.iter().all(|&t| t > 0.0), "{log:?}");
+    let sum: f64 = log.iter().sum();
+    assert!(
+        (sum - e.stats().ttft.sum).abs() < 1e-12,
+        "the histogram's sum"
+    );
+    // A clone shares the list (the published stats see later requests).
+    let published = e.stats().clone();
+    e.add(req(3, prompt(3, 40), 3)).expect("add");
+    e.run_to_idle(100);
+    assert_eq!(published.ttft_log.samples().len(), 3);
 }
 
 #[test]

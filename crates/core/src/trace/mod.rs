@@ -171,6 +171,31 @@ impl Trace {
             .collect()
     }
 
+    /// For every call, the earlier call whose conversation it carries on
+    /// ([`TraceCall::carries_on`]): the latest earlier call of its own
+    /// session that is not a title, when the blocks say so. Independent of
+    /// what the call waits for: a main agent's step after a subagent waits
+    /// for the subagent's answer but carries on its own previous step.
+    pub fn conversations(&self) -> Vec<Option<usize>> {
+        let mut latest: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        self.calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let s = c.session.as_deref()?;
+                let title = c.kind == Some(CallKind::Title);
+                let carried = latest
+                    .get(s)
+                    .copied()
+                    .filter(|&j| !title && c.carries_on(&self.calls[j], self.block_size));
+                if !title {
+                    latest.insert(s, i);
+                }
+                carried
+            })
+            .collect()
+    }
+
     /// The fraction of all prompt tokens that a prefix cache holding every
     /// earlier block (never evicting) serves: per call, the leading blocks
     /// whose id an earlier call already had, full blocks only, over the sum
@@ -222,6 +247,34 @@ mod tests {
             .shared_block_fraction(),
             None
         );
+    }
+
+    #[test]
+    fn a_step_carries_on_its_own_session_whatever_it_waits_for() {
+        let call = |session: &str, kind: CallKind, input: u64, ids: Vec<u64>| {
+            let mut c = TraceCall::open(0.0, input, 8, ids);
+            c.session = Some(session.into());
+            c.kind = Some(kind);
+            c
+        };
+        let t = Trace {
+            block_size: 4,
+            calls: vec![
+                call("m", CallKind::Agent, 8, vec![1, 2]),
+                call("m", CallKind::Title, 8, vec![9, 10]),
+                call("s", CallKind::Subagent, 8, vec![5, 6]),
+                // After the subagent: the main agent's prompt and answer and more.
+                call("m", CallKind::Agent, 20, vec![1, 2, 3, 4, 7]),
+                // Its next step starts over (a compaction's summary, say).
+                call(
+                    "m",
+                    CallKind::Agent,
+                    40,
+                    vec![1, 8, 11, 12, 13, 14, 15, 16, 17, 18],
+                ),
+            ],
+        };
+        assert_eq!(t.conversations(), vec![None, None, None, Some(0), None]);
     }
 
     #[test]

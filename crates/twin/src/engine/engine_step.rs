@@ -173,6 +173,7 @@ impl Engine {
             None => {
                 r.first_token = Some(t1);
                 self.stats.ttft.observe(t1 - r.arrival);
+                self.stats.ttft_log.push(t1 - r.arrival);
             }
             Some(_) => self.stats.itl.observe(t1 - r.last_token),
         }

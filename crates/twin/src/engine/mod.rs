@@ -9,8 +9,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::engine_stats::{EngineStats, FinishReason};
+use super::filler::padding_piece;
 use super::kv::{block_hash, BlockId, BlockPool};
 use super::model::{PhysicalStepModel, StepModel, StepShape};
+use super::tokenizer;
 use codendum_core::profile::Profile;
 
 /// A request id, unique among live requests.
@@ -65,8 +67,11 @@ pub struct EngineRequest {
     pub ignore_eos: bool,
     /// Tokens of the planned answer (where it would stop by itself).
     pub natural_len: u32,
-    /// Token ids of the planned answer, for prefix-caching output blocks
-    /// (positions past its end use filler ids).
+    /// Token ids of the planned answer, for prefix-caching output blocks.
+    /// Positions from `natural_len` on, when `min_tokens` or `ignore_eos`
+    /// asks for more than the answer, take the ids of the padding the HTTP
+    /// layer streams there ([`crate::filler::padding_piece`]); positions past
+    /// a short list use filler ids.
     pub answer_ids: Vec<u32>,
 }
 
@@ -128,6 +133,8 @@ struct Req {
     prompt_len: u32,
     max_tokens: u32,
     answer: Vec<u32>,
+    /// Where the streamed padding starts, when the answer is padded.
+    padded_from: Option<u32>,
     target_len: u32,
     end_reason: FinishReason,
     num_tokens: u32,
@@ -148,7 +155,13 @@ struct Req {
 }
 
 impl Req {
+    /// The id of output token `j`: the planned answer's, the padding's past
+    /// a padded answer (the text a client sends back then tokenizes to the
+    /// same ids, so its blocks hit the cache as vLLM's generated blocks do).
     fn output_id(&self, j: u32) -> u32 {
+        if let Some(from) = self.padded_from.filter(|&from| j >= from) {
+            return tokenizer::piece_id(padding_piece((j - from) as usize));
+        }
         self.answer
             .get(j as usize)
             .copied()
@@ -271,6 +284,7 @@ impl Engine {
             prompt_len,
             max_tokens: r.max_tokens,
             answer: r.answer_ids,
+            padded_from: (target_len > r.natural_len).then_some(r.natural_len),
             target_len,
             end_reason,
             num_tokens: prompt_len,
