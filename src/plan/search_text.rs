@@ -56,7 +56,7 @@ fn evidence(limit: Bottleneck, failed: &JudgedCell, v: &VariantSearch) -> String
             r.summary
                 .errors_by_kind
                 .iter()
-                .map(|(k, n)| format!("{n} {k}"))
+                .map(|(k, n)| format!("{k} {n}"))
                 .collect::<Vec<_>>()
                 .join(", "),
             r.summary.prompt_tokens_max.map_or("-".into(), |n| n.to_string())

@@ -5,7 +5,6 @@ use super::doc::{push_run_blocks, push_verdicts, timeline_sentence, Doc};
 use super::format::{class_row, level_cell, shorten, upper_first};
 use super::model::{BenchReport, ClassroomReport};
 use super::svg::Chart;
-use codendum_core::kinds::ErrorKind;
 use codendum_core::results::metrics::{class_summary_rows, level_metrics_in, View};
 use codendum_core::results::{ClassroomSummary, LevelSummary};
 
@@ -133,13 +132,7 @@ pub(crate) fn classroom_doc(r: &ClassroomReport) -> Doc {
     for chart in super::replicas_doc::replica_charts(&r.replica_timelines) {
         doc.chart(chart);
     }
-    let server_errors = r
-        .summary
-        .errors_by_kind
-        .iter()
-        .filter(|(k, _)| matches!(k, ErrorKind::Http503 | ErrorKind::Http5xx))
-        .map(|(_, n)| *n)
-        .sum();
+    let server_errors = codendum_core::results::metrics::server_errors(&r.summary);
     super::replicas_doc::push_router(&mut doc, r.router.as_ref(), Some(server_errors));
     push_verdicts(&mut doc, &r.verdicts);
     doc
