@@ -36,8 +36,11 @@ pub fn missed_keys(cell: &JudgedCell) -> Vec<String> {
 }
 
 /// Where the limit comes from, judged on `failed`, the smallest class that
-/// missed its ceilings (plain function). `seats_probe_met` tells whether
-/// the same class met them with more seats (`None`: not tried).
+/// missed its targets (plain function; the one classification both the
+/// grid's verdicts and the search use). `more_seats_met` tells whether the
+/// same class met its targets with more seats (the search's seats probe, or
+/// a grid variant of the same profile with a larger `max_num_seqs`;
+/// `None`: not tried).
 ///
 /// 0. half or more of the calls refused (HTTP 4xx): [`Bottleneck::Refused`];
 /// 1. only `server_errors` missed: [`Bottleneck::ServerErrors`];
@@ -52,9 +55,9 @@ pub fn missed_keys(cell: &JudgedCell) -> Vec<String> {
 /// 4. requests rarely queued and TTFT P95 missed, the server's prefill
 ///    time (when it has one) longer than its decode time:
 ///    [`Bottleneck::Prefill`];
-/// 5. otherwise the answers are slow to generate with every request
-///    running: [`Bottleneck::DecodeThroughput`].
-pub fn classify_failure(failed: &JudgedCell, seats_probe_met: Option<bool>) -> Bottleneck {
+/// 5. otherwise requests rarely queued and the answers themselves are too
+///    slow: [`Bottleneck::RequestSpeed`].
+pub fn classify(failed: &JudgedCell, more_seats_met: Option<bool>) -> Bottleneck {
     let r = &failed.result;
     if codendum_core::results::metrics::mostly_refused(&r.summary) {
         return Bottleneck::Refused;
@@ -72,7 +75,7 @@ pub fn classify_failure(failed: &JudgedCell, seats_probe_met: Option<bool>) -> B
         return Bottleneck::KvMemory;
     }
     if pinned >= PERSISTENT {
-        return match seats_probe_met {
+        return match more_seats_met {
             Some(false) => Bottleneck::DecodeThroughput,
             _ => Bottleneck::Seats,
         };
@@ -89,16 +92,16 @@ pub fn classify_failure(failed: &JudgedCell, seats_probe_met: Option<bool>) -> B
     if missed.iter().any(|k| k == "ttft_p95_s") && prefill_heavier {
         Bottleneck::Prefill
     } else {
-        Bottleneck::DecodeThroughput
+        Bottleneck::RequestSpeed
     }
 }
 
 /// Whether the seats probe is worth running for `failed`: its running
 /// requests were pinned at `max_num_seqs` with requests waiting, and the
 /// KV cache was not the limit (plain function, the test of
-/// [`classify_failure`]'s step 3).
+/// [`classify`]'s step 3).
 pub fn wants_seats_probe(failed: &JudgedCell) -> bool {
-    let probe_free = classify_failure(failed, None);
+    let probe_free = classify(failed, None);
     probe_free == Bottleneck::Seats
 }
 

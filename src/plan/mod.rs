@@ -36,8 +36,7 @@ pub use fleet::{FleetAnswer, FleetPlan, FleetVariant};
 pub use run::{run_plan, JudgedCell, PlanParameters, PlanResults, VariantVerdict};
 pub use search::{run_search, Probe, SearchParameters, SearchResults, SeatsProbe, VariantSearch};
 pub use verdicts::{
-    classify, classroom_targets, judge_cell, Bottleneck, Check, ClassroomTargets, TargetList,
-    Threshold,
+    classroom_targets, judge_cell, Bottleneck, Check, ClassroomTargets, TargetList, Threshold,
 };
 pub use write::{write_plan, write_plan_files};
 

@@ -8,8 +8,9 @@ use serde::{Deserialize, Serialize};
 
 use super::cell::{run_cell, CellResult};
 use super::config::{cells, variant_name, CellSpec, PlanConfig};
+use super::search_text::{meet, students};
 use super::verdicts::{
-    classify, classroom_targets, judge_cell, Bottleneck, Check, ClassroomTargets, TargetList,
+    classroom_targets, judge_cell, Bottleneck, Check, ClassroomTargets, TargetList,
 };
 use codendum_core::error::Error;
 use codendum_core::profile::Profile;
@@ -306,14 +307,15 @@ pub fn verdicts(
                 .last()
                 .map(|c| c.result.spec.users);
             let limit = miss.map(|m| {
-                let more_seats_met = cells.iter().any(|o| {
+                let mut more_seats = cells.iter().filter(|o| {
                     let s = &o.result.spec;
-                    s.profile == profile
-                        && s.users == m.result.spec.users
-                        && s.max_num_seqs > seqs
-                        && o.meets_targets
+                    s.profile == profile && s.users == m.result.spec.users && s.max_num_seqs > seqs
                 });
-                classify(&m.result, more_seats_met)
+                let more_seats_met = more_seats
+                    .clone()
+                    .next()
+                    .map(|_| more_seats.any(|o| o.meets_targets));
+                super::limit::classify(m, more_seats_met)
             });
             let t = profiles
                 .iter()
@@ -352,14 +354,17 @@ fn sentence(
     };
     match (largest, miss, limit) {
         (Some(l), None, _) => format!(
-            "{variant}: every class size tried met the targets, up to {l} students{no_targets}."
+            "{variant}: every class size tried met the targets, up to {}{no_targets}.",
+            students(l)
         ),
         (Some(l), Some(m), Some(limit)) => format!(
-            "{variant}: {l} students meet the targets; {m} do not, limited by {}.",
+            "{variant}: {} the targets; {m} do not, limited by {}.",
+            format_args!("{} {}", students(l), meet(l)),
             limit.describe()
         ),
         (None, Some(m), Some(limit)) => format!(
-            "{variant}: even the smallest class tried ({m} students) misses the targets, limited by {}.",
+            "{variant}: even the smallest class tried ({}) misses the targets, limited by {}.",
+            students(m),
             limit.describe()
         ),
         _ => format!("{variant}: no cells."),

@@ -1,7 +1,7 @@
 //! `codendum plan` without `--users`: the largest class each server
 //! variant carries, found by bisection over `1..=--max-users`
 //! ([`super::bisect`]), and where its limit comes from
-//! ([`super::limit::classify_failure`]).
+//! ([`super::limit::classify`]).
 //!
 //! The bisection is steered by the profile's ceilings (the `Max` targets of
 //! `[targets.classroom]`); its floors (server output) are judged at the
@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::bisect::Bisection;
 use super::config::{cells, CellSpec, PlanConfig};
-use super::limit::{classify_failure, meets_ceilings, probe_seats, wants_seats_probe};
+use super::limit::{classify, meets_ceilings, probe_seats, wants_seats_probe};
 use super::run::{judge, parameters, run_cells, JudgedCell, PlanResults};
 use super::search_text::{search_summary, verdict_of};
 use super::verdicts::{classroom_targets, Bottleneck, ClassroomTargets};
@@ -330,7 +330,7 @@ fn answer(s: &State, max: u32, seats: Option<JudgedCell>) -> VariantSearch {
         server_output_tok_per_s: c.result.server_output_tok_per_s,
         ttft_p95_s: c.result.ttft_p95_s,
     });
-    let limit = failed.map(|f| classify_failure(f, seats_probe.as_ref().map(|p| p.meets_ceilings)));
+    let limit = failed.map(|f| classify(f, seats_probe.as_ref().map(|p| p.meets_ceilings)));
     let probes = s
         .path
         .iter()

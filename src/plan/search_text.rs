@@ -32,6 +32,25 @@ pub fn missed_text(cell: &JudgedCell) -> String {
 }
 
 /// The progress line of one probe: `classroom-64k: 40 students: meets
+/// `n students`, `1 student`.
+pub fn students(n: u32) -> String {
+    if n == 1 {
+        "1 student".to_string()
+    } else {
+        format!("{n} students")
+    }
+}
+
+/// `meet` for several students, `meets` for one (the verb after
+/// [`students`]).
+pub fn meet(n: u32) -> &'static str {
+    if n == 1 {
+        "meets"
+    } else {
+        "meet"
+    }
+}
+
 /// targets` or `…: 50 students: misses ttft_p95_s 80.5 (target ≤ 75)`.
 pub fn probe_line(variant: &str, cell: &JudgedCell, meets_ceilings: bool) -> String {
     let users = cell.result.spec.users;
@@ -42,7 +61,7 @@ pub fn probe_line(variant: &str, cell: &JudgedCell, meets_ceilings: bool) -> Str
     } else {
         format!("misses {}", missed_text(cell))
     };
-    format!("{variant}: {users} students: {what}")
+    format!("{variant}: {}: {what}", students(users))
 }
 
 /// The server figures behind a limit, judged on the first failure.
@@ -107,9 +126,9 @@ pub fn search_summary(
     let name = &v.variant;
     let why = |f: &JudgedCell| match v.limit {
         Some(limit) => format!(
-            "the limit is {}: at {} students it misses {} ({})",
+            "the limit is {}: at {} it misses {} ({})",
             limit.short(),
-            f.result.spec.users,
+            students(f.result.spec.users),
             missed_text(f),
             evidence(limit, f, v)
         ),
@@ -133,9 +152,11 @@ pub fn search_summary(
             "{name}: even 1 student misses the targets; {}.",
             why(f)
         ),
-        (false, n, Some(f), None) => format!("{name} carries {n} students; {}.", why(f)),
+        (false, n, Some(f), None) => format!("{name} carries {}; {}.", students(n), why(f)),
         (false, n, Some(f), Some(fl)) => format!(
-            "{name} carries no class meeting every target: {n} students stay within the ceilings but miss the floor ({fl}); beyond, {}.",
+            "{name} carries no class meeting every target: {} within the ceilings but {} the floor ({fl}); beyond, {}.",
+            if n == 1 { "1 student stays".to_string() } else { format!("{n} students stay") },
+            if n == 1 { "misses" } else { "miss" },
             why(f)
         ),
         (false, _, None, _) => format!("{name}: the search did not close."),
@@ -190,10 +211,14 @@ pub fn search_markdown(results: &PlanResults) -> String {
         if let Some(p) = &v.seats_probe {
             let _ = writeln!(
                 s,
-                "  - seats probe: {} students with {} seats {} the ceilings",
-                p.users,
+                "  - seats probe: {} with {} seats {} the ceilings",
+                students(p.users),
                 p.max_num_seqs,
-                if p.meets_ceilings { "meet" } else { "miss" }
+                match (p.meets_ceilings, p.users == 1) {
+                    (true, _) => meet(p.users),
+                    (false, true) => "misses",
+                    (false, false) => "miss",
+                }
             );
         }
     }

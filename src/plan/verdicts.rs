@@ -109,22 +109,20 @@ pub enum Bottleneck {
     /// waiting with seats free (the cache could not admit them).
     KvMemory,
     /// Seats: running pinned at `max_num_seqs` with requests waiting and the
-    /// KV cache low, and a variant of the same profile with more seats met
-    /// the targets at this class size.
+    /// KV cache low, and more seats met the targets at this class size or
+    /// were not tried.
     Seats,
     /// Decode throughput: running pinned at `max_num_seqs` with requests
-    /// waiting and the KV cache low; no tried variant with more seats helped
-    /// (or none was tried).
+    /// waiting and the KV cache low, and more seats were tried at this
+    /// class size and missed too.
     DecodeThroughput,
     /// Requests rarely queued: the answers themselves are too slow for the
     /// targets.
     RequestSpeed,
     /// Prefill: the TTFT target failed while requests rarely queued, so the
-    /// time to first token is the prompts' own reading time (the search's
-    /// classification only).
+    /// time to first token is the prompts' own reading time.
     Prefill,
-    /// Server errors: the only targets missed count HTTP 5xx answers (the
-    /// search's classification only).
+    /// Server errors: the only targets missed count HTTP 5xx answers.
     ServerErrors,
     /// Refused calls: the server answered half or more of the model calls
     /// with HTTP 400, 401 or another 4xx (for vLLM mostly prompts longer
@@ -153,8 +151,8 @@ impl Bottleneck {
     pub fn describe(self) -> &'static str {
         match self {
             Bottleneck::KvMemory => "KV memory (preemptions, KV cache nearly full, or requests waiting with seats free)",
-            Bottleneck::Seats => "seats (running pinned at max_num_seqs with requests waiting, KV low; more seats met the targets)",
-            Bottleneck::DecodeThroughput => "decode throughput (running pinned at max_num_seqs with requests waiting, KV low)",
+            Bottleneck::Seats => "seats (running pinned at max_num_seqs with requests waiting, KV low)",
+            Bottleneck::DecodeThroughput => "decode throughput (running pinned at max_num_seqs with requests waiting, KV low; more seats did not help)",
             Bottleneck::RequestSpeed => "request speed (requests rarely waited; the answers alone are too slow)",
             Bottleneck::Prefill => "prefill (TTFT misses its target while requests rarely wait: reading the prompts takes that long)",
             Bottleneck::ServerErrors => "server errors (the server answered 5xx)",
@@ -167,28 +165,3 @@ impl Bottleneck {
 pub const KV_HIGH: f64 = 0.9;
 /// Share of steady-state samples from which a queue counts as persistent.
 pub const PERSISTENT: f64 = 0.25;
-
-/// Classifies the limit of a cell that missed its targets. `more_seats_met`
-/// tells whether a variant of the same profile with a larger `max_num_seqs`
-/// met its targets at the same class size.
-pub fn classify(cell: &CellResult, more_seats_met: bool) -> Bottleneck {
-    if codendum_core::results::metrics::mostly_refused(&cell.summary) {
-        return Bottleneck::Refused;
-    }
-    let pinned = cell.pinned_share.unwrap_or(0.0);
-    let blocked = cell.blocked_share.unwrap_or(0.0);
-    if cell.preemptions.unwrap_or(0) > 0
-        || cell.peak_kv_usage.unwrap_or(0.0) >= KV_HIGH
-        || (blocked >= PERSISTENT && blocked > pinned)
-    {
-        Bottleneck::KvMemory
-    } else if pinned >= PERSISTENT {
-        if more_seats_met {
-            Bottleneck::Seats
-        } else {
-            Bottleneck::DecodeThroughput
-        }
-    } else {
-        Bottleneck::RequestSpeed
-    }
-}

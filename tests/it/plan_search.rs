@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use codendum::classroom::ClassroomSummary;
-use codendum::plan::limit::{classify_failure, meets_ceilings};
+use codendum::plan::limit::{classify, meets_ceilings};
 use codendum::plan::run::judge;
 use codendum::plan::{
     classroom_targets, plan_search, run_plan, run_search, Bottleneck, CellResult, CellSpec,
@@ -143,6 +143,11 @@ fn the_ends_of_the_range_are_said_as_such() {
     let v = &r.search.as_ref().expect("search").variants[0];
     assert_eq!((v.carries, v.first_failure), (0, Some(1)));
     assert!(v.summary.contains("even 1 student misses"), "{}", v.summary);
+    assert!(
+        v.summary.contains("at 1 student it misses") && !v.summary.contains("1 students"),
+        "{}",
+        v.summary
+    );
     assert_eq!(r.verdicts[0].largest_class, None);
 
     let loose = profile(dir.path(), "loose", "ttft_p95_s = 100000");
@@ -216,7 +221,7 @@ fn the_limit_is_read_from_the_failing_class() {
     let limit = |cell: CellResult, probe: Option<bool>| {
         let judged = judge(&t, cell);
         assert!(!meets_ceilings(&judged), "the cell fails");
-        classify_failure(&judged, probe)
+        classify(&judged, probe)
     };
     let pinned = || failed(&["coding_request_p50_s"], 0.9, 0.0, 0.1, 0);
     assert_eq!(limit(pinned(), Some(true)), Bottleneck::Seats);
@@ -229,7 +234,7 @@ fn the_limit_is_read_from_the_failing_class() {
     let prefill = failed(&["ttft_p95_s"], 0.0, 0.0, 0.1, 0);
     assert_eq!(limit(prefill, None), Bottleneck::Prefill);
     let slow = failed(&["coding_request_p50_s"], 0.05, 0.0, 0.1, 0);
-    assert_eq!(limit(slow, None), Bottleneck::DecodeThroughput);
+    assert_eq!(limit(slow, None), Bottleneck::RequestSpeed);
     let mut errors = failed(&[], 0.0, 0.0, 0.1, 0);
     errors
         .summary
@@ -238,8 +243,7 @@ fn the_limit_is_read_from_the_failing_class() {
     assert_eq!(limit(errors, None), Bottleneck::ServerErrors);
     // A profile whose max_model_len the class's prompts exceed: the server
     // refuses most calls with 400. Its figures (short TTFTs, nothing
-    // waiting) would read as "request speed"; the limit is the refusals,
-    // and verdicts::classify (the plan's one-line verdict) says the same.
+    // waiting) would read as "request speed"; the limit is the refusals.
     let refused = || {
         let mut c = failed(&["coding_request_p50_s"], 0.0, 0.0, 0.0, 0);
         c.summary.requests = 36;
@@ -249,10 +253,6 @@ fn the_limit_is_read_from_the_failing_class() {
         c
     };
     assert_eq!(limit(refused(), None), Bottleneck::Refused);
-    assert_eq!(
-        codendum::plan::verdicts::classify(&refused(), false),
-        Bottleneck::Refused
-    );
     let mut few = refused();
     few.summary
         .errors_by_kind
