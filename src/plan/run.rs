@@ -77,7 +77,9 @@ pub struct VariantVerdict {
     /// The smallest class size tried that missed the targets.
     /// In a search: the first class that missed a ceiling (`carries + 1`).
     pub first_miss: Option<u32>,
-    /// Where the limit comes from, judged at `first_miss`.
+    /// Where the limit comes from, judged at the smallest class tried that
+    /// missed a ceiling (which is `first_miss` unless that class missed
+    /// only a floor); `None` when no class missed a ceiling.
     pub limit: Option<Bottleneck>,
     /// One sentence for people.
     pub summary: String,
@@ -306,7 +308,11 @@ pub fn verdicts(
                 .take_while(|c| c.meets_targets)
                 .last()
                 .map(|c| c.result.spec.users);
-            let limit = miss.map(|m| {
+            // The limit is judged at the first class that missed a ceiling
+            // (a floor such as server output is not a limit a larger class
+            // runs into: a small class cannot produce a large output).
+            let ceiling_miss = mine.iter().find(|c| !super::limit::meets_ceilings(c));
+            let limit = ceiling_miss.map(|m| {
                 let mut more_seats = cells.iter().filter(|o| {
                     let s = &o.result.spec;
                     s.profile == profile && s.users == m.result.spec.users && s.max_num_seqs > seqs
@@ -325,7 +331,14 @@ pub fn verdicts(
                 .unwrap_or_default();
             let variant = variant_name(&profile, seqs, overridden);
             let first_miss = miss.map(|m| m.result.spec.users);
-            let summary = sentence(&variant, &t, largest_class, first_miss, limit);
+            let summary = sentence(
+                &variant,
+                &t,
+                largest_class,
+                miss.copied(),
+                ceiling_miss.map(|c| c.result.spec.users),
+                limit,
+            );
             VariantVerdict {
                 variant,
                 profile,
@@ -344,29 +357,68 @@ fn sentence(
     variant: &str,
     targets: &ClassroomTargets,
     largest: Option<u32>,
-    miss: Option<u32>,
+    miss: Option<&JudgedCell>,
+    ceiling_miss: Option<u32>,
     limit: Option<Bottleneck>,
 ) -> String {
+    // `limit` is judged at `ceiling_miss`.
     let no_targets = if targets.is_empty() {
         " (the profile has no [targets.classroom]: nothing was judged)"
     } else {
         ""
     };
-    match (largest, miss, limit) {
-        (Some(l), None, _) => format!(
-            "{variant}: every class size tried met the targets, up to {}{no_targets}.",
-            students(l)
+    let limited = limit
+        .map(|l| format!(", limited by {}", l.describe()))
+        .unwrap_or_default();
+    let Some(m) = miss else {
+        return match largest {
+            Some(l) => format!(
+                "{variant}: every class size tried met the targets, up to {}{no_targets}.",
+                students(l)
+            ),
+            None => format!("{variant}: no cells."),
+        };
+    };
+    let users = m.result.spec.users;
+    let start = match largest {
+        Some(l) => format!("{variant}: {} {} the targets; ", students(l), meet(l)),
+        None => format!(
+            "{variant}: even the smallest class tried ({}) ",
+            students(users)
         ),
-        (Some(l), Some(m), Some(limit)) => format!(
-            "{variant}: {} the targets; {m} do not, limited by {}.",
-            format_args!("{} {}", students(l), meet(l)),
-            limit.describe()
+    };
+    if ceiling_miss == Some(users) {
+        let missed = if largest.is_some() {
+            format!("{users} do not")
+        } else {
+            "misses the targets".to_string()
+        };
+        return format!("{start}{missed}{limited}.");
+    }
+    // The first miss is a floor only.
+    let floors: Vec<String> = super::limit::floors(&m.checks)
+        .filter(|k| !k.met)
+        .map(super::search_text::check_text)
+        .collect();
+    let floor = if largest.is_some() {
+        format!(
+            "{} within the ceilings but {} the floor ({})",
+            students(users),
+            if users == 1 { "misses" } else { "miss" },
+            floors.join(", ")
+        )
+    } else {
+        format!(
+            "stays within the ceilings but misses the floor ({})",
+            floors.join(", ")
+        )
+    };
+    match ceiling_miss {
+        Some(c) => format!(
+            "{start}{floor}; {} {} the ceilings{limited}.",
+            students(c),
+            if c == 1 { "misses" } else { "miss" }
         ),
-        (None, Some(m), Some(limit)) => format!(
-            "{variant}: even the smallest class tried ({}) misses the targets, limited by {}.",
-            students(m),
-            limit.describe()
-        ),
-        _ => format!("{variant}: no cells."),
+        None => format!("{start}{floor}; no class tried missed a ceiling."),
     }
 }

@@ -152,7 +152,7 @@ impl Bottleneck {
         match self {
             Bottleneck::KvMemory => "KV memory (preemptions, KV cache nearly full, or requests waiting with seats free)",
             Bottleneck::Seats => "seats (running pinned at max_num_seqs with requests waiting, KV low)",
-            Bottleneck::DecodeThroughput => "decode throughput (running pinned at max_num_seqs with requests waiting, KV low; more seats did not help)",
+            Bottleneck::DecodeThroughput => "decode throughput (running pinned at max_num_seqs with requests waiting, KV low; more seats did not meet the targets either)",
             Bottleneck::RequestSpeed => "request speed (requests rarely waited; the answers alone are too slow)",
             Bottleneck::Prefill => "prefill (TTFT misses its target while requests rarely wait: reading the prompts takes that long)",
             Bottleneck::ServerErrors => "server errors (the server answered 5xx)",

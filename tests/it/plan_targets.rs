@@ -186,3 +186,32 @@ fn verdicts_give_the_largest_class_and_the_limit() {
         v[1].summary
     );
 }
+
+#[test]
+fn a_floor_missed_by_a_small_class_is_not_its_limit() {
+    let t = embedded_targets();
+    let profile = Profile::load("classroom-64k").expect("profile");
+    // 20 students are too few for the server-output floor (80 < 95 tok/s)
+    // and within every ceiling; 80 students miss a ceiling.
+    let mut small = cell(20, 16);
+    small.summary.server.output_tokens_per_s = Some(80.0);
+    small.server_output_tok_per_s = Some(80.0);
+    let mut large = cell(80, 16);
+    large.summary.ttft_p95_s = Some(200.0);
+    let cells = vec![
+        judged(&t, small),
+        judged(&t, cell(40, 16)),
+        judged(&t, large),
+    ];
+    let v = verdicts(&cells, &[profile], &[t]);
+    assert_eq!((v[0].largest_class, v[0].first_miss), (None, Some(20)));
+    // The limit is judged where a ceiling was missed: 80 students, seats full.
+    assert_eq!(v[0].limit, Some(Bottleneck::Seats));
+    assert!(
+        v[0].summary.contains(
+            "even the smallest class tried (20 students) stays within the ceilings but misses the floor (server_output_tok_per_s 80.0 (target ≥ 95.0)); 80 students miss the ceilings, limited by seats"
+        ),
+        "{}",
+        v[0].summary
+    );
+}
