@@ -9,9 +9,8 @@ mod cli_support;
 mod client_support;
 mod fleet_support;
 mod persona_support;
-mod replay_class;
-mod replay_cli;
-mod replay_privacy;
+#[path = "../replay_support/mod.rs"]
+mod replay_support;
 mod report_support;
 
 mod bench_driver;
@@ -68,6 +67,10 @@ mod prom_http;
 mod prom_parse;
 mod prom_window;
 mod proxy_http;
+mod replay_class;
+mod replay_cli;
+mod replay_privacy;
+mod replay_timing;
 mod report_compare;
 mod report_documents;
 mod report_svg;

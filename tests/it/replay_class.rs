@@ -1,21 +1,20 @@
-//! A class captured through `codendum capture` and replayed against a
-//! fresh twin of the same profile gives the same prompt tokens, server
-//! output (within 10 %) and prefix-cache hit rate (within 2 %; its TTFT
-//! P50/P95 and peak KV, which depend on timing, are checked in
-//! `tests/perf`); a hand-written Mooncake trace replays with its prefix
-//! sharing.
+//! A class captured through `codendum capture` records the class (every
+//! call's sizes, kind, parent and dependency the same as in the class's own
+//! records, its times within milliseconds), and replayed against a fresh
+//! twin of the same profile it gives the same prompt tokens, server output
+//! (within 10 %) and prefix-cache hit rate (within 2 %; its TTFT P50/P95
+//! and peak KV, which depend on timing, are checked in `tests/perf` and, in
+//! virtual time, in `replay_timing`); a hand-written Mooncake trace
+//! replays with its prefix sharing.
 
 use codendum::client::build_http_client;
 use codendum::scrape::Scraper;
 use codendum_core::clock::Clock;
 use codendum_core::trace::{mooncake, Trace};
 
-#[path = "../replay_support/mod.rs"]
-mod replay_support;
-
+use crate::replay_support::{class_then_replay, client, replay_through, twin, within};
 use codendum::replay::{template_tokens, Template};
 use codendum_core::openai::Endpoint;
-use replay_support::{class_then_replay, client, replay_through, twin, within};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_captured_class_replayed_gives_its_server_output_and_hit_rate() {

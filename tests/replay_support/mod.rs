@@ -4,7 +4,8 @@
 //! the capture replayed through another capture against a fresh twin of
 //! the same profile (both runs take the same path, so the proxy's own
 //! milliseconds weigh alike), each run's server figures read off its
-//! twin's `/metrics`.
+//! twin's `/metrics`; on the way, the capture's trace is held against the
+//! trace of the class's own records ([`match_traces`]).
 
 #![allow(dead_code)]
 
@@ -21,7 +22,7 @@ use codendum_core::clock::Clock;
 use codendum_core::openai::{Endpoint, Transport};
 use codendum_core::profile::Profile;
 use codendum_core::prom::{window_stats, WindowStats};
-use codendum_core::results::classroom_records::CallRecord;
+use codendum_core::results::classroom_records::{CallKind, CallRecord};
 use codendum_core::stats::{percentile, sorted_finite};
 use codendum_core::target::BaseUrl;
 use codendum_twin::persona::AgentPersona;
@@ -33,6 +34,7 @@ pub async fn twin(clock: &Clock) -> TwinHandle {
     opts.clock = clock.clone();
     opts.responder = Arc::new(AgentPersona::new(3));
     opts.seed = 3;
+    opts.ttft_log = true;
     codendum_twin::start(opts, "127.0.0.1:0".parse().expect("addr"))
         .await
         .expect("twin starts")
@@ -86,6 +88,31 @@ fn p50_p95(values: impl IntoIterator<Item = f64>) -> (f64, f64) {
     )
 }
 
+impl Figures {
+    /// The figures of a run from its engine timeline between `t0` and `t1`
+    /// (clock seconds), its call records and its engine's TTFT log, whose
+    /// first `probes` entries were the replay's template probes.
+    pub fn of(
+        timeline: &[codendum_core::prom::TimelineSample],
+        (t0, t1): (f64, f64),
+        calls: &[CallRecord],
+        ttft_log: Vec<f64>,
+        probes: usize,
+    ) -> Figures {
+        assert_eq!(
+            ttft_log.len(),
+            calls.len() + probes,
+            "a first token per call"
+        );
+        Figures {
+            server: window_stats(timeline, t0, t1),
+            ttft: p50_p95(calls.iter().filter(|r| r.is_ok()).filter_map(|r| r.ttft_s)),
+            engine_ttft: p50_p95(ttft_log.into_iter().skip(probes)),
+            calls: calls.len(),
+        }
+    }
+}
+
 /// The figures of a run on `twin` whose first `probes` requests were the
 /// replay's template probes.
 async fn figures(
@@ -105,13 +132,64 @@ async fn figures(
         .lock()
         .map(|st| st.ttft_log.samples())
         .expect("stats");
-    assert_eq!(log.len(), calls.len() + probes, "a first token per call");
-    Figures {
-        server: window_stats(&timeline, t0, t1),
-        ttft: p50_p95(calls.iter().filter(|r| r.is_ok()).filter_map(|r| r.ttft_s)),
-        engine_ttft: p50_p95(log.into_iter().skip(probes)),
-        calls: calls.len(),
-    }
+    Figures::of(&timeline, (t0, t1), calls, log, probes)
+}
+
+/// Prints a class's figures beside its replay's (`label` first) and
+/// checks that the replay kept them: server output, TTFT P50 and P95 in
+/// the engine's clock and the peak KV-cache usage within 10 %, the
+/// prefix-cache hit rate within 2 %.
+pub fn assert_replay_kept(label: &str, class: &Figures, replayed: &Figures) {
+    let (a, b) = (&class.server, &replayed.server);
+    eprintln!(
+        "{label}, class vs replay ({} calls): output {:?} / {:?} tokens, hit rate {:?} / {:?}, peak KV {:?} / {:?}, engine TTFT P50/P95 {:.3}/{:.3} vs {:.3}/{:.3} s, client TTFT P50/P95 {:.3}/{:.3} vs {:.3}/{:.3} s",
+        class.calls,
+        a.generation_tokens,
+        b.generation_tokens,
+        a.prefix_hit_rate,
+        b.prefix_hit_rate,
+        a.peak_kv_usage,
+        b.peak_kv_usage,
+        class.engine_ttft.0,
+        class.engine_ttft.1,
+        replayed.engine_ttft.0,
+        replayed.engine_ttft.1,
+        class.ttft.0,
+        class.ttft.1,
+        replayed.ttft.0,
+        replayed.ttft.1
+    );
+    let figure = |f: Option<f64>, what: &str| f.unwrap_or_else(|| panic!("no {what}"));
+    within(
+        "server output tokens",
+        figure(a.generation_tokens, "class output"),
+        figure(b.generation_tokens, "replay output"),
+        0.10,
+    );
+    within(
+        "prefix-cache hit rate",
+        figure(a.prefix_hit_rate, "class hit rate"),
+        figure(b.prefix_hit_rate, "replay hit rate"),
+        0.02,
+    );
+    within(
+        "TTFT P50",
+        class.engine_ttft.0,
+        replayed.engine_ttft.0,
+        0.10,
+    );
+    within(
+        "TTFT P95",
+        class.engine_ttft.1,
+        replayed.engine_ttft.1,
+        0.10,
+    );
+    within(
+        "peak KV usage",
+        figure(a.peak_kv_usage, "class peak KV"),
+        figure(b.peak_kv_usage, "replay peak KV"),
+        0.10,
+    );
 }
 
 /// `codendum replay` of `trace` through `base` on `clock` (the chat
@@ -124,7 +202,18 @@ pub async fn replay_through(
     speed: f64,
     salt: u64,
 ) -> replay::ReplayOutcome {
-    let transport = client(base, clock);
+    replay_with(client(base, clock), clock, trace, speed, salt).await
+}
+
+/// `codendum replay` of `trace` through `transport` on `clock`, as
+/// [`replay_through`].
+pub async fn replay_with(
+    transport: Arc<dyn Transport>,
+    clock: &Clock,
+    trace: &codendum_core::trace::Trace,
+    speed: f64,
+    salt: u64,
+) -> replay::ReplayOutcome {
     let template = replay::template_tokens(transport.as_ref(), Endpoint::Chat, "qwen3-coder").await;
     let config = ReplayConfig {
         model: "qwen3-coder".into(),
@@ -134,7 +223,6 @@ pub async fn replay_through(
         api_key: None,
         template,
     };
-    let transport: Arc<dyn Transport> = transport;
     replay::run_replay(
         trace,
         &config,
@@ -144,6 +232,106 @@ pub async fn replay_through(
         None,
     )
     .await
+}
+
+/// Every call of `trace` replayed, successfully, each prompt of its
+/// recorded size (the carried conversations too).
+pub fn assert_every_call_replayed(
+    trace: &codendum_core::trace::Trace,
+    replayed: &replay::ReplayOutcome,
+) {
+    assert_eq!(replayed.requests.len(), trace.calls.len());
+    assert!(replayed.requests.iter().all(|r| r.is_ok()));
+    let sent: u64 = replayed
+        .requests
+        .iter()
+        .filter_map(|r| r.prompt_tokens)
+        .sum();
+    let recorded: u64 = trace.calls.iter().map(|c| c.input_tokens).sum();
+    assert_eq!(sent, recorded, "prompt tokens replayed and recorded");
+}
+
+/// How a capture's trace compares with the trace of the same class's own
+/// records (`replay::source::from_class_records`), call by call (keyed by
+/// session and place in it).
+#[derive(Debug, Clone)]
+pub struct TraceMatch {
+    /// Calls in both.
+    pub calls: usize,
+    /// Calls whose prompt and output tokens, kind and parent are the same.
+    pub same_calls: usize,
+    /// Calls that wait for the same call (or both for none).
+    pub same_dependencies: usize,
+    /// |captured − recorded| of the client times (the dependencies' gaps)
+    /// and of the sessions' start offsets, real seconds, sorted.
+    pub time_errors: Vec<f64>,
+}
+
+/// A call's session, kind and place among the session's calls of that
+/// kind (a title and the first step go out together, in either order).
+type CallKey = (String, Option<CallKind>, usize);
+
+fn keyed(trace: &codendum_core::trace::Trace) -> Vec<Option<CallKey>> {
+    let mut seen: std::collections::HashMap<(String, Option<CallKind>), usize> = Default::default();
+    trace
+        .calls
+        .iter()
+        .map(|c| {
+            c.session.clone().map(|s| {
+                let n = seen.entry((s.clone(), c.kind)).or_insert(0);
+                *n += 1;
+                (s, c.kind, *n)
+            })
+        })
+        .collect()
+}
+
+/// Compares `captured` (real seconds) with `recorded` (seconds of a clock
+/// `scale` times faster than real time).
+pub fn match_traces(
+    captured: &codendum_core::trace::Trace,
+    recorded: &codendum_core::trace::Trace,
+    scale: f64,
+) -> TraceMatch {
+    let (ck, rk) = (keyed(captured), keyed(recorded));
+    let index: std::collections::HashMap<&CallKey, usize> = ck
+        .iter()
+        .enumerate()
+        .filter_map(|(i, k)| k.as_ref().map(|k| (k, i)))
+        .collect();
+    let mut m = TraceMatch {
+        calls: 0,
+        same_calls: 0,
+        same_dependencies: 0,
+        time_errors: Vec::new(),
+    };
+    for (i, key) in rk.iter().enumerate() {
+        let Some(&j) = key.as_ref().and_then(|k| index.get(k)) else {
+            continue;
+        };
+        let (r, c) = (&recorded.calls[i], &captured.calls[j]);
+        m.calls += 1;
+        if (r.input_tokens, r.output_tokens, r.kind, &r.parent)
+            == (c.input_tokens, c.output_tokens, c.kind, &c.parent)
+        {
+            m.same_calls += 1;
+        }
+        let waits = |d: Option<codendum_core::trace::Dependency>, keys: &[Option<CallKey>]| {
+            d.map(|d| keys[d.call].clone())
+        };
+        if waits(r.after, &rk) == waits(c.after, &ck) {
+            m.same_dependencies += 1;
+            match (r.after, c.after) {
+                (Some(a), Some(b)) => m.time_errors.push((a.gap_s / scale - b.gap_s).abs()),
+                (None, None) if i > 0 && j > 0 => {
+                    m.time_errors.push((r.at_s / scale - c.at_s).abs())
+                }
+                _ => {}
+            }
+        }
+    }
+    m.time_errors.sort_by(f64::total_cmp);
+    m
 }
 
 /// `replayed` is within `tolerance` (a fraction) of `original`.
@@ -156,8 +344,21 @@ pub fn within(name: &str, original: f64, replayed: f64, tolerance: f64) {
     );
 }
 
-/// The class of `users` students (300 s window, 60 s ramp-up, one
-/// follow-up), captured in `dir/cap`, and its replay; both on clocks
+/// The class every replay test runs: `users` students, 300 s window,
+/// 60 s ramp-up, one follow-up, pauses of 20 to 40 s, seed 11.
+pub fn class_config(users: usize) -> ClassroomConfig {
+    let mut config = ClassroomConfig::new("qwen3-coder", Some(65_536));
+    config.users = users;
+    config.duration = Duration::from_secs(300);
+    config.ramp_up = Duration::from_secs(60);
+    config.follow_ups = 1;
+    config.pause_min = Duration::from_secs(20);
+    config.pause_max = Duration::from_secs(40);
+    config.seed = 11;
+    config
+}
+
+/// The class of [`class_config`], captured in `dir/cap`, and its replay; both on clocks
 /// `scale` times faster than real time. Checks that every call was
 /// captured, replayed and captured again.
 pub async fn class_then_replay(dir: &Path, users: usize, scale: f64) -> (Figures, Figures) {
@@ -168,14 +369,7 @@ pub async fn class_then_replay(dir: &Path, users: usize, scale: f64) -> (Figures
     )
     .await
     .expect("capture");
-    let mut config = ClassroomConfig::new("qwen3-coder", Some(65_536));
-    config.users = users;
-    config.duration = Duration::from_secs(300);
-    config.ramp_up = Duration::from_secs(60);
-    config.follow_ups = 1;
-    config.pause_min = Duration::from_secs(20);
-    config.pause_max = Duration::from_secs(40);
-    config.seed = 11;
+    let config = class_config(users);
     let s = sampler(&original, &clock);
     let t0 = clock.now_secs();
     let class = run_classroom(
@@ -203,6 +397,35 @@ pub async fn class_then_replay(dir: &Path, users: usize, scale: f64) -> (Figures
     let (kind, trace) = replay::load(&dir.join("cap"), 16).expect("reads the capture");
     assert_eq!(kind, SourceKind::Capture);
     assert_eq!(trace.calls.len(), class.requests.len());
+    let own = replay::source::from_class_records(&class.requests, 16);
+    let m = match_traces(&trace, &own, scale);
+    let q = |p: f64| percentile(&m.time_errors, p).unwrap_or(0.0) * 1000.0;
+    eprintln!(
+        "capture vs the class's records: {} calls, {} the same, {} with the same dependency; client-time and start errors P50/P95/max {:.1}/{:.1}/{:.1} ms real",
+        m.calls,
+        m.same_calls,
+        m.same_dependencies,
+        q(50.0),
+        q(95.0),
+        q(100.0)
+    );
+    // What the capture recorded is the class: every call's sizes, kind and
+    // parent, and (but for a near tie a loaded machine can turn) what it
+    // waited for; its times are the class's within the proxy's and the
+    // machine's milliseconds.
+    assert_eq!(m.calls, class.requests.len(), "every call matched");
+    assert_eq!(m.same_calls, m.calls, "sizes, kinds and parents");
+    assert!(
+        m.same_dependencies * 50 >= m.calls * 49,
+        "{} of {} dependencies the same",
+        m.same_dependencies,
+        m.calls
+    );
+    assert!(
+        q(50.0) <= 50.0,
+        "client times off by {:.1} ms (median)",
+        q(50.0)
+    );
     let fresh = twin(&clock).await;
     let again = capture::start(
         CaptureConfig::new(&fresh.base_url(), "127.0.0.1:0", dir.join("again")).expect("config"),
@@ -220,16 +443,7 @@ pub async fn class_then_replay(dir: &Path, users: usize, scale: f64) -> (Figures
         .await
         .expect("shutdown");
     fresh.shutdown().await;
-    assert_eq!(replayed.requests.len(), trace.calls.len());
-    assert!(replayed.requests.iter().all(|r| r.is_ok()));
-    // Every prompt of its recorded size, the carried conversations too.
-    let sent: u64 = replayed
-        .requests
-        .iter()
-        .filter_map(|r| r.prompt_tokens)
-        .sum();
-    let recorded: u64 = trace.calls.iter().map(|c| c.input_tokens).sum();
-    assert_eq!(sent, recorded, "prompt tokens replayed and recorded");
+    assert_every_call_replayed(&trace, &replayed);
     // The two template probes and every replayed call.
     assert_eq!(recaptured as usize, trace.calls.len() + 2);
     (class_figures, replay_figures)

@@ -101,28 +101,48 @@ impl FinishReason {
 /// own clock, seconds, in the order the first tokens came: the figure
 /// without the HTTP path's and the client's time, and on a scaled clock
 /// without the machine's lost milliseconds inside the engine's steps (the
-/// arrivals are still the machine's). The clones of one engine's stats
-/// share the list, so publishing them copies none of it; 8 bytes a request.
+/// arrivals are still the machine's). Off unless asked for
+/// ([`TwinOptions::ttft_log`](crate::TwinOptions::ttft_log),
+/// [`TtftLog::keeping`]): a log grows by 8 bytes a request, which a
+/// long-running `serve` should not. The clones of one engine's stats share
+/// the list, so publishing them copies none of it.
 #[derive(Debug, Clone, Default)]
-pub struct TtftLog(std::sync::Arc<std::sync::Mutex<Vec<f64>>>);
+pub struct TtftLog(Option<std::sync::Arc<std::sync::Mutex<Vec<f64>>>>);
 
 impl TtftLog {
-    /// Adds one request's TTFT, seconds.
+    /// A log that keeps every TTFT (the default keeps none).
+    pub fn keeping() -> Self {
+        TtftLog(Some(Default::default()))
+    }
+
+    /// Whether this log keeps TTFTs.
+    pub fn is_kept(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// Adds one request's TTFT, seconds (nothing when the log is off).
     pub fn push(&self, ttft_s: f64) {
-        if let Ok(mut v) = self.0.lock() {
+        if let Some(Ok(mut v)) = self.0.as_ref().map(|v| v.lock()) {
             v.push(ttft_s);
         }
     }
 
-    /// The TTFTs so far, seconds, in the order they came.
+    /// The TTFTs so far, seconds, in the order they came (empty when the
+    /// log is off).
     pub fn samples(&self) -> Vec<f64> {
-        self.0.lock().map(|v| v.clone()).unwrap_or_default()
+        self.0
+            .as_ref()
+            .and_then(|v| v.lock().ok().map(|v| v.clone()))
+            .unwrap_or_default()
     }
 }
 
 impl PartialEq for TtftLog {
     fn eq(&self, other: &Self) -> bool {
-        std::sync::Arc::ptr_eq(&self.0, &other.0) || self.samples() == other.samples()
+        match (&self.0, &other.0) {
+            (Some(a), Some(b)) if std::sync::Arc::ptr_eq(a, b) => true,
+            _ => self.is_kept() == other.is_kept() && self.samples() == other.samples(),
+        }
     }
 }
 

@@ -140,8 +140,13 @@ fn a_padded_answer_is_cached_as_its_padding_text() {
 }
 
 #[test]
-fn every_first_token_is_logged_in_engine_time() {
+fn every_first_token_is_logged_in_engine_time_when_asked() {
     let mut e = Engine::new(config(1000, 16));
+    e.add(req(9, prompt(9, 40), 3)).expect("add");
+    e.run_to_idle(100);
+    assert!(e.stats().ttft_log.samples().is_empty(), "off by default");
+    let mut e = Engine::new(config(1000, 16));
+    e.keep_ttft_log();
     e.add(req(1, prompt(1, 300), 3)).expect("add");
     e.add(req(2, prompt(2, 40), 3)).expect("add");
     e.run_to_idle(100);

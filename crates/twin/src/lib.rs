@@ -81,6 +81,10 @@ pub struct TwinOptions {
     pub proxy: Option<proxy::ProxyConfig>,
     /// Injected faults (`--faults`, see [`faults`]); `None`: a healthy twin.
     pub faults: Option<Arc<faults::FaultPlan>>,
+    /// Keep every request's TTFT in the engine's own clock
+    /// ([`engine_stats::EngineStats::ttft_log`]; 8 bytes a request, for
+    /// tests that compare runs); `false` by default.
+    pub ttft_log: bool,
 }
 
 impl TwinOptions {
@@ -94,6 +98,7 @@ impl TwinOptions {
             seed: 0,
             proxy: None,
             faults: None,
+            ttft_log: false,
         }
     }
 }
@@ -162,7 +167,10 @@ fn assemble<R, E>(
         runner::SharedLateness,
     ) -> Result<Spawned<R>, E>,
 ) -> Result<(Arc<TwinState>, R), E> {
-    let engine = Engine::new(EngineConfig::from_profile(&opts.profile));
+    let mut engine = Engine::new(EngineConfig::from_profile(&opts.profile));
+    if opts.ttft_log {
+        engine.keep_ttft_log();
+    }
     let stats = Arc::new(Mutex::new(engine.stats().clone()));
     let lateness = runner::SharedLateness::default();
     let (tx, runner) = spawn(engine, opts.clock.clone(), stats.clone(), lateness.clone())?;

@@ -8,7 +8,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::engine_stats::{EngineStats, FinishReason};
+use super::engine_stats::{EngineStats, FinishReason, TtftLog};
 use super::filler::padding_piece;
 use super::kv::{block_hash, BlockId, BlockPool};
 use super::model::{PhysicalStepModel, StepModel, StepShape};
@@ -199,6 +199,14 @@ impl Engine {
             sched: Vec::new(),
             now: 0.0,
             stats: EngineStats::default(),
+        }
+    }
+
+    /// Keeps every request's TTFT in the engine's statistics from now on
+    /// ([`EngineStats::ttft_log`]).
+    pub fn keep_ttft_log(&mut self) {
+        if !self.stats.ttft_log.is_kept() {
+            self.stats.ttft_log = TtftLog::keeping();
         }
     }
 
