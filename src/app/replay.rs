@@ -95,6 +95,22 @@ pub fn read_trace(
     Ok((kind, trace))
 }
 
+/// The ramp-up and the window for new coding requests (seconds of the
+/// source's clock) of a classroom or replay folder the trace was read
+/// from, when its `summary.json` has a ramp-up shorter than its window.
+fn source_window(source: &Path, kind: SourceKind) -> Option<(f64, f64)> {
+    if !matches!(kind, SourceKind::Classroom | SourceKind::Replay) {
+        return None;
+    }
+    match results::read_summary(source).ok()? {
+        results::RunSummary::Classroom(s) => {
+            let p = &s.parameters;
+            (p.ramp_up_s > 0.0 && p.duration_s > p.ramp_up_s).then_some((p.ramp_up_s, p.duration_s))
+        }
+        results::RunSummary::Bench(_) => None,
+    }
+}
+
 /// Runs the replay; an interrupted one writes its folder and returns
 /// [`Error::Interrupted`].
 pub async fn run(run: ReplayRun<'_>) -> Result<ReplayResult, Error> {
@@ -205,10 +221,17 @@ async fn run_connected(
         run.max_error_rate,
     );
     let answered = verdict.answered_until_s.map_or(span, |t| t.min(span));
-    // The whole replay is its steady window (no ramp-up is known).
+    // The steady window: a classroom source's own (its ramp-up to the end
+    // of its window for new coding requests, at the replay's speed), so a
+    // class and its replay measure the same stretch; else the whole replay
+    // (no ramp-up is known).
+    let (ramp_up_s, window_s) = match source_window(&run.source, kind) {
+        Some((ramp, window)) => (ramp / run.speed, (window / run.speed).min(answered)),
+        None => (0.0, answered),
+    };
     let mut window = ClassroomConfig::new(model.clone(), None);
-    window.ramp_up = Duration::ZERO;
-    window.duration = Duration::from_secs_f64(answered.max(1.0));
+    window.ramp_up = Duration::from_secs_f64(ramp_up_s);
+    window.duration = Duration::from_secs_f64(window_s.max(ramp_up_s + 1.0));
     let figures_source = if read.fleet.is_empty() {
         "none"
     } else {
@@ -259,8 +282,12 @@ async fn run_connected(
         parameters: ClassroomParameters {
             users: outcome.users as u32,
             scenario: "replay".into(),
-            duration_s: trace.calls.last().map_or(0.0, |c| c.at_s) / run.speed,
-            ramp_up_s: 0.0,
+            duration_s: if ramp_up_s > 0.0 {
+                window.duration.as_secs_f64()
+            } else {
+                trace.calls.last().map_or(0.0, |c| c.at_s) / run.speed
+            },
+            ramp_up_s,
             pause_min_s: 0.0,
             pause_max_s: 0.0,
             follow_ups: 0,

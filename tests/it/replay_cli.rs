@@ -58,6 +58,17 @@ fn bad_replay_and_export_input_is_one_line_and_exit_2() {
     }
 }
 
+/// The one run folder under `results`.
+fn the_folder(results: &std::path::Path) -> std::path::PathBuf {
+    let folders: Vec<_> = std::fs::read_dir(results)
+        .expect("results")
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(folders.len(), 1, "{folders:?}");
+    folders[0].clone()
+}
+
 #[test]
 fn a_replay_folder_reads_as_a_class_in_report_and_compare() {
     let dir = tempfile::tempdir().expect("dir");
@@ -77,13 +88,7 @@ fn a_replay_folder_reads_as_a_class_in_report_and_compare() {
     ]);
     let f = run(cmd);
     assert_eq!(f.code, Some(0), "{}", f.both());
-    let folders: Vec<_> = std::fs::read_dir(cwd.join("results"))
-        .expect("results")
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    assert_eq!(folders.len(), 1);
-    let folder = &folders[0];
+    let folder = &the_folder(&cwd.join("results"));
     assert!(folder
         .file_name()
         .is_some_and(|n| n.to_string_lossy().starts_with("replay-")));
@@ -123,4 +128,52 @@ fn a_replay_folder_reads_as_a_class_in_report_and_compare() {
     let f = run(cmd);
     assert_eq!(f.code, Some(0), "{}", f.both());
     assert!(folder.join("compare.md").is_file());
+}
+
+#[test]
+fn a_replayed_classroom_keeps_its_steady_window() {
+    let dir = tempfile::tempdir().expect("dir");
+    let cwd = dir.path();
+    let mut cmd = codendum(cwd);
+    cmd.args([
+        "classroom",
+        "--users",
+        "2",
+        "--duration",
+        "120",
+        "--ramp-up",
+        "30",
+        "--time-scale",
+        "200",
+        "--results-dir",
+        "class",
+        "--no-report",
+        "--yes",
+    ]);
+    let f = run(cmd);
+    assert_eq!(f.code, Some(0), "{}", f.both());
+    let class = the_folder(&cwd.join("class"));
+    let mut cmd = codendum(cwd);
+    cmd.arg("replay").arg(&class).args([
+        "--speed",
+        "2",
+        "--time-scale",
+        "200",
+        "--results-dir",
+        "again",
+        "--no-report",
+    ]);
+    let f = run(cmd);
+    assert_eq!(f.code, Some(0), "{}", f.both());
+    let replay = the_folder(&cwd.join("again"));
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(replay.join("summary.json")).expect("summary"),
+    )
+    .expect("json");
+    // The class's ramp-up and window at twice the speed: its steady state
+    // is the same stretch of the class.
+    let p = &summary["parameters"];
+    assert_eq!(p["ramp_up_s"], 15.0, "{p}");
+    let window = p["duration_s"].as_f64().expect("duration_s");
+    assert!(window > 15.0 && window <= 60.0, "{p}");
 }

@@ -195,9 +195,16 @@ fn workload(run: &LoadedRun) -> Vec<(String, String)> {
             vec![
                 ("kind".into(), "classroom".into()),
                 ("users".into(), p.users.to_string()),
-                ("duration".into(), format!("{} s", p.duration_s)),
+                // Tenths of a second: a replay's span is measured, not set.
+                (
+                    "duration".into(),
+                    format!("{} s", (p.duration_s * 10.0).round() / 10.0),
+                ),
                 ("scenario".into(), p.scenario.clone()),
-                ("ramp-up".into(), format!("{} s", p.ramp_up_s)),
+                (
+                    "ramp-up".into(),
+                    format!("{} s", (p.ramp_up_s * 10.0).round() / 10.0),
+                ),
                 ("follow-ups".into(), p.follow_ups.to_string()),
             ]
         }
