@@ -6,6 +6,8 @@
 //! is set; `.ci/run` installs them all.
 
 mod aiperf;
+#[path = "../it/capture_support.rs"]
+mod capture_support;
 mod opencode;
 mod prometheus_bad_input;
 mod prometheus_bench;

@@ -1,7 +1,11 @@
 //! The real OpenCode 1.18.33 client (`opencode run`) against the twin, in a
 //! scratch copy of the python classroom project with an isolated HOME: what
 //! it read, edited, wrote and ran, checked on disk and on the wire (every
-//! request the twin answered, recorded beside the persona's answer).
+//! request the twin answered, recorded beside the persona's answer). It
+//! talks to the twin through `codendum capture --no-text`, as a class
+//! would: the capture must record every call of a client we did not write,
+//! keep no word of its messages and no key, and its recording must replay
+//! against a fresh twin with every prompt of its recorded size.
 //!
 //! The binary is found at `$CODENDUM_OPENCODE` or
 //! `~/.cache/codendum-opencode/node_modules/opencode-linux-x64/bin/opencode`
@@ -12,8 +16,16 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::capture_support::any_file_contains;
+use codendum::capture::{self, CaptureConfig};
+use codendum::classroom::MemorySink;
+use codendum::client::{ClientOptions, HttpClient};
+use codendum::replay::{self, ReplayConfig, SourceKind};
 use codendum_core::clock::Clock;
+use codendum_core::openai::Endpoint;
 use codendum_core::profile::Profile;
+use codendum_core::results::classroom_records::CallKind;
+use codendum_core::target::BaseUrl;
 use codendum_testkit::real::{Component, OPENCODE_VERSION as VERSION};
 use codendum_twin::answer::{AnswerRequest, PlannedAnswer, Responder};
 use codendum_twin::persona::AgentPersona;
@@ -261,17 +273,27 @@ async fn opencode_session() {
         .expect("twin");
 
     let scratch = tempfile::tempdir().expect("tempdir");
+    let captured = scratch.path().join("cap");
+    let mut capture_config =
+        CaptureConfig::new(&twin.base_url(), "127.0.0.1:0", captured.clone()).expect("config");
+    capture_config.keep_text = false;
+    let cap = capture::start(capture_config).await.expect("capture");
     let original = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/classroom/python");
     let project = scratch.path().join("chat");
     let home = scratch.path().join("home");
     copy_dir(&original, &project);
     std::fs::create_dir_all(&home).expect("home");
-    let cfg = serde_json::to_string_pretty(&config(&twin.base_url())).unwrap();
+    let cfg = serde_json::to_string_pretty(&config(&cap.base_url())).unwrap();
     std::fs::write(project.join("opencode.json"), cfg).expect("config");
 
     let (stdout, stderr, wall) = run_opencode(&bin, &project, &home).await;
+    let recorded = cap
+        .shutdown(Duration::from_secs(5))
+        .await
+        .expect("capture shutdown");
     twin.shutdown().await;
     let calls = std::mem::take(&mut *recorder.calls.lock().unwrap());
+    check_capture(&captured, &calls, recorded).await;
     let tools = tool_calls(&calls);
     let mut changed = Vec::new();
     changed_files(&original, &project, Path::new(""), &mut changed);
@@ -286,6 +308,96 @@ async fn opencode_session() {
     let tail: String = stderr.chars().skip(skip).collect();
     let log = format!("stdout:\n{stdout}\nstderr (tail):\n{tail}");
     check_session(&calls, &tools, &changed, (&original, &project), &log);
+}
+
+/// The capture of the session: every model call the twin answered is a
+/// line (OpenCode's other requests, if any, are `other`), nothing of the
+/// task, the system prompt or the key is in any file, and the recording
+/// replays against a fresh twin, every call answered and every prompt of
+/// its recorded size.
+async fn check_capture(dir: &Path, calls: &[Call], recorded: u64) {
+    let (kind, trace) = replay::load(dir, 16).expect("the capture reads");
+    assert_eq!(kind, SourceKind::Capture);
+    assert_eq!(
+        trace.calls.len(),
+        calls.len(),
+        "a trace call per model call"
+    );
+    assert!(recorded as usize >= calls.len(), "{recorded} lines");
+    let kinds: Vec<_> = trace.calls.iter().filter_map(|c| c.kind).collect();
+    assert!(
+        kinds.iter().filter(|k| **k == CallKind::Agent).count() >= 3,
+        "{kinds:?}"
+    );
+    let system = calls
+        .iter()
+        .flat_map(|c| c.messages.first())
+        .map(codendum_core::openai::message_text)
+        .find(|t| t.len() > 200)
+        .expect("a system prompt");
+    let words: String = system.chars().take(60).collect();
+    for needle in [TASK, "twin-test-key", words.as_str()] {
+        assert!(!any_file_contains(dir, needle), "{needle:?} in the capture");
+    }
+    // Replayed at the recorded pace on a twin 100 times faster than the
+    // GB10 (the recording's seconds are real, of a twin at TIME_SCALE).
+    let mut opts = TwinOptions::new(Profile::load("classroom-64k").expect("profile"));
+    let clock = Clock::scaled(100.0);
+    opts.clock = clock.clone();
+    opts.responder = Arc::new(AgentPersona::new(2));
+    let fresh = start(opts, "127.0.0.1:0".parse().unwrap())
+        .await
+        .expect("twin");
+    let client = Arc::new(
+        HttpClient::new(
+            &BaseUrl::parse(fresh.base_url()).expect("base url"),
+            ClientOptions {
+                clock: clock.clone(),
+                ..ClientOptions::default()
+            },
+        )
+        .expect("client"),
+    );
+    let template = replay::template_tokens(client.as_ref(), Endpoint::Chat, "qwen3-coder").await;
+    let config = ReplayConfig {
+        model: "qwen3-coder".into(),
+        speed: 1.0 / TIME_SCALE,
+        salt: 1,
+        endpoint: Endpoint::Chat,
+        api_key: None,
+        template,
+    };
+    let replayed = replay::run_replay(
+        &trace,
+        &config,
+        client,
+        clock,
+        Arc::new(MemorySink::default()),
+        None,
+    )
+    .await;
+    fresh.shutdown().await;
+    assert_eq!(replayed.requests.len(), trace.calls.len());
+    assert!(
+        replayed.requests.iter().all(|r| r.is_ok()),
+        "{:?}",
+        replayed.requests
+    );
+    let sent: Vec<u64> = replayed
+        .requests
+        .iter()
+        .filter_map(|r| r.prompt_tokens)
+        .collect();
+    let sent_sum: u64 = sent.iter().sum();
+    let recorded_sum: u64 = trace.calls.iter().map(|c| c.input_tokens).sum();
+    eprintln!(
+        "capture: {} calls ({kinds:?}), {recorded_sum} prompt tokens; replayed {sent_sum}",
+        trace.calls.len()
+    );
+    assert_eq!(
+        sent_sum, recorded_sum,
+        "prompt tokens replayed and recorded"
+    );
 }
 
 fn check_session(
