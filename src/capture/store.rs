@@ -88,6 +88,8 @@ struct Inner {
     seq: u64,
     sessions: HashMap<String, Session>,
     samples: BTreeMap<ClientTimeKind, Vec<f64>>,
+    /// Samples taken so far (the generation of `samples`).
+    samples_taken: u64,
     prompt_written: bool,
     write_failed: bool,
 }
@@ -98,6 +100,10 @@ pub struct Store {
     source: String,
     origin: Instant,
     inner: Mutex<Inner>,
+    /// Held while `client-times.json` is written: the `samples_taken` it
+    /// holds. The file is written outside `inner`, so that no other call
+    /// waits on the file system for its record.
+    times_written: Mutex<u64>,
 }
 
 impl Store {
@@ -120,10 +126,12 @@ impl Store {
                 seq: 0,
                 sessions: HashMap::new(),
                 samples: BTreeMap::new(),
+                samples_taken: 0,
                 // Without text the prompt is never written.
                 prompt_written: !keep_text,
                 write_failed: false,
             }),
+            times_written: Mutex::new(0),
         })
     }
 
@@ -142,6 +150,7 @@ impl Store {
         received: Instant,
     ) -> OpenCall {
         let mut inner = self.lock();
+        let mut sampled = false;
         inner.seq += 1;
         let mut line = CallLine {
             seq: inner.seq,
@@ -176,7 +185,8 @@ impl Store {
                         line.client_time_kind = Some(after.as_str().to_string());
                         if let After::Kind(k) = after {
                             inner.samples.entry(k).or_default().push(secs);
-                            self.write_client_times(&mut inner);
+                            inner.samples_taken += 1;
+                            sampled = true;
                         }
                     }
                 } else {
@@ -194,6 +204,11 @@ impl Store {
                 let result = files::write_json(&self.folder.join(files::PROMPT_FILE), &prompt);
                 self.note(&mut inner, result);
             }
+        }
+        drop(inner);
+        if sampled {
+            let result = self.write_client_times(false);
+            self.note(&mut self.lock(), result);
         }
         OpenCall { line, received }
     }
@@ -258,15 +273,29 @@ impl Store {
 
     /// Rewrites `client-times.json` (also at the end of the capture).
     pub fn flush(&self) -> Result<(), Error> {
-        let inner = self.lock();
-        let file = ClientTimes::from_samples(inner.samples.clone()).to_file(&self.source);
-        files::write_json(&self.folder.join(files::CLIENT_TIMES_FILE), &file)
+        self.write_client_times(true)
     }
 
-    fn write_client_times(&self, inner: &mut Inner) {
-        let file = ClientTimes::from_samples(inner.samples.clone()).to_file(&self.source);
-        let result = files::write_json(&self.folder.join(files::CLIENT_TIMES_FILE), &file);
-        self.note(inner, result);
+    /// Writes `client-times.json` with every sample taken so far, unless
+    /// (`always` false) the file already holds them: a call that waited
+    /// here while another wrote finds its sample written. Either way the
+    /// file holds the caller's sample when this returns.
+    fn write_client_times(&self, always: bool) -> Result<(), Error> {
+        let mut written = self
+            .times_written
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let (taken, samples) = {
+            let inner = self.lock();
+            (inner.samples_taken, inner.samples.clone())
+        };
+        if !always && taken <= *written {
+            return Ok(());
+        }
+        let file = ClientTimes::from_samples(samples).to_file(&self.source);
+        files::write_json(&self.folder.join(files::CLIENT_TIMES_FILE), &file)?;
+        *written = taken;
+        Ok(())
     }
 
     /// Says a write error once on stderr; the capture keeps passing traffic.
