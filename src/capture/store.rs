@@ -75,6 +75,16 @@ pub struct CallLine {
 pub struct OpenCall {
     line: CallLine,
     received: Instant,
+    sampled: bool,
+}
+
+impl OpenCall {
+    /// Whether the request gave its session a client-time sample:
+    /// [`Store::write_samples`] is then due (it is left to the caller so
+    /// that the file system is not touched on an async worker).
+    pub fn took_sample(&self) -> bool {
+        self.sampled
+    }
 }
 
 #[derive(Debug, Default)]
@@ -140,7 +150,9 @@ impl Store {
     }
 
     /// A request arrived at `received`: numbers it, measures its session's
-    /// client time, and keeps the first agent request's prompt.
+    /// client time, and keeps the first agent request's prompt. A new
+    /// client-time sample is written by [`Store::write_samples`]
+    /// ([`OpenCall::took_sample`]).
     pub fn begin(
         &self,
         (method, path): (&str, &str),
@@ -205,12 +217,11 @@ impl Store {
                 self.note(&mut inner, result);
             }
         }
-        drop(inner);
-        if sampled {
-            let result = self.write_client_times(false);
-            self.note(&mut self.lock(), result);
+        OpenCall {
+            line,
+            received,
+            sampled,
         }
-        OpenCall { line, received }
     }
 
     /// The answer of `call` ended at `end` with `status` (`error`: what
@@ -223,7 +234,9 @@ impl Store {
         end: Instant,
         error: Option<String>,
     ) {
-        let OpenCall { mut line, received } = call;
+        let OpenCall {
+            mut line, received, ..
+        } = call;
         line.status = status;
         line.duration_s = end.saturating_duration_since(received).as_secs_f64();
         line.ttft_s = answer
@@ -276,15 +289,20 @@ impl Store {
         self.write_client_times(true)
     }
 
+    /// Rewrites `client-times.json` after [`Store::begin`] took a sample
+    /// (blocking file-system work: the handler runs it on tokio's blocking
+    /// pool); a write error is said once on stderr.
+    pub fn write_samples(&self) {
+        let result = self.write_client_times(false);
+        self.note(&mut self.lock(), result);
+    }
+
     /// Writes `client-times.json` with every sample taken so far, unless
     /// (`always` false) the file already holds them: a call that waited
     /// here while another wrote finds its sample written. Either way the
     /// file holds the caller's sample when this returns.
     fn write_client_times(&self, always: bool) -> Result<(), Error> {
-        let mut written = self
-            .times_written
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let mut written = self.times_written.lock().unwrap_or_else(|p| p.into_inner());
         let (taken, samples) = {
             let inner = self.lock();
             (inner.samples_taken, inner.samples.clone())
