@@ -102,6 +102,13 @@ pub async fn handle(State(fwd): State<Arc<Forwarder>>, request: Request) -> Resp
         received,
     );
     drop(parsed);
+    if call.took_sample() {
+        // `client-times.json` is rewritten off the async worker (a file
+        // write and rename that can wait on the disk), and before the
+        // request goes on, so that the file holds the sample by then.
+        let store = fwd.store.clone();
+        let _ = tokio::task::spawn_blocking(move || store.write_samples()).await;
+    }
     let mut req = fwd
         .http
         .request(parts.method.clone(), fwd.url_for(&path_and_query));

@@ -194,6 +194,13 @@ pub async fn start(config: CaptureConfig) -> Result<CaptureHandle, Error> {
     });
     let app = Router::new().fallback(forward::handle).with_state(fwd);
     let (tx, rx) = oneshot::channel::<()>();
+    // Every client connection with `TCP_NODELAY`, as the twin's: an SSE
+    // answer is many small writes, and without it Nagle's algorithm holds
+    // one back until the client's delayed ACK (~40 ms on Linux), which the
+    // client sees as latency the capture added.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     let server = tokio::spawn(async move {
         let _ = axum::serve(listener, app)
             .with_graceful_shutdown(async move {

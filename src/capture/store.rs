@@ -75,6 +75,16 @@ pub struct CallLine {
 pub struct OpenCall {
     line: CallLine,
     received: Instant,
+    sampled: bool,
+}
+
+impl OpenCall {
+    /// Whether the request gave its session a client-time sample:
+    /// [`Store::write_samples`] is then due (it is left to the caller so
+    /// that the file system is not touched on an async worker).
+    pub fn took_sample(&self) -> bool {
+        self.sampled
+    }
 }
 
 #[derive(Debug, Default)]
@@ -88,6 +98,8 @@ struct Inner {
     seq: u64,
     sessions: HashMap<String, Session>,
     samples: BTreeMap<ClientTimeKind, Vec<f64>>,
+    /// Samples taken so far (the generation of `samples`).
+    samples_taken: u64,
     prompt_written: bool,
     write_failed: bool,
 }
@@ -98,6 +110,10 @@ pub struct Store {
     source: String,
     origin: Instant,
     inner: Mutex<Inner>,
+    /// Held while `client-times.json` is written: the `samples_taken` it
+    /// holds. The file is written outside `inner`, so that no other call
+    /// waits on the file system for its record.
+    times_written: Mutex<u64>,
 }
 
 impl Store {
@@ -120,10 +136,12 @@ impl Store {
                 seq: 0,
                 sessions: HashMap::new(),
                 samples: BTreeMap::new(),
+                samples_taken: 0,
                 // Without text the prompt is never written.
                 prompt_written: !keep_text,
                 write_failed: false,
             }),
+            times_written: Mutex::new(0),
         })
     }
 
@@ -132,7 +150,9 @@ impl Store {
     }
 
     /// A request arrived at `received`: numbers it, measures its session's
-    /// client time, and keeps the first agent request's prompt.
+    /// client time, and keeps the first agent request's prompt. A new
+    /// client-time sample is written by [`Store::write_samples`]
+    /// ([`OpenCall::took_sample`]).
     pub fn begin(
         &self,
         (method, path): (&str, &str),
@@ -142,6 +162,7 @@ impl Store {
         received: Instant,
     ) -> OpenCall {
         let mut inner = self.lock();
+        let mut sampled = false;
         inner.seq += 1;
         let mut line = CallLine {
             seq: inner.seq,
@@ -176,7 +197,8 @@ impl Store {
                         line.client_time_kind = Some(after.as_str().to_string());
                         if let After::Kind(k) = after {
                             inner.samples.entry(k).or_default().push(secs);
-                            self.write_client_times(&mut inner);
+                            inner.samples_taken += 1;
+                            sampled = true;
                         }
                     }
                 } else {
@@ -195,7 +217,11 @@ impl Store {
                 self.note(&mut inner, result);
             }
         }
-        OpenCall { line, received }
+        OpenCall {
+            line,
+            received,
+            sampled,
+        }
     }
 
     /// The answer of `call` ended at `end` with `status` (`error`: what
@@ -208,7 +234,9 @@ impl Store {
         end: Instant,
         error: Option<String>,
     ) {
-        let OpenCall { mut line, received } = call;
+        let OpenCall {
+            mut line, received, ..
+        } = call;
         line.status = status;
         line.duration_s = end.saturating_duration_since(received).as_secs_f64();
         line.ttft_s = answer
@@ -258,15 +286,34 @@ impl Store {
 
     /// Rewrites `client-times.json` (also at the end of the capture).
     pub fn flush(&self) -> Result<(), Error> {
-        let inner = self.lock();
-        let file = ClientTimes::from_samples(inner.samples.clone()).to_file(&self.source);
-        files::write_json(&self.folder.join(files::CLIENT_TIMES_FILE), &file)
+        self.write_client_times(true)
     }
 
-    fn write_client_times(&self, inner: &mut Inner) {
-        let file = ClientTimes::from_samples(inner.samples.clone()).to_file(&self.source);
-        let result = files::write_json(&self.folder.join(files::CLIENT_TIMES_FILE), &file);
-        self.note(inner, result);
+    /// Rewrites `client-times.json` after [`Store::begin`] took a sample
+    /// (blocking file-system work: the handler runs it on tokio's blocking
+    /// pool); a write error is said once on stderr.
+    pub fn write_samples(&self) {
+        let result = self.write_client_times(false);
+        self.note(&mut self.lock(), result);
+    }
+
+    /// Writes `client-times.json` with every sample taken so far, unless
+    /// (`always` false) the file already holds them: a call that waited
+    /// here while another wrote finds its sample written. Either way the
+    /// file holds the caller's sample when this returns.
+    fn write_client_times(&self, always: bool) -> Result<(), Error> {
+        let mut written = self.times_written.lock().unwrap_or_else(|p| p.into_inner());
+        let (taken, samples) = {
+            let inner = self.lock();
+            (inner.samples_taken, inner.samples.clone())
+        };
+        if !always && taken <= *written {
+            return Ok(());
+        }
+        let file = ClientTimes::from_samples(samples).to_file(&self.source);
+        files::write_json(&self.folder.join(files::CLIENT_TIMES_FILE), &file)?;
+        *written = taken;
+        Ok(())
     }
 
     /// Says a write error once on stderr; the capture keeps passing traffic.

@@ -161,7 +161,14 @@ pub async fn timed_session(
     id: &str,
     pauses: &[f64],
 ) -> (Vec<Vec<String>>, Vec<Duration>) {
-    let http = reqwest::Client::new();
+    // Plain HTTP to loopback: no TLS roots. `Client::new()` parses the
+    // system's CA certificates (~5 ms of CPU in a test build) on the async
+    // worker, and with a whole class starting at once that held up the other
+    // sessions' timed steps (`tests/perf/capture_load.rs`).
+    let http = reqwest::Client::builder()
+        .tls_built_in_root_certs(false)
+        .build()
+        .expect("client");
     let mut times = Vec::new();
     let mut messages = vec![
         json!({"role": "system", "content": SYSTEM}),
