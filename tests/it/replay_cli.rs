@@ -123,6 +123,10 @@ fn a_replay_folder_reads_as_a_class_in_report_and_compare() {
         report.contains("| replayed | sessions.jsonl (trace) |"),
         "{report}"
     );
+    assert!(
+        report.contains("| steady window | the whole replay |"),
+        "{report}"
+    );
     let mut cmd = codendum(cwd);
     cmd.arg("compare").arg(folder).arg(folder);
     let f = run(cmd);
@@ -176,4 +180,11 @@ fn a_replayed_classroom_keeps_its_steady_window() {
     assert_eq!(p["ramp_up_s"], 15.0, "{p}");
     let window = p["duration_s"].as_f64().expect("duration_s");
     assert!(window > 15.0 && window <= 60.0, "{p}");
+    let mut cmd = codendum(cwd);
+    cmd.arg("report").arg(&replay);
+    let f = run(cmd);
+    assert_eq!(f.code, Some(0), "{}", f.both());
+    let report = std::fs::read_to_string(replay.join("report.md")).expect("report.md");
+    let line = format!("| steady window | 15–{window:.0} s (the class's own) |");
+    assert!(report.contains(&line), "{line} in\n{report}");
 }

@@ -198,6 +198,17 @@ fn classroom_parameters(s: &ClassroomRunSummary) -> Vec<Parameter> {
                     .map_or("–".into(), |f| format!("{:.1} %", f * 100.0)),
             ),
             param("chat template", format!("{} tokens", r.template_tokens)),
+            // The stretch server output is averaged over: a classroom
+            // source's own ramp-up to the end of its window, else the
+            // whole replay.
+            param(
+                "steady window",
+                if p.ramp_up_s > 0.0 {
+                    format!("{:.0}–{:.0} s (the class's own)", p.ramp_up_s, p.duration_s)
+                } else {
+                    "the whole replay".to_string()
+                },
+            ),
             param("clock scale", p.clock_scale),
             param("seed", p.seed),
             param("server figures from", &s.server_figures_source),
