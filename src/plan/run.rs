@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::cell::{run_cell, CellResult};
 use super::config::{cells, variant_name, CellSpec, PlanConfig};
-use super::search_text::{meet, students};
+use super::search_text::{agree, missed_floors, students, students_do};
 use super::verdicts::{
     classroom_targets, judge_cell, Bottleneck, Check, ClassroomTargets, TargetList,
 };
@@ -313,14 +313,19 @@ pub fn verdicts(
             // runs into: a small class cannot produce a large output).
             let ceiling_miss = mine.iter().find(|c| !super::limit::meets_ceilings(c));
             let limit = ceiling_miss.map(|m| {
-                let mut more_seats = cells.iter().filter(|o| {
-                    let s = &o.result.spec;
-                    s.profile == profile && s.users == m.result.spec.users && s.max_num_seqs > seqs
-                });
-                let more_seats_met = more_seats
-                    .clone()
-                    .next()
-                    .map(|_| more_seats.any(|o| o.meets_targets));
+                // The same class with more seats: met (`Some(true)`), tried
+                // and missed (`Some(false)`), or not tried (`None`).
+                let more_seats: Vec<&JudgedCell> = cells
+                    .iter()
+                    .filter(|o| {
+                        let s = &o.result.spec;
+                        s.profile == profile
+                            && s.users == m.result.spec.users
+                            && s.max_num_seqs > seqs
+                    })
+                    .collect();
+                let more_seats_met =
+                    (!more_seats.is_empty()).then(|| more_seats.iter().any(|o| o.meets_targets));
                 super::limit::classify(m, more_seats_met)
             });
             let t = profiles
@@ -381,7 +386,10 @@ fn sentence(
     };
     let users = m.result.spec.users;
     let start = match largest {
-        Some(l) => format!("{variant}: {} {} the targets; ", students(l), meet(l)),
+        Some(l) => format!(
+            "{variant}: {} the targets; ",
+            students_do(l, "meets", "meet")
+        ),
         None => format!(
             "{variant}: even the smallest class tried ({}) ",
             students(users)
@@ -396,28 +404,20 @@ fn sentence(
         return format!("{start}{missed}{limited}.");
     }
     // The first miss is a floor only.
-    let floors: Vec<String> = super::limit::floors(&m.checks)
-        .filter(|k| !k.met)
-        .map(super::search_text::check_text)
-        .collect();
+    let floors = missed_floors(&m.checks);
     let floor = if largest.is_some() {
         format!(
-            "{} within the ceilings but {} the floor ({})",
-            students(users),
-            if users == 1 { "misses" } else { "miss" },
-            floors.join(", ")
+            "{} within the ceilings but {} the floor ({floors})",
+            students_do(users, "stays", "stay"),
+            agree(users, "misses", "miss")
         )
     } else {
-        format!(
-            "stays within the ceilings but misses the floor ({})",
-            floors.join(", ")
-        )
+        format!("stays within the ceilings but misses the floor ({floors})")
     };
     match ceiling_miss {
         Some(c) => format!(
-            "{start}{floor}; {} {} the ceilings{limited}.",
-            students(c),
-            if c == 1 { "misses" } else { "miss" }
+            "{start}{floor}; {} the ceilings{limited}.",
+            students_do(c, "misses", "miss")
         ),
         None => format!("{start}{floor}; no class tried missed a ceiling."),
     }

@@ -31,7 +31,6 @@ pub fn missed_text(cell: &JudgedCell) -> String {
     missed.join(", ")
 }
 
-/// The progress line of one probe: `classroom-64k: 40 students: meets
 /// `n students`, `1 student`.
 pub fn students(n: u32) -> String {
     if n == 1 {
@@ -41,16 +40,33 @@ pub fn students(n: u32) -> String {
     }
 }
 
-/// `meet` for several students, `meets` for one (the verb after
-/// [`students`]).
-pub fn meet(n: u32) -> &'static str {
+/// `n students` and the verb agreeing with it: `students_do(1, "meets",
+/// "meet")` is `1 student meets`, `students_do(40, "meets", "meet")` is
+/// `40 students meet`.
+pub fn students_do(n: u32, one: &str, several: &str) -> String {
+    format!("{} {}", students(n), agree(n, one, several))
+}
+
+/// The verb for `n` students: `one` for 1, `several` otherwise.
+pub fn agree<'a>(n: u32, one: &'a str, several: &'a str) -> &'a str {
     if n == 1 {
-        "meets"
+        one
     } else {
-        "meet"
+        several
     }
 }
 
+/// The floors (`Min` targets) `checks` missed, as `key value (target ≥
+/// floor)`, comma-separated.
+pub fn missed_floors(checks: &[Check]) -> String {
+    super::limit::floors(checks)
+        .filter(|k| !k.met)
+        .map(check_text)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The progress line of one probe: `classroom-64k: 40 students: meets
 /// targets` or `…: 50 students: misses ttft_p95_s 80.5 (target ≤ 75)`.
 pub fn probe_line(variant: &str, cell: &JudgedCell, meets_ceilings: bool) -> String {
     let users = cell.result.spec.users;
@@ -134,13 +150,9 @@ pub fn search_summary(
         ),
         None => String::new(),
     };
-    let floors = carried.filter(|_| !v.floors_missed.is_empty()).map(|c| {
-        let list: Vec<String> = super::limit::floors(&c.checks)
-            .filter(|k| !k.met)
-            .map(check_text)
-            .collect();
-        list.join(", ")
-    });
+    let floors = carried
+        .filter(|_| !v.floors_missed.is_empty())
+        .map(|c| missed_floors(&c.checks));
     match (v.at_least, v.carries, failed, floors) {
         (true, _, _, None) => format!(
             "{name} carries at least {max} students: the largest class searched (--max-users {max}) meets every target."
@@ -155,8 +167,8 @@ pub fn search_summary(
         (false, n, Some(f), None) => format!("{name} carries {}; {}.", students(n), why(f)),
         (false, n, Some(f), Some(fl)) => format!(
             "{name} carries no class meeting every target: {} within the ceilings but {} the floor ({fl}); beyond, {}.",
-            if n == 1 { "1 student stays".to_string() } else { format!("{n} students stay") },
-            if n == 1 { "misses" } else { "miss" },
+            students_do(n, "stays", "stay"),
+            agree(n, "misses", "miss"),
             why(f)
         ),
         (false, _, None, _) => format!("{name}: the search did not close."),
@@ -214,10 +226,10 @@ pub fn search_markdown(results: &PlanResults) -> String {
                 "  - seats probe: {} with {} seats {} the ceilings",
                 students(p.users),
                 p.max_num_seqs,
-                match (p.meets_ceilings, p.users == 1) {
-                    (true, _) => meet(p.users),
-                    (false, true) => "misses",
-                    (false, false) => "miss",
+                if p.meets_ceilings {
+                    agree(p.users, "meets", "meet")
+                } else {
+                    agree(p.users, "misses", "miss")
                 }
             );
         }

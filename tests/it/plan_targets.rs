@@ -214,4 +214,22 @@ fn a_floor_missed_by_a_small_class_is_not_its_limit() {
         "{}",
         v[0].summary
     );
+    // A class that met every target before the floor was missed.
+    let t = embedded_targets();
+    let profile = Profile::load("classroom-64k").expect("profile");
+    let mut middle = cell(40, 16);
+    middle.summary.server.output_tokens_per_s = Some(80.0);
+    middle.server_output_tok_per_s = Some(80.0);
+    let mut large = cell(80, 16);
+    large.summary.ttft_p95_s = Some(200.0);
+    let cells = vec![judged(&t, cell(20, 16)), judged(&t, middle), judged(&t, large)];
+    let v = verdicts(&cells, &[profile], &[t]);
+    assert_eq!((v[0].largest_class, v[0].first_miss), (Some(20), Some(40)));
+    assert!(
+        v[0].summary.contains(
+            "20 students meet the targets; 40 students stay within the ceilings but miss the floor (server_output_tok_per_s 80.0 (target ≥ 95.0)); 80 students miss the ceilings, limited by seats"
+        ),
+        "{}",
+        v[0].summary
+    );
 }
