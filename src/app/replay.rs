@@ -95,22 +95,6 @@ pub fn read_trace(
     Ok((kind, trace))
 }
 
-/// The ramp-up and the window for new coding requests (seconds of the
-/// source's clock) of a classroom or replay folder the trace was read
-/// from, when its `summary.json` has a ramp-up shorter than its window.
-fn source_window(source: &Path, kind: SourceKind) -> Option<(f64, f64)> {
-    if !matches!(kind, SourceKind::Classroom | SourceKind::Replay) {
-        return None;
-    }
-    match results::read_summary(source).ok()? {
-        results::RunSummary::Classroom(s) => {
-            let p = &s.parameters;
-            (p.ramp_up_s > 0.0 && p.duration_s > p.ramp_up_s).then_some((p.ramp_up_s, p.duration_s))
-        }
-        results::RunSummary::Bench(_) => None,
-    }
-}
-
 /// Runs the replay; an interrupted one writes its folder and returns
 /// [`Error::Interrupted`].
 pub async fn run(run: ReplayRun<'_>) -> Result<ReplayResult, Error> {
@@ -119,7 +103,8 @@ pub async fn run(run: ReplayRun<'_>) -> Result<ReplayResult, Error> {
     let sessions = trace.sessions().len().max(1);
     connect.max_connections = connect.max_connections.max(sessions * 2 + 8);
     let conn = Connection::open(&run.target, &connect).await?;
-    let result = run_connected(&run, &conn, kind, &trace).await;
+    let steady = replay::source::steady_window(&run.source, kind);
+    let result = run_connected(&run, &conn, (kind, steady), &trace).await;
     conn.close().await;
     let result = result?;
     if run.write_report {
@@ -134,7 +119,7 @@ pub async fn run(run: ReplayRun<'_>) -> Result<ReplayResult, Error> {
 async fn run_connected(
     run: &ReplayRun<'_>,
     conn: &Connection,
-    kind: SourceKind,
+    (kind, steady): (SourceKind, Option<(f64, f64)>),
     trace: &Trace,
 ) -> Result<ReplayResult, Error> {
     // Before any request through the base URL: the router's figures cover
@@ -153,13 +138,13 @@ async fn run_connected(
             .map(|m| m.id.clone())
             .ok_or_else(|| Error::Failed("the server lists no model; pass --model".into()))?,
     };
-    let span = trace.calls.last().map_or(0.0, |c| c.at_s) / run.speed;
+    let recorded_span = trace.calls.last().map_or(0.0, |c| c.at_s) / run.speed;
     let plan = format!(
         "Replay: {} calls of {} sessions from {} ({:.0} s recorded at speed {}) against {}, model {}; results in {}",
         trace.calls.len(),
         trace.sessions().len(),
         run.source.display(),
-        span * run.speed,
+        recorded_span * run.speed,
         run.speed,
         conn.label,
         model,
@@ -225,7 +210,7 @@ async fn run_connected(
     // of its window for new coding requests, at the replay's speed), so a
     // class and its replay measure the same stretch; else the whole replay
     // (no ramp-up is known).
-    let (ramp_up_s, window_s) = match source_window(&run.source, kind) {
+    let (ramp_up_s, window_s) = match steady {
         Some((ramp, window)) => (ramp / run.speed, (window / run.speed).min(answered)),
         None => (0.0, answered),
     };
@@ -282,10 +267,11 @@ async fn run_connected(
         parameters: ClassroomParameters {
             users: outcome.users as u32,
             scenario: "replay".into(),
-            duration_s: if ramp_up_s > 0.0 {
-                window.duration.as_secs_f64()
-            } else {
-                trace.calls.last().map_or(0.0, |c| c.at_s) / run.speed
+            // The class's window when it is the steady one, else the span
+            // of the recorded arrivals.
+            duration_s: match steady {
+                Some(_) => window.duration.as_secs_f64(),
+                None => recorded_span,
             },
             ramp_up_s,
             pause_min_s: 0.0,

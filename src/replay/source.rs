@@ -89,6 +89,23 @@ pub fn load(path: &Path, block_size: u32) -> Result<(SourceKind, Trace), Error> 
     Ok((SourceKind::TraceFile, trace))
 }
 
+/// The ramp-up and the window for new coding requests (seconds of the
+/// source's clock) of the classroom or replay folder at `path`, when its
+/// `summary.json` states a ramp-up shorter than its window: the stretch a
+/// replay of it averages server output over, as the class did.
+pub fn steady_window(path: &Path, kind: SourceKind) -> Option<(f64, f64)> {
+    if !matches!(kind, SourceKind::Classroom | SourceKind::Replay) {
+        return None;
+    }
+    match results::read_summary(path).ok()? {
+        results::RunSummary::Classroom(s) => {
+            let p = &s.parameters;
+            (p.ramp_up_s > 0.0 && p.duration_s > p.ramp_up_s).then_some((p.ramp_up_s, p.duration_s))
+        }
+        results::RunSummary::Bench(_) => None,
+    }
+}
+
 fn read_capture_calls(dir: &Path) -> Result<Vec<CallLine>, Error> {
     read_lines(dir, CALLS_FILE, "capture calls")
 }

@@ -192,19 +192,14 @@ fn workload(run: &LoadedRun) -> Vec<(String, String)> {
         }
         LoadedRun::Classroom(_, s) => {
             let p = &s.parameters;
+            // Tenths of a second: a replay's span is measured, not set.
+            let seconds = |x: f64| format!("{} s", (x * 10.0).round() / 10.0);
             vec![
                 ("kind".into(), "classroom".into()),
                 ("users".into(), p.users.to_string()),
-                // Tenths of a second: a replay's span is measured, not set.
-                (
-                    "duration".into(),
-                    format!("{} s", (p.duration_s * 10.0).round() / 10.0),
-                ),
+                ("duration".into(), seconds(p.duration_s)),
                 ("scenario".into(), p.scenario.clone()),
-                (
-                    "ramp-up".into(),
-                    format!("{} s", (p.ramp_up_s * 10.0).round() / 10.0),
-                ),
+                ("ramp-up".into(), seconds(p.ramp_up_s)),
                 ("follow-ups".into(), p.follow_ups.to_string()),
             ]
         }
