@@ -222,7 +222,11 @@ fn a_floor_missed_by_a_small_class_is_not_its_limit() {
     middle.server_output_tok_per_s = Some(80.0);
     let mut large = cell(80, 16);
     large.summary.ttft_p95_s = Some(200.0);
-    let cells = vec![judged(&t, cell(20, 16)), judged(&t, middle), judged(&t, large)];
+    let cells = vec![
+        judged(&t, cell(20, 16)),
+        judged(&t, middle),
+        judged(&t, large),
+    ];
     let v = verdicts(&cells, &[profile], &[t]);
     assert_eq!((v[0].largest_class, v[0].first_miss), (Some(20), Some(40)));
     assert!(

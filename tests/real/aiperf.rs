@@ -21,10 +21,7 @@ use codendum_core::trace::mooncake;
 use codendum_testkit::real::Component;
 use codendum_twin::TwinHandle;
 
-#[path = "../replay_support/mod.rs"]
-mod replay_support;
-
-use replay_support::{replay_through, twin};
+use crate::replay_support::{replay_through, twin};
 
 /// The twin runs this many times faster than the GB10 it models.
 const TIME_SCALE: f64 = 10.0;

@@ -11,6 +11,8 @@ mod capture_support;
 mod opencode;
 mod prometheus_bad_input;
 mod prometheus_bench;
+#[path = "../replay_support/mod.rs"]
+mod replay_support;
 mod vllm_router;
 
 use codendum_testkit::real::{run, trial, Component};

@@ -17,15 +17,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::capture_support::any_file_contains;
+use crate::replay_support::{assert_every_call_replayed, replay_through, twin};
 use codendum::capture::{self, CaptureConfig};
-use codendum::classroom::MemorySink;
-use codendum::client::{ClientOptions, HttpClient};
-use codendum::replay::{self, ReplayConfig, SourceKind};
+use codendum::replay::{self, SourceKind};
 use codendum_core::clock::Clock;
-use codendum_core::openai::Endpoint;
 use codendum_core::profile::Profile;
 use codendum_core::results::classroom_records::CallKind;
-use codendum_core::target::BaseUrl;
 use codendum_testkit::real::{Component, OPENCODE_VERSION as VERSION};
 use codendum_twin::answer::{AnswerRequest, PlannedAnswer, Responder};
 use codendum_twin::persona::AgentPersona;
@@ -339,64 +336,18 @@ async fn check_capture(dir: &Path, calls: &[Call], recorded: u64) {
     for needle in [TASK, "twin-test-key", words.as_str()] {
         assert!(!any_file_contains(dir, needle), "{needle:?} in the capture");
     }
-    // Replayed at the recorded pace on a twin 100 times faster than the
-    // GB10 (the recording's seconds are real, of a twin at TIME_SCALE).
-    let mut opts = TwinOptions::new(Profile::load("classroom-64k").expect("profile"));
+    // Replayed at the recorded pace (the recording's seconds are real, of
+    // a twin at TIME_SCALE) against a fresh twin 100 times faster than the
+    // GB10.
     let clock = Clock::scaled(100.0);
-    opts.clock = clock.clone();
-    opts.responder = Arc::new(AgentPersona::new(2));
-    let fresh = start(opts, "127.0.0.1:0".parse().unwrap())
-        .await
-        .expect("twin");
-    let client = Arc::new(
-        HttpClient::new(
-            &BaseUrl::parse(fresh.base_url()).expect("base url"),
-            ClientOptions {
-                clock: clock.clone(),
-                ..ClientOptions::default()
-            },
-        )
-        .expect("client"),
-    );
-    let template = replay::template_tokens(client.as_ref(), Endpoint::Chat, "qwen3-coder").await;
-    let config = ReplayConfig {
-        model: "qwen3-coder".into(),
-        speed: 1.0 / TIME_SCALE,
-        salt: 1,
-        endpoint: Endpoint::Chat,
-        api_key: None,
-        template,
-    };
-    let replayed = replay::run_replay(
-        &trace,
-        &config,
-        client,
-        clock,
-        Arc::new(MemorySink::default()),
-        None,
-    )
-    .await;
+    let fresh = twin(&clock).await;
+    let replayed = replay_through(&fresh.base_url(), &clock, &trace, 1.0 / TIME_SCALE, 1).await;
     fresh.shutdown().await;
-    assert_eq!(replayed.requests.len(), trace.calls.len());
-    assert!(
-        replayed.requests.iter().all(|r| r.is_ok()),
-        "{:?}",
-        replayed.requests
-    );
-    let sent: Vec<u64> = replayed
-        .requests
-        .iter()
-        .filter_map(|r| r.prompt_tokens)
-        .collect();
-    let sent_sum: u64 = sent.iter().sum();
-    let recorded_sum: u64 = trace.calls.iter().map(|c| c.input_tokens).sum();
+    assert_every_call_replayed(&trace, &replayed);
+    let sent: u64 = trace.calls.iter().map(|c| c.input_tokens).sum();
     eprintln!(
-        "capture: {} calls ({kinds:?}), {recorded_sum} prompt tokens; replayed {sent_sum}",
+        "capture: {} calls ({kinds:?}), {sent} prompt tokens recorded and replayed",
         trace.calls.len()
-    );
-    assert_eq!(
-        sent_sum, recorded_sum,
-        "prompt tokens replayed and recorded"
     );
 }
 
