@@ -253,7 +253,7 @@ pub fn assert_every_call_replayed(
 
 /// How a capture's trace compares with the trace of the same class's own
 /// records (`replay::source::from_class_records`), call by call (keyed by
-/// session and place in it).
+/// session, kind and place among the session's calls of that kind).
 #[derive(Debug, Clone)]
 pub struct TraceMatch {
     /// Calls in both.
