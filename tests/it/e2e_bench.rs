@@ -313,6 +313,30 @@ fn bench_without_a_server_runs_the_embedded_twin() {
     }
 }
 
+/// The README's first steps: `cp .env.example .env`, then a bench against
+/// the twin. The example leaves the server, key and CA empty; an empty
+/// setting is an unset one, from `.env` or from the environment.
+#[test]
+fn the_shipped_env_example_runs_the_embedded_twin() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(".env.example"),
+        dir.path().join(".env"),
+    )
+    .expect("copy .env.example");
+    let f = embedded_bench(dir.path(), &["--no-report"]);
+    assert_eq!(f.code, Some(0), "{}", f.both());
+    assert!(f.stderr.contains("embedded twin"), "{}", f.stderr);
+    let mut cmd = codendum(dir.path());
+    cmd.args(["bench", "--concurrency", "1", "--shapes", "short"])
+        .args(["--requests-per-level", "1", "--output-tokens", "4"])
+        .args(["--time-scale", "50", "--no-report", "--results-dir", "tmp2"])
+        .env("CODENDUM_CACERT", "")
+        .env("CODENDUM_METRICS_URL", " ");
+    let f = run(cmd);
+    assert_eq!(f.code, Some(0), "{}", f.both());
+}
+
 /// Flags win over the environment, the environment over `.env`.
 #[test]
 fn flags_beat_environment_beat_dotenv() {
