@@ -6,9 +6,7 @@ use tokio::sync::watch;
 
 use super::fleet_bench::BenchSampling;
 use super::seams::SampledMetrics;
-use crate::bench::{
-    preflight, resolve_model, run_bench, BenchConfig, BenchDeps, BenchOutcome, GuardVerdict,
-};
+use crate::bench::{preflight, resolve_model, run_bench, BenchConfig, BenchDeps, BenchOutcome};
 use crate::connect::{ConnectOptions, Connection};
 use crate::server_match;
 use codendum_core::error::{Checked, Error};
@@ -148,8 +146,8 @@ async fn run_connected(run: &BenchRun<'_>, conn: &Connection) -> Result<BenchOut
         );
         profile_check = check;
         let pre = pre?;
-        if let GuardVerdict::Allowed(msg) = &pre.guard {
-            eprintln!("codendum: {msg}");
+        if let Some(w) = pre.guard.warning() {
+            eprintln!("codendum: warning: {w}");
         }
         eprintln!("{}", pre.plan);
         if !config.yes && !(run.confirm)(&pre.plan) {

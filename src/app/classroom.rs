@@ -434,7 +434,9 @@ async fn start_sampler(
     reachable: Option<bool>,
 ) -> Result<Option<SamplerHandle>, Error> {
     let reachable = match reachable {
-        Some(r) => r,
+        // The busy guard has said so already.
+        Some(false) => return Ok(None),
+        Some(true) => true,
         None => scraper.scrape().await.is_ok(),
     };
     if !reachable {

@@ -3,7 +3,7 @@
 //! confirmation.
 
 use super::classroom::ClassroomRun;
-use crate::bench::{busy_guard, GuardVerdict};
+use crate::bench::{busy_guard, TimelineFlag};
 use crate::classroom::ClassroomConfig;
 use crate::client::ModelInfo;
 use crate::connect::Connection;
@@ -65,10 +65,11 @@ pub(super) async fn prepare(run: &ClassroomRun<'_>, conn: &Connection) -> Result
         );
         profile_check = check;
         metrics_reachable = Some(load.is_some());
-        if let GuardVerdict::Allowed(msg) = busy_guard(load, run.allow_busy)? {
-            eprintln!("codendum: {msg}");
+        let guard = busy_guard(load, run.allow_busy, TimelineFlag::Run)?;
+        if let Some(w) = guard.warning() {
+            eprintln!("codendum: warning: {w}");
         }
-        let plan = format!(
+        let mut plan = format!(
             "Classroom: {} students ({} scenario) against {}, model {}, new requests for {:.0} s after a {:.0} s ramp-up; results in {}",
             config.users,
             config.scenario.name(),
@@ -78,6 +79,9 @@ pub(super) async fn prepare(run: &ClassroomRun<'_>, conn: &Connection) -> Result
             config.ramp_up.as_secs_f64(),
             run.results_dir.display()
         );
+        if !guard.checked() {
+            plan.push_str("; the server's load was not checked (/metrics could not be read)");
+        }
         eprintln!("{plan}");
         if !run.yes && !(run.confirm)(&plan) {
             return Err(Error::Refused(

@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::bench::Confirm;
-use crate::bench::{busy_guard, GuardVerdict, ServerInfo};
+use crate::bench::{busy_guard, ServerInfo, TimelineFlag};
 use crate::classroom::{ClassroomConfig, ClassroomSummary, JsonlSink};
 use crate::connect::{ConnectOptions, Connection};
 use crate::replay::{self, ReplayConfig, SourceKind};
@@ -139,7 +139,7 @@ async fn run_connected(
             .ok_or_else(|| Error::Failed("the server lists no model; pass --model".into()))?,
     };
     let recorded_span = trace.calls.last().map_or(0.0, |c| c.at_s) / run.speed;
-    let plan = format!(
+    let mut plan = format!(
         "Replay: {} calls of {} sessions from {} ({:.0} s recorded at speed {}) against {}, model {}; results in {}",
         trace.calls.len(),
         trace.sessions().len(),
@@ -150,7 +150,6 @@ async fn run_connected(
         model,
         run.results_dir.display()
     );
-    eprintln!("{plan}");
     let mut reachable = None;
     if !conn.is_embedded() {
         let load = match &conn.scraper {
@@ -158,14 +157,19 @@ async fn run_connected(
             None => None,
         };
         reachable = Some(load.is_some());
-        if let GuardVerdict::Allowed(msg) = busy_guard(load, run.allow_busy)? {
-            eprintln!("codendum: {msg}");
+        let guard = busy_guard(load, run.allow_busy, TimelineFlag::Report)?;
+        if let Some(w) = guard.warning() {
+            eprintln!("codendum: warning: {w}");
         }
-        if !run.yes && !(run.confirm)(&plan) {
-            return Err(Error::Refused(
-                "not confirmed: pass --yes to run without asking".into(),
-            ));
+        if !guard.checked() {
+            plan.push_str("; the server's load was not checked (/metrics could not be read)");
         }
+    }
+    eprintln!("{plan}");
+    if !conn.is_embedded() && !run.yes && !(run.confirm)(&plan) {
+        return Err(Error::Refused(
+            "not confirmed: pass --yes to run without asking".into(),
+        ));
     }
     let transport: Arc<dyn Transport> = conn.client.clone();
     let template = replay::template_tokens(transport.as_ref(), run.endpoint, &model).await;

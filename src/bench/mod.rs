@@ -28,7 +28,9 @@ use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
 pub use self::config::{fit_shapes, parse_concurrency, parse_shapes, BenchConfig};
-pub use self::guard::{busy_guard, estimate_duration, plan_text, GuardVerdict, SpeedGuess};
+pub use self::guard::{
+    busy_guard, estimate_duration, plan_text, GuardVerdict, SpeedGuess, TimelineFlag,
+};
 pub use self::seams::{ServerInfo, ServerLoad, ServerMetrics, ServerWindow};
 pub use self::twin_facts::{run_on_twin, TwinFacts};
 
@@ -95,7 +97,7 @@ pub async fn preflight(
         Some(m) => m.load_now().await,
         None => None,
     };
-    let guard = busy_guard(load, config.allow_busy)?;
+    let guard = busy_guard(load, config.allow_busy, TimelineFlag::Report)?;
     let (fit, skipped) = fit_shapes(&config.shapes, config.output_tokens, max_model_len);
     let mut shown = config.clone();
     shown.shapes = fit;
@@ -105,6 +107,9 @@ pub async fn preflight(
     let mut plan = plan_text(&shown, model, speed.as_ref());
     for s in &skipped {
         plan.push_str(&format!("  {}\n", s.reason()));
+    }
+    if !guard.checked() {
+        plan.push_str(&format!("  {}\n", guard::UNCHECKED_PLAN_LINE));
     }
     Ok(Preflight { plan, guard })
 }
