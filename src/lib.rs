@@ -36,3 +36,4 @@ pub mod plan;
 pub mod replay;
 pub mod scrape;
 pub mod server_match;
+pub mod settings;

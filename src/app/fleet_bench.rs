@@ -2,7 +2,6 @@
 //! [`ServerMetrics`], which sampler runs, and the figures filled in after
 //! the run (per replica; everything, from Prometheus).
 
-use crate::scrape::PrometheusOptions;
 use futures::future::BoxFuture;
 
 use super::fleet::{
@@ -14,12 +13,12 @@ use crate::connect::Connection;
 use crate::events::Events;
 use crate::scrape::replicas_render::{render_fleet_table, FleetRow};
 use crate::scrape::{Sampler, SamplerHandle};
+use crate::settings::LiveServer;
 use codendum_core::clock::Clock;
 use codendum_core::error::Error;
 use codendum_core::prom::{fleet_figures_with, lagged_window, ReplicaSample, TimelineSample};
 use codendum_core::results::replicas::{SOURCE_PROMETHEUS, SOURCE_SCRAPE};
 use codendum_core::results::{apply_server_window, FleetFigures, RunFolder};
-use codendum_core::target::Target;
 
 /// Where a bench reads its server: Prometheus, or the 1 s sampler of every
 /// `/metrics` URL, or nothing.
@@ -37,13 +36,12 @@ impl BenchSampling {
     /// Opens Prometheus (checking it holds the replicas) or starts the
     /// sampler.
     pub async fn start(
-        prometheus: Option<&PrometheusOptions>,
-        target: &Target,
+        live: Option<&LiveServer>,
         conn: &Connection,
         events: &Events,
     ) -> Result<Self, Error> {
-        if let Some(p) = prometheus {
-            let opened = open_prometheus(p, target, events).await?;
+        if let Some((p, live)) = live.and_then(|l| Some((l.prometheus.as_ref()?, l))) {
+            let opened = open_prometheus(p, &live.target, events).await?;
             return Ok(BenchSampling::Prometheus(Box::new(PromMetrics::new(
                 opened,
                 conn.clock.clone(),

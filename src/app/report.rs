@@ -5,7 +5,6 @@
 
 use std::path::PathBuf;
 
-use crate::events::{Events, Written};
 use codendum_core::error::Error;
 use codendum_report::files::{write_comparison, write_report};
 
@@ -37,17 +36,4 @@ pub fn report(run: &ReportRun) -> Result<Vec<PathBuf>, Error> {
 /// Writes `compare.md` and `compare.html`; returns their paths.
 pub fn compare(run: &CompareRun) -> Result<Vec<PathBuf>, Error> {
     write_comparison(&run.folders, run.force, &run.out)
-}
-
-/// Writes a run's `report.md` / `report.html` at its end, telling where;
-/// a report that cannot be written is said and the run stands.
-pub fn write_report_at_end(folder: &std::path::Path, events: &Events) {
-    match write_report(folder, None) {
-        Ok(paths) => {
-            for p in paths {
-                events.written(Written::Report, p);
-            }
-        }
-        Err(e) => events.warn(format!("the report could not be written: {e}")),
-    }
 }

@@ -34,7 +34,7 @@ pub struct ProxyLimits {
 pub struct ServeConfig {
     /// The server profile the twin runs.
     pub profile: Profile,
-    /// Speed-up over real time (positive).
+    /// Speed-up over real time (typed when parsed: above 0).
     pub time_scale: f64,
     /// Accepted API keys (none: any request is accepted).
     pub keys: Vec<Secret>,
@@ -56,14 +56,8 @@ pub struct ServeConfig {
 }
 
 impl ServeConfig {
-    /// Checks the speed-up and that a proxy has keys to check.
+    /// Checks that a proxy has keys to check.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if !(self.time_scale.is_finite() && self.time_scale > 0.0) {
-            return Err(ConfigError::invalid(
-                "--time-scale",
-                "must be a positive number",
-            ));
-        }
         if self.proxy.is_some() && self.keys.is_empty() {
             return Err(ConfigError::invalid(
                 "--proxy",

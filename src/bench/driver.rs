@@ -36,6 +36,10 @@ pub(crate) async fn stopped(mut stop: watch::Receiver<bool>) {
 /// What one level needs from the run.
 pub(crate) struct LevelContext<'a> {
     pub config: &'a BenchConfig,
+    /// The run's cells and the shapes that fit.
+    pub plan: &'a super::BenchPlan,
+    /// The key every request carries.
+    pub api_key: Option<codendum_core::target::Secret>,
     pub transport: &'a dyn Transport,
     /// `/tokenize`, for streams that carry no usage.
     pub info: &'a dyn ServerInfo,
@@ -164,8 +168,8 @@ pub(crate) async fn run_rate_level(
 ) -> Result<LevelSummary, Error> {
     let open = ctx
         .config
-        .open_loop
-        .as_ref()
+        .load
+        .open_loop()
         .ok_or_else(|| Error::Failed("a rate level without open-loop settings".into()))?;
     let shape_name = prompt.shape.name();
     let shape: &str = &shape_name;
@@ -448,7 +452,7 @@ fn start_request_at<'a>(
             &text,
             ctx.config.output_tokens,
         ),
-        api_key: ctx.config.target.api_key.clone(),
+        api_key: ctx.api_key.clone(),
         headers: vec![(
             "x-session-id".to_string(),
             load_session_id(prompt.shape, load, index),

@@ -5,7 +5,8 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use super::config::BenchConfig;
+use super::cells::BenchPlan;
+use super::config::{BenchConfig, Load, OpenLoop};
 use super::seams::ServerLoad;
 use codendum_core::error::Error;
 
@@ -153,11 +154,11 @@ pub fn estimate_level(
     Duration::from_secs_f64(secs.max(0.0))
 }
 
-/// Estimated time of the whole run, simulated time.
-pub fn estimate_duration(config: &BenchConfig, speed: &SpeedGuess) -> Duration {
-    config
-        .cells()
+/// Estimated time of the plan's cells, simulated time.
+pub fn estimate_duration(config: &BenchConfig, plan: &BenchPlan, speed: &SpeedGuess) -> Duration {
+    plan.cells
         .iter()
+        .filter(|c| plan.fit.contains(&c.shape))
         .map(|c| {
             estimate_level(
                 config,
@@ -171,66 +172,76 @@ pub fn estimate_duration(config: &BenchConfig, speed: &SpeedGuess) -> Duration {
 }
 
 /// What an open-loop run will do, on one line of the plan.
-fn open_loop_text(config: &BenchConfig, open: &super::config::OpenLoop) -> String {
-    let top = config.concurrency.iter().copied().max().unwrap_or(40);
+fn open_loop_text(config: &BenchConfig, open: &OpenLoop) -> String {
+    let top = config.top_concurrency();
     let cap = open
         .max_concurrency
         .map_or(String::new(), |c| format!(", at most {c} in flight"));
     let arrival = open.arrival.name();
-    if let Some(n) = open.sweep {
-        format!("a sweep: 1 at a time, {top} in flight, then {n} {arrival} rates between their throughputs{cap}")
-    } else if open.find_rate {
-        format!("the highest {arrival} rate meeting the SLO, by bisection between 1 at a time and {top} in flight{cap}")
-    } else {
-        let rates: Vec<String> = open
-            .rates
-            .iter()
-            .map(|r| {
-                let n = config
-                    .requests_per_level
-                    .unwrap_or_else(|| super::config::default_rate_requests(*r));
-                format!("{}/s ×{n}", codendum_core::results::records::trim_rate(*r))
-            })
-            .collect();
-        format!("{arrival} arrivals at {}{cap}", rates.join(", "))
+    match &config.load {
+        Load::Sweep { rates: n, .. } => format!("a sweep: 1 at a time, {top} in flight, then {n} {arrival} rates between their throughputs{cap}"),
+        Load::FindRate { .. } => format!("the highest {arrival} rate meeting the SLO, by bisection between 1 at a time and {top} in flight{cap}"),
+        Load::Rates { rates, .. } => {
+            let rates: Vec<String> = rates
+                .iter()
+                .map(|r| {
+                    let n = config
+                        .requests_per_level
+                        .unwrap_or_else(|| super::config::default_rate_requests(*r));
+                    format!("{}/s ×{n}", codendum_core::results::records::trim_rate(*r))
+                })
+                .collect();
+            format!("{arrival} arrivals at {}{cap}", rates.join(", "))
+        }
+        Load::Closed | Load::Calibration { .. } | Load::Cells(_) => String::new(),
     }
 }
 
-/// The plan shown before a run: target, model, levels, shapes, requests
-/// per level, output tokens, and the estimated duration.
-/// `speed` is `None` when nothing is known of the server's speed yet (a
-/// calibration run of a live server): the duration is then "unknown".
-pub fn plan_text(config: &BenchConfig, model: &str, speed: Option<&SpeedGuess>) -> String {
+/// The plan shown before a run: the server and model (`server`: its label
+/// and the model), levels, shapes, requests per level, output tokens, the
+/// shapes that do not fit, and the estimated duration. `speed` is `None`
+/// when nothing is known of the server's speed yet (a calibration run of a
+/// live server): the duration is then "unknown".
+pub fn plan_text(
+    config: &BenchConfig,
+    plan: &BenchPlan,
+    (label, model): (&str, &str),
+    speed: Option<&SpeedGuess>,
+) -> String {
     let mut t = String::new();
-    let levels: Vec<String> = config.concurrency.iter().map(u32::to_string).collect();
-    let shapes: Vec<String> = config
-        .shapes
+    let levels: Vec<String> = plan.levels.iter().map(u32::to_string).collect();
+    let shapes: Vec<String> = plan
+        .fit
         .iter()
         .map(|s| format!("{} (~{} input tokens)", s.name(), s.input_tokens()))
         .collect();
-    let requests: Vec<String> = config
-        .concurrency
+    let requests: Vec<String> = plan
+        .levels
         .iter()
         .map(|&n| format!("N={n}: {}", config.requests_for(n)))
         .collect();
     let _ = writeln!(t, "Benchmark plan");
-    let _ = writeln!(t, "  target:             {}", config.target.display_url());
+    let _ = writeln!(t, "  target:             {label}");
     let _ = writeln!(t, "  model:              {model}");
     let _ = writeln!(t, "  endpoint:           {:?}", config.endpoint);
-    if config.cells.is_some() {
-        let cells: Vec<String> = config
-            .cells()
-            .iter()
-            .map(|c| format!("{}@N={} ×{}", c.shape.name(), c.concurrency, c.requests))
-            .collect();
-        let _ = writeln!(t, "  calibration cells:  {}", cells.join(", "));
-    } else if let Some(open) = &config.open_loop {
-        let _ = writeln!(t, "  prompt shapes:      {}", shapes.join(", "));
-        let _ = writeln!(t, "  open loop:          {}", open_loop_text(config, open));
-    } else {
-        let _ = writeln!(t, "  concurrency levels: {}", levels.join(", "));
-        let _ = writeln!(t, "  prompt shapes:      {}", shapes.join(", "));
-        let _ = writeln!(t, "  requests per level: {}", requests.join(", "));
+    match (&config.load, config.load.open_loop()) {
+        (Load::Calibration { .. } | Load::Cells(_), _) => {
+            let cells: Vec<String> = plan
+                .cells
+                .iter()
+                .map(|c| format!("{}@N={} ×{}", c.shape.name(), c.concurrency, c.requests))
+                .collect();
+            let _ = writeln!(t, "  calibration cells:  {}", cells.join(", "));
+        }
+        (_, Some(open)) => {
+            let _ = writeln!(t, "  prompt shapes:      {}", shapes.join(", "));
+            let _ = writeln!(t, "  open loop:          {}", open_loop_text(config, open));
+        }
+        (_, None) => {
+            let _ = writeln!(t, "  concurrency levels: {}", levels.join(", "));
+            let _ = writeln!(t, "  prompt shapes:      {}", shapes.join(", "));
+            let _ = writeln!(t, "  requests per level: {}", requests.join(", "));
+        }
     }
     if let Some(slo) = &config.slo {
         let _ = writeln!(t, "  SLO:                {}", slo.describe());
@@ -243,12 +254,24 @@ pub fn plan_text(config: &BenchConfig, model: &str, speed: Option<&SpeedGuess>) 
     if let Some(cap) = config.level_duration {
         let _ = writeln!(t, "  level cap:          {:.0} s", cap.as_secs_f64());
     }
-    match &config.open_loop {
-        Some(open) if !open.rates.is_empty() => {
+    let _ = writeln!(
+        t,
+        "  estimated duration: {}",
+        duration_text(config, plan, speed)
+    );
+    for s in &plan.skipped {
+        let _ = writeln!(t, "  {}", s.reason());
+    }
+    t
+}
+
+/// The plan's estimated duration.
+fn duration_text(config: &BenchConfig, plan: &BenchPlan, speed: Option<&SpeedGuess>) -> String {
+    match (&config.load, speed) {
+        (Load::Rates { rates, .. }, _) => {
             // Arrivals take requests / rate each level; the last answers
             // drain after.
-            let est: f64 = open
-                .rates
+            let est: f64 = rates
                 .iter()
                 .map(|r| {
                     let n = config
@@ -257,37 +280,21 @@ pub fn plan_text(config: &BenchConfig, model: &str, speed: Option<&SpeedGuess>) 
                     n as f64 / r
                 })
                 .sum::<f64>()
-                * config.shapes.len() as f64;
-            let _ = writeln!(
-                t,
-                "  estimated duration: {} of arrivals, then the last answers",
-                about_duration(est)
-            );
+                * plan.fit.len() as f64;
+            format!("{} of arrivals, then the last answers", about_duration(est))
         }
-        Some(_) => {
-            let _ = writeln!(
-                t,
-                "  estimated duration: set by the first two levels (the rates follow from their throughput)"
-            );
+        (Load::Sweep { .. } | Load::FindRate { .. }, _) => {
+            "set by the first two levels (the rates follow from their throughput)".to_string()
         }
-        None => match speed {
-            None => {
-                let _ = writeln!(
-                    t,
-                    "  estimated duration: unknown until the first cells have run on this server (then on the progress line)"
-                );
-            }
-            Some(speed) => {
-                let est = estimate_duration(config, speed).as_secs_f64();
-                let _ = writeln!(
-                    t,
-                    "  estimated duration: {}, under sustained load",
-                    about_duration(est)
-                );
-            }
-        },
+        (_, None) => {
+            "unknown until the first cells have run on this server (then on the progress line)"
+                .to_string()
+        }
+        (_, Some(speed)) => format!(
+            "{}, under sustained load",
+            about_duration(estimate_duration(config, plan, speed).as_secs_f64())
+        ),
     }
-    t
 }
 
 /// A duration estimate for people: seconds under two minutes, else minutes
@@ -304,12 +311,13 @@ pub fn about_duration(seconds: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use codendum_core::target::Target;
 
     fn config() -> BenchConfig {
-        BenchConfig::new(
-            Target::new(None, None, None, None, None, Duration::from_secs(60)).unwrap(),
-        )
+        BenchConfig::default()
+    }
+
+    fn plan(c: &BenchConfig) -> BenchPlan {
+        BenchPlan::new(c, &crate::bench::ServerFacts::default())
     }
 
     #[test]
@@ -391,10 +399,10 @@ mod tests {
         capped.level_duration = Some(Duration::from_secs(10));
         let cut = estimate_level(&capped, 512, 40, 160, &speed).as_secs_f64();
         assert!((cut - 85.0933).abs() < 1e-3, "{cut}");
-        let full = estimate_duration(&c, &speed);
+        let full = estimate_duration(&c, &plan(&c), &speed);
         c.level_duration = Some(Duration::from_secs(10));
-        assert!(estimate_duration(&c, &speed) < full);
-        let plan = plan_text(&c, "m", Some(&speed));
+        assert!(estimate_duration(&c, &plan(&c), &speed) < full);
+        let plan = plan_text(&c, &plan(&c), ("embedded twin", "m"), Some(&speed));
         assert!(
             plan.contains("1, 8, 16, 24, 40") && plan.contains("N=40: 160"),
             "{plan}"

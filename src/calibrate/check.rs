@@ -11,14 +11,14 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::bench::config::Cell;
+use crate::bench::config::{Cell, Load};
 use crate::bench::{run_on_twin, BenchConfig, TwinFacts};
+use crate::settings::{ClientSettings, RunSettings};
 use codendum_core::clock::Clock;
 use codendum_core::error::{ConfigError, Error};
 use codendum_core::kinds::Shape;
 use codendum_core::profile::Profile;
 use codendum_core::results::{self, BenchSummary, LevelSummary};
-use codendum_core::target::Target;
 use codendum_twin::inproc::InProcTransport;
 use codendum_twin::TwinOptions;
 
@@ -91,21 +91,28 @@ fn replay_here(
         let mut opts = TwinOptions::new(profile.clone());
         opts.clock = clock.clone();
         let transport = Arc::new(InProcTransport::start(opts));
-        let target = Target::new(None, None, None, None, None, Duration::from_secs(3_600))?;
-        let mut config = BenchConfig::new(target);
-        config.target.model = Some(profile.server.served_model_name.clone());
-        config.set_cells(cells);
-        config.output_tokens = summary.parameters.output_tokens;
-        config.endpoint = summary.parameters.endpoint;
-        config.seed = summary.parameters.seed;
-        config.results_dir = scratch.to_path_buf();
-        config.yes = true;
+        let mut client = ClientSettings::new(Duration::from_secs(3_600));
+        client.model = Some(profile.server.served_model_name.clone());
+        let mut run = RunSettings::new(client);
+        run.results_dir = scratch.to_path_buf();
+        run.yes = true;
+        let config = BenchConfig {
+            load: Load::Cells(cells),
+            output_tokens: summary.parameters.output_tokens,
+            endpoint: summary.parameters.endpoint,
+            seed: summary.parameters.seed,
+            ..BenchConfig::default()
+        };
         let info = TwinFacts {
             model: profile.server.served_model_name.clone(),
             max_model_len: Some(u64::from(profile.server.max_model_len)),
             tokenize: true,
         };
-        Ok(run_on_twin(&config, &transport, &info, clock).await?.levels)
+        Ok::<_, Error>(
+            run_on_twin((&config, &run), &transport, &info, clock)
+                .await?
+                .levels,
+        )
     })
 }
 

@@ -47,7 +47,7 @@ pub use store::{CallLine, Store, CALLS_FILE};
 
 use crate::events::Events;
 use codendum_core::error::{ConfigError, Error};
-use codendum_core::target::origin;
+use codendum_core::target::BaseUrl;
 
 /// What a capture runs with.
 #[derive(Debug, Clone)]
@@ -197,7 +197,7 @@ pub async fn start(config: CaptureConfig) -> Result<CaptureHandle, Error> {
     let fwd = Arc::new(forward::Forwarder {
         http,
         base: config.upstream.clone(),
-        origin: origin(&config.upstream),
+        origin: BaseUrl::parse_for("--upstream", &config.upstream)?.origin(),
         store: store.clone(),
         events: config.events.clone(),
     });
@@ -237,8 +237,7 @@ fn upstream_client(config: &CaptureConfig) -> Result<reqwest::Client, ConfigErro
         .tcp_nodelay(true)
         .connect_timeout(Duration::from_secs(10))
         .pool_max_idle_per_host(256);
-    let host = origin(&config.upstream);
-    if host.contains("://127.") || host.contains("://localhost") || host.contains("://[::1]") {
+    if BaseUrl::parse_for("--upstream", &config.upstream)?.is_loopback() {
         builder = builder.no_proxy();
     }
     if let Some(path) = &config.cacert {

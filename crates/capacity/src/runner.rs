@@ -2,7 +2,6 @@
 //! `app::classroom::run` (the CLI's own paths), one workload at a time, then
 //! the report with the verdicts; or reusing a run another process made.
 
-use codendum_core::error::Checked;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -13,10 +12,10 @@ use super::reuse::{short_hash, RunCache};
 use super::settings::Settings;
 use super::suite::{judge_all, SuiteProfile};
 use super::workload::{bench_config, classroom_config, twin_time_scale, WorkloadKind};
-use codendum::app::bench::BenchRun;
-use codendum::app::classroom::ClassroomRun;
-use codendum::connect::ConnectOptions;
+use codendum::app::classroom::ClassroomSettings;
+use codendum::app::run::RunIo;
 use codendum::events::{Events, Written};
+use codendum::settings::{LiveServer, RunSettings, Server, TwinSettings};
 use codendum_core::clock::Clock;
 use codendum_core::error::Error;
 use codendum_core::results::{BenchSummary, ClassroomRunSummary};
@@ -88,7 +87,7 @@ pub fn cache_key(
 ) -> String {
     let shaping = format!(
         "{}|{}|{:?}|{:?}|{}",
-        settings.target.display_url(),
+        settings.server_label(),
         p.spec,
         p.profile.server,
         targets
@@ -162,7 +161,7 @@ async fn run_locked(
         settings.mode.name(),
         kind.name(),
         p.profile.name,
-        settings.target.display_url()
+        settings.server_label()
     ));
     // Ctrl-C or SIGTERM during a workload stops it as it stops the command:
     // its folder is written and every trial of it fails as interrupted.
@@ -206,16 +205,50 @@ fn explain(kind: WorkloadKind, e: Error) -> String {
     }
 }
 
-fn connect_options(p: &SuiteProfile, kind: WorkloadKind) -> ConnectOptions {
-    ConnectOptions::new(p.spec.clone(), twin_time_scale(kind))
+/// Where a workload runs: the live server, else a twin running the
+/// profile (its own `[fleet]`) at the workload's speed-up.
+fn server(settings: &Settings, p: &SuiteProfile, kind: WorkloadKind) -> Server {
+    match &settings.target {
+        Some(target) => Server::Live(LiveServer {
+            target: target.clone(),
+            prometheus: None,
+        }),
+        None => Server::embedded(
+            TwinSettings {
+                profile: p.profile.clone(),
+                time_scale: twin_time_scale(kind),
+                seed: 1,
+            },
+            p.profile.fleet,
+        ),
+    }
 }
 
-fn provenance(settings: &Settings, p: &SuiteProfile) -> codendum_core::target::Provenance {
-    let mut prov = settings.provenance.clone();
-    if prov.profile.is_none() || !settings.is_live() {
-        prov.profile = Some(p.profile.name.clone());
+/// How a workload runs: never asking, no report of its own (the suite
+/// writes one with the verdicts), its results under the suite's root.
+fn run_settings(settings: &Settings, p: &SuiteProfile) -> RunSettings {
+    let mut provenance = settings.provenance.clone();
+    if provenance.profile.is_none() || !settings.is_live() {
+        provenance.profile = Some(p.profile.name.clone());
     }
-    prov
+    RunSettings {
+        client: settings.client.clone(),
+        provenance,
+        results_dir: settings.results_dir.clone(),
+        allow_busy: settings.allow_busy,
+        yes: true,
+        write_report: false,
+        max_error_rate: codendum_core::results::verdict::DEFAULT_MAX_ERROR_RATE,
+    }
+}
+
+/// The suite says what it runs; the workload itself is silent.
+fn io(stop: watch::Receiver<bool>) -> RunIo<'static> {
+    RunIo {
+        events: Events::silent(),
+        confirm: &|_| true,
+        stop,
+    }
 }
 
 async fn run_bench(
@@ -224,20 +257,14 @@ async fn run_bench(
     targets: &ModeTargets,
     stop: watch::Receiver<bool>,
 ) -> Result<WorkloadResults, Error> {
-    let mut config = bench_config(settings.mode, targets, settings.target.clone());
-    config.provenance = provenance(settings, p);
-    config.results_dir = settings.results_dir.clone();
-    config.allow_busy = settings.allow_busy;
-    let run = BenchRun {
-        config: Checked::new(config)?,
-        connect: connect_options(p, WorkloadKind::Bench),
-        confirm: &|_| true,
-        stop,
-        // The suite says what it runs; the workload itself is silent.
-        events: Events::silent(),
-        write_report: false,
-    };
-    let outcome = codendum::app::bench::run(run).await?;
+    let config = bench_config(settings.mode, targets);
+    let outcome = codendum::app::bench::run(
+        &server(settings, p, WorkloadKind::Bench),
+        &run_settings(settings, p),
+        &config,
+        io(stop),
+    )
+    .await?;
     Ok(WorkloadResults {
         folder: outcome.folder,
         summary: WorkloadSummary::Bench(Box::new(outcome.summary)),
@@ -252,27 +279,18 @@ async fn run_classroom(
 ) -> Result<WorkloadResults, Error> {
     let mut config = classroom_config(settings.mode);
     config.api_keys = settings.api_keys.clone();
-    if let Some(model) = &settings.target.model {
-        config.model = model.clone();
-    }
-    let run = ClassroomRun {
+    let class = ClassroomSettings {
         config,
-        target: settings.target.clone(),
-        provenance: provenance(settings, p),
-        connect: connect_options(p, WorkloadKind::Classroom),
-        context_limit_given: false,
         server_timeline: None,
         prompt_file: None,
-        results_dir: settings.results_dir.clone(),
-        allow_busy: settings.allow_busy,
-        max_error_rate: codendum_core::results::verdict::DEFAULT_MAX_ERROR_RATE,
-        yes: true,
-        confirm: &|_| true,
-        stop,
-        events: Events::silent(),
-        write_report: false,
     };
-    let result = codendum::app::classroom::run(run).await?;
+    let result = codendum::app::classroom::run(
+        &server(settings, p, WorkloadKind::Classroom),
+        &run_settings(settings, p),
+        &class,
+        io(stop),
+    )
+    .await?;
     Ok(WorkloadResults {
         folder: result.folder,
         summary: WorkloadSummary::Classroom(Box::new(result.summary)),

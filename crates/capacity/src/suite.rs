@@ -146,7 +146,7 @@ impl Suite {
                 "capacity::profile".to_string(),
                 format!(
                     "CODENDUM_BASE_URL names a live server ({}) but CODENDUM_PROFILE does not say which profile it runs (one of: {})",
-                    settings.target.display_url(),
+                    settings.server_label(),
                     specs.join(", ")
                 ),
             ));
@@ -287,7 +287,7 @@ impl Suite {
         let server = self
             .settings
             .as_ref()
-            .map(|s| s.target.display_url())
+            .map(Settings::server_label)
             .unwrap_or_default();
         if let Some(note) = check.verdict(&server)? {
             self.events.note(note);
@@ -312,9 +312,13 @@ impl Suite {
             .enable_all()
             .build()
             .map_err(|e| format!("cannot start a tokio runtime: {e}"))?;
+        let target = settings
+            .target
+            .as_ref()
+            .ok_or("no live server to check (CODENDUM_BASE_URL is not set)")?;
         rt.block_on(check_target(
             &p.profile,
-            &settings.target,
+            (target, &settings.client),
             &settings.api_keys,
         ))
         .map(Arc::new)
