@@ -4,9 +4,9 @@
 //! the router's figures folded into `summary.json`.
 
 use super::fleet_bench::BenchSampling;
+use super::guard::TimelineFlag;
 use super::run::{Ctx, Finished, RunIo, Workload};
 use super::seams::SampledMetrics;
-use crate::bench::guard::TimelineFlag;
 use crate::bench::{
     plan_text, run_bench, BenchConfig, BenchDeps, BenchOutcome, BenchPlan, Load, SpeedGuess,
 };

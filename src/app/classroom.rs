@@ -15,8 +15,8 @@ use super::class_side::{
     write_class_summary, ClassResult,
 };
 use super::fleet::{open_prometheus, RunTimelines};
+use super::guard::TimelineFlag;
 use super::run::{Ctx, RunIo, Workload};
-use crate::bench::guard::TimelineFlag;
 use crate::classroom::{
     run_classroom_until, ClassroomConfig, ClassroomSummary, JsonlSink, LiveStatus,
 };

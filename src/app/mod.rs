@@ -8,7 +8,8 @@
 //!   workload into it and import no sibling command;
 //! - shared by those: [`class_side`] (a class-like run's sampling, server
 //!   figures and summary), [`fleet`] and [`fleet_bench`] (a live fleet's
-//!   figures, Prometheus), [`router`] (the router's own page), [`seams`]
+//!   figures, Prometheus), [`guard`] (the busy guard), [`router`] (the
+//!   router's own page), [`seams`]
 //!   (the HTTP client and the sampler as the drivers' interfaces),
 //!   [`signals`] (Ctrl-C and SIGTERM);
 //! - the other commands: [`metrics`], [`serve`], [`plan`], [`calibrate`],
@@ -25,6 +26,7 @@ pub mod class_side;
 pub mod classroom;
 pub mod fleet;
 pub mod fleet_bench;
+pub mod guard;
 pub mod metrics;
 pub mod plan;
 pub mod replay;

@@ -13,8 +13,8 @@ use std::time::Duration;
 use super::class_side::{
     class_sampling, class_server, class_server_side, write_class_summary, ClassResult,
 };
+use super::guard::TimelineFlag;
 use super::run::{Ctx, RunIo, Workload};
-use crate::bench::guard::TimelineFlag;
 use crate::classroom::{ClassroomConfig, ClassroomSummary, JsonlSink};
 use crate::replay::{self, ReplayConfig, SourceKind};
 use crate::settings::{RunSettings, Server};

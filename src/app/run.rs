@@ -10,8 +10,8 @@ use std::path::Path;
 
 use tokio::sync::watch;
 
+use super::guard::{busy_guard, GuardVerdict, TimelineFlag, UNCHECKED_PLAN_LINE};
 use super::router;
-use crate::bench::guard::{busy_guard, GuardVerdict, TimelineFlag, UNCHECKED_PLAN_LINE};
 use crate::bench::{ServerFacts, ServerInfo, ServerLoad};
 use crate::connect::{pool_size, ConnectOptions, Connection};
 use crate::events::{Event, Events, Written};

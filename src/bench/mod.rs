@@ -17,9 +17,9 @@ pub mod calibration_eta;
 pub mod cells;
 pub mod config;
 mod driver;
-pub mod guard;
 pub mod level;
 pub mod open_loop;
+pub mod preview;
 pub mod progress;
 pub mod prompt;
 pub mod seams;
@@ -33,9 +33,7 @@ use tokio::sync::watch;
 
 pub use self::cells::BenchPlan;
 pub use self::config::{fit_shapes, BenchConfig, Load};
-pub use self::guard::{
-    busy_guard, estimate_duration, plan_text, GuardVerdict, SpeedGuess, TimelineFlag,
-};
+pub use self::preview::{estimate_duration, plan_text, SpeedGuess};
 pub use self::seams::{ServerFacts, ServerInfo, ServerLoad, ServerMetrics, ServerWindow};
 pub use self::twin_facts::{run_on_twin, TwinFacts};
 
