@@ -482,6 +482,14 @@ pub struct CaptureArgs {
     /// tool names, which is all replay and export-trace need).
     #[arg(long)]
     pub no_text: bool,
+    /// Listen with TLS: PEM certificate chain (a certificate of the lab's CA for this host);
+    /// give OpenCode https://HOST:PORT/v1. Beyond loopback without it, keys cross the
+    /// network unencrypted.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 }
 
 /// `codendum report`.

@@ -604,6 +604,9 @@ async fn capture(args: CaptureArgs) -> Result<(), Error> {
         codendum::capture::CaptureConfig::new(&args.upstream, &args.listen, args.out.clone())?;
     config.cacert = args.cacert.clone();
     config.keep_text = !args.no_text;
+    if let (Some(cert), Some(key)) = (args.tls_cert.clone(), args.tls_key.clone()) {
+        config.tls = Some(codendum::capture::TlsFiles { cert, key });
+    }
     codendum::app::capture::run(config, stop_on_signal())
         .await
         .map(|_| ())

@@ -23,6 +23,7 @@ mod calibrate_twin;
 mod capacity_checks;
 mod capacity_lock;
 mod capture_cli;
+mod capture_disk;
 mod capture_proxy;
 mod capture_roundtrip;
 mod capture_sessions;
