@@ -495,9 +495,13 @@ pub struct CaptureArgs {
 /// `codendum report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// A results folder (bench-results/<timestamp>/ or classroom-<timestamp>/).
+    /// A results folder (bench-results/<timestamp>/ or classroom-<timestamp>/), a capture
+    /// folder of a class (codendum capture --out), or a host timeline file (metrics --json
+    /// lines: its report goes beside it as <stem>-report.md/.html).
+    #[arg(value_name = "FOLDER|TIMELINE")]
     pub folder: PathBuf,
-    /// A server timeline recorded on the host, folded into the report.
+    /// A server timeline recorded on the GPU host during the run or class
+    /// (codendum metrics --watch 5 --json > tl.jsonl), folded into the report.
     #[arg(long, value_name = "FILE")]
     pub server_timeline: Option<PathBuf>,
 }
@@ -505,7 +509,7 @@ pub struct ReportArgs {
 /// `codendum compare`.
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// Two or more results folders; the first is the baseline.
+    /// Two or more results or capture folders; the first is the baseline.
     #[arg(required = true, num_args = 2..)]
     pub folders: Vec<PathBuf>,
     /// Compare even if the workloads differ.

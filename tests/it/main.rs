@@ -72,6 +72,7 @@ mod replay_class;
 mod replay_cli;
 mod replay_privacy;
 mod replay_timing;
+mod report_captured;
 mod report_compare;
 mod report_documents;
 mod report_svg;

@@ -9,6 +9,8 @@
 //! - [`flags`]: flag values as typed values (the one list parser);
 //! - [`kinds`]: endpoints, error kinds, token sources, provenance, shapes;
 //! - [`stats`]: percentiles (numpy's linear interpolation) and summaries;
+//! - [`observed`]: a real class (a capture, imported sessions) as the
+//!   classroom's records, and the server's side of it from a timeline;
 //! - [`openai`]: the OpenAI-compatible wire: request bodies, SSE, stream
 //!   events, call outcomes and the [`openai::Transport`] drivers call;
 //! - [`prom`]: the Prometheus text format and vLLM's figures in it;
@@ -25,6 +27,7 @@ pub mod clock;
 pub mod error;
 pub mod flags;
 pub mod kinds;
+pub mod observed;
 pub mod openai;
 pub mod profile;
 pub mod prom;

@@ -4,6 +4,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::kinds::TokenSource;
+use crate::results::classroom_records::CallKind;
 use crate::results::schema::{CAPTURE_KIND, CAPTURE_SCHEMA_VERSION};
 
 /// Why the client made a call (the rule that tells them apart is the
@@ -21,6 +22,19 @@ pub enum CaptureKind {
     Compaction,
     /// Anything else (`/v1/models`, a body that is not JSON, …).
     Other,
+}
+
+impl CaptureKind {
+    /// The classroom's kind of a model call; `None` for `other`.
+    pub fn call_kind(self) -> Option<CallKind> {
+        match self {
+            CaptureKind::Title => Some(CallKind::Title),
+            CaptureKind::Agent => Some(CallKind::Agent),
+            CaptureKind::Subagent => Some(CallKind::Subagent),
+            CaptureKind::Compaction => Some(CallKind::Compaction),
+            CaptureKind::Other => None,
+        }
+    }
 }
 
 /// What the capture reads off a request before forwarding it.
