@@ -19,6 +19,7 @@ mod bench_results;
 mod bench_stats;
 mod calibrate_inputs;
 mod calibrate_snapshots;
+mod calibrate_targets;
 mod calibrate_twin;
 mod capacity_checks;
 mod capacity_lock;
