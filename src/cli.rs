@@ -604,6 +604,10 @@ pub struct CalibrateArgs {
     /// The server's --max-num-seqs, when the runs cannot tell it.
     #[arg(long, value_name = "N")]
     pub max_num_seqs: Option<u32>,
+    /// The server's KV-cache capacity, tokens, when the runs did not read /metrics
+    /// (`codendum metrics` on the GPU host shows it).
+    #[arg(long, value_name = "TOKENS")]
+    pub kv_cache_tokens: Option<u64>,
     /// The server's --max-num-batched-tokens [default: the twin's, else 8192].
     #[arg(long, value_name = "TOKENS")]
     pub max_num_batched_tokens: Option<u32>,

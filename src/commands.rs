@@ -648,9 +648,12 @@ fn calibrate(args: crate::cli::CalibrateArgs) -> Result<(), Error> {
             ConfigError::invalid("--memory-bandwidth-gb-s", "must be a positive number").into(),
         );
     }
-    if args.max_num_seqs == Some(0) || args.max_num_batched_tokens == Some(0) {
+    if args.max_num_seqs == Some(0)
+        || args.max_num_batched_tokens == Some(0)
+        || args.kv_cache_tokens == Some(0)
+    {
         return Err(ConfigError::invalid(
-            "--max-num-seqs / --max-num-batched-tokens",
+            "--max-num-seqs / --max-num-batched-tokens / --kv-cache-tokens",
             "must be at least 1",
         )
         .into());
@@ -666,6 +669,7 @@ fn calibrate(args: crate::cli::CalibrateArgs) -> Result<(), Error> {
         overrides: FactOverrides {
             max_num_seqs: args.max_num_seqs,
             max_num_batched_tokens: args.max_num_batched_tokens,
+            kv_cache_tokens: args.kv_cache_tokens,
         },
         fit: FitOptions {
             bootstrap_rounds: args.bootstrap,

@@ -153,3 +153,90 @@ fn a_calibrated_profile_carries_targets_its_own_server_meets() {
         "half the seats keeps requests waiting: {misses:?}"
     );
 }
+
+/// A calibration run of `truth` with the decode ladder `ladder` in virtual
+/// time, as a live vLLM leaves it: the engine's settings not stated, the
+/// server timeline read every second.
+fn live_like_run(truth: &Profile, ladder: Vec<u32>, root: &Path) -> std::path::PathBuf {
+    use codendum::bench::calibration::{calibration_plan, CalibrationInputs};
+    use codendum_twin::inproc::{InProcTransport, StatsSampler};
+    let plan = calibration_plan(&CalibrationInputs {
+        ladder,
+        seats: None,
+        max_model_len: Some(u64::from(truth.server.max_model_len)),
+        output_tokens: 128,
+    });
+    std::fs::create_dir_all(root).expect("root");
+    let (folder, timeline, first) = codendum::virtual_time::on_paused_runtime(async {
+        let clock = codendum_core::clock::Clock::scaled(1.0);
+        let mut opts = codendum_twin::TwinOptions::new(truth.clone());
+        opts.clock = clock.clone();
+        let transport = std::sync::Arc::new(InProcTransport::start(opts));
+        let sampler = StatsSampler::spawn(transport.clone(), Duration::from_secs(1));
+        let target = Target::new(None, None, None, None, None, Duration::from_secs(3_600))?;
+        let mut config = BenchConfig::new(target);
+        config.set_cells(plan.cells);
+        config.calibration = Some(Vec::new());
+        config.output_tokens = 128;
+        config.results_dir = root.to_path_buf();
+        config.yes = true;
+        let info = codendum::bench::TwinFacts {
+            model: truth.server.served_model_name.clone(),
+            max_model_len: Some(u64::from(truth.server.max_model_len)),
+            tokenize: true,
+        };
+        let outcome = codendum::bench::run_on_twin(&config, &transport, &info, clock).await?;
+        let first = outcome.levels.first().map_or(0.0, |l| l.started_at_s);
+        Ok((outcome.folder, sampler.finish(), first))
+    })
+    .expect("the calibration runs");
+    // On the run's axis, as the live sampler writes it.
+    let lines: String = timeline
+        .into_iter()
+        .map(|mut s| {
+            s.t -= first;
+            serde_json::to_string(&s).expect("json") + "\n"
+        })
+        .collect();
+    std::fs::write(folder.join("server-timeline.jsonl"), lines).expect("timeline");
+    folder
+}
+
+#[test]
+fn seats_are_read_where_only_seats_make_requests_wait() {
+    let truth = Profile::load(&format!("{FIXTURES}/cpu-compute.toml")).expect("fixture");
+    assert_eq!(truth.server.max_num_seqs, 8);
+    let dir = tempfile::tempdir().expect("dir");
+    let seats_of = |ladder: Vec<u32>, name: &str| {
+        let root = dir.path().join(name);
+        let run = live_like_run(&truth, ladder, &root);
+        let out = root.join(format!("{name}.toml"));
+        let o = calibrate(&[
+            run.to_str().expect("utf-8"),
+            "--out",
+            out.to_str().expect("utf-8"),
+            "--bootstrap",
+            "5",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let text = std::fs::read_to_string(&out).expect("profile");
+        let lines: Vec<&str> = text.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| l.starts_with("max_num_seqs"))
+            .expect("max_num_seqs");
+        (lines[at - 1].to_string(), lines[at].to_string())
+    };
+    // A ladder beyond the seats: the short prompts wait for a seat at 12.
+    let (source, value) = seats_of(vec![1, 2, 4, 8, 12], "beyond");
+    assert_eq!(value, "max_num_seqs = 8", "{source}");
+    assert!(source.contains("inferred: at 12 in flight"), "{source}");
+    // A ladder up to the seats: long prompts wait for the step's budget,
+    // which says nothing of the seats; a lower bound, said as such.
+    let (source, value) = seats_of(vec![1, 2, 4, 8], "up-to");
+    assert_eq!(value, "max_num_seqs = 8", "{source}");
+    assert!(
+        source.contains("lower bound") && source.contains("--max-num-seqs"),
+        "{source}"
+    );
+}
