@@ -169,7 +169,15 @@ pub fn observed_report(
         ),
         (Some(samples), Some(t0)) => (align_timeline(samples, t0), None),
     };
-    let server = server_side(&aligned, 0.0, span);
+    // To the first reading at or after the last answer, so the counters
+    // cover every call of the class.
+    let end = aligned
+        .iter()
+        .filter(|s| s.snapshot.is_some())
+        .map(|s| s.t)
+        .find(|t| *t >= span)
+        .unwrap_or(span);
+    let server = server_side(&aligned, 0.0, end);
     let server_missing = server_missing.or_else(|| {
         (!aligned.is_empty() && server.is_none()).then(|| {
             "the host timeline holds no reading during the class (another day, or /metrics failed)"
@@ -236,7 +244,7 @@ pub fn observed_report(
         timeline: points(
             &aligned
                 .iter()
-                .filter(|s| s.t >= 0.0 && s.t <= span)
+                .filter(|s| s.t >= 0.0 && s.t <= end)
                 .cloned()
                 .collect::<Vec<_>>(),
         ),

@@ -15,7 +15,7 @@ fn minutes(v: Option<f64>) -> String {
 pub(crate) fn push_students(doc: &mut Doc, o: &ObservedClass) {
     doc.heading("Students");
     doc.paragraph(format!(
-        "What each of the {} students experienced. A student is one API key of the class (in the order the capture first saw them; the key itself is never recorded), or one session where the recording knows no key. Coding-request times in minutes, from the student's message to the agent's final answer.",
+        "What each of the {} students experienced. A student is one API key of the class (in the order the capture first saw them; the key itself is never recorded), or one session where the recording knows no key. Coding requests completed of those started; the median and the longest time to complete one, in minutes, from the student's message to the agent's final answer; model calls, those that failed for good and the retries; time to first token; output speed while answering; calls the student abandoned.",
         o.students.len()
     ));
     let rows = o
@@ -40,16 +40,16 @@ pub(crate) fn push_students(doc: &mut Doc, o: &ObservedClass) {
     doc.table(
         &[
             "Student",
-            "Coding requests completed / started",
-            "Coding request P50 (min)",
+            "Completed / started",
+            "P50 (min)",
             "Longest (min)",
-            "Model calls",
+            "Calls",
             "Failed",
             "Retries",
             "TTFT P50 (s)",
             "TTFT P95 (s)",
-            "Output speed P50 (tok/s)",
-            "Abandoned calls",
+            "Speed P50 (tok/s)",
+            "Abandoned",
         ],
         rows,
         1,
