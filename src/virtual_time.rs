@@ -13,6 +13,7 @@ use crate::classroom::{
     run_classroom, CallRecord, ClassroomConfig, ClassroomSummary, LiveStatus, RecordSink,
     TaskRecord,
 };
+use crate::settings::{ClientSettings, RunSettings};
 use codendum_core::clock::Clock;
 use codendum_core::error::Error;
 use codendum_core::profile::Profile;
@@ -61,7 +62,7 @@ pub fn on_paused_runtime<T: Send>(
 /// `scratch`. The levels in run order.
 pub fn bench_on_twin(
     profile: &Profile,
-    mut config: BenchConfig,
+    config: BenchConfig,
     scratch: &Path,
 ) -> Result<Vec<LevelSummary>, Error> {
     on_paused_runtime(async move {
@@ -69,15 +70,19 @@ pub fn bench_on_twin(
         let mut opts = TwinOptions::new(profile.clone());
         opts.clock = clock.clone();
         let transport = Arc::new(InProcTransport::start(opts));
-        config.target.model = Some(profile.server.served_model_name.clone());
-        config.results_dir = scratch.to_path_buf();
-        config.yes = true;
+        let mut client = ClientSettings::new(Duration::from_secs(3_600));
+        client.model = Some(profile.server.served_model_name.clone());
+        let mut run = RunSettings::new(client);
+        run.results_dir = scratch.to_path_buf();
+        run.yes = true;
         let info = TwinFacts {
             model: profile.server.served_model_name.clone(),
             max_model_len: Some(u64::from(profile.server.max_model_len)),
             tokenize: true,
         };
-        Ok(run_on_twin(&config, &transport, &info, clock).await?.levels)
+        Ok(run_on_twin((&config, &run), &transport, &info, clock)
+            .await?
+            .levels)
     })
 }
 

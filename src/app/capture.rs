@@ -1,9 +1,10 @@
 //! `codendum capture` end to end: start the recording proxy, say where it
-//! listens (once, on stderr, with a warning when it is plain HTTP beyond
-//! loopback), print its notices as they come, run until Ctrl-C or SIGTERM
-//! (the normal end), then let answers in flight finish, give the disk its
-//! grace and say what was recorded and what was lost. Exit 0 when every
-//! call was recorded, 1 when some were not (the class itself was served).
+//! listens (once, with a warning when it is plain HTTP beyond loopback),
+//! run until Ctrl-C or SIGTERM (the normal end), then let answers in flight
+//! finish, give the disk its grace and say what was recorded and what was
+//! lost. Exit 0 when every call was recorded, 1 when some were not (the
+//! class itself was served). What happens meanwhile (an upstream out of
+//! reach, a disk that fails) the capture tells through the config's events.
 
 use std::time::Duration;
 
@@ -23,36 +24,25 @@ pub async fn run(
 ) -> Result<CaptureSummary, Error> {
     let out = config.out.clone();
     let upstream = config.upstream.clone();
+    let events = config.events.clone();
     let warning = capture::plain_http_warning(&config);
-    let mut handle = capture::start(config).await?;
-    eprintln!(
+    let handle = capture::start(config).await?;
+    events.line(format!(
         "codendum capture: listening on {} (give OpenCode this base URL), forwarding to {}, writing {} (Ctrl-C stops)",
         handle.base_url(),
         strip_credentials(&upstream),
         out.display()
-    );
+    ));
     if let Some(w) = warning {
-        eprintln!("codendum capture: {w}");
+        events.warn(format!("capture: {w}"));
     }
-    let printer = handle.take_notices().map(|mut notices| {
-        tokio::spawn(async move {
-            while let Some(n) = notices.recv().await {
-                eprintln!("codendum capture: {n}");
-            }
-        })
-    });
     let _ = stop.wait_for(|s| *s).await;
     let summary = handle.finish(STOP_GRACE).await;
-    if let Some(p) = printer {
-        // The notices' sender is gone with the handle: the printer ends
-        // once it has said what was left.
-        let _ = tokio::time::timeout(Duration::from_secs(1), p).await;
-    }
     let line = summary.line(&out);
     if summary.losses.calls_lost() > 0 || !summary.header_written {
         return Err(Error::Failed(format!("capture: {line}")));
     }
-    eprintln!("codendum capture: {line}");
+    events.line(format!("codendum capture: {line}"));
     Ok(summary)
 }
 

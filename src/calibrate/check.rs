@@ -10,13 +10,12 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::bench::config::Cell;
+use crate::bench::config::{Cell, Load};
 use crate::bench::BenchConfig;
 use codendum_core::error::{ConfigError, Error};
 use codendum_core::kinds::Shape;
 use codendum_core::profile::Profile;
 use codendum_core::results::{self, BenchSummary, LevelSummary};
-use codendum_core::target::Target;
 
 /// One figure of one level: measured, predicted, and the error.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -63,12 +62,13 @@ fn replay(
     cells: Vec<Cell>,
     scratch: &Path,
 ) -> Result<Vec<LevelSummary>, Error> {
-    let target = Target::new(None, None, None, None, None, Duration::from_secs(3_600))?;
-    let mut config = BenchConfig::new(target);
-    config.set_cells(cells);
-    config.output_tokens = summary.parameters.output_tokens;
-    config.endpoint = summary.parameters.endpoint;
-    config.seed = summary.parameters.seed;
+    let config = BenchConfig {
+        load: Load::Cells(cells),
+        output_tokens: summary.parameters.output_tokens,
+        endpoint: summary.parameters.endpoint,
+        seed: summary.parameters.seed,
+        ..BenchConfig::default()
+    };
     crate::virtual_time::bench_on_twin(profile, config, scratch)
 }
 

@@ -18,7 +18,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::acceptance::{quick_class, QUICK_BENCH_LEVEL_CAP, QUICK_BENCH_REQUESTS};
-use crate::bench::config::{Cell, DEFAULT_CONCURRENCY};
+use crate::bench::config::{Cell, Load, DEFAULT_CONCURRENCY};
 use crate::bench::BenchConfig;
 use crate::classroom::ClassroomConfig;
 use crate::plan::cell::{figures, CellResult, Window};
@@ -27,7 +27,6 @@ use codendum_core::error::Error;
 use codendum_core::kinds::Shape;
 use codendum_core::profile::Profile;
 use codendum_core::results::LevelSummary;
-use codendum_core::target::Target;
 
 /// A latency target is at least this many times the twin's figure.
 pub const LATENCY_HEADROOM: f64 = 1.5;
@@ -121,24 +120,19 @@ impl Section {
     }
 }
 
-/// The bench levels of one mode on the twin: `cells` as given.
+/// The bench levels of one mode on the twin: `cells` as given, each level
+/// stopped starting requests after `cap`.
 fn bench(
     profile: &Profile,
     cells: Vec<Cell>,
     cap: Option<std::time::Duration>,
     scratch: &Path,
 ) -> Result<Vec<LevelSummary>, Error> {
-    let target = Target::new(
-        None,
-        None,
-        None,
-        None,
-        None,
-        std::time::Duration::from_secs(3_600),
-    )?;
-    let mut config = BenchConfig::new(target);
-    config.set_cells(cells);
-    config.level_duration = cap;
+    let config = BenchConfig {
+        load: Load::Cells(cells),
+        level_duration: cap,
+        ..BenchConfig::default()
+    };
     crate::virtual_time::bench_on_twin(profile, config, scratch)
 }
 

@@ -54,13 +54,14 @@ use tokio::sync::oneshot;
 
 pub use crate::classroom::client_times::CAPTURE_HEADER_FILE;
 pub use files::{CaptureHeader, PROMPT_FILE};
-pub use notice::{CaptureNotice, Notices, Notifier};
+pub use notice::{CaptureNotice, Notifier};
 pub use recorder::{CaptureDisk, FolderDisk, Losses};
 pub use store::{CallLine, Store, StoreOptions, CALLS_FILE};
 pub use tls::TlsFiles;
 
+use crate::events::Events;
 use codendum_core::error::{ConfigError, Error};
-use codendum_core::target::origin;
+use codendum_core::target::BaseUrl;
 
 /// What a capture runs with.
 #[derive(Debug, Clone)]
@@ -81,6 +82,9 @@ pub struct CaptureConfig {
     pub tls: Option<TlsFiles>,
     /// Records that may wait for the disk ([`recorder::DEFAULT_QUEUE`]).
     pub queue: usize,
+    /// Where the capture tells what happens to it (an upstream out of
+    /// reach, a disk that fails or falls behind, a failed TLS handshake).
+    pub events: Events,
 }
 
 impl CaptureConfig {
@@ -125,6 +129,7 @@ impl CaptureConfig {
             keep_text: true,
             tls: None,
             queue: recorder::DEFAULT_QUEUE,
+            events: Events::silent(),
         })
     }
 }
@@ -135,7 +140,7 @@ impl CaptureConfig {
 pub fn plain_http_warning(config: &CaptureConfig) -> Option<String> {
     (config.tls.is_none() && !config.listen.ip().is_loopback()).then(|| {
         format!(
-            "warning: listening on {} in plain HTTP: the students' API keys and code cross the network unencrypted; give --tls-cert and --tls-key (a certificate of the lab's CA) to listen with TLS",
+            "listening on {} in plain HTTP: the students' API keys and code cross the network unencrypted; give --tls-cert and --tls-key (a certificate of the lab's CA) to listen with TLS",
             config.listen
         )
     })
@@ -210,7 +215,6 @@ pub struct CaptureHandle {
     header: CaptureHeader,
     stop: Option<oneshot::Sender<()>>,
     server: tokio::task::JoinHandle<()>,
-    notices: Option<Notices>,
     tls_failures: Arc<AtomicU64>,
 }
 
@@ -228,11 +232,6 @@ impl CaptureHandle {
     /// The records so far.
     pub fn store(&self) -> &Store {
         &self.store
-    }
-
-    /// The notices for the operator (once; later calls get `None`).
-    pub fn take_notices(&mut self) -> Option<Notices> {
-        self.notices.take()
     }
 
     /// Waits up to `within` for every record queued so far to reach the
@@ -326,7 +325,7 @@ async fn launch(
     header.text = Some(config.keep_text);
     files::write_header(&config.out, &header)?;
     let disk = disk()?;
-    let (notifier, notices) = Notifier::channel();
+    let notifier = Notifier::new(config.events.clone());
     let store = Arc::new(Store::with_disk(
         disk,
         StoreOptions {
@@ -340,7 +339,7 @@ async fn launch(
     let fwd = Arc::new(forward::Forwarder {
         http,
         base: config.upstream.clone(),
-        origin: origin(&config.upstream),
+        origin: BaseUrl::parse_for("--upstream", &config.upstream)?.origin(),
         store: store.clone(),
         notices: notifier.clone(),
     });
@@ -383,7 +382,6 @@ async fn launch(
         header,
         stop: Some(tx),
         server,
-        notices: Some(notices),
         tls_failures,
     })
 }
@@ -397,8 +395,7 @@ fn upstream_client(config: &CaptureConfig) -> Result<reqwest::Client, ConfigErro
         .tcp_nodelay(true)
         .connect_timeout(Duration::from_secs(10))
         .pool_max_idle_per_host(256);
-    let host = origin(&config.upstream);
-    if host.contains("://127.") || host.contains("://localhost") || host.contains("://[::1]") {
+    if BaseUrl::parse_for("--upstream", &config.upstream)?.is_loopback() {
         builder = builder.no_proxy();
     }
     if let Some(path) = &config.cacert {

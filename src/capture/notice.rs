@@ -1,10 +1,11 @@
-//! What the capture has to tell its operator while it runs: events, not
-//! printing (the command's reporter prints them, one line each).
+//! What the capture has to tell its operator while it runs, said as
+//! warnings on the command's events (the reporter prints them, one line
+//! each; the capture itself never prints).
 
 use std::fmt;
 use std::net::SocketAddr;
 
-use tokio::sync::mpsc;
+use crate::events::Events;
 
 /// One thing the operator should know, as it happens.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,26 +73,19 @@ impl fmt::Display for CaptureNotice {
     }
 }
 
-/// The sending side: never blocks and never fails the caller (a notice
-/// nobody reads, or one beyond the queue, is dropped).
-#[derive(Debug, Clone)]
-pub struct Notifier(mpsc::Sender<CaptureNotice>);
-
-/// Notices waiting for the reporter.
-pub type Notices = mpsc::Receiver<CaptureNotice>;
-
-/// Notices the reporter has not read yet, at most.
-const NOTICE_QUEUE: usize = 256;
+/// Where the capture's notices go: warnings on the command's events (one
+/// line each on the terminal; nowhere with silent events).
+#[derive(Debug, Clone, Default)]
+pub struct Notifier(Events);
 
 impl Notifier {
-    /// A notifier and the notices it sends.
-    pub fn channel() -> (Notifier, Notices) {
-        let (tx, rx) = mpsc::channel(NOTICE_QUEUE);
-        (Notifier(tx), rx)
+    /// Notices told as warnings on `events`.
+    pub fn new(events: Events) -> Self {
+        Notifier(events)
     }
 
-    /// Sends a notice if there is room.
+    /// Tells one notice.
     pub fn send(&self, notice: CaptureNotice) {
-        let _ = self.0.try_send(notice);
+        self.0.warn(format!("capture: {notice}"));
     }
 }

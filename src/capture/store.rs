@@ -70,7 +70,7 @@ impl Store {
     pub fn open_keeping(folder: &Path, source: String, keep_text: bool) -> Result<Self, Error> {
         let disk = FolderDisk::open(folder)
             .map_err(|e| Error::io(format!("cannot write into {}", folder.display()), e))?;
-        let (notifier, _) = Notifier::channel();
+        let notifier = Notifier::default();
         Self::with_disk(
             Box::new(disk),
             StoreOptions {

@@ -9,12 +9,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use codendum::acceptance::{quick_class, QUICK_BENCH_LEVEL_CAP, QUICK_BENCH_REQUESTS};
-use codendum::bench::config::Cell;
+use codendum::bench::config::{Cell, Load};
 use codendum::bench::BenchConfig;
 use codendum::calibrate::targets::class_figures;
 use codendum::classroom::ClassroomConfig;
 use codendum_core::profile::Profile;
-use codendum_core::target::Target;
 use codendum_core::targets::bench::{bound_of, parse_targets, ModeTargets};
 
 use super::calibrate_inputs::{calibrate, stderr};
@@ -31,11 +30,11 @@ fn quick_misses(server: &Profile, quick: &ModeTargets, scratch: &Path) -> Vec<St
             requests: QUICK_BENCH_REQUESTS,
         })
         .collect();
-    let target =
-        Target::new(None, None, None, None, None, Duration::from_secs(3_600)).expect("target");
-    let mut config = BenchConfig::new(target);
-    config.set_cells(cells);
-    config.level_duration = Some(QUICK_BENCH_LEVEL_CAP);
+    let config = BenchConfig {
+        load: Load::Cells(cells),
+        level_duration: Some(QUICK_BENCH_LEVEL_CAP),
+        ..BenchConfig::default()
+    };
     let levels = codendum::virtual_time::bench_on_twin(server, config, scratch).expect("bench");
     let mut misses = Vec::new();
     for t in &quick.bench {
@@ -173,19 +172,23 @@ fn live_like_run(truth: &Profile, ladder: Vec<u32>, root: &Path) -> std::path::P
         opts.clock = clock.clone();
         let transport = std::sync::Arc::new(InProcTransport::start(opts));
         let sampler = StatsSampler::spawn(transport.clone(), Duration::from_secs(1));
-        let target = Target::new(None, None, None, None, None, Duration::from_secs(3_600))?;
-        let mut config = BenchConfig::new(target);
-        config.set_cells(plan.cells);
-        config.calibration = Some(Vec::new());
-        config.output_tokens = 128;
-        config.results_dir = root.to_path_buf();
-        config.yes = true;
+        let mut run = codendum::settings::RunSettings::new(
+            codendum::settings::ClientSettings::new(Duration::from_secs(3_600)),
+        );
+        run.results_dir = root.to_path_buf();
+        run.yes = true;
+        let config = BenchConfig {
+            load: Load::Cells(plan.cells),
+            output_tokens: 128,
+            ..BenchConfig::default()
+        };
         let info = codendum::bench::TwinFacts {
             model: truth.server.served_model_name.clone(),
             max_model_len: Some(u64::from(truth.server.max_model_len)),
             tokenize: true,
         };
-        let outcome = codendum::bench::run_on_twin(&config, &transport, &info, clock).await?;
+        let outcome =
+            codendum::bench::run_on_twin((&config, &run), &transport, &info, clock).await?;
         let first = outcome.levels.first().map_or(0.0, |l| l.started_at_s);
         Ok((outcome.folder, sampler.finish(), first))
     })

@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use codendum::capture::{self, CaptureConfig, CaptureDisk, CaptureNotice, FolderDisk};
+use codendum::capture::{self, CaptureConfig, CaptureDisk, FolderDisk};
+use codendum::events::{Events, Recorder};
 
 use crate::capture_support::{calls, session, twin};
 
@@ -85,18 +86,23 @@ impl CaptureDisk for StallingDisk {
     }
 }
 
-fn config(upstream: &str, out: &std::path::Path, queue: usize) -> CaptureConfig {
+/// A capture's config with room for `queue` records, telling its
+/// warnings to the returned recorder.
+fn config(upstream: &str, out: &std::path::Path, queue: usize) -> (CaptureConfig, Arc<Recorder>) {
     let mut c = CaptureConfig::new(upstream, "127.0.0.1:0", out.to_path_buf()).expect("config");
     c.queue = queue;
-    c
+    let (events, recorder) = Events::recording();
+    c.events = events;
+    (c, recorder)
 }
 
-fn drain(notices: &mut capture::Notices) -> Vec<CaptureNotice> {
-    let mut out = Vec::new();
-    while let Ok(n) = notices.try_recv() {
-        out.push(n);
-    }
-    out
+/// The warnings that contain `text`.
+fn said(recorder: &Recorder, text: &str) -> Vec<String> {
+    recorder
+        .warnings()
+        .into_iter()
+        .filter(|w| w.contains(text))
+        .collect()
 }
 
 #[tokio::test]
@@ -108,10 +114,10 @@ async fn a_full_disk_loses_counted_records_and_no_call() {
         refuse: 1..u64::MAX,
         line: 0,
     };
-    let mut cap = capture::start_on(config(&twin.base_url(), dir.path(), 64), Box::new(disk))
+    let (config, told) = config(&twin.base_url(), dir.path(), 64);
+    let cap = capture::start_on(config, Box::new(disk))
         .await
         .expect("capture starts");
-    let mut notices = cap.take_notices().expect("notices");
     // A four-step session: every step is answered although only the first
     // line reaches the disk.
     let steps = session(&cap.base_url(), "ses_full", &[0.01; 4]).await;
@@ -130,12 +136,12 @@ async fn a_full_disk_loses_counted_records_and_no_call() {
         line.contains("3 not recorded") && line.contains("the other 1"),
         "{line}"
     );
-    let said: Vec<String> = drain(&mut notices).iter().map(|n| n.to_string()).collect();
-    let failing = said
-        .iter()
-        .filter(|n| n.contains("cannot write into"))
-        .count();
-    assert_eq!(failing, 1, "said once: {said:?}");
+    let failing = said(&told, "cannot write into");
+    assert_eq!(failing.len(), 1, "said once: {:?}", told.warnings());
+    assert!(
+        failing[0].contains("No space left on device"),
+        "{failing:?}"
+    );
 }
 
 #[tokio::test]
@@ -147,10 +153,10 @@ async fn a_disk_that_frees_up_is_used_again() {
         refuse: 1..3,
         line: 0,
     };
-    let mut cap = capture::start_on(config(&twin.base_url(), dir.path(), 64), Box::new(disk))
+    let (config, told) = config(&twin.base_url(), dir.path(), 64);
+    let cap = capture::start_on(config, Box::new(disk))
         .await
         .expect("capture starts");
-    let mut notices = cap.take_notices().expect("notices");
     session(&cap.base_url(), "ses_back", &[0.01; 4]).await;
     let summary = cap.finish(Duration::from_secs(5)).await;
     twin.shutdown().await;
@@ -170,11 +176,11 @@ async fn a_disk_that_frees_up_is_used_again() {
     assert!(header["loss"]
         .as_str()
         .is_some_and(|l| l.contains("refused writes")));
-    let said = drain(&mut notices);
-    assert!(
-        said.iter()
-            .any(|n| matches!(n, CaptureNotice::DiskRecovered { lost: 2 })),
-        "{said:?}"
+    assert_eq!(
+        said(&told, "the disk takes writes again"),
+        vec!["capture: the disk takes writes again (2 call records lost so far)"],
+        "{:?}",
+        told.warnings()
     );
 }
 
@@ -189,10 +195,10 @@ async fn a_stalled_disk_holds_up_no_call_and_drops_what_does_not_fit() {
         gate: gate.clone(),
         reached: reached.clone(),
     };
-    let mut cap = capture::start_on(config(&twin.base_url(), dir.path(), 2), Box::new(disk))
+    let (config, told) = config(&twin.base_url(), dir.path(), 2);
+    let cap = capture::start_on(config, Box::new(disk))
         .await
         .expect("capture starts");
-    let mut notices = cap.take_notices().expect("notices");
     // Three sessions, one after the other, with the disk stalled for all
     // of them: every step is answered.
     for s in 0..3 {
@@ -204,11 +210,8 @@ async fn a_stalled_disk_holds_up_no_call_and_drops_what_does_not_fit() {
         1,
         "one write waits at the disk, the rest in the queue or dropped"
     );
-    let behind = drain(&mut notices)
-        .iter()
-        .filter(|n| matches!(n, CaptureNotice::DiskBehind { .. }))
-        .count();
-    assert_eq!(behind, 1, "said once");
+    let behind = said(&told, "the disk is not keeping up");
+    assert_eq!(behind.len(), 1, "said once: {:?}", told.warnings());
     gate.open();
     let summary = cap.finish(Duration::from_secs(5)).await;
     twin.shutdown().await;
@@ -230,7 +233,7 @@ async fn a_disk_stalled_for_good_does_not_hold_up_the_stop() {
         gate: gate.clone(),
         reached: Arc::default(),
     };
-    let cap = capture::start_on(config(&twin.base_url(), dir.path(), 64), Box::new(disk))
+    let cap = capture::start_on(config(&twin.base_url(), dir.path(), 64).0, Box::new(disk))
         .await
         .expect("capture starts");
     session(&cap.base_url(), "ses_stuck", &[0.01; 4]).await;

@@ -35,6 +35,7 @@ mod classroom_class;
 mod classroom_compaction;
 mod cli_bad_input;
 mod cli_busy_guard;
+mod cli_env;
 mod client_chunk;
 mod client_connections;
 mod client_http;
