@@ -25,7 +25,6 @@ pub async fn run(
     let out = config.out.clone();
     let upstream = config.upstream.clone();
     let events = config.events.clone();
-    let warning = capture::plain_http_warning(&config);
     let handle = capture::start(config).await?;
     events.line(format!(
         "codendum capture: listening on {} (give OpenCode this base URL), forwarding to {}, writing {} (Ctrl-C stops)",
@@ -33,7 +32,7 @@ pub async fn run(
         strip_credentials(&upstream),
         out.display()
     ));
-    if let Some(w) = warning {
+    if let Some(w) = handle.plain_http_warning() {
         events.warn(format!("capture: {w}"));
     }
     let _ = stop.wait_for(|s| *s).await;

@@ -134,14 +134,13 @@ impl CaptureConfig {
     }
 }
 
-/// The one-line warning for a capture that listens beyond loopback in
-/// plain HTTP: every student's key would cross the lab's network
-/// unencrypted. `None` on loopback or with TLS.
-pub fn plain_http_warning(config: &CaptureConfig) -> Option<String> {
-    (config.tls.is_none() && !config.listen.ip().is_loopback()).then(|| {
+/// The one-line warning for a capture that listens on `addr` beyond
+/// loopback in plain HTTP (`tls` false): every student's key would cross
+/// the lab's network unencrypted. `None` on loopback or with TLS.
+pub fn plain_http_warning(addr: SocketAddr, tls: bool) -> Option<String> {
+    (!tls && !addr.ip().is_loopback()).then(|| {
         format!(
-            "listening on {} in plain HTTP: the students' API keys and code cross the network unencrypted; give --tls-cert and --tls-key (a certificate of the lab's CA) to listen with TLS",
-            config.listen
+            "listening on {addr} in plain HTTP: the students' API keys and code cross the network unencrypted; give --tls-cert and --tls-key (a certificate of the lab's CA) to listen with TLS"
         )
     })
 }
@@ -227,6 +226,12 @@ impl CaptureHandle {
     /// `http://ADDR/v1` (`https://` with TLS): the base URL to give OpenCode.
     pub fn base_url(&self) -> String {
         self.base_url.clone()
+    }
+
+    /// The warning for listening beyond loopback in plain HTTP, if it does
+    /// ([`plain_http_warning`]).
+    pub fn plain_http_warning(&self) -> Option<String> {
+        plain_http_warning(self.addr, self.base_url.starts_with("https://"))
     }
 
     /// The records so far.

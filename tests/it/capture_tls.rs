@@ -128,8 +128,8 @@ async fn the_capture_listens_with_the_labs_certificate() {
     let mut config =
         CaptureConfig::new(&twin.base_url(), "127.0.0.1:0", out.clone()).expect("config");
     config.tls = Some(capture::TlsFiles { cert, key });
-    assert_eq!(capture::plain_http_warning(&config), None);
     let cap = capture::start(config).await.expect("capture starts");
+    assert_eq!(cap.plain_http_warning(), None);
     assert!(
         cap.base_url().starts_with("https://127.0.0.1:"),
         "{}",
@@ -178,17 +178,19 @@ async fn the_capture_listens_with_the_labs_certificate() {
 
 #[test]
 fn plain_http_beyond_loopback_is_warned_about() {
-    let out = std::path::PathBuf::from("cap");
-    let warn = |listen: &str| {
-        let c = CaptureConfig::new("http://127.0.0.1:9/v1", listen, out.clone()).expect("config");
-        capture::plain_http_warning(&c)
+    let warn = |listen: &str, tls: bool| {
+        capture::plain_http_warning(listen.parse().expect("address"), tls)
     };
-    assert_eq!(warn("127.0.0.1:8001"), None);
-    assert_eq!(warn("[::1]:8001"), None);
+    assert_eq!(warn("127.0.0.1:8001", false), None);
+    assert_eq!(warn("[::1]:8001", false), None);
+    assert_eq!(warn("0.0.0.0:8001", true), None, "with TLS");
     for listen in ["0.0.0.0:8001", "10.1.2.3:8001", "[::]:8001"] {
-        let w = warn(listen).expect("a warning");
+        let w = warn(listen, false).expect("a warning");
         assert!(
-            w.contains("plain HTTP") && w.contains("--tls-cert") && !w.contains('\n'),
+            w.contains("plain HTTP")
+                && w.contains(listen)
+                && w.contains("--tls-cert")
+                && !w.contains('\n'),
             "{w}"
         );
     }
