@@ -124,6 +124,10 @@ fn a_captured_class_and_its_host_timeline_become_reports() {
     // The 503 was retried: one retry, no failed call.
     assert!(md.contains("/ 0 / 1 |"), "calls / failed / retries: {md}");
     assert!(
+        md.contains("- Retried by the clients (each a failed attempt the student waited through): http_503 × 1."),
+        "{md}"
+    );
+    assert!(
         md.contains("give the timeline recorded on the GPU host"),
         "{md}"
     );

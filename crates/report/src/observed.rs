@@ -68,6 +68,13 @@ pub struct ObservedClass {
     pub abandoned_wait_p50_s: Option<f64>,
     /// What the recording lost or cannot see, one sentence each.
     pub notes: Vec<String>,
+    /// Calls that failed for good, by the kind of their last error
+    /// (`http_503`, `connect`, …).
+    #[serde(default)]
+    pub errors_by_kind: std::collections::BTreeMap<String, u64>,
+    /// Failed attempts the clients retried, by error kind.
+    #[serde(default)]
+    pub retried_by_kind: std::collections::BTreeMap<String, u64>,
     /// The server's side over the class, from a host timeline.
     pub server: Option<ServerSide>,
     /// Why the host timeline gave no server figures, when one was given
@@ -249,6 +256,19 @@ pub fn observed_report(
                 .collect::<Vec<_>>(),
         ),
         observed: Some(ObservedClass {
+            errors_by_kind: summary
+                .errors_by_kind
+                .iter()
+                .map(|(k, n)| (k.as_str().to_string(), *n))
+                .collect(),
+            retried_by_kind: records
+                .requests
+                .iter()
+                .flat_map(|r| r.retried_kinds.iter())
+                .fold(Default::default(), |mut m, k| {
+                    *m.entry(k.as_str().to_string()).or_default() += 1;
+                    m
+                }),
             recorded_by: source.recorded_by,
             students: student_rows(&records),
             abandoned: records.abandoned.len() as u64,

@@ -56,6 +56,38 @@ pub(crate) fn push_students(doc: &mut Doc, o: &ObservedClass) {
     );
 }
 
+/// `http_503 × 3, connect × 1`.
+fn by_kind(kinds: &std::collections::BTreeMap<String, u64>) -> String {
+    kinds
+        .iter()
+        .map(|(k, n)| format!("{k} × {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The errors the students met: what failed for good, and what the clients
+/// retried, by kind.
+pub(crate) fn push_errors(doc: &mut Doc, o: &ObservedClass) {
+    if o.errors_by_kind.is_empty() && o.retried_by_kind.is_empty() {
+        return;
+    }
+    let mut items = Vec::new();
+    if !o.errors_by_kind.is_empty() {
+        items.push(format!(
+            "Failed for good (after the clients' retries): {}.",
+            by_kind(&o.errors_by_kind)
+        ));
+    }
+    if !o.retried_by_kind.is_empty() {
+        items.push(format!(
+            "Retried by the clients (each a failed attempt the student waited through): {}.",
+            by_kind(&o.retried_by_kind)
+        ));
+    }
+    doc.paragraph("Errors the students met:");
+    doc.blocks.push(Block::List(items));
+}
+
 /// How the class was recorded, and what the recording lost or cannot see.
 pub(crate) fn push_recording(doc: &mut Doc, o: &ObservedClass) {
     doc.heading("The recording");

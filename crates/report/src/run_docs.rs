@@ -122,6 +122,7 @@ pub(crate) fn classroom_doc(r: &ClassroomReport) -> Doc {
         &[("class".to_string(), r.summary.server.time_split)],
     );
     if let Some(o) = &r.observed {
+        super::observed_doc::push_errors(&mut doc, o);
         super::observed_doc::push_students(&mut doc, o);
     }
     let mut charts = classroom_charts(r).into_iter();
