@@ -176,8 +176,9 @@ impl CaptureSummary {
     /// The closing sentence: calls, students, and what was lost.
     pub fn line(&self, out: &std::path::Path) -> String {
         let mut text = format!(
-            "{} calls of {} students passed on",
-            self.calls, self.students
+            "{} of {} passed on",
+            counted(self.calls, "call"),
+            counted(self.students as u64, "student")
         );
         let lost = self.losses.calls_lost();
         if lost == 0 {
@@ -200,9 +201,21 @@ impl CaptureSummary {
             text.push_str("; capture.json does not hold the end (the disk did not take it)");
         }
         if self.tls_failures > 0 {
-            text.push_str(&format!("; {} TLS handshakes failed", self.tls_failures));
+            text.push_str(&format!(
+                "; {} failed",
+                counted(self.tls_failures, "TLS handshake")
+            ));
         }
         text
+    }
+}
+
+/// `1 call`, `2 calls`.
+fn counted(n: u64, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
     }
 }
 

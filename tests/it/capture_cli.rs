@@ -316,7 +316,7 @@ fn plain_http_on_every_interface_is_one_warning_line() {
     assert!(warnings[0].contains("--tls-cert"), "{}", warnings[0]);
     assert!(
         f.stderr
-            .contains("1 calls of 1 students passed on, every one recorded"),
+            .contains("1 call of 1 student passed on, every one recorded"),
         "{}",
         f.both()
     );

@@ -166,7 +166,7 @@ async fn the_capture_listens_with_the_labs_certificate() {
     twin.shutdown().await;
     assert_eq!(summary.calls, 2, "the refused client never reached a call");
     assert_eq!(summary.tls_failures, 1);
-    assert!(summary.line(&out).contains("1 TLS handshakes failed"));
+    assert!(summary.line(&out).contains("1 TLS handshake failed"));
     assert_eq!(calls(&out).len(), 2);
     let header: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("capture.json")).expect("header"))
