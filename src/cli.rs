@@ -557,14 +557,26 @@ pub struct CaptureArgs {
     /// tool names, which is all replay and export-trace need).
     #[arg(long)]
     pub no_text: bool,
+    /// Listen with TLS: PEM certificate chain (a certificate of the lab's CA for this host);
+    /// give OpenCode https://HOST:PORT/v1. Beyond loopback without it, keys cross the
+    /// network unencrypted.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 }
 
 /// `codendum report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// A results folder (bench-results/<timestamp>/ or classroom-<timestamp>/).
+    /// A results folder (bench-results/<timestamp>/ or classroom-<timestamp>/), a capture
+    /// folder of a class (codendum capture --out), or a host timeline file (metrics --json
+    /// lines: its report goes beside it as <stem>-report.md/.html).
+    #[arg(value_name = "FOLDER|TIMELINE")]
     pub folder: PathBuf,
-    /// A server timeline recorded on the host, folded into the report.
+    /// A server timeline recorded on the GPU host during the run or class
+    /// (codendum metrics --watch 5 --json > tl.jsonl), folded into the report.
     #[arg(long, value_name = "FILE")]
     pub server_timeline: Option<PathBuf>,
 }
@@ -572,7 +584,7 @@ pub struct ReportArgs {
 /// `codendum compare`.
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// Two or more results folders; the first is the baseline.
+    /// Two or more results or capture folders; the first is the baseline.
     #[arg(required = true, num_args = 2..)]
     pub folders: Vec<PathBuf>,
     /// Compare even if the workloads differ.
@@ -668,6 +680,10 @@ pub struct CalibrateArgs {
     /// The server's --max-num-seqs, when the runs cannot tell it.
     #[arg(long, value_name = "N", value_parser = typed::<Tokens>())]
     pub max_num_seqs: Option<Tokens>,
+    /// The server's KV-cache capacity, tokens, when the runs did not read /metrics
+    /// (`codendum metrics` on the GPU host shows it).
+    #[arg(long, value_name = "TOKENS", value_parser = typed::<AtLeastOne>())]
+    pub kv_cache_tokens: Option<AtLeastOne>,
     /// The server's --max-num-batched-tokens [default: the twin's, else 8192].
     #[arg(long, value_name = "TOKENS", value_parser = typed::<Tokens>())]
     pub max_num_batched_tokens: Option<Tokens>,

@@ -600,6 +600,9 @@ async fn capture(args: CaptureArgs, events: Events) -> Result<(), Error> {
         codendum::capture::CaptureConfig::new(&args.upstream, &args.listen, args.out.clone())?;
     config.cacert = args.cacert.clone().map(|c| c.0);
     config.keep_text = !args.no_text;
+    if let (Some(cert), Some(key)) = (args.tls_cert.clone(), args.tls_key.clone()) {
+        config.tls = Some(codendum::capture::TlsFiles { cert, key });
+    }
     config.events = events.clone();
     codendum::app::capture::run(config, stop_on_signal(events))
         .await
@@ -646,6 +649,7 @@ fn calibrate(args: crate::cli::CalibrateArgs, events: &Events) -> Result<(), Err
         overrides: FactOverrides {
             max_num_seqs: args.max_num_seqs.map(|n| n.get_u32()),
             max_num_batched_tokens: args.max_num_batched_tokens.map(|n| n.get_u32()),
+            kv_cache_tokens: args.kv_cache_tokens.map(|n| n.0),
         },
         fit: FitOptions {
             bootstrap_rounds: args.bootstrap,

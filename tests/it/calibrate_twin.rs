@@ -201,6 +201,19 @@ fn unseen_cells(seats: u32) -> Vec<Cell> {
     ]
 }
 
+/// A `bench --calibration` run of `truth`'s twin in virtual time (the
+/// calibration plan for its seats and context, 128 output tokens), under
+/// `root`; its folder.
+pub(crate) fn calibration_run(truth: &Profile, root: &Path) -> PathBuf {
+    let plan = calibration_plan(&CalibrationInputs {
+        ladder: Vec::new(),
+        seats: Some(truth.server.max_num_seqs),
+        max_model_len: Some(u64::from(truth.server.max_model_len)),
+        output_tokens: 128,
+    });
+    bench_twin(truth, plan.cells, 128, root).0
+}
+
 fn ratio(fitted: Option<f64>, truth: Option<f64>) -> f64 {
     fitted.expect("fitted figure") / truth.expect("true figure") - 1.0
 }
@@ -208,13 +221,7 @@ fn ratio(fitted: Option<f64>, truth: Option<f64>) -> f64 {
 fn check_profile(file: &str) -> Vec<String> {
     let truth = Profile::load(&format!("{FIXTURES}/{file}")).expect("fixture loads");
     let dir = tempfile::tempdir().expect("tempdir");
-    let plan = calibration_plan(&CalibrationInputs {
-        ladder: Vec::new(),
-        seats: Some(truth.server.max_num_seqs),
-        max_model_len: Some(u64::from(truth.server.max_model_len)),
-        output_tokens: 128,
-    });
-    let (run, _) = bench_twin(&truth, plan.cells, 128, dir.path());
+    let run = calibration_run(&truth, dir.path());
     let fitted = fitted_profile(&truth, &run, dir.path());
     let region = fitted
         .calibration

@@ -58,19 +58,10 @@ impl WorkloadKind {
     }
 }
 
-/// Students in the quick class: as many as the high-concurrency profile
-/// runs at once, 1.5 times what `classroom-64k` runs, so the two profiles
-/// differ.
-pub const QUICK_CLASS_USERS: usize = 24;
-/// Window for new coding requests in the quick class, simulated seconds.
-pub const QUICK_CLASS_WINDOW: Duration = Duration::from_secs(240);
-/// Ramp-up of the quick class, simulated seconds.
-pub const QUICK_CLASS_RAMP_UP: Duration = Duration::from_secs(30);
-/// Requests per level of the quick benchmark (at most).
-pub const QUICK_BENCH_REQUESTS: u64 = 48;
-/// Cap on each quick benchmark level, simulated seconds: a single user gets
-/// about five requests, 16 in flight turn over twice.
-pub const QUICK_BENCH_LEVEL_CAP: Duration = Duration::from_secs(40);
+pub use codendum::acceptance::{
+    QUICK_BENCH_LEVEL_CAP, QUICK_BENCH_REQUESTS, QUICK_CLASS_RAMP_UP, QUICK_CLASS_USERS,
+    QUICK_CLASS_WINDOW,
+};
 
 /// Speed-up of the embedded twin for the suite's benchmark. Measured on a
 /// loaded 2-core machine in the debug build: each request costs the process
@@ -133,16 +124,11 @@ pub fn bench_config(mode: Mode, targets: &ModeTargets) -> BenchConfig {
 /// The class of a mode (`model` empty: the server's first model; context
 /// limit: the server's).
 pub fn classroom_config(mode: Mode) -> ClassroomConfig {
-    let mut c = ClassroomConfig::new(String::new(), None);
-    if mode == Mode::Quick {
-        c.users = QUICK_CLASS_USERS;
-        c.duration = QUICK_CLASS_WINDOW;
-        c.ramp_up = QUICK_CLASS_RAMP_UP;
-        c.pause_min = Duration::from_secs(5);
-        c.pause_max = Duration::from_secs(20);
-        c.follow_ups = 1;
+    let c = ClassroomConfig::new(String::new(), None);
+    match mode {
+        Mode::Quick => codendum::acceptance::quick_class(c),
+        Mode::Full => c,
     }
-    c
 }
 
 /// The twin's speed-up for a workload.
