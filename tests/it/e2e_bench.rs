@@ -327,6 +327,16 @@ fn the_shipped_env_example_runs_the_embedded_twin() {
     let f = embedded_bench(dir.path(), &["--no-report"]);
     assert_eq!(f.code, Some(0), "{}", f.both());
     assert!(f.stderr.contains("embedded twin"), "{}", f.stderr);
+    // A copied example records no one else's server: its provenance stays empty.
+    let summary = read_json(&only_folder(&dir.path().join("tmp")).join("summary.json"));
+    for field in [
+        "image_digest",
+        "model_revision",
+        "dgx_os_version",
+        "driver_version",
+    ] {
+        assert!(summary["provenance"][field].is_null(), "{field}: {summary}");
+    }
     let mut cmd = codendum(dir.path());
     cmd.args(["bench", "--concurrency", "1", "--shapes", "short"])
         .args(["--requests-per-level", "1", "--output-tokens", "4"])
