@@ -536,6 +536,53 @@ fn block_size(value: u32) -> Result<u32, ConfigError> {
     }
 }
 
+/// A source format named on the command line (`flag`), `None` for none.
+fn source_format(
+    flag: &'static str,
+    name: Option<&str>,
+) -> Result<Option<codendum_core::trace::SourceFormat>, ConfigError> {
+    use codendum_core::trace::SourceFormat;
+    name.map(|n| {
+        SourceFormat::parse(n).ok_or_else(|| {
+            let known: Vec<&str> = SourceFormat::ALL.iter().map(|f| f.as_str()).collect();
+            ConfigError::invalid(
+                flag,
+                format!("{n:?} is not a format: {} (or aiperf)", known.join(", ")),
+            )
+        })
+    })
+    .transpose()
+}
+
+/// The session schedule of `replay`'s flags.
+fn replay_schedule(args: &ReplayArgs) -> Result<codendum::replay::Schedule, ConfigError> {
+    use codendum::replay::{Schedule, Timing, TooLong};
+    if args.users == Some(0) {
+        return Err(ConfigError::invalid("--users", "must be at least 1"));
+    }
+    if let Some(s) = args.max_think {
+        if !(s.is_finite() && s >= 0.0) {
+            return Err(ConfigError::invalid(
+                "--max-think",
+                format!("{s} is not a number of seconds ≥ 0"),
+            ));
+        }
+    }
+    Ok(Schedule {
+        users: args.users,
+        timing: match args.timing {
+            crate::cli::TimingArg::AfterAnswer => Timing::AfterAnswer,
+            crate::cli::TimingArg::Original => Timing::Original,
+        },
+        max_think_s: args.max_think,
+        start_part_way: args.start_part_way,
+        too_long: match args.too_long {
+            crate::cli::TooLongArg::Skip => TooLong::Skip,
+            crate::cli::TooLongArg::Shorten => TooLong::Shorten,
+        },
+    })
+}
+
 async fn replay(args: ReplayArgs) -> Result<(), Error> {
     if !(args.speed.is_finite() && args.speed > 0.0 && args.speed <= 1.0e6) {
         return Err(ConfigError::invalid(
@@ -556,8 +603,12 @@ async fn replay(args: ReplayArgs) -> Result<(), Error> {
         args.run.seed,
         CLASSROOM_TIME_SCALE,
     )?;
+    let schedule = replay_schedule(&args)?;
+    let format = source_format("--format", args.format.as_deref())?;
     let run = codendum::app::replay::ReplayRun {
         source: args.source.clone(),
+        format,
+        schedule,
         block_size: block_size(args.block_size)?,
         speed: args.speed,
         sessions: args.sessions,
@@ -589,6 +640,7 @@ fn export_trace(args: ExportTraceArgs) -> Result<(), Error> {
     };
     let calls = codendum::app::replay::export_trace(
         &args.source,
+        source_format("--source-format", args.source_format.as_deref())?,
         block_size(args.block_size)?,
         format,
         &args.out,

@@ -16,20 +16,25 @@ use super::bench::Confirm;
 use crate::bench::{busy_guard, GuardVerdict, ServerInfo};
 use crate::classroom::{ClassroomConfig, ClassroomSummary, JsonlSink};
 use crate::connect::{ConnectOptions, Connection};
-use crate::replay::{self, ReplayConfig, SourceKind};
+use crate::replay::{self, ReplayConfig, Schedule};
 use codendum_core::error::{ConfigError, Error};
 use codendum_core::openai::{Endpoint, Transport};
 use codendum_core::results::{
-    self, ClassroomParameters, ClassroomRunSummary, FolderKind, ReplayParameters, RunFolder,
-    RunHeader, ServerDescription,
+    self, ClassroomParameters, ClassroomRunSummary, FolderKind, RunFolder, RunHeader,
+    ServerDescription,
 };
 use codendum_core::target::{Provenance, Target};
-use codendum_core::trace::{mooncake, timing, Trace};
+use codendum_core::trace::detect::ImportOptions;
+use codendum_core::trace::{mooncake, timing, SourceFormat, Trace};
 
 /// Everything `codendum replay` needs.
 pub struct ReplayRun<'a> {
-    /// The capture folder, results folder or trace file.
+    /// The capture folder, results folder, store, conversations or trace file.
     pub source: PathBuf,
+    /// Its format (`None`: detected).
+    pub format: Option<SourceFormat>,
+    /// How sessions are started and paced (`--users`, `--timing`, …).
+    pub schedule: Schedule,
     /// Tokens per block of a trace file's `hash_ids` (and of the blocks
     /// rebuilt for a folder).
     pub block_size: u32,
@@ -73,13 +78,25 @@ pub struct ReplayResult {
 }
 
 /// Reads the trace a replay or an export starts from, with `sessions`
-/// root sessions when given.
+/// root sessions when given; what could not be read of the source is said
+/// on stderr, one line each (the trace keeps the rest).
 pub fn read_trace(
     source: &Path,
+    format: Option<SourceFormat>,
     block_size: u32,
     sessions: Option<usize>,
-) -> Result<(SourceKind, Trace), Error> {
-    let (kind, trace) = replay::load(source, block_size)?;
+) -> Result<Trace, Error> {
+    let trace = replay::source::read(
+        source,
+        format,
+        ImportOptions {
+            block_size,
+            max_sessions: sessions,
+        },
+    )?;
+    for u in &trace.unread {
+        eprintln!("codendum: {u}");
+    }
     if trace.calls.is_empty() {
         return Err(ConfigError::BadFile {
             what: "replay source",
@@ -88,17 +105,20 @@ pub fn read_trace(
         }
         .into());
     }
-    let trace = match sessions {
+    Ok(match sessions {
         Some(n) => timing::resize_sessions(&trace, n),
         None => trace,
-    };
-    Ok((kind, trace))
+    })
 }
 
 /// Runs the replay; an interrupted one writes its folder and returns
 /// [`Error::Interrupted`].
 pub async fn run(run: ReplayRun<'_>) -> Result<ReplayResult, Error> {
-    let (kind, trace) = read_trace(&run.source, run.block_size, run.sessions)?;
+    let trace = read_trace(&run.source, run.format, run.block_size, run.sessions)?;
+    let kind = trace
+        .source
+        .as_ref()
+        .map_or(SourceFormat::Mooncake, |s| s.format);
     let mut connect = run.connect.clone();
     let sessions = trace.sessions().len().max(1);
     connect.max_connections = connect.max_connections.max(sessions * 2 + 8);
@@ -119,7 +139,7 @@ pub async fn run(run: ReplayRun<'_>) -> Result<ReplayResult, Error> {
 async fn run_connected(
     run: &ReplayRun<'_>,
     conn: &Connection,
-    (kind, steady): (SourceKind, Option<(f64, f64)>),
+    (kind, steady): (SourceFormat, Option<(f64, f64)>),
     trace: &Trace,
 ) -> Result<ReplayResult, Error> {
     // Before any request through the base URL: the router's figures cover
@@ -138,14 +158,23 @@ async fn run_connected(
             .map(|m| m.id.clone())
             .ok_or_else(|| Error::Failed("the server lists no model; pass --model".into()))?,
     };
+    let max_model_len = models
+        .iter()
+        .find(|m| m.id == model)
+        .or(models.first())
+        .and_then(|m| m.max_model_len);
     let recorded_span = trace.calls.last().map_or(0.0, |c| c.at_s) / run.speed;
     let plan = format!(
-        "Replay: {} calls of {} sessions from {} ({:.0} s recorded at speed {}) against {}, model {}; results in {}",
+        "Replay: {} calls of {} sessions from {} ({}, {:.0} s recorded at speed {}{}) against {}, model {}; results in {}",
         trace.calls.len(),
         trace.sessions().len(),
         run.source.display(),
+        kind.as_str(),
         recorded_span * run.speed,
         run.speed,
+        run.schedule
+            .users
+            .map_or(String::new(), |u| format!(", {u} users at once")),
         conn.label,
         model,
         run.results_dir.display()
@@ -176,6 +205,8 @@ async fn run_connected(
         endpoint: run.endpoint,
         api_key: run.target.api_key.clone(),
         template,
+        schedule: run.schedule,
+        max_model_len,
     };
     let clock = conn.clock.clone();
     let started_utc = clock.utc_now();
@@ -240,7 +271,11 @@ async fn run_connected(
         &window,
         (&name_of_metrics, figures_source == "sampler", successes),
     );
-    let verdict = verdict.with_restarts(metrics_continuity.iter().flat_map(|m| m.restart_times()));
+    let mut verdict =
+        verdict.with_restarts(metrics_continuity.iter().flat_map(|m| m.restart_times()));
+    if let Some(note) = replay::summary::verdict_note(trace, &config, &outcome) {
+        verdict.line = format!("{}; {note}", verdict.line);
+    }
     let router = super::router::finish_class(router, &summary.errors_by_kind).await;
     let server_version = if conn.is_embedded() {
         Some(format!("{} (twin)", codendum_twin::VLLM_VERSION))
@@ -251,10 +286,6 @@ async fn run_connected(
     if let (true, Some(p)) = (conn.is_embedded(), &conn.profile) {
         provenance.profile = Some(p.name.clone());
     }
-    let name = run.source.file_name().map_or_else(
-        || run.source.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    );
     let run_summary = ClassroomRunSummary {
         header: RunHeader {
             schema_version: results::CLASSROOM_SCHEMA_VERSION,
@@ -301,20 +332,23 @@ async fn run_connected(
         verdict: Some(verdict),
         metrics_continuity,
         router,
-        replay: Some(ReplayParameters {
-            source: name,
-            source_kind: kind.as_str().into(),
-            block_size: trace.block_size,
-            speed: run.speed,
-            sessions: trace.sessions().len(),
-            calls: trace.calls.len(),
-            shared_block_fraction: trace.shared_block_fraction(),
-            template_tokens: template.message_tokens,
-        }),
+        replay: Some(replay::summary::parameters(
+            &run.source,
+            trace,
+            &config,
+            &outcome,
+        )),
     };
     folder.write_classroom_summary(&run_summary)?;
     let folder = folder.into_path();
     eprint!("{}", super::classroom::render_summary(&run_summary));
+    eprintln!(
+        "{}",
+        replay::summary::hit_rate_line(
+            outcome.theoretical_hit_rate(),
+            run_summary.summary.server.prefix_cache_hit_rate
+        )
+    );
     eprintln!("Results in {}", folder.display());
     if let Some(v) = run_summary.verdict.as_ref().filter(|v| v.exit_code() == 0) {
         eprintln!("codendum: {}", v.line);
@@ -347,16 +381,17 @@ pub enum TraceFormat {
     Aiperf,
 }
 
-/// Writes the trace of `source` (a capture or a classroom/replay folder, or
-/// a trace file) as `format` into `out` (`-`: standard output); returns the
-/// calls written.
+/// Writes the trace of `source` (any source `replay` reads, its format
+/// `source_format` or detected) as `format` into `out` (`-`: standard
+/// output); returns the calls written.
 pub fn export_trace(
     source: &Path,
+    source_format: Option<SourceFormat>,
     block_size: u32,
     format: TraceFormat,
     out: &Path,
 ) -> Result<usize, Error> {
-    let (_, trace) = read_trace(source, block_size, None)?;
+    let trace = read_trace(source, source_format, block_size, None)?;
     let write = |w: &mut dyn Write| match format {
         TraceFormat::Mooncake => mooncake::write_mooncake(&trace, w),
         TraceFormat::Aiperf => mooncake::write_aiperf_sessions(&trace, w),

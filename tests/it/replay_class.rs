@@ -81,7 +81,7 @@ fn hand_trace() -> String {
 async fn a_hand_written_mooncake_trace_replays_with_its_prefix_sharing() {
     let text = hand_trace();
     let trace: Trace = mooncake::read_trace(text.as_bytes(), 16).expect("reads");
-    let expected = trace.shared_block_fraction().expect("fraction");
+    let expected = trace.theoretical_hit_rate().expect("fraction");
     assert!(expected > 0.5, "{expected}");
     // The calls are 9 simulated seconds apart and each must be cached before
     // the next shares it: at 200x that is 45 ms of real time, which a loaded

@@ -19,10 +19,11 @@ use std::time::{Duration, Instant};
 use crate::capture_support::any_file_contains;
 use crate::replay_support::{assert_every_call_replayed, replay_through, twin};
 use codendum::capture::{self, CaptureConfig};
-use codendum::replay::{self, SourceKind};
+use codendum::replay;
 use codendum_core::clock::Clock;
 use codendum_core::profile::Profile;
 use codendum_core::results::classroom_records::CallKind;
+use codendum_core::trace::SourceFormat;
 use codendum_testkit::real::{Component, OPENCODE_VERSION as VERSION};
 use codendum_twin::answer::{AnswerRequest, PlannedAnswer, Responder};
 use codendum_twin::persona::AgentPersona;
@@ -314,7 +315,7 @@ async fn opencode_session() {
 /// its recorded size.
 async fn check_capture(dir: &Path, calls: &[Call], recorded: u64) {
     let (kind, trace) = replay::load(dir, 16).expect("the capture reads");
-    assert_eq!(kind, SourceKind::Capture);
+    assert_eq!(kind, SourceFormat::Capture);
     assert_eq!(
         trace.calls.len(),
         calls.len(),

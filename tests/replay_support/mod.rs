@@ -16,7 +16,7 @@ use std::time::Duration;
 use codendum::capture::{self, CaptureConfig};
 use codendum::classroom::{run_classroom, ClassroomConfig, LiveStatus, MemorySink};
 use codendum::client::{build_http_client, ClientOptions, HttpClient};
-use codendum::replay::{self, ReplayConfig, SourceKind};
+use codendum::replay::{self, ReplayConfig};
 use codendum::scrape::{Sampler, SamplerHandle, Scraper};
 use codendum_core::clock::Clock;
 use codendum_core::openai::{Endpoint, Transport};
@@ -25,6 +25,7 @@ use codendum_core::prom::{window_stats, WindowStats};
 use codendum_core::results::classroom_records::{CallKind, CallRecord};
 use codendum_core::stats::{percentile, sorted_finite};
 use codendum_core::target::BaseUrl;
+use codendum_core::trace::SourceFormat;
 use codendum_twin::persona::AgentPersona;
 use codendum_twin::{TwinHandle, TwinOptions};
 
@@ -215,14 +216,9 @@ pub async fn replay_with(
     salt: u64,
 ) -> replay::ReplayOutcome {
     let template = replay::template_tokens(transport.as_ref(), Endpoint::Chat, "qwen3-coder").await;
-    let config = ReplayConfig {
-        model: "qwen3-coder".into(),
-        speed,
-        salt,
-        endpoint: Endpoint::Chat,
-        api_key: None,
-        template,
-    };
+    let mut config = ReplayConfig::new("qwen3-coder", template);
+    config.speed = speed;
+    config.salt = salt;
     replay::run_replay(
         trace,
         &config,
@@ -402,7 +398,7 @@ pub async fn class_then_replay(dir: &Path, users: usize, scale: f64) -> (Figures
     );
 
     let (kind, trace) = replay::load(&dir.join("cap"), 16).expect("reads the capture");
-    assert_eq!(kind, SourceKind::Capture);
+    assert_eq!(kind, SourceFormat::Capture);
     assert_eq!(trace.calls.len(), class.requests.len());
     let own = replay::source::from_class_records(&class.requests, 16);
     let m = match_traces(&trace, &own, scale);
