@@ -123,7 +123,7 @@ pub async fn run(run: ReplayRun<'_>) -> Result<ReplayResult, Error> {
     let sessions = trace.sessions().len().max(1);
     connect.max_connections = connect.max_connections.max(sessions * 2 + 8);
     let conn = Connection::open(&run.target, &connect).await?;
-    let steady = replay::source::steady_window(&run.source, kind);
+    let steady = replay::source::steady_window(&run.source, kind, &trace);
     let result = run_connected(&run, &conn, (kind, steady), &trace).await;
     conn.close().await;
     let result = result?;
@@ -237,12 +237,12 @@ async fn run_connected(
         run.max_error_rate,
     );
     let answered = verdict.answered_until_s.map_or(span, |t| t.min(span));
-    // The steady window: a classroom source's own (its ramp-up to the end
-    // of its window for new coding requests, at the replay's speed), so a
-    // class and its replay measure the same stretch; else the whole replay
-    // (no ramp-up is known).
+    // The steady window: the recorded class's own (or, as users, the
+    // replay's), so a class and its replay measure the same stretch; else
+    // the whole replay.
+    let steady = replay::summary::steady_stretch(steady, &config, &outcome);
     let (ramp_up_s, window_s) = match steady {
-        Some((ramp, window)) => (ramp / run.speed, (window / run.speed).min(answered)),
+        Some((ramp, window)) => (ramp, window.min(answered)),
         None => (0.0, answered),
     };
     let mut window = ClassroomConfig::new(model.clone(), None);

@@ -143,6 +143,12 @@ pub struct ReplayOutcome {
     pub too_long: (usize, usize),
     /// Calls not sent because their session started part-way.
     pub before_part_way: usize,
+    /// As users: the stretch the server saw a steady load (seconds since
+    /// the replay started): from the start when the first sessions started
+    /// part-way, else from when the first session was replaced, to when
+    /// the last session started (after it, fewer sessions run); `None` when
+    /// no session was replaced (the whole replay).
+    pub steady_s: Option<(f64, f64)>,
 }
 
 impl ReplayOutcome {
@@ -319,6 +325,7 @@ pub async fn run_replay(
     let n_roots = shared.roots.calls.len();
     let mut running = tokio::task::JoinSet::new();
     let mut started = 0usize;
+    let mut replaced: Option<(f64, f64)> = None;
     match shared.config.schedule.users {
         None => {
             let speed = shared.config.speed;
@@ -340,8 +347,10 @@ pub async fn run_replay(
             }
             while running.join_next().await.is_some() {
                 if started < n_roots && !shared.stopped() {
-                    running.spawn(run_root(shared.clone(), started, shared.now(), 0));
+                    let now = shared.now();
+                    running.spawn(run_root(shared.clone(), started, now, 0));
                     started += 1;
+                    replaced = Some(replaced.map_or((now, now), |(first, _)| (first, now)));
                 }
             }
         }
@@ -377,6 +386,14 @@ pub async fn run_replay(
             shared.shortened.load(Ordering::Relaxed),
         ),
         before_part_way: shared.before_part_way.load(Ordering::Relaxed),
+        steady_s: replaced.map(|(first, last)| {
+            let from = if shared.config.schedule.start_part_way {
+                0.0
+            } else {
+                first
+            };
+            (from, last)
+        }),
     }
 }
 

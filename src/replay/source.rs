@@ -136,21 +136,49 @@ pub fn load(path: &Path, block_size: u32) -> Result<(SourceFormat, Trace), Error
     Ok((format, trace))
 }
 
-/// The ramp-up and the window for new coding requests (seconds of the
-/// source's clock) of the classroom or replay folder at `path`, when its
-/// `summary.json` states a ramp-up shorter than its window: the stretch a
-/// replay of it averages server output over, as the class did.
-pub fn steady_window(path: &Path, kind: SourceFormat) -> Option<(f64, f64)> {
-    if !matches!(kind, SourceFormat::Classroom | SourceFormat::Replay) {
-        return None;
+/// The stretch a replay averages server output over (its ramp-up and the
+/// end of its window for new coding requests, seconds of the source's
+/// clock), as the recorded class did: a classroom or replay folder's own
+/// (its `summary.json`, when it states a ramp-up shorter than its window);
+/// for a capture or an OpenCode store, which do not state it, the stretch
+/// inferred from the calls ([`inferred_window`]).
+pub fn steady_window(path: &Path, kind: SourceFormat, trace: &Trace) -> Option<(f64, f64)> {
+    match kind {
+        SourceFormat::Classroom | SourceFormat::Replay => match results::read_summary(path).ok()? {
+            results::RunSummary::Classroom(s) => {
+                let p = &s.parameters;
+                (p.ramp_up_s > 0.0 && p.duration_s > p.ramp_up_s)
+                    .then_some((p.ramp_up_s, p.duration_s))
+            }
+            results::RunSummary::Bench(_) => None,
+        },
+        SourceFormat::Capture | SourceFormat::Opencode => inferred_window(trace),
+        _ => None,
     }
-    match results::read_summary(path).ok()? {
-        results::RunSummary::Classroom(s) => {
-            let p = &s.parameters;
-            (p.ramp_up_s > 0.0 && p.duration_s > p.ramp_up_s).then_some((p.ramp_up_s, p.duration_s))
+}
+
+/// The stretch of a recorded class in which every student was at work,
+/// from its calls: from the latest first call of a root session (the last
+/// student has started: the end of the ramp-up) to the latest start of a
+/// coding request (no student starts new work after it: the end of the
+/// class's window), seconds since the trace's first call; `None` when it
+/// is empty.
+pub fn inferred_window(trace: &Trace) -> Option<(f64, f64)> {
+    let roots = trace.roots();
+    let mut started: HashMap<&str, f64> = HashMap::new();
+    let mut tasks: HashMap<(&str, usize), f64> = HashMap::new();
+    for (c, r) in trace.calls.iter().zip(&roots) {
+        let Some(r) = r.as_deref() else {
+            continue;
+        };
+        started.entry(r).or_insert(c.at_s);
+        if c.session.as_deref() == Some(r) {
+            tasks.entry((r, c.task.unwrap_or(0))).or_insert(c.at_s);
         }
-        results::RunSummary::Bench(_) => None,
     }
+    let ramp = started.values().copied().fold(0.0, f64::max);
+    let end = tasks.values().copied().fold(0.0, f64::max);
+    (end > ramp).then_some((ramp, end))
 }
 
 /// The lines of `dir/name`; a cut last line is named, not an error.

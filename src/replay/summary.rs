@@ -93,3 +93,18 @@ pub fn hit_rate_line(theoretical: Option<f64>, measured: Option<f64>) -> String 
         pct(theoretical)
     )
 }
+
+/// The stretch a replay's server output is averaged over, seconds since
+/// it started: as users, the replay's own steady stretch
+/// ([`ReplayOutcome::steady_s`]); else the source's (`recorded`, seconds of
+/// its clock, divided by `speed`); `None`: the whole replay.
+pub fn steady_stretch(
+    recorded: Option<(f64, f64)>,
+    config: &ReplayConfig,
+    outcome: &ReplayOutcome,
+) -> Option<(f64, f64)> {
+    match config.schedule.users {
+        Some(_) => outcome.steady_s.filter(|(a, b)| b - a >= 60.0),
+        None => recorded.map(|(a, b)| (a / config.speed, b / config.speed)),
+    }
+}

@@ -79,6 +79,11 @@ pub struct Figures {
     pub engine_ttft: (f64, f64),
     /// Calls made.
     pub calls: usize,
+    /// The engine timeline and the stretch of it the run took (clock
+    /// seconds), for figures over a part of the run.
+    pub timeline: Vec<codendum_core::prom::TimelineSample>,
+    /// The run's start and end, clock seconds.
+    pub span: (f64, f64),
 }
 
 fn p50_p95(values: impl IntoIterator<Item = f64>) -> (f64, f64) {
@@ -110,7 +115,21 @@ impl Figures {
             ttft: p50_p95(calls.iter().filter(|r| r.is_ok()).filter_map(|r| r.ttft_s)),
             engine_ttft: p50_p95(ttft_log.into_iter().skip(probes)),
             calls: calls.len(),
+            timeline: timeline.to_vec(),
+            span: (t0, t1),
         }
+    }
+
+    /// The server output over the steady stretch `(ramp-up, end)` (seconds
+    /// since the run started), tokens/s, as a classroom or replay summary
+    /// states it.
+    pub fn steady_output(&self, (ramp_up_s, end_s): (f64, f64)) -> Option<f64> {
+        let mut window = ClassroomConfig::new("qwen3-coder", None);
+        window.ramp_up = Duration::from_secs_f64(ramp_up_s);
+        window.duration = Duration::from_secs_f64(end_s);
+        let (t0, t1) = self.span;
+        codendum::app::classroom::server_figures(&self.timeline, &[], t0, t1 - t0, &window)
+            .output_tokens_per_s
     }
 }
 
@@ -191,6 +210,31 @@ pub fn assert_replay_kept(label: &str, class: &Figures, replayed: &Figures) {
         figure(b.peak_kv_usage, "replay peak KV"),
         0.10,
     );
+}
+
+/// Prints a class's steady server output beside its replay's, each over
+/// its own window (the class's, and the one the replay inferred from the
+/// capture), and beside the replay's over its whole run (what a capture's
+/// replay averaged over before it inferred the window); checks the first
+/// two within 5 %.
+pub fn assert_steady_output_kept(class: &Figures, replayed: &Figures, windows: SteadyWindows) {
+    let (a, b) = (
+        class.steady_output(windows.class).expect("class output"),
+        replayed
+            .steady_output(windows.replay)
+            .expect("replay output"),
+    );
+    let whole = replayed
+        .steady_output((0.0, replayed.span.1 - replayed.span.0))
+        .expect("replay output");
+    eprintln!(
+        "steady server output: class {a:.2} tok/s over {:?} s, replay {b:.2} tok/s over {:?} s ({:+.1} %; over the whole replay {whole:.2}, {:+.1} %)",
+        windows.class,
+        windows.replay,
+        (b / a - 1.0) * 100.0,
+        (whole / a - 1.0) * 100.0
+    );
+    within("steady server output", a, b, 0.05);
 }
 
 /// `codendum replay` of `trace` through `base` on `clock` (the chat
@@ -361,10 +405,32 @@ pub fn class_config(users: usize) -> ClassroomConfig {
     config
 }
 
+/// The stretches server output is averaged over: the class's own window
+/// (its ramp-up to the end of its window for new coding requests), and the
+/// one a replay of its capture infers from the capture (on the replay's
+/// clock), seconds since each run started.
+#[derive(Debug, Clone, Copy)]
+pub struct SteadyWindows {
+    /// The class's.
+    pub class: (f64, f64),
+    /// The replay's.
+    pub replay: (f64, f64),
+}
+
 /// The class of [`class_config`], captured in `dir/cap`, and its replay; both on clocks
 /// `scale` times faster than real time. Checks that every call was
 /// captured, replayed and captured again.
 pub async fn class_then_replay(dir: &Path, users: usize, scale: f64) -> (Figures, Figures) {
+    let (class, replayed, _) = class_then_replay_windows(dir, users, scale).await;
+    (class, replayed)
+}
+
+/// [`class_then_replay`], with the steady windows of both runs.
+pub async fn class_then_replay_windows(
+    dir: &Path,
+    users: usize,
+    scale: f64,
+) -> (Figures, Figures, SteadyWindows) {
     let clock = Clock::scaled(scale);
     let original = twin(&clock).await;
     let cap = capture::start(
@@ -449,5 +515,13 @@ pub async fn class_then_replay(dir: &Path, users: usize, scale: f64) -> (Figures
     assert_every_call_replayed(&trace, &replayed);
     // The two template probes and every replayed call.
     assert_eq!(recaptured as usize, trace.calls.len() + 2);
-    (class_figures, replay_figures)
+    // As `codendum replay` takes it: the capture's inferred window (real
+    // seconds) on the replay's clock.
+    let inferred = replay::source::steady_window(&dir.join("cap"), SourceFormat::Capture, &trace)
+        .expect("a steady stretch in the capture");
+    let windows = SteadyWindows {
+        class: (config.ramp_up.as_secs_f64(), config.duration.as_secs_f64()),
+        replay: (inferred.0 * scale, inferred.1 * scale),
+    };
+    (class_figures, replay_figures, windows)
 }
