@@ -13,9 +13,10 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::bench::Confirm;
-use crate::bench::{busy_guard, GuardVerdict, ServerInfo};
+use crate::bench::{busy_guard, ServerInfo, TimelineFlag};
 use crate::classroom::{ClassroomConfig, ClassroomSummary, JsonlSink};
 use crate::connect::{ConnectOptions, Connection};
+use crate::events::{Event, Events};
 use crate::replay::{self, ReplayConfig, Schedule};
 use codendum_core::error::{ConfigError, Error};
 use codendum_core::openai::{Endpoint, Transport};
@@ -66,6 +67,8 @@ pub struct ReplayRun<'a> {
     pub stop: watch::Receiver<bool>,
     /// Write `report.md` / `report.html` at the end.
     pub write_report: bool,
+    /// Where the replay tells its plan, notes and results.
+    pub events: Events,
 }
 
 /// What a replay produced.
@@ -78,13 +81,14 @@ pub struct ReplayResult {
 }
 
 /// Reads the trace a replay or an export starts from, with `sessions`
-/// root sessions when given; what could not be read of the source is said
-/// on stderr, one line each (the trace keeps the rest).
+/// root sessions when given; what could not be read of the source is a
+/// warning each (the trace keeps the rest).
 pub fn read_trace(
     source: &Path,
     format: Option<SourceFormat>,
     block_size: u32,
     sessions: Option<usize>,
+    events: &Events,
 ) -> Result<Trace, Error> {
     let trace = replay::source::read(
         source,
@@ -95,7 +99,7 @@ pub fn read_trace(
         },
     )?;
     for u in &trace.unread {
-        eprintln!("codendum: {u}");
+        events.warn(u.to_string());
     }
     if trace.calls.is_empty() {
         return Err(ConfigError::BadFile {
@@ -114,7 +118,13 @@ pub fn read_trace(
 /// Runs the replay; an interrupted one writes its folder and returns
 /// [`Error::Interrupted`].
 pub async fn run(run: ReplayRun<'_>) -> Result<ReplayResult, Error> {
-    let trace = read_trace(&run.source, run.format, run.block_size, run.sessions)?;
+    let trace = read_trace(
+        &run.source,
+        run.format,
+        run.block_size,
+        run.sessions,
+        &run.events,
+    )?;
     let kind = trace
         .source
         .as_ref()
@@ -128,7 +138,7 @@ pub async fn run(run: ReplayRun<'_>) -> Result<ReplayResult, Error> {
     conn.close().await;
     let result = result?;
     if run.write_report {
-        super::report::write_report_at_end(&result.folder);
+        super::report::write_report_at_end(&result.folder, &run.events);
     }
     if result.summary.header.interrupted {
         return Err(Error::Interrupted(result.folder));
@@ -144,7 +154,7 @@ async fn run_connected(
 ) -> Result<ReplayResult, Error> {
     // Before any request through the base URL: the router's figures cover
     // every call of the command.
-    let router = super::router::watch(&run.target).await?;
+    let router = super::router::watch(&run.target, &run.events).await?;
     let models = conn.client.models().await.map_err(|e| {
         Error::Failed(format!(
             "cannot list the server's models at /v1/models: {}",
@@ -164,7 +174,7 @@ async fn run_connected(
         .or(models.first())
         .and_then(|m| m.max_model_len);
     let recorded_span = trace.calls.last().map_or(0.0, |c| c.at_s) / run.speed;
-    let plan = format!(
+    let mut plan = format!(
         "Replay: {} calls of {} sessions from {} ({}, {:.0} s recorded at speed {}{}) against {}, model {}; results in {}",
         trace.calls.len(),
         trace.sessions().len(),
@@ -179,7 +189,6 @@ async fn run_connected(
         model,
         run.results_dir.display()
     );
-    eprintln!("{plan}");
     let mut reachable = None;
     if !conn.is_embedded() {
         let load = match &conn.scraper {
@@ -187,14 +196,19 @@ async fn run_connected(
             None => None,
         };
         reachable = Some(load.is_some());
-        if let GuardVerdict::Allowed(msg) = busy_guard(load, run.allow_busy)? {
-            eprintln!("codendum: {msg}");
+        let guard = busy_guard(load, run.allow_busy, TimelineFlag::Report)?;
+        if let Some(w) = guard.warning() {
+            run.events.warn(w);
         }
-        if !run.yes && !(run.confirm)(&plan) {
-            return Err(Error::Refused(
-                "not confirmed: pass --yes to run without asking".into(),
-            ));
+        if !guard.checked() {
+            plan.push_str("; the server's load was not checked (/metrics could not be read)");
         }
+    }
+    run.events.emit(Event::Plan(plan.clone()));
+    if !conn.is_embedded() && !run.yes && !(run.confirm)(&plan) {
+        return Err(Error::Refused(
+            "not confirmed: pass --yes to run without asking".into(),
+        ));
     }
     let transport: Arc<dyn Transport> = conn.client.clone();
     let template = replay::template_tokens(transport.as_ref(), run.endpoint, &model).await;
@@ -212,7 +226,8 @@ async fn run_connected(
     let started_utc = clock.utc_now();
     let folder = RunFolder::create(&run.results_dir, FolderKind::Replay, started_utc)?;
     let sink = Arc::new(JsonlSink::in_folder(&folder)?);
-    let sampling = super::classroom::class_sampling(None, conn, &folder, reachable).await?;
+    let sampling =
+        super::classroom::class_sampling(None, conn, &folder, reachable, &run.events).await?;
     let origin = clock.now_secs();
     let outcome = replay::run_replay(
         trace,
@@ -227,7 +242,7 @@ async fn run_connected(
     sampling.mark_end().await;
     let span = clock.now_secs() - origin;
     let read = sampling
-        .finish(&clock, &folder, origin, origin + span)
+        .finish(&clock, &folder, (origin, origin + span), &run.events)
         .await;
     let mut summary =
         ClassroomSummary::from_records(outcome.users, &outcome.requests, &outcome.tasks);
@@ -270,13 +285,14 @@ async fn run_connected(
         (origin, answered_span),
         &window,
         (&name_of_metrics, figures_source == "sampler", successes),
+        &run.events,
     );
     let mut verdict =
         verdict.with_restarts(metrics_continuity.iter().flat_map(|m| m.restart_times()));
     if let Some(note) = replay::summary::verdict_note(trace, &config, &outcome) {
         verdict.line = format!("{}; {note}", verdict.line);
     }
-    let router = super::router::finish_class(router, &summary.errors_by_kind).await;
+    let router = super::router::finish_class(router, &summary.errors_by_kind, &run.events).await;
     let server_version = if conn.is_embedded() {
         Some(format!("{} (twin)", codendum_twin::VLLM_VERSION))
     } else {
@@ -339,23 +355,14 @@ async fn run_connected(
             &outcome,
         )),
     };
-    folder.write_classroom_summary(&run_summary)?;
-    let folder = folder.into_path();
-    eprint!("{}", super::classroom::render_summary(&run_summary));
-    eprintln!(
-        "{}",
-        replay::summary::hit_rate_line(
-            outcome.theoretical_hit_rate(),
-            run_summary.summary.server.prefix_cache_hit_rate
-        )
-    );
-    eprintln!("Results in {}", folder.display());
-    if let Some(v) = run_summary.verdict.as_ref().filter(|v| v.exit_code() == 0) {
-        eprintln!("codendum: {}", v.line);
-    }
+    run.events.line(replay::summary::hit_rate_line(
+        outcome.theoretical_hit_rate(),
+        run_summary.summary.server.prefix_cache_hit_rate,
+    ));
+    let written = super::classroom::write_summary(folder, run_summary, &run.events)?;
     Ok(ReplayResult {
-        folder,
-        summary: run_summary,
+        folder: written.folder,
+        summary: written.summary,
     })
 }
 
@@ -382,24 +389,27 @@ pub enum TraceFormat {
 }
 
 /// Writes the trace of `source` (any source `replay` reads, its format
-/// `source_format` or detected) as `format` into `out` (`-`: standard
-/// output); returns the calls written.
+/// `source_format` or detected) as `format` into `out` (`-`: into `stdout`,
+/// the binary's standard output); returns the calls written, what could
+/// not be read of the source said through `events`.
 pub fn export_trace(
     source: &Path,
     source_format: Option<SourceFormat>,
     block_size: u32,
     format: TraceFormat,
     out: &Path,
+    stdout: &mut dyn Write,
+    events: &Events,
 ) -> Result<usize, Error> {
-    let trace = read_trace(source, source_format, block_size, None)?;
+    let trace = read_trace(source, source_format, block_size, None, events)?;
     let write = |w: &mut dyn Write| match format {
         TraceFormat::Mooncake => mooncake::write_mooncake(&trace, w),
         TraceFormat::Aiperf => mooncake::write_aiperf_sessions(&trace, w),
     };
     if out == Path::new("-") {
-        let stdout = std::io::stdout();
-        let mut lock = stdout.lock();
-        write(&mut lock).map_err(|e| Error::io("cannot write the trace to stdout", e))?;
+        write(stdout)
+            .and_then(|()| stdout.flush())
+            .map_err(|e| Error::io("cannot write the trace to stdout", e))?;
     } else {
         let tmp = out.with_extension("tmp");
         let file = std::fs::File::create(&tmp)

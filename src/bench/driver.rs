@@ -13,9 +13,9 @@ use tokio::sync::watch;
 use super::arrival::schedule;
 use super::config::BenchConfig;
 use super::level::{record_from_outcome, summarize_level, LevelFrame};
-use super::progress::LevelProgress;
 use super::prompt::{load_session_id, request_body, LevelLoad, ShapePrompt};
 use super::seams::{ServerInfo, ServerMetrics};
+use crate::events::{Event, Events};
 use codendum_core::clock::Clock;
 use codendum_core::error::Error;
 use codendum_core::openai::{CallOutcome, CallRequest, Transport};
@@ -46,7 +46,8 @@ pub(crate) struct LevelContext<'a> {
     pub run_id: &'a str,
     /// Clock seconds at which the run started (records are relative to it).
     pub run_t0: f64,
-    pub show_progress: bool,
+    /// Where the level's progress is told.
+    pub events: Events,
 }
 
 /// A finished request: its index, when it started (when it was due, on a
@@ -63,7 +64,6 @@ struct LevelSink<'s> {
     requests: &'s mut JsonlFile<RequestRecord>,
     timeline: Option<&'s mut JsonlFile<serde_json::Value>>,
     timeline_written: f64,
-    progress: LevelProgress,
     records: Vec<RequestRecord>,
     errors: u64,
 }
@@ -87,7 +87,9 @@ impl LevelSink<'_> {
         if !record.ok {
             self.errors += 1;
         }
-        self.progress.finished_one(self.errors);
+        self.ctx.events.emit(Event::RequestFinished {
+            errors: self.errors,
+        });
         self.records.push(record);
         Ok(())
     }
@@ -108,6 +110,11 @@ pub(crate) async fn run_level(
     if let Some(m) = ctx.metrics {
         m.sample_now().await;
     }
+    ctx.events.emit(Event::LevelStarted {
+        shape: shape.to_string(),
+        concurrency: n,
+        planned,
+    });
     let mut sink = LevelSink {
         ctx,
         shape,
@@ -115,7 +122,6 @@ pub(crate) async fn run_level(
         requests,
         timeline,
         timeline_written: level_t0,
-        progress: LevelProgress::new(shape, n, planned, ctx.show_progress),
         records: Vec::new(),
         errors: 0,
     };
@@ -124,7 +130,7 @@ pub(crate) async fn run_level(
     let (ended_by, abandoned) =
         let_in_flight_finish(ctx, ended_by, &mut in_flight, &mut sink).await?;
     drop(in_flight);
-    sink.progress.finish();
+    ctx.events.emit(Event::LevelFinished);
     if let Some(m) = ctx.metrics {
         m.sample_now().await;
     }
@@ -176,6 +182,11 @@ pub(crate) async fn run_rate_level(
     if let Some(m) = ctx.metrics {
         m.sample_now().await;
     }
+    ctx.events.emit(Event::LevelStarted {
+        shape: shape.to_string(),
+        concurrency: n,
+        planned,
+    });
     let mut sink = LevelSink {
         ctx,
         shape,
@@ -183,7 +194,6 @@ pub(crate) async fn run_rate_level(
         requests,
         timeline,
         timeline_written: level_t0,
-        progress: LevelProgress::new(shape, n, planned, ctx.show_progress),
         records: Vec::new(),
         errors: 0,
     };
@@ -238,7 +248,7 @@ pub(crate) async fn run_rate_level(
     let (ended_by, abandoned) =
         let_in_flight_finish(ctx, ended_by, &mut in_flight, &mut sink).await?;
     drop(in_flight);
-    sink.progress.finish();
+    ctx.events.emit(Event::LevelFinished);
     if let Some(m) = ctx.metrics {
         m.sample_now().await;
     }

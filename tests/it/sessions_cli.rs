@@ -106,7 +106,7 @@ fn a_partial_source_is_replayed_and_the_bad_line_said() {
     assert!(
         f.stderr
             .lines()
-            .any(|l| l.starts_with("codendum: cut.jsonl line 3: not a trace line")),
+            .any(|l| l.starts_with("codendum: warning: cut.jsonl line 3: not a trace line")),
         "{}",
         f.stderr
     );
