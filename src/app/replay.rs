@@ -355,6 +355,7 @@ async fn run_connected(
             &outcome,
         )),
     };
+    run.events.line(replay::summary::sizes_line(&outcome.sizes));
     run.events.line(replay::summary::hit_rate_line(
         outcome.theoretical_hit_rate(),
         run_summary.summary.server.prefix_cache_hit_rate,

@@ -284,6 +284,9 @@ pub(super) async fn send(shared: Arc<Shared>, i: usize, r: usize, root_start_s: 
         })
         .await;
     let ended = shared.now();
+    if let (Some(counted), Ok(mut sizes)) = (outcome.input_tokens(), shared.sizes.lock()) {
+        sizes.add(to_send.input_tokens, counted);
+    }
     let (output_tokens, token_source) = outcome.output_tokens();
     let record = CallRecord {
         user: shared.roots.user[r],

@@ -143,12 +143,39 @@ pub struct ReplayOutcome {
     pub too_long: (usize, usize),
     /// Calls not sent because their session started part-way.
     pub before_part_way: usize,
+    /// The prompts the server counted against their recorded size.
+    pub sizes: SizeCheck,
     /// As users: the stretch the server saw a steady load (seconds since
     /// the replay started): from the start when the first sessions started
     /// part-way, else from when the first session was replaced, to when
     /// the last session started (after it, fewer sessions run); `None` when
     /// no session was replaced (the whole replay).
     pub steady_s: Option<(f64, f64)>,
+}
+
+/// The prompt sizes a server counted against the recorded ones (as sent:
+/// a shortened call's shortened size).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SizeCheck {
+    /// Calls whose prompt the server counted.
+    pub calls: usize,
+    /// Of which within 1 % of the recorded size.
+    pub within_1_pct: usize,
+    /// The largest difference, a fraction of the recorded size.
+    pub max_error: f64,
+}
+
+impl SizeCheck {
+    /// Adds a call of `recorded` prompt tokens the server counted as
+    /// `counted`.
+    pub fn add(&mut self, recorded: u64, counted: u64) {
+        let error = (counted as f64 - recorded as f64).abs() / recorded.max(1) as f64;
+        self.calls += 1;
+        if error <= 0.01 {
+            self.within_1_pct += 1;
+        }
+        self.max_error = self.max_error.max(error);
+    }
 }
 
 impl ReplayOutcome {
@@ -228,6 +255,7 @@ pub(super) struct Shared {
     pub sent: Vec<watch::Sender<Option<Arc<Sent>>>>,
     pub theory: Mutex<TheoreticalCache>,
     pub records: Mutex<Vec<(bool, CallRecord)>>,
+    pub sizes: Mutex<SizeCheck>,
     pub skipped: AtomicUsize,
     pub shortened: AtomicUsize,
     pub before_part_way: AtomicUsize,
@@ -312,6 +340,7 @@ pub async fn run_replay(
         roots,
         theory: Mutex::new(TheoreticalCache::new(trace.block_size)),
         records: Mutex::new(Vec::new()),
+        sizes: Mutex::new(SizeCheck::default()),
         skipped: AtomicUsize::new(0),
         shortened: AtomicUsize::new(0),
         before_part_way: AtomicUsize::new(0),
@@ -386,6 +415,7 @@ pub async fn run_replay(
             shared.shortened.load(Ordering::Relaxed),
         ),
         before_part_way: shared.before_part_way.load(Ordering::Relaxed),
+        sizes: shared.sizes.lock().map(|s| *s).unwrap_or_default(),
         steady_s: replaced.map(|(first, last)| {
             let from = if shared.config.schedule.start_part_way {
                 0.0

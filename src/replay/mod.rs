@@ -21,7 +21,7 @@ pub mod source;
 pub mod summary;
 pub mod template;
 
-pub use driver::{run_replay, ReplayConfig, ReplayOutcome, Schedule, Timing, TooLong};
+pub use driver::{run_replay, ReplayConfig, ReplayOutcome, Schedule, SizeCheck, Timing, TooLong};
 pub use source::load;
 pub use template::{template_tokens, Template};
 

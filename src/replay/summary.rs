@@ -41,6 +41,9 @@ pub fn parameters(
         too_long_shortened: shortened,
         theoretical_hit_rate: outcome.theoretical_hit_rate(),
         template_tokens: config.template.message_tokens,
+        sizes_counted: outcome.sizes.calls,
+        sizes_within_1_pct: outcome.sizes.within_1_pct,
+        size_error_max_pct: outcome.sizes.max_error * 100.0,
         unread: trace.unread.iter().map(ToString::to_string).collect(),
     }
 }
@@ -82,6 +85,17 @@ pub fn verdict_note(
         ));
     }
     (!notes.is_empty()).then(|| notes.join("; "))
+}
+
+/// The prompt sizes the server counted against the recorded ones, one
+/// line.
+pub fn sizes_line(sizes: &super::SizeCheck) -> String {
+    format!(
+        "Prompt sizes: {} of {} calls within 1 % of their recorded size as the server counted them (largest difference {:.2} %)",
+        sizes.within_1_pct,
+        sizes.calls,
+        sizes.max_error * 100.0
+    )
 }
 
 /// The theoretical and measured prefix-cache hit rates, one line.

@@ -67,6 +67,13 @@ fn a_conversation_replayed_as_a_user_says_both_hit_rates_and_its_licence() {
         r["licence"],
         "traces from callanjfox/kv-cache-tester (Apache-2.0)"
     );
+    assert_eq!(r["sizes_counted"], 3);
+    assert_eq!(r["sizes_within_1_pct"], 3, "{r}");
+    assert!(
+        f.stderr.contains("Prompt sizes: 3 of 3 calls within 1 %"),
+        "{}",
+        f.stderr
+    );
     let theoretical = r["theoretical_hit_rate"].as_f64().expect("theoretical");
     let measured = s["summary"]["server"]["prefix_cache_hit_rate"]
         .as_f64()

@@ -93,6 +93,8 @@ fn assert_recorded_sizes(
         out.requests.iter().all(|r| r.is_ok()),
         "every call answered"
     );
+    assert_eq!(out.sizes.calls, out.requests.len(), "every prompt counted");
+    assert_eq!(out.sizes.within_1_pct, out.sizes.calls, "{:?}", out.sizes);
     let mut worst = 0.0f64;
     for (s, calls, recs) in by_session(trace, &out.requests, sent) {
         assert_eq!(calls.len(), recs.len(), "{s}: calls sent");

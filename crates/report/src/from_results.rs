@@ -207,6 +207,13 @@ fn classroom_parameters(s: &ClassroomRunSummary) -> Vec<Parameter> {
                 ),
             ),
             param(
+                "prompt sizes as the server counted them",
+                format!(
+                    "{} of {} calls within 1 % of the recorded size (largest difference {:.2} %)",
+                    r.sizes_within_1_pct, r.sizes_counted, r.size_error_max_pct
+                ),
+            ),
+            param(
                 "sessions started",
                 match r.users {
                     Some(u) => format!("as {u} users"),

@@ -145,6 +145,16 @@ pub struct ReplayParameters {
     /// Chat-template tokens the server adds to a one-message prompt,
     /// subtracted from each prompt's recorded length.
     pub template_tokens: u64,
+    /// Calls whose prompt the server counted (its usage).
+    #[serde(default)]
+    pub sizes_counted: usize,
+    /// Of which the server counted within 1 % of the recorded size.
+    #[serde(default)]
+    pub sizes_within_1_pct: usize,
+    /// The largest difference between a prompt's recorded size and the
+    /// server's count, percent of the recorded size.
+    #[serde(default)]
+    pub size_error_max_pct: f64,
     /// What of the source could not be read (file, line, why).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unread: Vec<String>,
