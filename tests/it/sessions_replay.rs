@@ -288,3 +288,44 @@ async fn tracelab_rows_and_the_opencode_store_replay_at_their_recorded_sizes() {
         );
     }
 }
+
+/// Recorded sessions named by `CODENDUM_SESSIONS` (any source `replay`
+/// reads) replayed as `CODENDUM_USERS` users (default 4) against the
+/// in-process twin in virtual time, its context `CODENDUM_MAX_MODEL_LEN`
+/// (default 131072): prints the calls, the sizes the twin counted and the
+/// measured and theoretical hit rates, for the validation tables. Run by
+/// hand: `CODENDUM_SESSIONS=… cargo test -p codendum --test it
+/// replay_sessions_named -- --ignored --nocapture`.
+#[tokio::test(start_paused = true)]
+#[ignore = "a validation run on sessions named by CODENDUM_SESSIONS"]
+async fn replay_sessions_named_by_the_environment() {
+    let path = std::env::var("CODENDUM_SESSIONS").expect("CODENDUM_SESSIONS");
+    let env = |k: &str, d: u64| {
+        std::env::var(k)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(d)
+    };
+    let users = env("CODENDUM_USERS", 4) as usize;
+    let max_model_len = env("CODENDUM_MAX_MODEL_LEN", 131_072) as u32;
+    let trace = read(std::path::Path::new(&path));
+    let schedule = Schedule {
+        users: Some(users),
+        ..Schedule::default()
+    };
+    let (out, measured) = replay(&trace, max_model_len, schedule).await;
+    let theoretical = out.theoretical_hit_rate().unwrap_or(0.0);
+    eprintln!(
+        "{path}: {} sessions ({} roots) as {users} users against a {max_model_len}-token twin: {} calls of {}, {} beyond the context skipped; sizes: {} of {} within 1 % (largest {:.3} %); hit rate measured {measured:.4}, theoretical {theoretical:.4} ({:+.2} points); errors {}",
+        trace.sessions().len(),
+        out.sessions_started,
+        out.requests.len(),
+        trace.calls.len(),
+        out.too_long.0,
+        out.sizes.within_1_pct,
+        out.sizes.calls,
+        out.sizes.max_error * 100.0,
+        (measured - theoretical) * 100.0,
+        out.requests.iter().filter(|r| !r.is_ok()).count()
+    );
+}
