@@ -75,6 +75,10 @@ pub struct ReplayArgs {
     /// (tools' waits are kept).
     #[arg(long, value_name = "S")]
     pub max_think: Option<f64>,
+    /// Cap every recorded wait before a call, seconds: a person's, and a tool's
+    /// too (a recorded tool wait of hours is often a person approving it).
+    #[arg(long, value_name = "S")]
+    pub max_wait: Option<f64>,
     /// With --users: the first N sessions start part-way through their calls
     /// (the i-th at i/N of them), so the server reaches its steady state at once.
     #[arg(long, requires = "users")]

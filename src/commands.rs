@@ -576,12 +576,17 @@ fn replay_schedule(args: &ReplayArgs) -> Result<codendum::replay::Schedule, Conf
     if args.users == Some(0) {
         return Err(ConfigError::invalid("--users", "must be at least 1"));
     }
-    if let Some(s) = args.max_think {
-        if !(s.is_finite() && s >= 0.0) {
-            return Err(ConfigError::invalid(
-                "--max-think",
-                format!("{s} is not a number of seconds ≥ 0"),
-            ));
+    for (flag, value) in [
+        ("--max-think", args.max_think),
+        ("--max-wait", args.max_wait),
+    ] {
+        if let Some(s) = value {
+            if !(s.is_finite() && s >= 0.0) {
+                return Err(ConfigError::invalid(
+                    flag,
+                    format!("{s} is not a number of seconds ≥ 0"),
+                ));
+            }
         }
     }
     Ok(Schedule {
@@ -591,6 +596,7 @@ fn replay_schedule(args: &ReplayArgs) -> Result<codendum::replay::Schedule, Conf
             crate::cli::TimingArg::Original => Timing::Original,
         },
         max_think_s: args.max_think,
+        max_wait_s: args.max_wait,
         start_part_way: args.start_part_way,
         too_long: match args.too_long {
             crate::cli::TooLongArg::Skip => TooLong::Skip,

@@ -5,7 +5,7 @@
 //! capped by `max_think_s`), or with `Timing::Original` at its recorded
 //! offset from its session's start; a call that waited for nothing (a
 //! session's first call, every line of an open-loop trace) at that offset.
-//! Both are divided by `speed`.
+//! Both are divided by `speed`; `max_wait_s` caps any recorded wait.
 //!
 //! What: a prompt of its recorded size. A chat call that continues an
 //! earlier call of its session ([`Trace::conversations`]) sends that
@@ -27,7 +27,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::driver::{Shared, Timing, TooLong};
+use super::driver::{Schedule, Shared, Timing, TooLong};
 use crate::classroom::CallRecord;
 use codendum_core::openai::{CallRequest, Endpoint};
 use codendum_core::results::classroom_records::CallKind;
@@ -124,12 +124,14 @@ impl Drop for Guard<'_> {
     }
 }
 
-/// The wait kept of a recorded dependency, recorded seconds.
-fn wait_s(d: &Dependency, max_think_s: Option<f64>) -> f64 {
-    match (d.reason, max_think_s) {
+/// The wait kept of a recorded dependency, recorded seconds: a person's
+/// capped by `max_think_s`, any capped by `max_wait_s`.
+fn wait_s(d: &Dependency, schedule: &Schedule) -> f64 {
+    let thought = match (d.reason, schedule.max_think_s) {
         (WaitReason::Person, Some(max)) => d.gap_s.min(max),
         _ => d.gap_s,
-    }
+    };
+    schedule.max_wait_s.map_or(thought, |max| thought.min(max))
 }
 
 /// `call` shortened from the front to fit `max_model_len` with its output:
@@ -172,7 +174,7 @@ pub(super) async fn send(shared: Arc<Shared>, i: usize, r: usize, root_start_s: 
                 Some(p) => p.end,
                 None => shared.now(),
             };
-            end + wait_s(&d, schedule.max_think_s) / speed
+            end + wait_s(&d, schedule) / speed
         }
         _ => recorded,
     };
@@ -184,10 +186,20 @@ pub(super) async fn send(shared: Arc<Shared>, i: usize, r: usize, root_start_s: 
         (Some(k), Timing::AfterAnswer) => shared.answer_of(k.call).await,
         _ => None,
     };
-    shared
+    // Asleep until its time, or until the run is stopped (then it is not
+    // sent, and those waiting for it go on).
+    let wake = shared
         .clock
-        .sleep_until(Duration::from_secs_f64(shared.origin + start.max(0.0)))
-        .await;
+        .sleep_until(Duration::from_secs_f64(shared.origin + start.max(0.0)));
+    match shared.stop.clone() {
+        Some(mut stop) => {
+            tokio::select! {
+                () = wake => {}
+                _ = stop.wait_for(|s| *s) => {}
+            }
+        }
+        None => wake.await,
+    }
     if shared.stopped() {
         return;
     }

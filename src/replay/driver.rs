@@ -65,7 +65,7 @@ pub enum TooLong {
 
 /// How sessions are started and paced, and what is done with calls the
 /// server cannot hold: what `--users`, `--timing`, `--max-think`,
-/// `--start-part-way` and `--too-long` ask.
+/// `--max-wait`, `--start-part-way` and `--too-long` ask.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Schedule {
     /// Sessions kept running at once (`None`: every session at its
@@ -76,6 +76,9 @@ pub struct Schedule {
     /// The longest a person's recorded wait is kept, seconds (recorded
     /// seconds, before `speed`).
     pub max_think_s: Option<f64>,
+    /// The longest any recorded wait is kept (a tool's too), seconds
+    /// (recorded seconds, before `speed`).
+    pub max_wait_s: Option<f64>,
     /// With `users`: the first sessions start part-way through their calls.
     pub start_part_way: bool,
     /// What is done with calls beyond `max_model_len`.

@@ -35,6 +35,7 @@ pub fn parameters(
         users: config.schedule.users,
         timing: timing_name(config.schedule.timing).into(),
         max_think_s: config.schedule.max_think_s,
+        max_wait_s: config.schedule.max_wait_s,
         before_part_way: outcome.before_part_way,
         max_model_len: config.max_model_len,
         too_long_skipped: skipped,

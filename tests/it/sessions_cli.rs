@@ -199,6 +199,7 @@ fn bad_session_flags_are_one_line_and_exit_2() {
     let cases: &[(&[&str], &str)] = &[
         (&["replay", conv, "--users", "0"], "--users"),
         (&["replay", conv, "--max-think=-1"], "--max-think"),
+        (&["replay", conv, "--max-wait=nan"], "--max-wait"),
         (&["replay", conv, "--format", "csv"], "--format"),
         (&["replay", conv, "--format", "tracelab"], "line 1"),
         (

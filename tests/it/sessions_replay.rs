@@ -289,6 +289,58 @@ async fn tracelab_rows_and_the_opencode_store_replay_at_their_recorded_sizes() {
     }
 }
 
+#[tokio::test(start_paused = true)]
+async fn any_wait_is_capped_and_a_stopped_replay_sends_no_sleeping_call() {
+    // trace_0504: its last call waited 3,058 s after a tool result.
+    let trace = read(&fixture("claude-code/trace_0504.json"));
+    let long = trace
+        .calls
+        .iter()
+        .filter_map(|c| c.after)
+        .find(|d| d.gap_s > 3_000.0)
+        .expect("a long wait");
+    assert_eq!(long.reason, WaitReason::Tool);
+    let capped = Schedule {
+        users: Some(1),
+        max_think_s: Some(1.0),
+        max_wait_s: Some(20.0),
+        ..Schedule::default()
+    };
+    let (out, _) = replay(&trace, 65_536, capped).await;
+    let mut recs = out.requests.clone();
+    recs.sort_by(|a, b| a.started_at.total_cmp(&b.started_at));
+    let longest = recs
+        .windows(2)
+        .map(|p| p[1].started_at - (p[0].started_at + p[0].wait_s))
+        .fold(0.0, f64::max);
+    assert!((longest - 20.0).abs() < 0.01, "{longest}");
+    // Stopped 100 s in, while the last call sleeps its 3,058 s: the replay
+    // ends then, the calls before it sent, not that one.
+    let clock = Clock::scaled(1.0);
+    let server = twin(&clock, 65_536);
+    let config = ReplayConfig::new("qwen3-coder", replay::Template::default());
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let stopper = clock.clone();
+    tokio::spawn(async move {
+        stopper.sleep(std::time::Duration::from_secs(100)).await;
+        let _ = tx.send(true);
+    });
+    let t0 = clock.now_secs();
+    let out = replay::run_replay(
+        &trace,
+        &config,
+        server.clone(),
+        clock.clone(),
+        Arc::new(MemorySink::default()),
+        Some(rx),
+    )
+    .await;
+    let took = clock.now_secs() - t0;
+    server.stop();
+    assert_eq!(out.requests.len(), trace.calls.len() - 1);
+    assert!(took < 101.0, "ended {took} s in");
+}
+
 /// Recorded sessions named by `CODENDUM_SESSIONS` (any source `replay`
 /// reads) replayed as `CODENDUM_USERS` users (default 4) against the
 /// in-process twin in virtual time, its context `CODENDUM_MAX_MODEL_LEN`

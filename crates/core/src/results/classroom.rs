@@ -123,6 +123,9 @@ pub struct ReplayParameters {
     /// The cap on a person's wait, seconds (`--max-think`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_think_s: Option<f64>,
+    /// The cap on any wait, seconds (`--max-wait`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_wait_s: Option<f64>,
     /// Calls not sent because their session started part-way
     /// (`--start-part-way`).
     #[serde(default)]
