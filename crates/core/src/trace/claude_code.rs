@@ -133,7 +133,16 @@ fn request(v: &Value, block_size: u32) -> Result<Request, String> {
     if input_tokens == 0 {
         return Err("a prompt of 0 tokens".into());
     }
+    if input_tokens > super::MAX_PROMPT_TOKENS {
+        return Err(format!(
+            "a prompt of {input_tokens} tokens (more than {})",
+            super::MAX_PROMPT_TOKENS
+        ));
+    }
     let output_tokens = tokens(v, "out").ok_or("no output size `out` (tokens)")?;
+    if output_tokens > super::MAX_PROMPT_TOKENS {
+        return Err(format!("an output of {output_tokens} tokens"));
+    }
     let hash_ids: Vec<u64> = match v.get("hash_ids") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(a)) => a
@@ -330,10 +339,11 @@ impl Ids {
         let Some(tools) = agent.tool_tokens.filter(|t| *t > 0) else {
             return;
         };
-        let tool_blocks = (tools / block) as usize;
-        let system_blocks = agent
-            .system_tokens
-            .map_or(tool_blocks, |s| ((tools + s) / block) as usize);
+        // No more blocks than the first call has: a head is part of it.
+        let tool_blocks = ((tools / block) as usize).min(first.len());
+        let system_blocks = agent.system_tokens.map_or(tool_blocks, |s| {
+            ((tools.saturating_add(s) / block) as usize).min(first.len())
+        });
         let tool_head = self.head((tools, None), tool_blocks);
         let system_head = self.head(
             (tools, agent.system_tokens),
@@ -643,6 +653,10 @@ mod tests {
         );
         let e = read_conversation(&b"{\"rows\": []}"[..], "x.json").unwrap_err();
         assert!(e.reason.contains("no `requests` list"), "{e}");
+        // A head larger than any prompt shares no more than the prompt.
+        let huge = CONVERSATION.replace("\"tool_tokens\":8,", "\"tool_tokens\":1000000000000000,");
+        let t = to_trace(vec![read(&huge, "h.json")]);
+        assert_eq!(t.calls.len(), 5);
         let too_many = CONVERSATION.replace("\"in\":16", "\"in\":8");
         let e = read_conversation(too_many.as_bytes(), "y.json").unwrap_err();
         assert!(e.reason.contains("4 hash ids for 8 tokens"), "{e}");

@@ -55,6 +55,11 @@ use crate::results::classroom_records::CallKind;
 /// tokens (vLLM's default KV block).
 pub const DEFAULT_BLOCK_SIZE: u32 = 16;
 
+/// The longest prompt a recording may state, tokens (16,777,216: far past
+/// any served context); a longer one is a corrupt count, refused by every
+/// reader before a replay would build it.
+pub const MAX_PROMPT_TOKENS: u64 = 1 << 24;
+
 /// Why the client waited before sending a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

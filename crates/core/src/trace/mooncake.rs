@@ -70,8 +70,20 @@ fn parse_line(line: &str, n: usize, block_size: u32) -> Result<MooncakeLine, Tra
     let b = u64::from(block_size.max(1));
     let l: MooncakeLine =
         serde_json::from_str(line).map_err(|e| bad(n, format!("not a trace line ({e})")))?;
-    if l.input_length == 0 {
-        return Err(bad(n, "input_length must be at least 1"));
+    if l.output_length > super::MAX_PROMPT_TOKENS {
+        return Err(bad(
+            n,
+            format!("output_length above {} tokens", super::MAX_PROMPT_TOKENS),
+        ));
+    }
+    if l.input_length == 0 || l.input_length > super::MAX_PROMPT_TOKENS {
+        return Err(bad(
+            n,
+            format!(
+                "input_length must be 1 to {} tokens",
+                super::MAX_PROMPT_TOKENS
+            ),
+        ));
     }
     let blocks = l.input_length.div_ceil(b);
     if l.hash_ids.len() as u64 > blocks {
@@ -351,6 +363,8 @@ mod tests {
         assert!(e.line == 2 && e.reason.contains("block size"), "{e}");
         let e = read_trace(&b"not json\n"[..], 16).unwrap_err();
         assert_eq!(e.line, 1);
+        let e = read_trace(&b"{\"input_length\": 100000000}\n"[..], 16).unwrap_err();
+        assert!(e.reason.contains("1 to 16777216"), "{e}");
         assert!(read_trace(&b"\n\n"[..], 16).is_err());
         let e = read_trace(&b"{\"input_length\": 3, \"delay\": 5}\n"[..], 16).unwrap_err();
         assert!(e.reason.contains("session_id"), "{e}");

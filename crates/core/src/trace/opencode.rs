@@ -57,12 +57,14 @@ pub struct Tokens {
 impl Tokens {
     /// The prompt's size, tokens.
     pub fn prompt(&self) -> u64 {
-        self.input + self.cache_read + self.cache_write
+        self.input
+            .saturating_add(self.cache_read)
+            .saturating_add(self.cache_write)
     }
 
     /// The answer's size, tokens (reasoning included: the model generated it).
     pub fn answer(&self) -> u64 {
-        self.output + self.reasoning
+        self.output.saturating_add(self.reasoning)
     }
 
     fn of(v: &Value) -> Option<Tokens> {
@@ -548,11 +550,21 @@ pub fn to_trace(store: Store, block_size: u32) -> Trace {
         let parts = parts_of.get(m.id.as_str()).map_or(&[][..], Vec::as_slice);
         let parent = parent_of.get(m.session.as_str()).map(|p| p.to_string());
         for step in steps(m, parts) {
-            if step.tokens.prompt() == 0 {
+            let implausible = step.tokens.prompt() > super::MAX_PROMPT_TOKENS
+                || step.tokens.answer() > super::MAX_PROMPT_TOKENS;
+            if step.tokens.prompt() == 0 || implausible {
                 unread_list.push(Unread {
                     file: format!("message {}", m.id),
                     line: 0,
-                    reason: "no token counts (an error or an abort); left out".into(),
+                    reason: if step.tokens.prompt() == 0 {
+                        "no token counts (an error or an abort); left out".into()
+                    } else {
+                        format!(
+                            "a prompt of {} and an answer of {} tokens; left out",
+                            step.tokens.prompt(),
+                            step.tokens.answer()
+                        )
+                    },
                 });
                 continue;
             }

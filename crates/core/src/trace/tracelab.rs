@@ -105,8 +105,17 @@ fn seconds(timestamp: &str) -> Option<f64> {
 }
 
 fn round(row: Row, line: usize) -> Result<Round, String> {
-    if row.input_tokens_total == 0 {
-        return Err("input_tokens_total must be at least 1".into());
+    if row.input_tokens_total == 0 || row.input_tokens_total > super::MAX_PROMPT_TOKENS {
+        return Err(format!(
+            "input_tokens_total must be 1 to {} tokens",
+            super::MAX_PROMPT_TOKENS
+        ));
+    }
+    if row.output_tokens.unwrap_or(0) > super::MAX_PROMPT_TOKENS {
+        return Err(format!(
+            "output_tokens above {} tokens",
+            super::MAX_PROMPT_TOKENS
+        ));
     }
     let mut inputs = Vec::new();
     let mut outputs = Vec::new();
