@@ -158,26 +158,34 @@ pub fn steady_window(path: &Path, kind: SourceFormat, trace: &Trace) -> Option<(
 }
 
 /// The stretch of a recorded class in which every student was at work,
-/// from its calls: from the latest first call of a root session (the last
-/// student has started: the end of the ramp-up) to the latest start of a
-/// coding request (no student starts new work after it: the end of the
-/// class's window), seconds since the trace's first call; `None` when it
-/// is empty.
+/// from its calls (seconds since the trace's first call): from the latest
+/// first call of a root session (the last student has started: the end of
+/// the ramp-up) to the later of the latest start of a coding request (no
+/// student starts new work after the class's window) and the earliest end
+/// of a root session's last call (the first student to stop: until then
+/// all were at work, which is how a class whose students never got to a
+/// second coding request within its window shows its window); `None` when
+/// it is empty.
 pub fn inferred_window(trace: &Trace) -> Option<(f64, f64)> {
     let roots = trace.roots();
     let mut started: HashMap<&str, f64> = HashMap::new();
+    let mut ended: HashMap<&str, f64> = HashMap::new();
     let mut tasks: HashMap<(&str, usize), f64> = HashMap::new();
     for (c, r) in trace.calls.iter().zip(&roots) {
         let Some(r) = r.as_deref() else {
             continue;
         };
         started.entry(r).or_insert(c.at_s);
+        let end = ended.entry(r).or_insert(c.at_s);
+        *end = end.max(c.end_s().unwrap_or(c.at_s));
         if c.session.as_deref() == Some(r) {
             tasks.entry((r, c.task.unwrap_or(0))).or_insert(c.at_s);
         }
     }
     let ramp = started.values().copied().fold(0.0, f64::max);
-    let end = tasks.values().copied().fold(0.0, f64::max);
+    let last_start = tasks.values().copied().fold(0.0, f64::max);
+    let first_stop = ended.values().copied().fold(f64::INFINITY, f64::min);
+    let end = last_start.max(if first_stop.is_finite() { first_stop } else { 0.0 });
     (end > ramp).then_some((ramp, end))
 }
 
