@@ -184,8 +184,8 @@ pub fn inferred_window(trace: &Trace) -> Option<(f64, f64)> {
     }
     let ramp = started.values().copied().fold(0.0, f64::max);
     let last_start = tasks.values().copied().fold(0.0, f64::max);
-    let first_stop = ended.values().copied().fold(f64::INFINITY, f64::min);
-    let end = last_start.max(if first_stop.is_finite() { first_stop } else { 0.0 });
+    let first_stop = ended.values().copied().reduce(f64::min).unwrap_or(0.0);
+    let end = last_start.max(first_stop);
     (end > ramp).then_some((ramp, end))
 }
 

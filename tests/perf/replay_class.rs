@@ -2,7 +2,8 @@
 //! depend on timing, TTFT P50/P95 and the peak KV-cache usage, besides its
 //! server output and prefix-cache hit rate, each within 10 % of the
 //! class's, and its steady server output (each over its own window: the
-//! class's, and the one the replay infers from the capture) within 5 %. The class is the lab's: 40 students, the seats full and a
+//! class's, and the one the replay infers from the capture) within 5 %.
+//! The class is the lab's: 40 students, the seats full and a
 //! queue. TTFT is compared in the twin's engine clock (its per-request
 //! log), where the HTTP path and the client do not add the machine's lost
 //! milliseconds; the client's TTFT is printed beside it. The run is on a
