@@ -380,6 +380,25 @@ fn resolve_classroom(
     })
 }
 
+/// The session schedule of `replay`'s flags.
+fn replay_schedule(args: &ReplayArgs) -> codendum::replay::Schedule {
+    use codendum::replay::{Schedule, Timing, TooLong};
+    Schedule {
+        users: args.users.map(|u| u.get_usize()),
+        timing: match args.timing {
+            crate::cli::TimingArg::AfterAnswer => Timing::AfterAnswer,
+            crate::cli::TimingArg::Original => Timing::Original,
+        },
+        max_think_s: args.max_think.map(|s| s.0.as_secs_f64()),
+        max_wait_s: args.max_wait.map(|s| s.0.as_secs_f64()),
+        start_part_way: args.start_part_way,
+        too_long: match args.too_long {
+            crate::cli::TooLongArg::Skip => TooLong::Skip,
+            crate::cli::TooLongArg::Shorten => TooLong::Shorten,
+        },
+    }
+}
+
 async fn replay(args: ReplayArgs, events: Events) -> Result<(), Error> {
     let (server, settings) = resolve_run(
         (&args.target, &args.provenance, &args.twin, &args.run),
@@ -388,6 +407,8 @@ async fn replay(args: ReplayArgs, events: Events) -> Result<(), Error> {
     )?;
     let replay = codendum::app::replay::ReplaySettings {
         source: args.source.clone(),
+        format: args.format.map(|f| f.0),
+        schedule: replay_schedule(&args),
         block_size: args.block_size.get_u32(),
         speed: args.speed.0,
         sessions: args.sessions.map(|s| s.get_usize()),
@@ -584,10 +605,12 @@ fn export_trace(args: ExportTraceArgs, events: &Events) -> Result<(), Error> {
     };
     let calls = codendum::app::replay::export_trace(
         &args.source,
+        args.source_format.map(|f| f.0),
         args.block_size.get_u32(),
         format,
         &args.out,
         &mut std::io::stdout(),
+        events,
     )?;
     if args.out != std::path::Path::new("-") {
         events.line(format!("{calls} calls written to {}", args.out.display()));

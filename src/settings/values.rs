@@ -498,3 +498,22 @@ mod tests {
         assert!(!e.starts_with("invalid"), "the flag is added above: {e}");
     }
 }
+
+/// A recorded-session format named on the command line (`replay --format`,
+/// `export-trace --source-format`): one of the readers' names, or an alias
+/// (`aiperf`, `weka`, `agentx`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionFormat(pub codendum_core::trace::SourceFormat);
+
+impl FromStr for SessionFormat {
+    type Err = String;
+
+    fn from_str(raw: &str) -> Result<Self, String> {
+        use codendum_core::trace::SourceFormat;
+        let raw = raw.trim();
+        SourceFormat::parse(raw).map(SessionFormat).ok_or_else(|| {
+            let known: Vec<&str> = SourceFormat::ALL.iter().map(|f| f.as_str()).collect();
+            format!("{raw:?} is not a format: {} (or aiperf)", known.join(", "))
+        })
+    }
+}
