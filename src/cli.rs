@@ -627,14 +627,19 @@ pub struct CaptureArgs {
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// A results folder (bench-results/<timestamp>/ or classroom-<timestamp>/), a capture
-    /// folder of a class (codendum capture --out), or a host timeline file (metrics --json
-    /// lines: its report goes beside it as <stem>-report.md/.html).
-    #[arg(value_name = "FOLDER|TIMELINE")]
+    /// folder of a class (codendum capture --out), a host timeline file (metrics --json
+    /// lines: its report goes beside it as <stem>-report.md/.html), or sessions recorded by
+    /// the students' tools (OpenCode's store, Claude Code conversations, TraceLab rows).
+    #[arg(value_name = "FOLDER|TIMELINE|SESSIONS")]
     pub folder: PathBuf,
     /// A server timeline recorded on the GPU host during the run or class
     /// (codendum metrics --watch 5 --json > tl.jsonl), folded into the report.
     #[arg(long, value_name = "FILE")]
     pub server_timeline: Option<PathBuf>,
+    /// Where the report of recorded sessions goes [default: report-<source name> in the
+    /// working directory]; a results or capture folder's report is written into it.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 /// `codendum compare`.

@@ -36,7 +36,7 @@ pub async fn run(cli: Cli) -> Result<(), Error> {
         Command::Serve(args) => serve(args, events).await,
         Command::Bench(args) => bench(args, events).await,
         Command::Classroom(args) => classroom(args, events).await,
-        Command::Report(args) => report(args),
+        Command::Report(args) => report(args, &events),
         Command::Compare(args) => compare(args),
         Command::Plan(args) => plan(args, events).await,
         Command::Calibrate(args) => calibrate(args, &events),
@@ -496,12 +496,13 @@ async fn serve(args: ServeArgs, events: Events) -> Result<(), Error> {
     codendum::app::serve::run(config).await
 }
 
-fn report(args: ReportArgs) -> Result<(), Error> {
+fn report(args: ReportArgs, events: &Events) -> Result<(), Error> {
     let run = codendum::app::report::ReportRun {
         folder: args.folder,
         server_timeline: args.server_timeline,
+        out: args.out,
     };
-    print_paths(&codendum::app::report::report(&run)?);
+    print_paths(&codendum::app::report::report(&run, events)?);
     Ok(())
 }
 

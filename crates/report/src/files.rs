@@ -176,6 +176,22 @@ pub fn write_report(folder: &Path, server_timeline: Option<&Path>) -> Result<Vec
     write_report_with(folder, server_timeline, &[])
 }
 
+/// Writes the report of a class recorded elsewhere (sessions read from the
+/// students' tools) into `out`, made if missing: `report.md` and
+/// `report.html`; the two paths.
+pub fn write_class_report_to(report: &ClassroomReport, out: &Path) -> Result<Vec<PathBuf>, Error> {
+    std::fs::create_dir_all(out)
+        .map_err(|e| Error::io(format!("cannot create {}", out.display()), e))?;
+    write_pair(
+        [out.join("report.md"), out.join("report.html")],
+        "cannot write the report",
+        |md, h| {
+            markdown::write_classroom(report, md)?;
+            html::write_classroom(report, h)
+        },
+    )
+}
+
 /// Writes the report of a host timeline file beside it.
 pub fn write_timeline_report(path: &Path) -> Result<Vec<PathBuf>, Error> {
     let report = super::timeline::timeline_report(path)?;

@@ -345,6 +345,11 @@ pub struct Trace {
     /// What of the source could not be read (the calls before it are kept).
     #[serde(default)]
     pub unread: Vec<Unread>,
+    /// The UTC time of the trace's 0 s, when its times are a real clock's
+    /// (OpenCode's store, a capture); `None` when sessions were laid out
+    /// from a common start or the source keeps relative times only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_utc: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 impl Trace {
@@ -356,6 +361,7 @@ impl Trace {
             calls,
             source: None,
             unread: Vec::new(),
+            clock_utc: None,
         }
     }
 

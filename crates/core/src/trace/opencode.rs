@@ -600,6 +600,10 @@ pub fn to_trace(store: Store, block_size: u32) -> Trace {
         c.at_s -= origin;
     }
     let mut trace = rebuilt_trace(calls, &[], block_size);
+    // The store's times are the student's clock, Unix milliseconds.
+    trace.clock_utc = (origin > 0.0)
+        .then(|| chrono::DateTime::from_timestamp_millis((origin * 1000.0).round() as i64))
+        .flatten();
     // Reasons and coding requests: a main-session step answering another
     // user message than the session's previous step waited for a person.
     let roots = trace.roots();
