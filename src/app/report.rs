@@ -104,12 +104,6 @@ fn sessions_report(
         .flatten()
         .collect::<std::collections::BTreeSet<_>>()
         .len();
-    let sessions = trace
-        .roots()
-        .into_iter()
-        .flatten()
-        .collect::<std::collections::BTreeSet<_>>()
-        .len();
     let recorded_by = format!(
         "{} ({} {}, {} {}, {} model calls)",
         match format {
