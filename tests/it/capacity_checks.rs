@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use codendum_capacity::{Settings, Suite};
+use codendum::acceptance::{Settings, Suite};
 use libtest_mimic::Arguments;
 
 /// The `[server]` part of the shipped classroom-64k profile.
@@ -82,7 +82,7 @@ errors = 0
     ]);
     let suite = Arc::new(Suite::new(
         s,
-        codendum_capacity::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
+        codendum::acceptance::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
     ));
     let names: Vec<String> = suite.trials().into_iter().map(|t| t.name).collect();
     assert_eq!(
@@ -93,7 +93,7 @@ errors = 0
             "impossible::bench-short-c1::errors"
         ]
     );
-    let conclusion = libtest_mimic::run(&one_thread(), codendum_capacity::trials(&suite));
+    let conclusion = libtest_mimic::run(&one_thread(), codendum::acceptance::trials(&suite));
     assert_eq!(
         (conclusion.num_passed, conclusion.num_failed),
         (2, 1),
@@ -145,7 +145,7 @@ errors = 0
     ]);
     let suite = Arc::new(Suite::new(
         s,
-        codendum_capacity::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
+        codendum::acceptance::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
     ));
     let names: Vec<String> = suite.trials().into_iter().map(|t| t.name).collect();
     assert_eq!(
@@ -155,7 +155,7 @@ errors = 0
             "at-a-rate::bench-short-r2::errors"
         ]
     );
-    let conclusion = libtest_mimic::run(&one_thread(), codendum_capacity::trials(&suite));
+    let conclusion = libtest_mimic::run(&one_thread(), codendum::acceptance::trials(&suite));
     assert_eq!(
         (conclusion.num_passed, conclusion.num_failed),
         (1, 1),
@@ -208,7 +208,7 @@ server_errors = 0
     ]);
     let suite = Arc::new(Suite::new(
         s,
-        codendum_capacity::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
+        codendum::acceptance::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
     ));
     let judged: Vec<String> = suite
         .trials()
@@ -220,7 +220,7 @@ server_errors = 0
     assert_eq!(judged.len(), 5, "{judged:?}");
     assert_eq!(judged[0], "busy-box::server::matches_profile");
     assert!(judged.iter().all(|n| n.starts_with("busy-box::")));
-    let conclusion = libtest_mimic::run(&one_thread(), codendum_capacity::trials(&suite));
+    let conclusion = libtest_mimic::run(&one_thread(), codendum::acceptance::trials(&suite));
     assert_eq!(conclusion.num_failed, 5, "{conclusion:?}");
     assert!(
         conclusion.num_ignored > 0,
@@ -257,7 +257,7 @@ fn a_live_suite_without_a_profile_lists_offline_and_says_what_is_missing() {
     let s = settings(&[("CODENDUM_BASE_URL", "http://127.0.0.1:9/v1")]);
     let suite = Suite::new(
         s,
-        codendum_capacity::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
+        codendum::acceptance::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
     );
     let trials = suite.trials();
     assert_eq!(trials[0].name, "capacity::profile");
@@ -271,7 +271,7 @@ fn a_live_suite_without_a_profile_lists_offline_and_says_what_is_missing() {
     ]);
     let suite = Suite::new(
         s,
-        codendum_capacity::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
+        codendum::acceptance::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
     );
     for t in suite.trials() {
         let judged = t.name.starts_with("classroom-64k-high-concurrency::");
@@ -289,7 +289,7 @@ fn a_profile_with_a_bad_target_becomes_a_failing_trial() {
     )]);
     let suite = Suite::new(
         s,
-        codendum_capacity::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
+        codendum::acceptance::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
     );
     let trials = suite.trials();
     assert_eq!(trials.len(), 1);
@@ -339,7 +339,7 @@ fn a_busy_server_is_refused_without_allow_busy() {
     ]);
     let suite = Suite::new(
         s,
-        codendum_capacity::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
+        codendum::acceptance::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
     );
     let msg = failure_of(&suite, "guarded::bench-short-c1::errors");
     assert!(

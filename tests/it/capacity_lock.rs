@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use codendum_capacity::reuse::{RunCache, LOCK_FILE};
+use codendum::acceptance::reuse::{RunCache, LOCK_FILE};
 use codendum_core::clock::Clock;
 
 /// Set for the child: the folder with `cache/` (the run cache) and the

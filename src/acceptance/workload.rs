@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use codendum::bench::config::{OpenLoop, DEFAULT_CONCURRENCY};
-use codendum::bench::{BenchConfig, Load};
-use codendum::classroom::ClassroomConfig;
+use crate::bench::config::{OpenLoop, DEFAULT_CONCURRENCY};
+use crate::bench::{BenchConfig, Load};
+use crate::classroom::ClassroomConfig;
 use codendum_core::kinds::Shape;
 use codendum_core::targets::bench::ModeTargets;
 
@@ -58,7 +58,7 @@ impl WorkloadKind {
     }
 }
 
-pub use codendum::acceptance::{
+pub use super::quick::{
     QUICK_BENCH_LEVEL_CAP, QUICK_BENCH_REQUESTS, QUICK_CLASS_RAMP_UP, QUICK_CLASS_USERS,
     QUICK_CLASS_WINDOW,
 };
@@ -108,7 +108,7 @@ pub fn bench_config(mode: Mode, targets: &ModeTargets) -> BenchConfig {
             rates,
             closed_first: !levels.is_empty(),
             open: OpenLoop {
-                arrival: codendum::bench::arrival::Arrival::Poisson,
+                arrival: crate::bench::arrival::Arrival::Poisson,
                 max_concurrency: None,
             },
         };
@@ -126,7 +126,7 @@ pub fn bench_config(mode: Mode, targets: &ModeTargets) -> BenchConfig {
 pub fn classroom_config(mode: Mode) -> ClassroomConfig {
     let c = ClassroomConfig::new(String::new(), None);
     match mode {
-        Mode::Quick => codendum::acceptance::quick_class(c),
+        Mode::Quick => super::quick::quick_class(c),
         Mode::Full => c,
     }
 }

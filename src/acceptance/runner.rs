@@ -12,10 +12,10 @@ use super::reuse::{short_hash, RunCache};
 use super::settings::Settings;
 use super::suite::{judge_all, SuiteProfile};
 use super::workload::{bench_config, classroom_config, twin_time_scale, WorkloadKind};
-use codendum::app::classroom::ClassroomSettings;
-use codendum::app::run::RunIo;
-use codendum::events::{Events, Written};
-use codendum::settings::{LiveServer, RunSettings, Server, TwinSettings};
+use crate::app::classroom::ClassroomSettings;
+use crate::app::run::RunIo;
+use crate::events::{Events, Written};
+use crate::settings::{LiveServer, RunSettings, Server, TwinSettings};
 use codendum_core::clock::Clock;
 use codendum_core::error::Error;
 use codendum_core::results::{BenchSummary, ClassroomRunSummary};
@@ -165,7 +165,7 @@ async fn run_locked(
     ));
     // Ctrl-C or SIGTERM during a workload stops it as it stops the command:
     // its folder is written and every trial of it fails as interrupted.
-    let stop = codendum::app::signals::stop_on_signal(events.clone());
+    let stop = crate::app::signals::stop_on_signal(events.clone());
     let outcome = match kind {
         WorkloadKind::Bench => run_bench(settings, p, targets, stop.clone()).await,
         WorkloadKind::Classroom => run_classroom(settings, p, stop.clone()).await,
@@ -258,7 +258,7 @@ async fn run_bench(
     stop: watch::Receiver<bool>,
 ) -> Result<WorkloadResults, Error> {
     let config = bench_config(settings.mode, targets);
-    let outcome = codendum::app::bench::run(
+    let outcome = crate::app::bench::run(
         &server(settings, p, WorkloadKind::Bench),
         &run_settings(settings, p),
         &config,
@@ -284,7 +284,7 @@ async fn run_classroom(
         server_timeline: None,
         prompt_file: None,
     };
-    let result = codendum::app::classroom::run(
+    let result = crate::app::classroom::run(
         &server(settings, p, WorkloadKind::Classroom),
         &run_settings(settings, p),
         &class,

@@ -1,15 +1,15 @@
 //! The suite's settings, from the environment and `.env` (the environment
 //! wins; `.env` never overrides it): the same variables, `.env` and
 //! "empty is unset" rule as the command line
-//! ([`codendum::settings::env`]), parsed into the same typed values.
+//! ([`crate::settings::env`]), parsed into the same typed values.
 
 use std::path::PathBuf;
 use std::str::FromStr;
 
 use super::workload::{Mode, REQUEST_TIMEOUT};
-use codendum::settings::env::{self, *};
-use codendum::settings::values::{CaFile, HttpUrls};
-use codendum::settings::ClientSettings;
+use crate::settings::env::{self, *};
+use crate::settings::values::{CaFile, HttpUrls};
+use crate::settings::ClientSettings;
 use codendum_core::error::ConfigError;
 use codendum_core::profile::known_profiles;
 use codendum_core::target::{read_api_keys, BaseUrl, Provenance, Secret, Target};

@@ -10,7 +10,7 @@
 //! server's `/v1/models` and `/metrics`, read once, against the profile's
 //! `[server]` (see [`super::server_match`]).
 
-use codendum::events::Events;
+use crate::events::Events;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -20,7 +20,7 @@ use super::reuse::RunCache;
 use super::runner::{run_workload, verdict_message, WorkloadResults, WorkloadSummary};
 use super::settings::Settings;
 use super::workload::WorkloadKind;
-use codendum::server_match::{check_target, ProfileCheck};
+use crate::server_match::{check_target, ProfileCheck};
 use codendum_core::profile::Profile;
 use codendum_core::targets::bench::{parse_targets, ModeTargets, ProfileTargets};
 

@@ -13,10 +13,11 @@
 //! - [`server_match`]: whether the live server runs the profile (its
 //!   `[server]` against `/v1/models` and `/metrics`), for the suite's
 //!   `<profile>::server::matches_profile` and for `bench` / `classroom`;
-//! - [`runner`]: runs a workload through [`codendum::app`] and writes its report;
+//! - [`runner`]: runs a workload through [`crate::app`] and writes its report;
 //! - [`reuse`]: sharing a run between processes (cargo nextest).
 
 pub mod judge;
+pub mod quick;
 pub mod reuse;
 pub mod runner;
 pub mod settings;
