@@ -39,6 +39,14 @@ impl Mode {
     }
 }
 
+impl std::str::FromStr for Mode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        Mode::from_name(s).ok_or_else(|| format!("{s:?} is neither quick nor full"))
+    }
+}
+
 /// The two kinds of workload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum WorkloadKind {

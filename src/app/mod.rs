@@ -13,7 +13,8 @@
 //!   (the HTTP client and the sampler as the drivers' interfaces),
 //!   [`signals`] (Ctrl-C and SIGTERM);
 //! - the other commands: [`metrics`], [`serve`], [`plan`], [`calibrate`],
-//!   [`capture`], [`report`] (`report` and `compare`).
+//!   [`capture`], [`report`] (`report` and `compare`), [`check`] (the
+//!   capacity acceptance suite).
 //!
 //! Each takes typed settings ([`crate::settings`]); the binary's
 //! `commands.rs` only resolves flags into them. The embedded twin is wired
@@ -22,6 +23,7 @@
 pub mod bench;
 pub mod calibrate;
 pub mod capture;
+pub mod check;
 pub mod class_side;
 pub mod classroom;
 pub mod fleet;

@@ -20,7 +20,8 @@ fn server_section() -> String {
     text[..end].to_string()
 }
 
-fn write_profile(dir: &Path, name: &str, targets: &str) -> PathBuf {
+/// A profile `name` in `dir`: the shipped `[server]` with `targets`.
+pub(crate) fn write_profile(dir: &Path, name: &str, targets: &str) -> PathBuf {
     let path = dir.join(format!("{name}.toml"));
     std::fs::write(&path, format!("{}\n[targets]\n{targets}", server_section())).expect("write");
     path
@@ -306,23 +307,8 @@ fn a_profile_with_a_bad_target_becomes_a_failing_trial() {
 /// read is: the suite then runs with the server figures empty).
 #[test]
 fn a_busy_server_is_refused_without_allow_busy() {
-    use wiremock::matchers::{any, path};
-    use wiremock::{Mock, MockServer, ResponseTemplate};
     let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let server = rt.block_on(async {
-        let server = MockServer::start().await;
-        Mock::given(path("/metrics"))
-            .respond_with(ResponseTemplate::new(200).set_body_string(include_str!(
-                "../../fixtures/metrics/vllm-0.30-metrics-busy.txt"
-            )))
-            .mount(&server)
-            .await;
-        Mock::given(any())
-            .respond_with(ResponseTemplate::new(503))
-            .mount(&server)
-            .await;
-        server
-    });
+    let server = rt.block_on(busy_server());
     let dir = tempfile::tempdir().expect("tempdir");
     let profile = write_profile(
         dir.path(),
@@ -350,4 +336,23 @@ fn a_busy_server_is_refused_without_allow_busy() {
     );
     assert!(!results.exists(), "nothing ran");
     drop(server);
+}
+
+/// A server whose `/metrics` shows 16 requests running and 12 waiting, and
+/// which answers 503 to everything else.
+pub(crate) async fn busy_server() -> wiremock::MockServer {
+    use wiremock::matchers::{any, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let server = MockServer::start().await;
+    Mock::given(path("/metrics"))
+        .respond_with(ResponseTemplate::new(200).set_body_string(include_str!(
+            "../../fixtures/metrics/vllm-0.30-metrics-busy.txt"
+        )))
+        .mount(&server)
+        .await;
+    Mock::given(any())
+        .respond_with(ResponseTemplate::new(503))
+        .mount(&server)
+        .await;
+    server
 }

@@ -38,6 +38,11 @@ pub enum ConfigError {
         /// What is wrong, with a line number where there is one.
         reason: String,
     },
+    /// A configuration that cannot be used as a whole (a profile whose
+    /// targets do not parse, a live server without its profile); the
+    /// message names the culprit.
+    #[error("{0}")]
+    Unusable(String),
 }
 
 impl ConfigError {
