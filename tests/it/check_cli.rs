@@ -266,3 +266,62 @@ fn a_busy_server_exits_3() {
         .collect();
     assert!(written.is_empty(), "nothing ran: {written:?}");
 }
+
+/// Ctrl-C during a workload: the run stops and writes what it measured,
+/// the next workload does not start, and the check exits 130.
+#[test]
+fn an_interrupted_check_exits_130_and_starts_nothing_more() {
+    use crate::cli_support::Running;
+    use codendum_testkit::servers::has_requests;
+    use std::time::{Duration, Instant};
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let targets = format!("{ONE_LEVEL}\n[targets.quick.classroom]\nttft_p95_s = 75\n");
+    let profile = write_profile(dir.path(), "stopped", &targets);
+    let results = dir.path().join("results");
+    let cmd = check(
+        dir.path(),
+        &[
+            "--profiles",
+            profile.to_str().expect("utf8"),
+            "--results-dir",
+            results.to_str().expect("utf8"),
+        ],
+    );
+    let mut running = Running::spawn(cmd, dir.path(), "check");
+    let start = Instant::now();
+    while !has_requests(&results) {
+        assert!(
+            !running.has_exited(),
+            "the check ended before a request finished"
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(90),
+            "no request within 90 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    running.signal("INT");
+    let f = running.wait(Duration::from_secs(60));
+    assert_eq!(f.code, Some(130), "{}", f.both());
+    assert!(
+        f.stderr
+            .contains("stopped::classroom::ttft_p95 ... FAILED: the classroom workload was not started: the suite was interrupted"),
+        "{}",
+        f.stderr
+    );
+    assert!(
+        f.stderr
+            .lines()
+            .last()
+            .is_some_and(|l| l.starts_with("codendum: interrupted")),
+        "{}",
+        f.stderr
+    );
+    let runs: Vec<_> = std::fs::read_dir(&results)
+        .expect("results")
+        .flatten()
+        .filter(|e| e.path().join("summary.json").is_file())
+        .collect();
+    assert_eq!(runs.len(), 1, "the bench wrote what it measured");
+}
