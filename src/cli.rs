@@ -113,6 +113,10 @@ pub enum Command {
     /// The capacity acceptance suite: each target of the profiles judged against the live
     /// server or the twin (the trials of `cargo test --test capacity`).
     Check(CheckArgs),
+    /// Print docs/cli-reference.md: every command, flag and variable, generated from these
+    /// definitions.
+    #[command(hide = true)]
+    CliReference,
 }
 
 /// `codendum check`: the settings of `cargo test --test capacity`, each flag

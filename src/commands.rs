@@ -44,6 +44,10 @@ pub async fn run(cli: Cli) -> Result<(), Error> {
         Command::Replay(args) => replay(args, events).await,
         Command::ExportTrace(args) => export_trace(args, &events),
         Command::Check(args) => check(args, events).await,
+        Command::CliReference => {
+            print!("{}", crate::cli_reference::page());
+            Ok(())
+        }
     }
 }
 

@@ -37,6 +37,7 @@ mod classroom_compaction;
 mod cli_bad_input;
 mod cli_busy_guard;
 mod cli_env;
+mod cli_reference;
 mod client_chunk;
 mod client_connections;
 mod client_http;
