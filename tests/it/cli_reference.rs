@@ -29,7 +29,14 @@ fn commands(dir: &Path) -> Vec<String> {
         .filter(|name| *name != "help")
         .map(ToString::to_string)
         .collect();
-    for expected in ["bench", "plan", "capture", "replay", "export-trace", "check"] {
+    for expected in [
+        "bench",
+        "plan",
+        "capture",
+        "replay",
+        "export-trace",
+        "check",
+    ] {
         assert!(
             names.iter().any(|n| n == expected),
             "{expected} not read from --help: {names:?}"
