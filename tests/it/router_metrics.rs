@@ -2,7 +2,7 @@
 //! from the real router 0.1.17 in front of two twins
 //! (`fixtures/vllm-router/`).
 
-use codendum_core::prom::router::{router_figures, RouterSnapshot};
+use codendum_core::prom::router_page::{router_figures, RouterSnapshot};
 use codendum_testkit::servers::fixture;
 
 fn page(name: &str) -> RouterSnapshot {

@@ -21,7 +21,7 @@ pub mod latency;
 mod lex;
 pub mod parse;
 pub mod replicas;
-pub mod router;
+pub mod router_page;
 pub mod snapshot;
 pub mod window;
 
