@@ -4,7 +4,7 @@
 
 use crate::client::build_http_client;
 use crate::events::Events;
-use crate::scrape::router::{RouterReader, RouterWatch};
+use crate::scrape::router_reader::{RouterReader, RouterWatch};
 use codendum_core::error::Error;
 use codendum_core::kinds::ErrorKind;
 use codendum_core::results::router_figures::{router_table, RouterFigures};

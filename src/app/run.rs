@@ -17,7 +17,7 @@ use super::sampling::Sampling;
 use crate::bench::{ServerFacts, ServerInfo, ServerLoad};
 use crate::connect::{pool_size, ConnectOptions, Connection};
 use crate::events::{Event, Events, Written};
-use crate::scrape::router::RouterWatch;
+use crate::scrape::router_reader::RouterWatch;
 use crate::settings::{LiveServer, RunSettings, Server};
 use chrono::{DateTime, Utc};
 use codendum_core::error::Error;

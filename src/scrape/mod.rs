@@ -12,7 +12,7 @@ pub mod api;
 pub mod remote;
 pub mod render;
 pub mod replicas_render;
-pub mod router;
+pub mod router_reader;
 pub mod sampler;
 
 pub use remote::{PromSource, PromSourceError, PrometheusOptions};
