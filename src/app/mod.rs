@@ -33,7 +33,7 @@ pub mod metrics;
 pub mod plan;
 pub mod replay;
 pub mod report;
-pub mod router;
+pub mod router_watch;
 pub mod run;
 pub mod sampling;
 pub mod seams;

@@ -232,7 +232,7 @@ async fn run_replay(
         events,
     );
     let verdict = verdict.with_restarts(metrics_continuity.iter().flat_map(|m| m.restart_times()));
-    let router = super::router::finish_class(router, &summary.errors_by_kind, events).await;
+    let router = super::router_watch::finish_class(router, &summary.errors_by_kind, events).await;
     let name = replay.source.file_name().map_or_else(
         || replay.source.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
