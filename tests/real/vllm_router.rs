@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use codendum_testkit::cli::{codendum, only_folder, read_json, run_in, runtime, start_twin};
-use codendum_testkit::router::{SessionTap, VllmRouter};
+use codendum_testkit::vllm_router::{SessionTap, VllmRouter};
 
 fn num(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("a number: {v}"))

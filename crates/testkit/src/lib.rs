@@ -7,7 +7,7 @@
 pub mod cli;
 pub mod live;
 pub mod real;
-pub mod router;
+pub mod vllm_router;
 pub mod scripted;
 pub mod servers;
 pub mod turns;
