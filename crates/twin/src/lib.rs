@@ -34,7 +34,7 @@ pub mod model;
 pub mod persona;
 pub mod proxy;
 pub mod request_body;
-pub mod router;
+pub mod routing;
 pub mod runner;
 pub mod server;
 pub mod tokenizer;
