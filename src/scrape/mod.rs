@@ -4,7 +4,7 @@
 //!
 //! - [`sampler`]: [`Scraper`] (HTTP) and the background [`Sampler`].
 //! - [`api`] and [`remote`]: `query_range` against Prometheus.
-//! - [`router`]: the vLLM Router's own page, read at a run's start and end.
+//! - [`router_reader`]: the vLLM Router's own page, read at a run's start and end.
 //! - [`render`]: the table and `--watch` line of `codendum metrics` (the
 //!   command itself is `codendum metrics`).
 

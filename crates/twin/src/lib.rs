@@ -134,7 +134,7 @@ pub enum TwinError {
 }
 
 /// Builds the shared state and spawns the engine task (needs a tokio
-/// runtime). For wrapping [`router`] in another layer; [`start`] does this
+/// runtime). For wrapping [`routes`] in another layer; [`start`] does this
 /// with the engine on its own thread.
 pub fn build_state(opts: TwinOptions) -> (Arc<TwinState>, tokio::task::JoinHandle<()>) {
     build_state_shared(opts, None)
