@@ -15,7 +15,7 @@ pub enum Mode {
     /// Short workloads: the levels the quick targets name, a few dozen
     /// requests each; a class of [`QUICK_CLASS_USERS`] students.
     Quick,
-    /// The seed's workloads: levels 1, 8, 16, 24, 40 × short, long, and a
+    /// The lab's full workloads: levels 1, 8, 16, 24, 40 × short, long, and a
     /// 40-student, 15-minute class.
     Full,
 }
@@ -85,7 +85,7 @@ pub const TWIN_CLASSROOM_TIME_SCALE: f64 = 25.0;
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(1800);
 
 /// The benchmark of a mode: quick runs exactly the checked levels; full
-/// runs the seed's levels plus any other checked level.
+/// runs the lab's levels plus any other checked level.
 pub fn bench_config(mode: Mode, targets: &ModeTargets) -> BenchConfig {
     let mut config = BenchConfig::default();
     let mut levels: Vec<u32> = targets

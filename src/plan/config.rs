@@ -10,11 +10,11 @@ use crate::classroom::Scenario;
 use codendum_core::error::ConfigError;
 use codendum_core::profile::Profile;
 
-/// The seed's ramp-up: students start within two minutes.
+/// The lab's ramp-up: students start within two minutes.
 pub const RAMP_UP: Duration = Duration::from_secs(120);
 
 /// Upper end of the search for the largest class when `--max-users` is
-/// not given, students: five times the seed's class of forty.
+/// not given, students: five times the lab's class of forty.
 pub const DEFAULT_MAX_USERS: u32 = 200;
 
 /// Everything `codendum plan` needs.

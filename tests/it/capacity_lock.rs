@@ -1,4 +1,4 @@
-//! The capacity run-cache lock (issue 14.5): an OS file lock on
+//! The capacity run-cache lock: an OS file lock on
 //! `run.lock`, held by one open file at a time, whether the contenders are
 //! two threads of one process (each with its own open of the file) or two
 //! processes. The second waits until the first lets go; a holder killed

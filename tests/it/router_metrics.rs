@@ -1,4 +1,4 @@
-//! The vLLM Router's own metrics page (issue 26), against pages recorded
+//! The vLLM Router's own metrics page, against pages recorded
 //! from the real router 0.1.17 in front of two twins
 //! (`fixtures/vllm-router/`).
 

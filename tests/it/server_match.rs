@@ -1,4 +1,4 @@
-//! Does the live server run the profile (issue 18.4)? Against the recorded
+//! Does the live server run the profile? Against the recorded
 //! vLLM 0.32 answers (fixtures/vllm-0.32/: `smollm2`, max_model_len 8192,
 //! 128-token blocks, 93,184 KV tokens, prefix caching on): `bench` and
 //! `classroom` with a stated profile warn on stderr and record

@@ -1,4 +1,4 @@
-//! One definition of `[targets.classroom]` (issue 14.1): `codendum plan`
+//! One definition of `[targets.classroom]`: `codendum plan`
 //! and the capacity suite read a profile's classroom targets alike and give
 //! the same verdicts on the same class, server errors included (calls whose
 //! final outcome is a 503 or another 5xx, not retried attempts); both refuse

@@ -1,4 +1,4 @@
-//! Where the time goes (issue 18.5): the server's own timings per bench
+//! Where the time goes: the server's own timings per bench
 //! level and for a class, from vLLM's histograms, next to the client's.
 
 use std::path::Path;

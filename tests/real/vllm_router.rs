@@ -1,5 +1,5 @@
 //! The REAL vLLM Router (PyPI `vllm-router` 0.1.17, `consistent_hash`) in
-//! front of two twins (issue 26), each behind a tap that records the
+//! front of two twins, each behind a tap that records the
 //! sessions the router sends it:
 //!
 //! - a bench with one `--metrics-url` per replica and
