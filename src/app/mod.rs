@@ -7,11 +7,11 @@
 //!   exit code); [`mod@bench`], [`classroom`] and [`replay`] plug their
 //!   workload into it and import no sibling command;
 //! - shared by those: [`sampling`] (how a run reads its server),
-//!   [`class_side`] (a class-like run's server figures and summary), [`fleet`] and [`fleet_bench`] (a live fleet's
-//!   figures, Prometheus), [`guard`] (the busy guard), [`router_watch`] (the
-//!   router's own page), [`seams`]
-//!   (the HTTP client and the sampler as the drivers' interfaces),
-//!   [`signals`] (Ctrl-C and SIGTERM);
+//!   [`class_side`] (a class-like run's server figures and summary),
+//!   [`fleet`] and [`fleet_bench`] (a live fleet's figures, Prometheus),
+//!   [`guard`] (the busy guard), [`router_watch`] (the router's own page),
+//!   [`seams`] (the HTTP client and the sampler as the drivers'
+//!   interfaces), [`signals`] (Ctrl-C and SIGTERM);
 //! - the other commands: [`metrics`], [`serve`], [`plan`], [`calibrate`],
 //!   [`capture`], [`report`] (`report` and `compare`), [`check`] (the
 //!   capacity acceptance suite).
