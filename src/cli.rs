@@ -12,6 +12,7 @@ use std::str::FromStr;
 use clap::builder::TypedValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use codendum::acceptance::Mode;
 use codendum::classroom::config as class_defaults;
 use codendum::settings::env;
 use codendum::settings::values::{
@@ -110,6 +111,77 @@ pub enum Command {
     Replay(ReplayArgs),
     /// Write any source replay reads as a Mooncake-style or AIPerf trace (no text, no key).
     ExportTrace(ExportTraceArgs),
+    /// The capacity acceptance suite: each target of the profiles judged against the live
+    /// server or the twin (the trials of `cargo test --test capacity`).
+    Check(CheckArgs),
+    /// Print docs/cli-reference.md: every command, flag and variable, generated from these
+    /// definitions.
+    #[command(hide = true)]
+    CliReference,
+}
+
+/// `codendum check`: the settings of `cargo test --test capacity`, each flag
+/// read from the same variable when not given.
+#[derive(Debug, Args)]
+#[command(mut_arg("profile", |a| a.help(
+    "The profile the live server runs (a name in profiles/ or a .toml path): only its \
+trials run, the other profiles' are listed as ignored. Needed with --base-url."
+)))]
+pub struct CheckArgs {
+    /// Run only the trials whose name contains one of these (with --exact: is one of these).
+    #[arg(value_name = "FILTER")]
+    pub filters: Vec<String>,
+    /// The filters are whole trial names.
+    #[arg(long)]
+    pub exact: bool,
+    /// Print the trials' names on stdout, one a line, without running them
+    /// (nothing is sent to the server).
+    #[arg(long)]
+    pub list: bool,
+    /// Also run the trials listed as ignored.
+    #[arg(long)]
+    pub include_ignored: bool,
+    /// Quick workloads (minutes) or full ones (a class of 40 for 15 minutes and
+    /// five levels of two shapes); docs/profile.md says what each costs.
+    #[arg(long, env = env::CAPACITY, default_value = "quick", value_name = "quick|full", value_parser = typed::<Mode>())]
+    pub mode: Mode,
+    /// The profiles whose trials are listed (names in profiles/ or .toml paths),
+    /// comma-separated [default: the shipped profiles].
+    #[arg(long, env = env::CAPACITY_PROFILES, value_name = "NAME,...", value_parser = typed::<Names>())]
+    pub profiles: Option<Names>,
+    /// OpenAI base URL ending in /v1 (e.g. https://llm.lab.example:8443/v1).
+    /// Empty: each profile is judged against an embedded twin running it.
+    #[arg(long, env = env::BASE_URL, value_name = "URL", value_parser = typed::<BaseUrl>())]
+    pub base_url: Option<BaseUrl>,
+    /// API key sent as a bearer token (never printed or written).
+    #[arg(long, env = env::API_KEY, value_name = "KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// One API key per student of the class (CSV or one key a line); keys are never printed.
+    #[arg(long, env = env::API_KEYS_FILE, value_name = "FILE")]
+    pub api_keys_file: Option<PathBuf>,
+    /// PEM bundle of the private CA; replaces the system roots, as curl's --cacert.
+    #[arg(long, env = env::CACERT, value_name = "FILE", value_parser = typed::<CaFile>())]
+    pub cacert: Option<CaFile>,
+    /// vLLM /metrics URL(s), comma-separated for replicas [default: <base origin>/metrics].
+    #[arg(long, env = env::METRICS_URL, value_name = "URL[,URL...]", value_parser = typed::<HttpUrls>())]
+    pub metrics_url: Option<HttpUrls>,
+    /// Model to request [default: the first id of /v1/models].
+    #[arg(long, env = env::MODEL)]
+    pub model: Option<String>,
+    /// Start a workload although /metrics shows requests running or waiting
+    /// (the suite never asks; without it a busy server's workloads are refused).
+    #[arg(long, env = env::ALLOW_BUSY, value_parser = env::switch)]
+    pub allow_busy: bool,
+    /// Folder under which the workloads' folders are created.
+    #[arg(long, env = env::RESULTS_DIR, default_value = codendum_core::results::DEFAULT_RESULTS_ROOT, value_name = "DIR")]
+    pub results_dir: PathBuf,
+    /// Judge a finished run of the same workload younger than this many seconds
+    /// again instead of measuring anew (e.g. after editing a target) [default: 0, never].
+    #[arg(long, env = env::CAPACITY_REUSE_S, value_name = "SECONDS")]
+    pub reuse_s: Option<u64>,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub provenance: ProvenanceArgs,
 }
 
 /// `codendum replay`.

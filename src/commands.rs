@@ -22,9 +22,9 @@ use codendum_core::profile::Profile;
 use codendum_core::target::{Provenance, Secret, Target};
 
 use crate::cli::{
-    ArrivalArg, BenchArgs, CaptureArgs, ClassroomArgs, Cli, Command, CompareArgs, EndpointArg,
-    ExportTraceArgs, MetricsArgs, PlanArgs, ProvenanceArgs, ReplayArgs, ReportArgs, RunArgs,
-    ScenarioArg, ServeArgs, TargetArgs, TraceFormatArg, TwinArgs,
+    ArrivalArg, BenchArgs, CaptureArgs, CheckArgs, ClassroomArgs, Cli, Command, CompareArgs,
+    EndpointArg, ExportTraceArgs, MetricsArgs, PlanArgs, ProvenanceArgs, ReplayArgs, ReportArgs,
+    RunArgs, ScenarioArg, ServeArgs, TargetArgs, TraceFormatArg, TwinArgs,
 };
 use crate::terminal::{self, Terminal};
 
@@ -43,6 +43,11 @@ pub async fn run(cli: Cli) -> Result<(), Error> {
         Command::Capture(args) => capture(args, events).await,
         Command::Replay(args) => replay(args, events).await,
         Command::ExportTrace(args) => export_trace(args, &events),
+        Command::Check(args) => check(args, events).await,
+        Command::CliReference => {
+            print!("{}", crate::cli_reference::page());
+            Ok(())
+        }
     }
 }
 
@@ -688,4 +693,54 @@ fn calibrate(args: crate::cli::CalibrateArgs, events: &Events) -> Result<(), Err
     events.line(format!("Hardware: {}", written.hardware.display()));
     events.line(format!("Fit:      {}", written.report.display()));
     Ok(())
+}
+
+/// `codendum check`: the flags (each read from the suite's variable when
+/// not given) as the suite's settings, then the listing or the trials.
+async fn check(args: CheckArgs, events: Events) -> Result<(), Error> {
+    use codendum::acceptance::settings::{Given, Settings};
+    use codendum::acceptance::Suite;
+    use codendum::app::check::{self, Selection};
+
+    let selection = Selection {
+        filters: args.filters,
+        exact: args.exact,
+        include_ignored: args.include_ignored,
+    };
+    let provenance = resolve_provenance(&args.provenance);
+    let settings = Settings::resolve(Given {
+        base_url: args.base_url,
+        cacert: args.cacert,
+        metrics_url: args.metrics_url,
+        api_key: env::value(args.api_key),
+        api_keys_file: args.api_keys_file,
+        model: env::value(args.model),
+        profile: provenance.profile.clone(),
+        profiles: args.profiles,
+        mode: Some(args.mode),
+        allow_busy: args.allow_busy,
+        results_dir: Some(args.results_dir.clone()),
+        reuse_window_s: args.reuse_s,
+        provenance,
+    })?;
+    let suite = Suite::new(settings, check::cache_dir(&args.results_dir))
+        .with_events(events.clone())
+        .with_workload_events(events.clone());
+    if args.list {
+        check::check_configuration(&suite)?;
+        for trial in check::list(&suite, &selection) {
+            match trial.ignored {
+                false => println!("{}", trial.name),
+                true => println!("{} (ignored)", trial.name),
+            }
+        }
+        return Ok(());
+    }
+    let told = events.clone();
+    let outcome = tokio::task::spawn_blocking(move || {
+        check::run(&suite, &selection, args.results_dir, &told)
+    })
+    .await
+    .map_err(|e| Error::Failed(format!("the suite's thread ended: {e}")))??;
+    outcome.conclude(&events)
 }

@@ -2,6 +2,7 @@
 //! to exit codes. Everything else lives in the library.
 
 mod cli;
+mod cli_reference;
 mod commands;
 mod terminal;
 

@@ -137,10 +137,11 @@ impl Workload for Bench<'_> {
             .levels
             .iter()
             .flat_map(|l| l.errors.iter())
-            .filter(|(kind, _)| super::router::is_server_error(kind))
+            .filter(|(kind, _)| super::router_watch::is_server_error(kind))
             .map(|(_, g)| g.count)
             .sum();
-        outcome.summary.router = super::router::finish(router, server_errors, ctx.events).await;
+        outcome.summary.router =
+            super::router_watch::finish(router, server_errors, ctx.events).await;
         if outcome.summary.router.is_some() {
             RunFolder::at(&outcome.folder).write_bench_summary(&outcome.summary)?;
         }

@@ -173,7 +173,8 @@ impl Workload for Classroom<'_> {
         )?;
         let verdict =
             verdict.with_restarts(metrics_continuity.iter().flat_map(|m| m.restart_times()));
-        let router = super::router::finish_class(router, &summary.errors_by_kind, events).await;
+        let router =
+            super::router_watch::finish_class(router, &summary.errors_by_kind, events).await;
         if let Some(p) = &conn.profile {
             let batch = summary.server.peak_running.map(|v| v.round() as u32);
             if let Some(w) = p.region_warning(summary.prompt_tokens_max, batch) {

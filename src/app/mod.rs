@@ -7,13 +7,14 @@
 //!   exit code); [`mod@bench`], [`classroom`] and [`replay`] plug their
 //!   workload into it and import no sibling command;
 //! - shared by those: [`sampling`] (how a run reads its server),
-//!   [`class_side`] (a class-like run's server figures and summary), [`fleet`] and [`fleet_bench`] (a live fleet's
-//!   figures, Prometheus), [`guard`] (the busy guard), [`router`] (the
-//!   router's own page), [`seams`]
-//!   (the HTTP client and the sampler as the drivers' interfaces),
-//!   [`signals`] (Ctrl-C and SIGTERM);
+//!   [`class_side`] (a class-like run's server figures and summary),
+//!   [`fleet`] and [`fleet_bench`] (a live fleet's figures, Prometheus),
+//!   [`guard`] (the busy guard), [`router_watch`] (the router's own page),
+//!   [`seams`] (the HTTP client and the sampler as the drivers'
+//!   interfaces), [`signals`] (Ctrl-C and SIGTERM);
 //! - the other commands: [`metrics`], [`serve`], [`plan`], [`calibrate`],
-//!   [`capture`], [`report`] (`report` and `compare`).
+//!   [`capture`], [`report`] (`report` and `compare`), [`check`] (the
+//!   capacity acceptance suite).
 //!
 //! Each takes typed settings ([`crate::settings`]); the binary's
 //! `commands.rs` only resolves flags into them. The embedded twin is wired
@@ -22,6 +23,7 @@
 pub mod bench;
 pub mod calibrate;
 pub mod capture;
+pub mod check;
 pub mod class_side;
 pub mod classroom;
 pub mod fleet;
@@ -31,7 +33,7 @@ pub mod metrics;
 pub mod plan;
 pub mod replay;
 pub mod report;
-pub mod router;
+pub mod router_watch;
 pub mod run;
 pub mod sampling;
 pub mod seams;

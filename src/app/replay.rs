@@ -272,7 +272,7 @@ async fn run_replay(
     if let Some(note) = replay::summary::verdict_note(trace, &config, &outcome) {
         verdict.line = format!("{}; {note}", verdict.line);
     }
-    let router = super::router::finish_class(router, &summary.errors_by_kind, events).await;
+    let router = super::router_watch::finish_class(router, &summary.errors_by_kind, events).await;
     let run_summary = ClassroomRunSummary {
         header: RunHeader {
             schema_version: results::CLASSROOM_SCHEMA_VERSION,

@@ -12,12 +12,12 @@ use std::path::Path;
 use tokio::sync::watch;
 
 use super::guard::{busy_guard, GuardVerdict, TimelineFlag, UNCHECKED_PLAN_LINE};
-use super::router;
+use super::router_watch;
 use super::sampling::Sampling;
 use crate::bench::{ServerFacts, ServerInfo, ServerLoad};
 use crate::connect::{pool_size, ConnectOptions, Connection};
 use crate::events::{Event, Events, Written};
-use crate::scrape::router::RouterWatch;
+use crate::scrape::router_reader::RouterWatch;
 use crate::settings::{LiveServer, RunSettings, Server};
 use chrono::{DateTime, Utc};
 use codendum_core::error::Error;
@@ -166,7 +166,7 @@ async fn connected<W: Workload>(
     // Before any request through the base URL: the router's figures cover
     // every call of the command.
     let router = match live {
-        Some(l) => router::watch(&l.target, events).await?,
+        Some(l) => router_watch::watch(&l.target, events).await?,
         None => None,
     };
     let mut facts = ServerFacts::read(

@@ -9,7 +9,8 @@
 //!
 //! Errors cross these seams as plain messages: the driver only reports them.
 //!
-//! Glue the lead writes (sketch, with the real types' names):
+//! The glue that implements them for the real client and sampler lives in
+//! `crate::app::seams` (sketch, with the real types' names):
 //!
 //! ```text
 //! impl ServerInfo for openai::client::HttpClient {

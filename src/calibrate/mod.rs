@@ -6,7 +6,7 @@
 //! refusal), [`observe`] turns each timed request into an equation of the
 //! model ([`model`]), [`fit`] solves them ([`lsq`]), [`quality`] checks the
 //! fit level by level and on held-out levels, [`facts`] reads the server's
-//! settings, [`write`] renders the profile, its hardware TOML and the fit
+//! settings, [`mod@write`] renders the profile, its hardware TOML and the fit
 //! report; with `--targets-from`, [`targets`] runs the capacity suite's
 //! workloads on the fitted twin and writes the profile's `[targets]`.
 

@@ -17,7 +17,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::acceptance::{quick_class, QUICK_BENCH_LEVEL_CAP, QUICK_BENCH_REQUESTS};
+use crate::acceptance::quick::{quick_class, QUICK_BENCH_LEVEL_CAP, QUICK_BENCH_REQUESTS};
 use crate::bench::config::{Cell, Load, DEFAULT_CONCURRENCY};
 use crate::bench::BenchConfig;
 use crate::classroom::ClassroomConfig;

@@ -15,11 +15,11 @@ use super::records::{CallRecord, RecordSink, TaskRecord};
 use super::session::{session_id, Conversation, Shared, Student};
 use super::shell::ShellState;
 use super::status::LiveStatus;
-use super::summary::ClassroomSummary;
 use super::workspace::Workspace;
 use codendum_core::clock::Clock;
 use codendum_core::error::Error;
 use codendum_core::openai::Transport;
+use codendum_core::results::classroom_summary::ClassroomSummary;
 
 /// What a finished run returns: its summary and every record (in the order
 /// they finished). The summary's server figures are left empty for the

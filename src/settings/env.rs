@@ -1,7 +1,7 @@
 //! Every `CODENDUM_*` environment variable, in one registry: its name, what
 //! it sets and its default. The command line (clap's `env` attributes name
-//! these constants) and the capacity suite read the same names, with the
-//! same `.env` and the same rule for empty values.
+//! these constants) and the capacity suite's test harness read the same
+//! names, with the same `.env` and the same rule for empty values.
 //!
 //! Order: a flag wins over the environment, the environment over `.env`
 //! ([`load_dotenv`] never overrides a variable already set). An empty
@@ -49,15 +49,15 @@ pub const MODEL_REVISION: &str = "CODENDUM_MODEL_REVISION";
 pub const DGX_OS_VERSION: &str = "CODENDUM_DGX_OS_VERSION";
 /// `--driver-version`.
 pub const DRIVER_VERSION: &str = "CODENDUM_DRIVER_VERSION";
-/// The capacity suite's mode.
+/// `check --mode`: the capacity suite's quick or full workloads.
 pub const CAPACITY: &str = "CODENDUM_CAPACITY";
-/// The capacity suite's profiles.
+/// `check --profiles`: the capacity suite's profiles.
 pub const CAPACITY_PROFILES: &str = "CODENDUM_CAPACITY_PROFILES";
-/// The capacity suite's `--allow-busy`.
+/// `check --allow-busy`: the capacity suite starts on a busy server.
 pub const ALLOW_BUSY: &str = "CODENDUM_ALLOW_BUSY";
-/// The capacity suite's results root.
+/// `check --results-dir`: the capacity suite's results root.
 pub const RESULTS_DIR: &str = "CODENDUM_RESULTS_DIR";
-/// The capacity suite's reuse window.
+/// `check --reuse-s`: the capacity suite's reuse window.
 pub const CAPACITY_REUSE_S: &str = "CODENDUM_CAPACITY_REUSE_S";
 
 /// The variables of the command line and the capacity suite.
@@ -65,35 +65,35 @@ pub const VARS: &[Var] = &[
     Var {
         name: BASE_URL,
         flag: Some("--base-url"),
-        used_by: "bench, classroom, replay, metrics, capacity suite",
+        used_by: "bench, classroom, replay, metrics, check, capacity suite",
         meaning: "the server's OpenAI base URL, ending in /v1",
         default: "none: the embedded twin",
     },
     Var {
         name: API_KEY,
         flag: Some("--api-key"),
-        used_by: "bench, classroom, replay, capacity suite",
+        used_by: "bench, classroom, replay, check, capacity suite",
         meaning: "the API key, sent as a bearer token (never printed or written)",
         default: "none",
     },
     Var {
         name: API_KEYS_FILE,
         flag: Some("--api-keys-file"),
-        used_by: "classroom, capacity suite",
+        used_by: "classroom, check, capacity suite",
         meaning: "one API key per student (CSV with a key column, or one a line)",
         default: "none: the single --api-key",
     },
     Var {
         name: CACERT,
         flag: Some("--cacert"),
-        used_by: "bench, classroom, replay, metrics, capture, capacity suite",
+        used_by: "bench, classroom, replay, metrics, capture, check, capacity suite",
         meaning: "a PEM bundle of the private CA, replacing the system roots",
         default: "the system roots",
     },
     Var {
         name: METRICS_URL,
         flag: Some("--metrics-url"),
-        used_by: "bench, classroom, replay, metrics, capacity suite",
+        used_by: "bench, classroom, replay, metrics, check, capacity suite",
         meaning: "vLLM's /metrics, comma-separated for replicas",
         default: "<base origin>/metrics",
     },
@@ -114,77 +114,77 @@ pub const VARS: &[Var] = &[
     Var {
         name: MODEL,
         flag: Some("--model"),
-        used_by: "bench, classroom, replay, capacity suite",
+        used_by: "bench, classroom, replay, check, capacity suite",
         meaning: "the model to request",
         default: "the first id of /v1/models",
     },
     Var {
         name: PROFILE,
         flag: Some("--profile"),
-        used_by: "bench, classroom, replay, serve, capacity suite",
+        used_by: "bench, classroom, replay, serve, check, capacity suite",
         meaning: "the twin's profile, or the live server's stated one (checked and recorded)",
         default: "classroom-64k for the twin; none for a live server",
     },
     Var {
         name: IMAGE_DIGEST,
         flag: Some("--image-digest"),
-        used_by: "bench, classroom, replay, capacity suite",
+        used_by: "bench, classroom, replay, check, capacity suite",
         meaning: "provenance: the vLLM image digest",
         default: "none",
     },
     Var {
         name: MODEL_REVISION,
         flag: Some("--model-revision"),
-        used_by: "bench, classroom, replay, capacity suite",
+        used_by: "bench, classroom, replay, check, capacity suite",
         meaning: "provenance: the model revision",
         default: "none",
     },
     Var {
         name: DGX_OS_VERSION,
         flag: Some("--dgx-os-version"),
-        used_by: "bench, classroom, replay, capacity suite",
+        used_by: "bench, classroom, replay, check, capacity suite",
         meaning: "provenance: the DGX OS version",
         default: "none",
     },
     Var {
         name: DRIVER_VERSION,
         flag: Some("--driver-version"),
-        used_by: "bench, classroom, replay, capacity suite",
+        used_by: "bench, classroom, replay, check, capacity suite",
         meaning: "provenance: the NVIDIA driver version",
         default: "none",
     },
     Var {
         name: CAPACITY,
-        flag: None,
-        used_by: "capacity suite",
+        flag: Some("--mode"),
+        used_by: "check, capacity suite",
         meaning: "quick or full workloads",
         default: "quick",
     },
     Var {
         name: CAPACITY_PROFILES,
-        flag: None,
-        used_by: "capacity suite",
+        flag: Some("--profiles"),
+        used_by: "check, capacity suite",
         meaning: "the profiles whose trials are listed (names or .toml paths, comma-separated)",
         default: "the shipped profiles",
     },
     Var {
         name: ALLOW_BUSY,
-        flag: None,
-        used_by: "capacity suite",
-        meaning: "1: start although /metrics shows requests running or waiting",
+        flag: Some("--allow-busy"),
+        used_by: "check, capacity suite",
+        meaning: "yes (1, true): start although /metrics shows requests running or waiting",
         default: "0",
     },
     Var {
         name: RESULTS_DIR,
-        flag: None,
-        used_by: "capacity suite",
+        flag: Some("--results-dir"),
+        used_by: "check, capacity suite",
         meaning: "the results root",
         default: "bench-results",
     },
     Var {
         name: CAPACITY_REUSE_S,
-        flag: None,
-        used_by: "capacity suite",
+        flag: Some("--reuse-s"),
+        used_by: "check, capacity suite",
         meaning: "reuse a finished run of the same workload younger than this many seconds",
         default: "0: only within one nextest run",
     },
@@ -198,6 +198,19 @@ pub fn var(name: &str) -> Option<&'static Var> {
 /// A variable's value as a setting: trimmed, and `None` when empty.
 pub fn value(raw: Option<String>) -> Option<String> {
     raw.map(|v| v.trim().to_string()).filter(|v| !v.is_empty())
+}
+
+/// A yes-or-no variable's value (`CODENDUM_ALLOW_BUSY`): `1`, `true`,
+/// `yes`, `on`, `y`, `t` are yes; `0`, `false`, `no`, `off`, `n`, `f` no
+/// (any case), as clap reads a switch's variable; anything else is an error.
+pub fn switch(raw: &str) -> Result<bool, String> {
+    match raw.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" | "y" | "t" => Ok(true),
+        "0" | "false" | "no" | "off" | "n" | "f" => Ok(false),
+        _ => Err(format!(
+            "{raw:?} is neither yes (1, true) nor no (0, false)"
+        )),
+    }
 }
 
 /// The process environment's value of `name` (after [`load_dotenv`]), by
@@ -248,6 +261,17 @@ mod tests {
             );
         }
         assert_eq!(var(BASE_URL).and_then(|v| v.flag), Some("--base-url"));
+    }
+
+    #[test]
+    fn a_switch_is_yes_or_no_and_nothing_else() {
+        for yes in ["1", "true", "YES", "on", "y", "t"] {
+            assert_eq!(switch(yes), Ok(true), "{yes}");
+        }
+        for no in ["0", "false", "No", "off", "n", "f"] {
+            assert_eq!(switch(no), Ok(false), "{no}");
+        }
+        assert!(switch("2").unwrap_err().contains("\"2\""));
     }
 
     #[test]

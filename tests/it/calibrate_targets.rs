@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use codendum::acceptance::{quick_class, QUICK_BENCH_LEVEL_CAP, QUICK_BENCH_REQUESTS};
+use codendum::acceptance::quick::{quick_class, QUICK_BENCH_LEVEL_CAP, QUICK_BENCH_REQUESTS};
 use codendum::bench::config::{Cell, Load};
 use codendum::bench::BenchConfig;
 use codendum::calibrate::targets::class_figures;
@@ -117,11 +117,11 @@ fn a_calibrated_profile_carries_targets_its_own_server_meets() {
     );
 
     // The capacity suite takes the profile and lists its trials.
-    let settings = codendum_capacity::settings::Settings::from_lookup(|k| {
+    let settings = codendum::acceptance::settings::Settings::from_lookup(|k| {
         (k == "CODENDUM_CAPACITY_PROFILES").then(|| out.display().to_string())
     })
     .expect("settings");
-    let suite = codendum_capacity::Suite::new(settings, dir.path().join("cache"));
+    let suite = codendum::acceptance::Suite::new(settings, dir.path().join("cache"));
     let names: Vec<String> = suite.trials().into_iter().map(|t| t.name).collect();
     for want in [
         "lab::bench-short-c24::ttft_p95",

@@ -1,4 +1,4 @@
-//! Bad input (issue 10.4): every mistake is a one-line error on stderr that
+//! Bad input: every mistake is a one-line error on stderr that
 //! names the culprit, exit code 2, never a panic. None of these commands
 //! reaches the network: validation fails first (the base URLs point at
 //! loopback port 9 or at a documentation address that is never contacted).

@@ -1,6 +1,6 @@
 //! The persona driven through HTTP by the classroom's own OpenCode-like
 //! client and built-in scenario tools: 50 students, one coding request each,
-//! against the twin on a loopback port. Checks the seed's calibration (a
+//! against the twin on a loopback port. Checks the lab's figures (a
 //! coding request ≈ 15 model calls and ≈ 2,700 output tokens, within ±20 %)
 //! and that the persona's tool calls are valid for the offered schemas.
 

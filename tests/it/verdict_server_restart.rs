@@ -1,4 +1,4 @@
-//! A server restarted mid-run (issue 27, point 3): `codendum serve` killed
+//! A server restarted mid-run: `codendum serve` killed
 //! with SIGKILL during a bench and started again on the same port. The run
 //! names the restart (stderr, `summary.json`, the verdict, the report),
 //! marks the levels after it, and sums the counters per process: the

@@ -160,7 +160,7 @@ pub(crate) fn classroom_doc(r: &ClassroomReport) -> Doc {
 }
 
 /// The classroom's summary table: one row per row of the class figures
-/// ([`class_summary_rows`]), the GB10 measurements' table first.
+/// ([`class_summary_rows`]), the table the lab asked for first.
 fn summary_rows(summary: &ClassroomSummary) -> Vec<Vec<String>> {
     class_summary_rows()
         .into_iter()

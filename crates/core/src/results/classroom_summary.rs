@@ -1,5 +1,5 @@
 //! The figures of a classroom run, computed from its records (plain
-//! functions, no I/O), plus the server figures the lead fills in from the
+//! functions, no I/O), plus the server figures the run fills in from the
 //! `/metrics` sampler.
 
 use std::collections::BTreeMap;
@@ -11,7 +11,8 @@ use crate::kinds::ErrorKind;
 use crate::stats::{percentile, sorted_finite};
 
 /// Server-side figures from the `/metrics` sampler over the run; `None`
-/// where `/metrics` was not reachable. The lead fills these in.
+/// where `/metrics` was not reachable. The run fills these in after the
+/// class, from its sampler.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ServerFigures {
     /// Peak of running requests (`vllm:num_requests_running`).

@@ -16,7 +16,7 @@ pub mod metrics;
 pub mod profile_check;
 pub mod records;
 pub mod replicas;
-pub mod router;
+pub mod router_figures;
 pub mod schema;
 pub mod slo;
 pub mod summary;

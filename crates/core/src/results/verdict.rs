@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use crate::kinds::ErrorKind;
 
 /// The default `--max-error-rate`: 5 % of a run's calls may fail before the
-/// run exits 1. The lab's GB10 class saw about 1 % fail on the VPN path with a
+/// run exits 1. The lab's class saw about 1 % fail on the VPN path with a
 /// healthy server; five times that is a server or path that needs a look.
 pub const DEFAULT_MAX_ERROR_RATE: f64 = 0.05;
 

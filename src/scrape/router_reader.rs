@@ -1,10 +1,10 @@
 //! Reading the vLLM Router's own Prometheus page (`--router-metrics-url`)
 //! at a run's start and end; what the page means is
-//! `codendum_core::prom::router`'s.
+//! `codendum_core::prom::router_page`'s.
 
 use codendum_core::prom::parse::parse;
-use codendum_core::prom::router::{router_figures, RouterSnapshot};
-use codendum_core::results::router::RouterFigures;
+use codendum_core::prom::router_page::{router_figures, RouterSnapshot};
+use codendum_core::results::router_figures::RouterFigures;
 
 use super::sampler::{ScrapeError, Scraper};
 

@@ -4,10 +4,10 @@
 
 use crate::client::build_http_client;
 use crate::events::Events;
-use crate::scrape::router::{RouterReader, RouterWatch};
+use crate::scrape::router_reader::{RouterReader, RouterWatch};
 use codendum_core::error::Error;
 use codendum_core::kinds::ErrorKind;
-use codendum_core::results::router::{router_table, RouterFigures};
+use codendum_core::results::router_figures::{router_table, RouterFigures};
 use codendum_core::target::Target;
 
 /// The first read of the router, when the target names its page; a page

@@ -12,10 +12,10 @@ use super::reuse::{short_hash, RunCache};
 use super::settings::Settings;
 use super::suite::{judge_all, SuiteProfile};
 use super::workload::{bench_config, classroom_config, twin_time_scale, WorkloadKind};
-use codendum::app::classroom::ClassroomSettings;
-use codendum::app::run::RunIo;
-use codendum::events::{Events, Written};
-use codendum::settings::{LiveServer, RunSettings, Server, TwinSettings};
+use crate::app::classroom::ClassroomSettings;
+use crate::app::run::RunIo;
+use crate::events::{Events, Written};
+use crate::settings::{LiveServer, RunSettings, Server, TwinSettings};
 use codendum_core::clock::Clock;
 use codendum_core::error::Error;
 use codendum_core::results::{BenchSummary, ClassroomRunSummary};
@@ -76,6 +76,30 @@ static RUNNING: Mutex<()> = Mutex::new(());
 /// workload starts in this process (their trials fail saying so).
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
+/// Whether a workload of this process was stopped by Ctrl-C or SIGTERM.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::Relaxed)
+}
+
+/// Why a workload has no results: the message every trial of it fails
+/// with, and whether the server refused it (busy, the busy guard's exit 3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkloadFailure {
+    /// What every trial of the workload says.
+    pub message: String,
+    /// The run did not start because the server was busy.
+    pub refused: bool,
+}
+
+impl From<String> for WorkloadFailure {
+    fn from(message: String) -> Self {
+        WorkloadFailure {
+            message,
+            refused: false,
+        }
+    }
+}
+
 /// The run-cache key of a workload: profile, workload, mode, and a hash of
 /// everything that shapes the run (target, profile settings, checked levels,
 /// results root).
@@ -108,34 +132,43 @@ pub fn cache_key(
 
 /// Runs a workload (or reuses another process's run of it), writes its
 /// report with the verdicts of every target of the workload, and prints the
-/// report's path. `Err` is the message every trial of the workload fails with.
+/// report's path. `events` hears the suite's lines (what runs, what is
+/// reused, the report), `workload_events` the run itself (its plan,
+/// progress and tables). `Err` says why every trial of the workload fails.
 pub fn run_workload(
     settings: &Settings,
     (p, targets, kind): (&SuiteProfile, &ModeTargets, WorkloadKind),
     cache: &RunCache,
     events: &Events,
-) -> Result<WorkloadResults, String> {
+    workload_events: &Events,
+) -> Result<WorkloadResults, WorkloadFailure> {
     let _one_at_a_time = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
-    if INTERRUPTED.load(Ordering::Relaxed) {
+    if interrupted() {
         return Err(format!(
             "the {} workload was not started: the suite was interrupted",
             kind.name()
-        ));
+        )
+        .into());
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start a tokio runtime: {e}"))?;
-    rt.block_on(run_locked(settings, (p, targets, kind), cache, events))
+    rt.block_on(run_locked(
+        settings,
+        (p, targets, kind),
+        cache,
+        (events, workload_events),
+    ))
 }
 
 async fn run_locked(
     settings: &Settings,
     (p, targets, kind): (&SuiteProfile, &ModeTargets, WorkloadKind),
     cache: &RunCache,
-    events: &Events,
-) -> Result<WorkloadResults, String> {
+    (events, workload_events): (&Events, &Events),
+) -> Result<WorkloadResults, WorkloadFailure> {
     let clock = Clock::real();
     let _lock = cache
         .lock_telling(&clock, events)
@@ -165,10 +198,14 @@ async fn run_locked(
     ));
     // Ctrl-C or SIGTERM during a workload stops it as it stops the command:
     // its folder is written and every trial of it fails as interrupted.
-    let stop = codendum::app::signals::stop_on_signal(events.clone());
+    let stop = crate::app::signals::stop_on_signal(events.clone());
     let outcome = match kind {
-        WorkloadKind::Bench => run_bench(settings, p, targets, stop.clone()).await,
-        WorkloadKind::Classroom => run_classroom(settings, p, stop.clone()).await,
+        WorkloadKind::Bench => {
+            run_bench(settings, p, targets, io(stop.clone(), workload_events)).await
+        }
+        WorkloadKind::Classroom => {
+            run_classroom(settings, p, io(stop.clone(), workload_events)).await
+        }
     };
     if *stop.borrow() {
         INTERRUPTED.store(true, Ordering::Relaxed);
@@ -195,13 +232,16 @@ async fn run_locked(
     Ok(results)
 }
 
-fn explain(kind: WorkloadKind, e: Error) -> String {
+fn explain(kind: WorkloadKind, e: Error) -> WorkloadFailure {
     match e {
-        Error::Refused(msg) => format!(
-            "the {} workload did not start: {msg} (the suite never asks; set CODENDUM_ALLOW_BUSY=1 to start anyway)",
-            kind.name()
-        ),
-        other => format!("the {} workload failed: {other}", kind.name()),
+        Error::Refused(msg) => WorkloadFailure {
+            message: format!(
+                "the {} workload did not start: {msg} (the suite never asks; --allow-busy or CODENDUM_ALLOW_BUSY=1 starts it anyway)",
+                kind.name()
+            ),
+            refused: true,
+        },
+        other => format!("the {} workload failed: {other}", kind.name()).into(),
     }
 }
 
@@ -242,10 +282,11 @@ fn run_settings(settings: &Settings, p: &SuiteProfile) -> RunSettings {
     }
 }
 
-/// The suite says what it runs; the workload itself is silent.
-fn io(stop: watch::Receiver<bool>) -> RunIo<'static> {
+/// A workload never asks; what it says goes to `events` (silent under the
+/// test harness, the terminal under `codendum check`).
+fn io(stop: watch::Receiver<bool>, events: &Events) -> RunIo<'static> {
     RunIo {
-        events: Events::silent(),
+        events: events.clone(),
         confirm: &|_| true,
         stop,
     }
@@ -255,14 +296,14 @@ async fn run_bench(
     settings: &Settings,
     p: &SuiteProfile,
     targets: &ModeTargets,
-    stop: watch::Receiver<bool>,
+    io: RunIo<'static>,
 ) -> Result<WorkloadResults, Error> {
     let config = bench_config(settings.mode, targets);
-    let outcome = codendum::app::bench::run(
+    let outcome = crate::app::bench::run(
         &server(settings, p, WorkloadKind::Bench),
         &run_settings(settings, p),
         &config,
-        io(stop),
+        io,
     )
     .await?;
     Ok(WorkloadResults {
@@ -275,7 +316,7 @@ async fn run_bench(
 async fn run_classroom(
     settings: &Settings,
     p: &SuiteProfile,
-    stop: watch::Receiver<bool>,
+    io: RunIo<'static>,
 ) -> Result<WorkloadResults, Error> {
     let mut config = classroom_config(settings.mode);
     config.api_keys = settings.api_keys.clone();
@@ -284,11 +325,11 @@ async fn run_classroom(
         server_timeline: None,
         prompt_file: None,
     };
-    let result = codendum::app::classroom::run(
+    let result = crate::app::classroom::run(
         &server(settings, p, WorkloadKind::Classroom),
         &run_settings(settings, p),
         &class,
-        io(stop),
+        io,
     )
     .await?;
     Ok(WorkloadResults {

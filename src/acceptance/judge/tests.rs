@@ -1,12 +1,12 @@
 use std::path::{Path, PathBuf};
 
 use super::*;
-use codendum::classroom::ClassroomSummary;
+use crate::classroom::ClassroomSummary;
 use codendum_core::openai::ErrorKind;
 use codendum_core::results::{ClassroomParameters, RunHeader, ServerDescription};
 
 fn sample_folder() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/bench/sample-run")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/bench/sample-run")
 }
 
 fn sample() -> BenchSummary {

@@ -20,7 +20,7 @@
 //! (`NEXTEST_RUN_ID`), or when it finished within the reuse window
 //! (`CODENDUM_CAPACITY_REUSE_S`), and its folder still exists.
 
-use codendum::events::Events;
+use crate::events::Events;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -1,22 +1,24 @@
 //! The capacity acceptance suite: a profile's targets (`[targets]` in
 //! `profiles/<name>.toml`), the workloads that measure them, and their
-//! evaluation. `cargo test --test capacity` lists one trial per target and
-//! judges a live server (`CODENDUM_BASE_URL`) or, without one, the embedded
-//! twin running each profile.
+//! evaluation. One trial per target, judging a live server
+//! (`CODENDUM_BASE_URL`) or, without one, the embedded twin running each
+//! profile; `codendum check` ([`crate::app::check`]) and the
+//! `cargo test --test capacity` harness ([`trials`]) run the same trials.
 //!
-//! - [`targets`]: the typed `[targets]` tables (`[targets.classroom]` is
-//!   [`codendum_core::targets::classroom`]'s, shared with `codendum plan`);
+//! - [`settings`]: the environment and `.env`, or `codendum check`'s flags,
+//!   resolved once;
 //! - [`workload`]: quick and full workloads, the twin's speed-ups;
-//! - [`judge`]: figures against targets (plain functions);
-//! - [`settings`]: the environment and `.env`;
-//! - [`suite`]: trials, and one shared run per workload;
-//! - [`server_match`]: whether the live server runs the profile (its
-//!   `[server]` against `/v1/models` and `/metrics`), for the suite's
-//!   `<profile>::server::matches_profile` and for `bench` / `classroom`;
-//! - [`runner`]: runs a workload through [`codendum::app`] and writes its report;
-//! - [`reuse`]: sharing a run between processes (cargo nextest).
+//!   [`quick`]: the quick workloads' sizes (shared with `calibrate`);
+//! - [`judge`]: figures against targets (plain functions; the targets
+//!   themselves are [`codendum_core::targets`]', shared with `codendum plan`);
+//! - [`suite`]: trials, and one shared run per workload; against a live
+//!   server also `<profile>::server::matches_profile`
+//!   ([`crate::server_match`]);
+//! - [`runner`]: runs a workload through [`crate::app`] and writes its report;
+//! - [`reuse`]: sharing a run between processes (cargo nextest, two checks).
 
 pub mod judge;
+pub mod quick;
 pub mod reuse;
 pub mod runner;
 pub mod settings;
@@ -46,7 +48,8 @@ pub fn cache_dir(target_tmpdir: &Path) -> PathBuf {
 }
 
 /// One libtest-mimic trial per suite trial, ignored ones flagged so (what
-/// `cargo test --test capacity` lists).
+/// `cargo test --test capacity` lists; `codendum check` runs the same
+/// [`Suite::trials`] itself).
 pub fn trials(suite: &Arc<Suite>) -> Vec<Trial> {
     suite
         .trials()

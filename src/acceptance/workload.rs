@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use codendum::bench::config::{OpenLoop, DEFAULT_CONCURRENCY};
-use codendum::bench::{BenchConfig, Load};
-use codendum::classroom::ClassroomConfig;
+use crate::bench::config::{OpenLoop, DEFAULT_CONCURRENCY};
+use crate::bench::{BenchConfig, Load};
+use crate::classroom::ClassroomConfig;
 use codendum_core::kinds::Shape;
 use codendum_core::targets::bench::ModeTargets;
 
@@ -15,7 +15,7 @@ pub enum Mode {
     /// Short workloads: the levels the quick targets name, a few dozen
     /// requests each; a class of [`QUICK_CLASS_USERS`] students.
     Quick,
-    /// The seed's workloads: levels 1, 8, 16, 24, 40 × short, long, and a
+    /// The lab's full workloads: levels 1, 8, 16, 24, 40 × short, long, and a
     /// 40-student, 15-minute class.
     Full,
 }
@@ -39,6 +39,14 @@ impl Mode {
     }
 }
 
+impl std::str::FromStr for Mode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        Mode::from_name(s).ok_or_else(|| format!("{s:?} is neither quick nor full"))
+    }
+}
+
 /// The two kinds of workload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum WorkloadKind {
@@ -58,7 +66,7 @@ impl WorkloadKind {
     }
 }
 
-pub use codendum::acceptance::{
+pub use super::quick::{
     QUICK_BENCH_LEVEL_CAP, QUICK_BENCH_REQUESTS, QUICK_CLASS_RAMP_UP, QUICK_CLASS_USERS,
     QUICK_CLASS_WINDOW,
 };
@@ -77,7 +85,7 @@ pub const TWIN_CLASSROOM_TIME_SCALE: f64 = 25.0;
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(1800);
 
 /// The benchmark of a mode: quick runs exactly the checked levels; full
-/// runs the seed's levels plus any other checked level.
+/// runs the lab's levels plus any other checked level.
 pub fn bench_config(mode: Mode, targets: &ModeTargets) -> BenchConfig {
     let mut config = BenchConfig::default();
     let mut levels: Vec<u32> = targets
@@ -108,7 +116,7 @@ pub fn bench_config(mode: Mode, targets: &ModeTargets) -> BenchConfig {
             rates,
             closed_first: !levels.is_empty(),
             open: OpenLoop {
-                arrival: codendum::bench::arrival::Arrival::Poisson,
+                arrival: crate::bench::arrival::Arrival::Poisson,
                 max_concurrency: None,
             },
         };
@@ -126,7 +134,7 @@ pub fn bench_config(mode: Mode, targets: &ModeTargets) -> BenchConfig {
 pub fn classroom_config(mode: Mode) -> ClassroomConfig {
     let c = ClassroomConfig::new(String::new(), None);
     match mode {
-        Mode::Quick => codendum::acceptance::quick_class(c),
+        Mode::Quick => super::quick::quick_class(c),
         Mode::Full => c,
     }
 }

@@ -8,10 +8,10 @@
 //! Against a live server the judged profile also gets
 //! `<profile>::server::matches_profile` ([`TrialKind::ServerMatch`]): the
 //! server's `/v1/models` and `/metrics`, read once, against the profile's
-//! `[server]` (see [`super::server_match`]).
+//! `[server]` (see [`crate::server_match`]).
 
-use codendum::events::Events;
-use std::collections::HashMap;
+use crate::events::Events;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -20,7 +20,7 @@ use super::reuse::RunCache;
 use super::runner::{run_workload, verdict_message, WorkloadResults, WorkloadSummary};
 use super::settings::Settings;
 use super::workload::WorkloadKind;
-use codendum::server_match::{check_target, ProfileCheck};
+use crate::server_match::{check_target, ProfileCheck};
 use codendum_core::profile::Profile;
 use codendum_core::targets::bench::{parse_targets, ModeTargets, ProfileTargets};
 
@@ -90,9 +90,13 @@ pub struct Suite {
     problems: Vec<(String, String)>,
     runs: Mutex<HashMap<(usize, WorkloadKind), RunCell>>,
     checks: Mutex<HashMap<usize, CheckCell>>,
+    /// The workloads the server refused (busy).
+    refused: Mutex<HashSet<(usize, WorkloadKind)>>,
     cache: RunCache,
     /// Where the suite says what it runs and reuses.
     events: Events,
+    /// Where each workload's run says what it does (silent by default).
+    workload_events: Events,
 }
 
 impl std::fmt::Debug for Suite {
@@ -117,8 +121,10 @@ impl Suite {
                 problems: vec![("capacity::settings".into(), e.to_string())],
                 runs: Mutex::new(HashMap::new()),
                 checks: Mutex::new(HashMap::new()),
+                refused: Mutex::default(),
                 cache: RunCache::new(cache_dir, 0),
                 events: Events::silent(),
+                workload_events: Events::silent(),
             },
         }
     }
@@ -127,6 +133,14 @@ impl Suite {
     /// (the test binary's reporter).
     pub fn with_events(mut self, events: Events) -> Suite {
         self.events = events;
+        self
+    }
+
+    /// The suite letting each workload's run tell its plan, progress and
+    /// tables through `events` (`codendum check`); under the test harness
+    /// the runs are silent and only the suite's own lines are told.
+    pub fn with_workload_events(mut self, events: Events) -> Suite {
+        self.workload_events = events;
         self
     }
 
@@ -145,7 +159,7 @@ impl Suite {
             problems.push((
                 "capacity::profile".to_string(),
                 format!(
-                    "CODENDUM_BASE_URL names a live server ({}) but CODENDUM_PROFILE does not say which profile it runs (one of: {})",
+                    "a live server is named ({}, CODENDUM_BASE_URL or --base-url) but not the profile it runs (CODENDUM_PROFILE or --profile: one of {})",
                     settings.server_label(),
                     specs.join(", ")
                 ),
@@ -184,8 +198,10 @@ impl Suite {
             problems,
             runs: Mutex::new(HashMap::new()),
             checks: Mutex::new(HashMap::new()),
+            refused: Mutex::default(),
             cache,
             events: Events::silent(),
+            workload_events: Events::silent(),
         }
     }
 
@@ -350,8 +366,46 @@ impl Suite {
         let settings = self.settings.as_ref().ok_or("no settings")?;
         let p = self.profiles.get(profile).ok_or("no such profile")?;
         let targets = self.mode_targets(profile).ok_or("no targets")?;
-        let results = run_workload(settings, (p, targets, kind), &self.cache, &self.events)?;
-        Ok(Arc::new(results))
+        match run_workload(
+            settings,
+            (p, targets, kind),
+            &self.cache,
+            &self.events,
+            &self.workload_events,
+        ) {
+            Ok(results) => Ok(Arc::new(results)),
+            Err(failure) => {
+                if failure.refused {
+                    self.refused
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert((profile, kind));
+                }
+                Err(failure.message)
+            }
+        }
+    }
+
+    /// Whether the trial failed because the server refused its workload
+    /// (busy): `codendum check` exits 3 when that is every failure.
+    pub fn was_refused(&self, trial: &TrialSpec) -> bool {
+        match &trial.kind {
+            TrialKind::Target {
+                profile, workload, ..
+            } => self
+                .refused
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains(&(*profile, *workload)),
+            TrialKind::ServerMatch { .. } | TrialKind::Broken(_) => false,
+        }
+    }
+
+    /// The problems that keep the suite from running as configured
+    /// (settings, a profile that does not load, targets that do not
+    /// parse): each is also a failing trial, named so.
+    pub fn problems(&self) -> &[(String, String)] {
+        &self.problems
     }
 }
 

@@ -1,15 +1,16 @@
 //! The suite's settings, from the environment and `.env` (the environment
-//! wins; `.env` never overrides it): the same variables, `.env` and
-//! "empty is unset" rule as the command line
-//! ([`codendum::settings::env`]), parsed into the same typed values.
+//! wins; `.env` never overrides it) or from `codendum check`'s flags: the
+//! same variables, `.env` and "empty is unset" rule as the command line
+//! ([`crate::settings::env`]), parsed into the same typed values
+//! ([`Given`]) and resolved in one place ([`Settings::resolve`]).
 
 use std::path::PathBuf;
 use std::str::FromStr;
 
 use super::workload::{Mode, REQUEST_TIMEOUT};
-use codendum::settings::env::{self, *};
-use codendum::settings::values::{CaFile, HttpUrls};
-use codendum::settings::ClientSettings;
+use crate::settings::env::{self, *};
+use crate::settings::values::{CaFile, HttpUrls, Names};
+use crate::settings::ClientSettings;
 use codendum_core::error::ConfigError;
 use codendum_core::profile::known_profiles;
 use codendum_core::target::{read_api_keys, BaseUrl, Provenance, Secret, Target};
@@ -68,67 +69,130 @@ impl Settings {
 
     /// Reads settings through `get` (a variable's value, if set).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Settings, ConfigError> {
-        let var = |name: &str| env::value(get(name));
-        let target = match var(BASE_URL) {
-            None => None,
-            Some(raw) => {
-                let mut t = Target::at(BaseUrl::parse_for(BASE_URL, &raw)?);
-                if let Some(ca) = parsed::<CaFile>(&var, CACERT)? {
-                    t.cacert = Some(ca.0);
-                }
-                if let Some(urls) = parsed::<HttpUrls>(&var, METRICS_URL)? {
-                    t.metrics_urls = urls.0;
-                }
-                Some(t)
+        Settings::resolve(Given::from_lookup(get)?)
+    }
+
+    /// The settings of what was given, with the defaults of what was not;
+    /// reads the API keys file.
+    pub fn resolve(given: Given) -> Result<Settings, ConfigError> {
+        let target = given.base_url.map(|base_url| {
+            let mut t = Target::at(base_url);
+            if let Some(ca) = given.cacert {
+                t.cacert = Some(ca.0);
             }
-        };
+            if let Some(urls) = given.metrics_url {
+                t.metrics_urls = urls.0;
+            }
+            t
+        });
         let client = ClientSettings {
-            api_key: var(API_KEY).map(Secret::new),
-            model: var(MODEL),
+            api_key: given.api_key.map(Secret::new),
+            model: given.model,
             request_timeout: REQUEST_TIMEOUT,
         };
-        let api_keys = match var(API_KEYS_FILE) {
-            Some(path) => read_api_keys(std::path::Path::new(&path))?,
+        let api_keys = match &given.api_keys_file {
+            Some(path) => read_api_keys(path)?,
             None => client.api_key.iter().cloned().collect(),
         };
-        let mode = match var(CAPACITY) {
-            None => Mode::Quick,
-            Some(m) => Mode::from_name(&m).ok_or_else(|| {
-                ConfigError::invalid(CAPACITY, format!("{m:?} is neither quick nor full"))
-            })?,
-        };
-        let profiles = match var(CAPACITY_PROFILES) {
-            Some(list) => codendum_core::flags::names(&list),
-            None => known_profiles().into_iter().map(String::from).collect(),
-        };
-        let live_profile = var(PROFILE);
-        let allow_busy = var(ALLOW_BUSY).is_some_and(|v| truthy(&v));
-        let reuse_window_s = match var(CAPACITY_REUSE_S) {
-            None => 0,
-            Some(v) => v.parse().map_err(|_| {
-                ConfigError::invalid(CAPACITY_REUSE_S, format!("{v:?} is not whole seconds"))
-            })?,
-        };
+        let profiles = given.profiles.map_or_else(
+            || known_profiles().into_iter().map(String::from).collect(),
+            |names| names.0,
+        );
         let provenance = Provenance {
-            profile: live_profile.clone(),
-            image_digest: var(IMAGE_DIGEST),
-            model_revision: var(MODEL_REVISION),
-            dgx_os_version: var(DGX_OS_VERSION),
-            driver_version: var(DRIVER_VERSION),
+            profile: given.profile.clone(),
+            ..given.provenance
         };
         Ok(Settings {
             target,
             client,
             api_keys,
             profiles,
-            live_profile,
-            mode,
-            allow_busy,
-            results_dir: var(RESULTS_DIR)
-                .map(PathBuf::from)
+            live_profile: given.profile,
+            mode: given.mode.unwrap_or(Mode::Quick),
+            allow_busy: given.allow_busy,
+            results_dir: given
+                .results_dir
                 .unwrap_or_else(|| PathBuf::from(codendum_core::results::DEFAULT_RESULTS_ROOT)),
             provenance,
+            reuse_window_s: given.reuse_window_s.unwrap_or(0),
+        })
+    }
+}
+
+/// The suite's settings as given, each value typed and nothing defaulted:
+/// read from the environment ([`Given::from_lookup`]) for the test harness,
+/// or from `codendum check`'s flags, which clap reads from the same
+/// variables. [`Settings::resolve`] turns either into [`Settings`].
+#[derive(Debug, Clone, Default)]
+pub struct Given {
+    /// The live server (`CODENDUM_BASE_URL`); `None`: the embedded twin.
+    pub base_url: Option<BaseUrl>,
+    /// The private CA (`CODENDUM_CACERT`).
+    pub cacert: Option<CaFile>,
+    /// `/metrics` URLs (`CODENDUM_METRICS_URL`).
+    pub metrics_url: Option<HttpUrls>,
+    /// The API key (`CODENDUM_API_KEY`).
+    pub api_key: Option<String>,
+    /// One key per student (`CODENDUM_API_KEYS_FILE`).
+    pub api_keys_file: Option<PathBuf>,
+    /// The model to request (`CODENDUM_MODEL`).
+    pub model: Option<String>,
+    /// The profile the live server runs (`CODENDUM_PROFILE`).
+    pub profile: Option<String>,
+    /// The profiles whose trials are listed (`CODENDUM_CAPACITY_PROFILES`).
+    pub profiles: Option<Names>,
+    /// Quick or full (`CODENDUM_CAPACITY`).
+    pub mode: Option<Mode>,
+    /// Start on a busy server (`CODENDUM_ALLOW_BUSY`).
+    pub allow_busy: bool,
+    /// The results root (`CODENDUM_RESULTS_DIR`).
+    pub results_dir: Option<PathBuf>,
+    /// The reuse window, seconds (`CODENDUM_CAPACITY_REUSE_S`).
+    pub reuse_window_s: Option<u64>,
+    /// Image digest, model revision, DGX OS and driver versions
+    /// (`CODENDUM_IMAGE_DIGEST`, …); its `profile` is [`Given::profile`]'s.
+    pub provenance: Provenance,
+}
+
+impl Given {
+    /// The variables read through `get` (a variable's value, if set), each
+    /// parsed by its flag's own type; an error names the variable.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Given, ConfigError> {
+        let var = |name: &str| env::value(get(name));
+        let reuse_window_s = match var(CAPACITY_REUSE_S) {
+            None => None,
+            Some(v) => Some(v.parse().map_err(|_| {
+                ConfigError::invalid(CAPACITY_REUSE_S, format!("{v:?} is not whole seconds"))
+            })?),
+        };
+        let allow_busy = match var(ALLOW_BUSY) {
+            None => false,
+            Some(v) => {
+                env::switch(&v).map_err(|reason| ConfigError::invalid(ALLOW_BUSY, reason))?
+            }
+        };
+        Ok(Given {
+            base_url: var(BASE_URL)
+                .map(|raw| BaseUrl::parse_for(BASE_URL, &raw))
+                .transpose()?,
+            cacert: parsed(&var, CACERT)?,
+            metrics_url: parsed(&var, METRICS_URL)?,
+            api_key: var(API_KEY),
+            api_keys_file: var(API_KEYS_FILE).map(PathBuf::from),
+            model: var(MODEL),
+            profile: var(PROFILE),
+            profiles: parsed(&var, CAPACITY_PROFILES)?,
+            mode: parsed(&var, CAPACITY)?,
+            allow_busy,
+            results_dir: var(RESULTS_DIR).map(PathBuf::from),
             reuse_window_s,
+            provenance: Provenance {
+                profile: None,
+                image_digest: var(IMAGE_DIGEST),
+                model_revision: var(MODEL_REVISION),
+                dgx_os_version: var(DGX_OS_VERSION),
+                driver_version: var(DRIVER_VERSION),
+            },
         })
     }
 }
@@ -142,10 +206,6 @@ fn parsed<T: FromStr<Err = String>>(
     var(name)
         .map(|raw| T::from_str(&raw).map_err(|reason| ConfigError::invalid(name, reason)))
         .transpose()
-}
-
-fn truthy(v: &str) -> bool {
-    matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "on")
 }
 
 #[cfg(test)]
