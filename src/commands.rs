@@ -44,10 +44,7 @@ pub async fn run(cli: Cli) -> Result<(), Error> {
         Command::Replay(args) => replay(args, events).await,
         Command::ExportTrace(args) => export_trace(args, &events),
         Command::Check(args) => check(args, events).await,
-        Command::CliReference => {
-            print!("{}", crate::cli_reference::page());
-            Ok(())
-        }
+        Command::CliReference => print_stdout(&crate::cli_reference::page()),
     }
 }
 
@@ -728,13 +725,12 @@ async fn check(args: CheckArgs, events: Events) -> Result<(), Error> {
         .with_workload_events(events.clone());
     if args.list {
         check::check_configuration(&suite)?;
+        let mut text = String::new();
         for trial in check::list(&suite, &selection) {
-            match trial.ignored {
-                false => println!("{}", trial.name),
-                true => println!("{} (ignored)", trial.name),
-            }
+            text.push_str(&trial.name);
+            text.push_str(if trial.ignored { " (ignored)\n" } else { "\n" });
         }
-        return Ok(());
+        return print_stdout(&text);
     }
     let told = events.clone();
     let outcome = tokio::task::spawn_blocking(move || {
@@ -743,4 +739,19 @@ async fn check(args: CheckArgs, events: Events) -> Result<(), Error> {
     .await
     .map_err(|e| Error::Failed(format!("the suite's thread ended: {e}")))??;
     outcome.conclude(&events)
+}
+
+/// Writes a listing to stdout. A reader that stops early (`| head`) closes
+/// the pipe; the listing then ends quietly, as other Unix tools' do, instead
+/// of panicking in `println!`.
+fn print_stdout(text: &str) -> Result<(), Error> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::Io {
+            context: "cannot write to stdout".into(),
+            source: e,
+        }),
+        _ => Ok(()),
+    }
 }

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use crate::capacity_checks::{busy_server, write_profile};
 use crate::cli_support::{codendum, run, Finished};
@@ -99,6 +99,22 @@ fn the_listing_is_the_harness_s_trials_from_flags_or_variables_and_sends_nothing
             .all(|n| n.contains("::classroom::") || n.ends_with("c24::errors")),
         "{names:?}"
     );
+}
+
+/// `codendum check --list | head -1`: the reader closes the pipe before the
+/// listing is written (here at once, before the binary has read its
+/// profiles); the listing ends quietly with exit 0, no panic.
+#[test]
+fn a_listing_whose_reader_stops_early_ends_quietly() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut cmd = check(dir.path(), &["--list"]);
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn codendum check");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("wait for codendum check");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
 #[test]
