@@ -44,6 +44,8 @@ pub enum Command {
     Replay(ReplayArgs),
     /// Write a capture or a classroom run as a Mooncake-style or AIPerf trace (no text, no key).
     ExportTrace(ExportTraceArgs),
+    /// Learn a class file (the distributions a simulated class draws from) from recorded sessions.
+    LearnClass(LearnClassArgs),
 }
 
 /// `codendum replay`.
@@ -102,6 +104,26 @@ pub struct ExportTraceArgs {
     #[arg(long, short = 'o', value_name = "FILE")]
     pub out: PathBuf,
     /// Tokens per block of the hash_ids written (the server's KV block size).
+    #[arg(long, default_value_t = codendum_core::trace::DEFAULT_BLOCK_SIZE, value_name = "TOKENS")]
+    pub block_size: u32,
+}
+
+/// `codendum learn-class`.
+#[derive(Debug, Args)]
+pub struct LearnClassArgs {
+    /// Recorded sessions: capture folders, classroom or replay results folders, trace files.
+    #[arg(required = true, value_name = "SOURCE")]
+    pub sources: Vec<PathBuf>,
+    /// The class file to write (docs/class-file.md).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub out: PathBuf,
+    /// The class's name [default: the file's stem].
+    #[arg(long)]
+    pub name: Option<String>,
+    /// What the sources cannot tell is kept from this class (a name or a class file).
+    #[arg(long, default_value = "lab", value_name = "NAME|FILE")]
+    pub defaults: String,
+    /// Tokens per block of a trace file's hash_ids.
     #[arg(long, default_value_t = codendum_core::trace::DEFAULT_BLOCK_SIZE, value_name = "TOKENS")]
     pub block_size: u32,
 }
@@ -352,15 +374,22 @@ pub struct ClassroomArgs {
     /// Students start within this many seconds.
     #[arg(long, default_value_t = 120.0, value_name = "SECONDS")]
     pub ramp_up: f64,
-    /// Follow-up requests after the lab exercise, per student (0 to 3).
-    #[arg(long, default_value_t = 3)]
-    pub follow_ups: u32,
-    /// Shortest pause between a student's requests, seconds.
-    #[arg(long, default_value_t = 20.0, value_name = "SECONDS")]
-    pub pause_min: f64,
-    /// Longest pause between a student's requests, seconds.
-    #[arg(long, default_value_t = 90.0, value_name = "SECONDS")]
-    pub pause_max: f64,
+    /// What the students and their agent draw from: a class name (lab) or a class file
+    /// (docs/class-file.md) [default: lab].
+    #[arg(long, value_name = "NAME|FILE")]
+    pub class: Option<String>,
+    /// Follow-up requests after the lab exercise, per student, instead of the class's
+    /// [default: from the class: 3].
+    #[arg(long, value_name = "N")]
+    pub follow_ups: Option<u32>,
+    /// Shortest pause between a student's requests, seconds (uniform up to --pause-max),
+    /// instead of the class's [default: from the class: 20].
+    #[arg(long, value_name = "SECONDS")]
+    pub pause_min: Option<f64>,
+    /// Longest pause between a student's requests, seconds, instead of the class's
+    /// [default: from the class: 90].
+    #[arg(long, value_name = "SECONDS")]
+    pub pause_max: Option<f64>,
     /// One API key per student (CSV or one key a line); keys are never printed.
     #[arg(long, env = "CODENDUM_API_KEYS_FILE", value_name = "FILE")]
     pub api_keys_file: Option<PathBuf>,
@@ -529,6 +558,10 @@ pub struct PlanArgs {
     #[arg(long, value_name = "N,N,...")]
     pub max_num_seqs: Option<String>,
     /// Project and tools the students work with.
+    /// What the students and the twin's persona draw from: a class name (lab) or a class
+    /// file (docs/class-file.md) [default: lab].
+    #[arg(long, value_name = "NAME|FILE")]
+    pub class: Option<String>,
     #[arg(long, value_enum, default_value = "java")]
     pub scenario: ScenarioArg,
     /// Window for new coding requests, seconds.

@@ -11,8 +11,8 @@ use codendum_core::target::{Provenance, Target};
 
 use crate::cli::{
     BenchArgs, CaptureArgs, ClassroomArgs, Cli, Command, CompareArgs, EndpointArg, ExportTraceArgs,
-    MetricsArgs, PlanArgs, ProvenanceArgs, ReplayArgs, ReportArgs, ScenarioArg, ServeArgs,
-    TargetArgs, TraceFormatArg,
+    LearnClassArgs, MetricsArgs, PlanArgs, ProvenanceArgs, ReplayArgs, ReportArgs, ScenarioArg,
+    ServeArgs, TargetArgs, TraceFormatArg,
 };
 
 /// Runs one command.
@@ -29,6 +29,7 @@ pub async fn run(cli: Cli) -> Result<(), Error> {
         Command::Capture(args) => capture(args).await,
         Command::Replay(args) => replay(args).await,
         Command::ExportTrace(args) => export_trace(args),
+        Command::LearnClass(args) => learn_class(args),
     }
 }
 
@@ -332,9 +333,21 @@ async fn classroom(args: ClassroomArgs) -> Result<(), Error> {
     };
     config.duration = positive_seconds("--duration", args.duration)?;
     config.ramp_up = seconds_or_zero("--ramp-up", args.ramp_up)?;
-    config.pause_min = seconds_or_zero("--pause-min", args.pause_min)?;
-    config.pause_max = seconds_or_zero("--pause-max", args.pause_max)?;
-    config.follow_ups = args.follow_ups as usize;
+    if let Some(class) = &args.class {
+        config.class = std::sync::Arc::new(codendum_core::class::Class::load(class)?);
+    }
+    if args.pause_min.is_some() || args.pause_max.is_some() {
+        let person = &config.class.person.pause_s;
+        let min = args.pause_min.unwrap_or(person.min());
+        let max = args.pause_max.unwrap_or(person.max());
+        config.set_pauses(
+            seconds_or_zero("--pause-min", min)?,
+            seconds_or_zero("--pause-max", max)?,
+        )?;
+    }
+    if let Some(n) = args.follow_ups {
+        config.set_follow_ups(n as usize);
+    }
     config.output_limit = u64::from(args.output_limit);
     config.seed = args.run.seed;
     if let Some(path) = &args.api_keys_file {
@@ -361,13 +374,14 @@ async fn classroom(args: ClassroomArgs) -> Result<(), Error> {
             .into());
         }
     }
-    let connect = connect_options(
+    let mut connect = connect_options(
         &args.provenance,
         &args.twin,
         &args.target,
         args.run.seed,
         CLASSROOM_TIME_SCALE,
     )?;
+    connect.agent = Some(std::sync::Arc::new(config.class.agent.clone()));
     let run = codendum::app::classroom::ClassroomRun {
         config,
         target,
@@ -394,6 +408,19 @@ async fn classroom(args: ClassroomArgs) -> Result<(), Error> {
     };
     let result = codendum::app::classroom::run(run).await?;
     codendum::app::classroom::check_result(&result)
+}
+
+fn learn_class(args: LearnClassArgs) -> Result<(), Error> {
+    let config = codendum::class::LearnConfig {
+        sources: args.sources,
+        out: args.out,
+        name: args.name,
+        block_size: block_size(args.block_size)?,
+        defaults: std::sync::Arc::new(codendum_core::class::Class::load(&args.defaults)?),
+    };
+    let learned = codendum::class::learn_class(&config)?;
+    print!("{}", codendum::class::render(&learned.report, &config.out));
+    Ok(())
 }
 
 fn report(args: ReportArgs) -> Result<(), Error> {
@@ -491,6 +518,9 @@ async fn plan(args: PlanArgs) -> Result<(), Error> {
     };
     config.duration = positive_seconds("--duration", args.duration)?;
     config.seed = args.seed;
+    if let Some(class) = &args.class {
+        config.class = std::sync::Arc::new(codendum_core::class::Class::load(class)?);
+    }
     if let Some(j) = args.jobs {
         config.jobs = j;
     }

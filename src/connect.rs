@@ -48,6 +48,10 @@ pub struct ConnectOptions {
     /// `--prometheus-url`: read the server figures through this Prometheus
     /// instead of scraping `/metrics` (a live fleet only).
     pub prometheus: Option<crate::scrape::PrometheusOptions>,
+    /// The agent spread the embedded twin's persona draws its calls and
+    /// output sizes from (`--class`); `None`: the `lab` class's. Ignored
+    /// by a live server, whose model decides for itself.
+    pub agent: Option<std::sync::Arc<codendum_core::class::AgentSpread>>,
 }
 
 impl ConnectOptions {
@@ -62,6 +66,7 @@ impl ConnectOptions {
             replicas: None,
             router: None,
             prometheus: None,
+            agent: None,
         }
     }
 }
@@ -165,7 +170,10 @@ impl Connection {
         let clock = Clock::scaled(opts.time_scale);
         let mut twin_opts = TwinOptions::new(profile.clone());
         twin_opts.clock = clock.clone();
-        twin_opts.responder = Arc::new(AgentPersona::new(opts.seed));
+        twin_opts.responder = Arc::new(match &opts.agent {
+            Some(spread) => AgentPersona::with_spread(opts.seed, Arc::clone(spread)),
+            None => AgentPersona::new(opts.seed),
+        });
         twin_opts.seed = opts.seed;
         if !opts.student_keys.is_empty() {
             twin_opts.proxy = Some(ProxyConfig {

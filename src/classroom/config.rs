@@ -6,6 +6,7 @@ use std::time::Duration;
 use super::client_times::ClientTimes;
 use super::prompt::PromptSet;
 use super::scenario::Scenario;
+use codendum_core::class::{Class, Distribution};
 use codendum_core::error::{Check, ConfigError};
 use codendum_core::target::Secret;
 
@@ -32,13 +33,12 @@ pub struct ClassroomConfig {
     pub duration: Duration,
     /// Students start uniformly (seeded) within this time (default 120 s).
     pub ramp_up: Duration,
-    /// Shortest pause between a student's coding requests (default 20 s).
-    pub pause_min: Duration,
-    /// Longest pause between a student's coding requests (default 90 s).
-    pub pause_max: Duration,
-    /// Follow-up requests after the exercise, 0–3 (default 3): up to
-    /// `1 + follow_ups` coding requests per student.
-    pub follow_ups: usize,
+    /// What the students and their agent draw from (`--class`; default the
+    /// `lab` class): the pause between a student's coding requests, the
+    /// follow-ups per student, how long a student works, the tool times
+    /// and the share of sessions whose first test run fails. Against the
+    /// embedded twin its agent spread drives the persona too.
+    pub class: Arc<Class>,
     /// The client's context limit, tokens: the server's `max_model_len`,
     /// passed in by the caller. `None` never compacts (as OpenCode).
     pub context_limit: Option<u64>,
@@ -56,9 +56,11 @@ pub struct ClassroomConfig {
     /// Client time per tool call: built in, or measured by `codendum
     /// capture` (`--client-times`).
     pub client_times: Arc<ClientTimes>,
-    /// Most model steps of one agent loop before it is cut off (default 60).
+    /// Most model steps of one agent loop before it is cut off (default
+    /// 200: a guard against a model that never stops, above what a class
+    /// draws; OpenCode sets none).
     pub step_cap: usize,
-    /// Most steps of one subagent loop (default 30).
+    /// Most steps of one subagent loop (default 100).
     pub subagent_step_cap: usize,
     /// After `duration`, coding requests still running this much longer are
     /// cut off; `None` (default) lets them finish.
@@ -74,17 +76,15 @@ impl ClassroomConfig {
             scenario: Scenario::Java,
             duration: Duration::from_secs(900),
             ramp_up: Duration::from_secs(120),
-            pause_min: Duration::from_secs(20),
-            pause_max: Duration::from_secs(90),
-            follow_ups: 3,
+            class: Class::lab(),
             context_limit,
             output_limit: DEFAULT_OUTPUT_LIMIT,
             api_keys: Vec::new(),
             seed: 42,
             prompt: PromptSet::built_in(),
             client_times: Arc::default(),
-            step_cap: 60,
-            subagent_step_cap: 30,
+            step_cap: 200,
+            subagent_step_cap: 100,
             drain_limit: None,
         }
     }
@@ -111,19 +111,6 @@ impl Check for ClassroomConfig {
                 "must not be longer than --duration",
             ));
         }
-        if self.pause_min > self.pause_max {
-            return Err(ConfigError::invalid(
-                "--pause",
-                "the shortest pause is longer than the longest",
-            ));
-        }
-        let most = self.scenario.follow_ups().len();
-        if self.follow_ups > most {
-            return Err(ConfigError::invalid(
-                "--follow-ups",
-                format!("must be between 0 and {most}"),
-            ));
-        }
         if self.output_limit == 0 {
             return Err(ConfigError::invalid(
                 "--output-limit",
@@ -147,6 +134,36 @@ impl Check for ClassroomConfig {
 }
 
 impl ClassroomConfig {
+    /// Every student waits between `min` and `max` (uniformly) before a
+    /// next coding request, whatever the class says (`--pause-min`,
+    /// `--pause-max`). Errors name the flag when `min` is above `max`.
+    pub fn set_pauses(&mut self, min: Duration, max: Duration) -> Result<(), ConfigError> {
+        if min > max {
+            return Err(ConfigError::invalid(
+                "--pause-min",
+                format!(
+                    "{} s is longer than --pause-max {} s",
+                    min.as_secs_f64(),
+                    max.as_secs_f64()
+                ),
+            ));
+        }
+        Arc::make_mut(&mut self.class).person.pause_s = Distribution::uniform(
+            "--pause-min/--pause-max",
+            min.as_secs_f64(),
+            max.as_secs_f64(),
+        );
+        Ok(())
+    }
+
+    /// Every student sends the exercise and `n` follow-ups (the window
+    /// permitting), whatever the class says (`--follow-ups`); past the
+    /// scenario's follow-ups they are asked again in turn.
+    pub fn set_follow_ups(&mut self, n: usize) {
+        Arc::make_mut(&mut self.class).person.follow_ups =
+            Distribution::value("--follow-ups", n as f64);
+    }
+
     /// The key of student `user` (round-robin over the keys), if any.
     pub fn key_for_user(&self, user: usize) -> Option<&Secret> {
         if self.api_keys.is_empty() {
@@ -182,12 +199,10 @@ mod tests {
         bad.ramp_up = Duration::from_secs(1000);
         assert!(bad.check().unwrap_err().to_string().contains("--ramp-up"));
         let mut bad = c.clone();
-        bad.follow_ups = 4;
-        assert!(bad
-            .check()
-            .unwrap_err()
-            .to_string()
-            .contains("--follow-ups"));
+        let e = bad
+            .set_pauses(Duration::from_secs(30), Duration::from_secs(20))
+            .unwrap_err();
+        assert!(e.to_string().contains("--pause-min"), "{e}");
         let mut bad = c.clone();
         bad.context_limit = Some(8_000);
         assert!(bad

@@ -28,6 +28,7 @@ mod capture_roundtrip;
 mod capture_sessions;
 mod capture_tls;
 mod capture_whole_class;
+mod class_file;
 mod classroom_agent;
 mod classroom_class;
 mod classroom_compaction;

@@ -46,7 +46,7 @@ async fn fifty_sessions_over_http_match_the_seed_calibration() {
 
     let mut config = ClassroomConfig::new("qwen3-coder", Some(65_536));
     config.users = 50;
-    config.follow_ups = 0;
+    config.set_follow_ups(0);
     config.duration = Duration::from_secs(60);
     config.ramp_up = Duration::from_secs(30);
     config.seed = 5;

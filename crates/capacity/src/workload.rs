@@ -141,9 +141,9 @@ pub fn classroom_config(mode: Mode) -> ClassroomConfig {
         c.users = QUICK_CLASS_USERS;
         c.duration = QUICK_CLASS_WINDOW;
         c.ramp_up = QUICK_CLASS_RAMP_UP;
-        c.pause_min = Duration::from_secs(5);
-        c.pause_max = Duration::from_secs(20);
-        c.follow_ups = 1;
+        // Two constants in order: cannot fail.
+        let _ = c.set_pauses(Duration::from_secs(5), Duration::from_secs(20));
+        c.set_follow_ups(1);
     }
     c
 }
@@ -206,7 +206,10 @@ mod tests {
         assert_eq!(Mode::from_name(" FULL "), Some(Mode::Full));
         assert_eq!(Mode::from_name("slow"), None);
         let q = classroom_config(Mode::Quick);
-        assert_eq!((q.users, q.follow_ups), (QUICK_CLASS_USERS, 1));
+        assert_eq!(
+            (q.users, q.class.person.follow_ups.max()),
+            (QUICK_CLASS_USERS, 1.0)
+        );
         let f = classroom_config(Mode::Full);
         assert_eq!((f.users, f.duration.as_secs()), (40, 900));
     }

@@ -2,6 +2,7 @@
 //! (the twin, the reports, the drivers, the capacity suite) speaks, and
 //! depends on nothing of ours.
 //!
+//! - [`class`]: class files, the distributions a simulated class draws from;
 //! - [`clock`]: the one clock everything that waits or measures time asks;
 //! - [`error`]: typed errors with a stable kind and exit code;
 //! - [`flags`]: flag values as typed values (the one list parser);
@@ -18,6 +19,7 @@
 //! - [`results`]: results folders, records, the tables of figures and the
 //!   summaries computed from the records.
 
+pub mod class;
 pub mod clock;
 pub mod error;
 pub mod flags;
