@@ -1,9 +1,74 @@
-//! Command-line definitions (clap). Only this file and `main.rs` know clap;
-//! everything here is turned into the library's validated, typed configs.
+//! Command-line definitions (clap). Only this file and `main.rs` know clap.
+//! Every value is typed while it is parsed ([`typed`] runs the value's own
+//! `FromStr` from [`codendum::settings::values`]), the environment names
+//! come from the one registry ([`codendum::settings::env`]), and
+//! `commands.rs` resolves the result into settings once.
 
+use std::ffi::OsStr;
+use std::marker::PhantomData;
 use std::path::PathBuf;
+use std::str::FromStr;
 
+use clap::builder::TypedValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use codendum::classroom::config as class_defaults;
+use codendum::settings::env;
+use codendum::settings::values::{
+    AtLeastOne, CaFile, Count, Fraction, HttpUrl, HttpUrls, Levels, Names, OneShape, Positive,
+    Rates, Router, Routers, Seconds, SecondsOrZero, Selector, Shapes, SloValue, Speed, TimeScale,
+    WholeNumbers,
+};
+use codendum::settings::DEFAULT_SEED;
+use codendum_core::profile::fleet::MAX_REPLICAS;
+use codendum_core::target::BaseUrl;
+
+/// clap's parser for a typed value: the type's own `FromStr`, its error on
+/// one line naming the flag (`invalid --concurrency: 0 is outside
+/// 1..=4096`) and never repeating the text given (it may hold a key).
+#[derive(Clone)]
+pub struct Typed<T>(PhantomData<fn() -> T>);
+
+/// The [`Typed`] parser of `T`.
+pub fn typed<T>() -> Typed<T> {
+    Typed(PhantomData)
+}
+
+impl<T> TypedValueParser for Typed<T>
+where
+    T: FromStr<Err = String> + Clone + Send + Sync + 'static,
+{
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &OsStr,
+    ) -> Result<T, clap::Error> {
+        let name = arg
+            .map(|a| match a.get_long() {
+                Some(long) => format!("--{long}"),
+                None => a.get_id().to_string(),
+            })
+            .unwrap_or_default();
+        let invalid = |reason: String| {
+            let mut e = clap::Error::raw(
+                clap::error::ErrorKind::ValueValidation,
+                format!("invalid {name}: {reason}\n"),
+            );
+            e = e.with_cmd(cmd);
+            e
+        };
+        let text = value
+            .to_str()
+            .ok_or_else(|| invalid("is not UTF-8".into()))?;
+        T::from_str(text).map_err(invalid)
+    }
+}
+
+/// Most replicas of the embedded twin.
+type Replicas = Count<1, { MAX_REPLICAS as u64 }>;
 
 /// codendum: can this vLLM server carry a class?
 #[derive(Debug, Parser)]
@@ -57,14 +122,14 @@ pub struct ReplayArgs {
     #[arg(value_name = "CAPTURE_DIR|TRACE_FILE")]
     pub source: PathBuf,
     /// Compress the recorded timeline: 2 sends twice as fast.
-    #[arg(long, default_value_t = 1.0, value_name = "X")]
-    pub speed: f64,
+    #[arg(long, default_value = "1", value_name = "X", value_parser = typed::<Speed>())]
+    pub speed: Speed,
     /// Replay this many root sessions: the first N, or all repeated until N.
-    #[arg(long, value_name = "N")]
-    pub sessions: Option<usize>,
+    #[arg(long, value_name = "N", value_parser = typed::<AtLeastOne>())]
+    pub sessions: Option<AtLeastOne>,
     /// Tokens per block of the trace's hash_ids (Mooncake's public traces: 512).
-    #[arg(long, default_value_t = codendum_core::trace::DEFAULT_BLOCK_SIZE, value_name = "TOKENS")]
-    pub block_size: u32,
+    #[arg(long, default_value_t = Count(u64::from(codendum_core::trace::DEFAULT_BLOCK_SIZE)), value_name = "TOKENS", value_parser = typed::<BlockSize>())]
+    pub block_size: BlockSize,
     /// OpenAI endpoint.
     #[arg(long, value_enum, default_value = "chat")]
     pub endpoint: EndpointArg,
@@ -104,8 +169,8 @@ pub struct ExportTraceArgs {
     #[arg(long, short = 'o', value_name = "FILE")]
     pub out: PathBuf,
     /// Tokens per block of the hash_ids written (the server's KV block size).
-    #[arg(long, default_value_t = codendum_core::trace::DEFAULT_BLOCK_SIZE, value_name = "TOKENS")]
-    pub block_size: u32,
+    #[arg(long, default_value_t = Count(u64::from(codendum_core::trace::DEFAULT_BLOCK_SIZE)), value_name = "TOKENS", value_parser = typed::<BlockSize>())]
+    pub block_size: BlockSize,
 }
 
 /// `codendum learn-class`.
@@ -124,8 +189,8 @@ pub struct LearnClassArgs {
     #[arg(long, default_value = "lab", value_name = "NAME|FILE")]
     pub defaults: String,
     /// Tokens per block of a trace file's hash_ids.
-    #[arg(long, default_value_t = codendum_core::trace::DEFAULT_BLOCK_SIZE, value_name = "TOKENS")]
-    pub block_size: u32,
+    #[arg(long, default_value_t = Count(u64::from(codendum_core::trace::DEFAULT_BLOCK_SIZE)), value_name = "TOKENS", value_parser = typed::<BlockSize>())]
+    pub block_size: BlockSize,
 }
 
 /// Where the server is. Flags win over the environment, the environment over `.env`.
@@ -133,42 +198,37 @@ pub struct LearnClassArgs {
 pub struct TargetArgs {
     /// OpenAI base URL ending in /v1 (e.g. https://llm.lab.example:8443/v1).
     /// Empty: the embedded twin.
-    #[arg(long, env = "CODENDUM_BASE_URL", value_name = "URL")]
-    pub base_url: Option<String>,
+    #[arg(long, env = env::BASE_URL, value_name = "URL", value_parser = typed::<BaseUrl>())]
+    pub base_url: Option<BaseUrl>,
     /// API key sent as a bearer token (never printed or written).
-    #[arg(
-        long,
-        env = "CODENDUM_API_KEY",
-        value_name = "KEY",
-        hide_env_values = true
-    )]
+    #[arg(long, env = env::API_KEY, value_name = "KEY", hide_env_values = true)]
     pub api_key: Option<String>,
     /// PEM bundle of the private CA; replaces the system roots, as curl's --cacert.
-    #[arg(long, env = "CODENDUM_CACERT", value_name = "FILE")]
-    pub cacert: Option<PathBuf>,
+    #[arg(long, env = env::CACERT, value_name = "FILE", value_parser = typed::<CaFile>())]
+    pub cacert: Option<CaFile>,
     /// vLLM /metrics URL(s), comma-separated for replicas [default: <base origin>/metrics].
-    #[arg(long, env = "CODENDUM_METRICS_URL", value_name = "URL[,URL...]")]
-    pub metrics_url: Option<String>,
+    #[arg(long, env = env::METRICS_URL, value_name = "URL[,URL...]", value_parser = typed::<HttpUrls>())]
+    pub metrics_url: Option<HttpUrls>,
     /// Read the server figures through this Prometheus (its HTTP API, a range
     /// query over the run, step 1 s) instead of scraping /metrics; the
     /// replicas are the host:port of each --metrics-url.
-    #[arg(long, env = "CODENDUM_PROMETHEUS_URL", value_name = "URL")]
-    pub prometheus_url: Option<String>,
+    #[arg(long, env = env::PROMETHEUS_URL, value_name = "URL", value_parser = typed::<HttpUrl>())]
+    pub prometheus_url: Option<HttpUrl>,
     /// With --prometheus-url: a PromQL label filter picking the replicas
     /// (e.g. job="vllm") instead of the --metrics-url instances.
-    #[arg(long, value_name = "FILTER", requires = "prometheus_url")]
-    pub prometheus_selector: Option<String>,
+    #[arg(long, value_name = "FILTER", requires = "prometheus_url", value_parser = typed::<Selector>())]
+    pub prometheus_selector: Option<Selector>,
     /// The router's own Prometheus page (the vLLM Router's
     /// --prometheus-port, e.g. http://router:29000/metrics): its requests
     /// per worker, retries and errors, read at the start and the end.
-    #[arg(long, env = "CODENDUM_ROUTER_METRICS_URL", value_name = "URL")]
-    pub router_metrics_url: Option<String>,
+    #[arg(long, env = env::ROUTER_METRICS_URL, value_name = "URL", value_parser = typed::<HttpUrl>())]
+    pub router_metrics_url: Option<HttpUrl>,
     /// Model to request [default: the first id of /v1/models].
-    #[arg(long, env = "CODENDUM_MODEL")]
+    #[arg(long, env = env::MODEL)]
     pub model: Option<String>,
     /// Per-request time limit, seconds.
-    #[arg(long, default_value_t = 900.0, value_name = "SECONDS")]
-    pub timeout: f64,
+    #[arg(long, default_value = "900", value_name = "SECONDS", value_parser = typed::<Seconds>())]
+    pub timeout: Seconds,
 }
 
 /// Provenance recorded in results (and the profile of the embedded twin).
@@ -178,38 +238,31 @@ pub struct ProvenanceArgs {
     /// path), or the live server's profile recorded as provenance.
     /// Default for the twin: classroom-64k; for a live server none is recorded
     /// unless given.
-    #[arg(long, env = "CODENDUM_PROFILE")]
+    #[arg(long, env = env::PROFILE)]
     pub profile: Option<String>,
     /// vLLM image digest (provenance).
-    #[arg(long, env = "CODENDUM_IMAGE_DIGEST")]
+    #[arg(long, env = env::IMAGE_DIGEST)]
     pub image_digest: Option<String>,
     /// Model revision (provenance).
-    #[arg(long, env = "CODENDUM_MODEL_REVISION")]
+    #[arg(long, env = env::MODEL_REVISION)]
     pub model_revision: Option<String>,
     /// DGX OS version (provenance).
-    #[arg(long, env = "CODENDUM_DGX_OS_VERSION")]
+    #[arg(long, env = env::DGX_OS_VERSION)]
     pub dgx_os_version: Option<String>,
     /// NVIDIA driver version (provenance).
-    #[arg(long, env = "CODENDUM_DRIVER_VERSION")]
+    #[arg(long, env = env::DRIVER_VERSION)]
     pub driver_version: Option<String>,
-}
-
-impl ProvenanceArgs {
-    /// The profile the embedded twin runs: the one given, else
-    /// `classroom-64k`.
-    pub fn twin_profile(&self) -> &str {
-        self.profile
-            .as_deref()
-            .map(str::trim)
-            .filter(|p| !p.is_empty())
-            .unwrap_or("classroom-64k")
-    }
 }
 
 /// How a bench or classroom run starts and where it writes.
 #[derive(Debug, Args, Clone)]
 pub struct RunArgs {
-    /// Start even if the server has requests running or waiting.
+    /// Start even if /metrics shows requests running or waiting. When
+    /// /metrics cannot be read (usual from a workstation behind the lab's
+    /// proxy) the run goes on anyway, unchecked and without server figures,
+    /// saying how to get them (--metrics-url http://<gpu-host>:8000/metrics,
+    /// or a host recording passed with --server-timeline); this flag then
+    /// shortens that warning.
     #[arg(long)]
     pub allow_busy: bool,
     /// Do not ask for confirmation.
@@ -217,10 +270,10 @@ pub struct RunArgs {
     pub yes: bool,
     /// Seed of every random choice (bench: prompt text, which stays cache-cold
     /// through unique tags; classroom: the students). The same seed repeats a run.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = DEFAULT_SEED)]
     pub seed: u64,
     /// Folder under which the run's folder is created.
-    #[arg(long, default_value = "bench-results", value_name = "DIR")]
+    #[arg(long, default_value = codendum_core::results::DEFAULT_RESULTS_ROOT, value_name = "DIR")]
     pub results_dir: PathBuf,
     /// Do not write report.md / report.html at the end.
     #[arg(long)]
@@ -229,8 +282,8 @@ pub struct RunArgs {
     /// exits 1 although it completed; a run that failed (the server stopped
     /// answering, a level with no success, no coding request completed)
     /// exits 1 whatever this says.
-    #[arg(long, default_value_t = codendum_core::results::verdict::DEFAULT_MAX_ERROR_RATE, value_name = "FRACTION")]
-    pub max_error_rate: f64,
+    #[arg(long, default_value_t = Fraction(codendum_core::results::verdict::DEFAULT_MAX_ERROR_RATE), value_name = "FRACTION", value_parser = typed::<Fraction>())]
+    pub max_error_rate: Fraction,
 }
 
 /// Options for runs against the embedded twin.
@@ -238,8 +291,8 @@ pub struct RunArgs {
 pub struct TwinArgs {
     /// Embedded twin only: run this many times faster than real time. Figures are
     /// reported in simulated (real-run) seconds. [default: 4 for bench, 25 for classroom]
-    #[arg(long, value_name = "N")]
-    pub time_scale: Option<f64>,
+    #[arg(long, value_name = "N", value_parser = typed::<TimeScale>())]
+    pub time_scale: Option<TimeScale>,
     /// Replicas and router of the embedded twin.
     #[command(flatten)]
     pub fleet: FleetArgs,
@@ -250,15 +303,15 @@ pub struct TwinArgs {
 pub struct FleetArgs {
     /// Embedded twin only: N replicas (each its own engine, KV blocks and prefix
     /// cache) behind one endpoint. [default: the profile's [fleet] replicas, else 1]
-    #[arg(long, value_name = "N")]
-    pub replicas: Option<u32>,
+    #[arg(long, value_name = "N", value_parser = typed::<Replicas>())]
+    pub replicas: Option<Replicas>,
     /// Embedded twin only: the router in front of the replicas (the policy
     /// names come from the router's own list).
-    #[arg(long, value_name = "POLICY", help = router_help(
+    #[arg(long, value_name = "POLICY", value_parser = typed::<Router>(), help = router_help(
         "Embedded twin only: the router in front of the replicas",
         "[default: the profile's [fleet] router, else round-robin]",
     ))]
-    pub router: Option<String>,
+    pub router: Option<Router>,
 }
 
 /// The endpoint a benchmark request goes to.
@@ -276,8 +329,8 @@ pub struct BenchArgs {
     /// Concurrency levels: requests kept in flight, comma-separated
     /// [default: 1,8,16,24,40; with --calibration: the decode ladder, default
     /// powers of two up to the twin's seats, else 1,2,4,8,16].
-    #[arg(long, value_name = "N,N,...")]
-    pub concurrency: Option<String>,
+    #[arg(long, value_name = "N,N,...", value_parser = typed::<Levels>())]
+    pub concurrency: Option<Levels>,
     /// Run the calibration workload for `codendum calibrate` instead of the
     /// levels × shapes grid: a decode ladder up to the seats, contexts of
     /// 4K to 32K tokens (clamped to max_model_len) at 1, a quarter, half and
@@ -286,42 +339,42 @@ pub struct BenchArgs {
     #[arg(long)]
     pub calibration: bool,
     /// Prompt shapes: short (~512 input tokens), long (~16,384), comma-separated.
-    #[arg(long, default_value = "short,long", value_name = "SHAPE,...")]
-    pub shapes: String,
+    #[arg(long, default_value = "short,long", value_name = "SHAPE,...", value_parser = typed::<Shapes>())]
+    pub shapes: Shapes,
     /// Requests started per level [default: max(16, 4 × concurrency)].
-    #[arg(long, value_name = "N")]
-    pub requests_per_level: Option<u64>,
+    #[arg(long, value_name = "N", value_parser = typed::<AtLeastOne>())]
+    pub requests_per_level: Option<AtLeastOne>,
     /// Stop starting requests in a level after this many seconds.
-    #[arg(long, value_name = "SECONDS")]
-    pub level_duration: Option<f64>,
+    #[arg(long, value_name = "SECONDS", value_parser = typed::<Seconds>())]
+    pub level_duration: Option<Seconds>,
     /// Output tokens per request (max_tokens = min_tokens, ignore_eos)
     /// [default: 256; with --calibration 128].
-    #[arg(long)]
-    pub output_tokens: Option<u32>,
+    #[arg(long, value_parser = typed::<Tokens>())]
+    pub output_tokens: Option<Tokens>,
     /// OpenAI endpoint.
     #[arg(long, value_enum, default_value = "chat")]
     pub endpoint: EndpointArg,
     /// Open-loop levels: requests started at these rates (requests per
     /// second, comma-separated) whatever the server does; TTFT and E2E count
     /// from each request's scheduled start. Not with --concurrency.
-    #[arg(long, value_name = "R,R,...")]
-    pub rate: Option<String>,
+    #[arg(long, value_name = "R,R,...", value_parser = typed::<Rates>())]
+    pub rate: Option<Rates>,
     /// How rate levels' requests arrive: constant (evenly spaced), poisson,
     /// or gamma (with --burstiness, as vllm bench serve).
-    #[arg(long, default_value = "poisson", value_name = "ARRIVAL")]
-    pub arrival: String,
+    #[arg(long, value_enum, default_value = "poisson", value_name = "ARRIVAL")]
+    pub arrival: ArrivalArg,
     /// The gamma arrival's shape: 1 is Poisson, below 1 burstier, above 1
     /// steadier (the gaps' coefficient of variation is 1/sqrt(B)).
-    #[arg(long, value_name = "B")]
-    pub burstiness: Option<f64>,
+    #[arg(long, value_name = "B", value_parser = typed::<Positive>())]
+    pub burstiness: Option<Positive>,
     /// Most requests a rate level keeps in flight; a due request waits for a
     /// slot, and its latency still counts from when it was due [default: no cap].
-    #[arg(long, value_name = "N")]
-    pub max_concurrency: Option<u32>,
+    #[arg(long, value_name = "N", value_parser = typed::<InFlight>())]
+    pub max_concurrency: Option<InFlight>,
     /// Sweep: one request at a time, then the closed-loop maximum (the largest
     /// --concurrency), then N rates spread evenly between their throughputs.
-    #[arg(long, value_name = "N")]
-    pub sweep: Option<u32>,
+    #[arg(long, value_name = "N", value_parser = typed::<SweepRates>())]
+    pub sweep: Option<SweepRates>,
     /// Search the highest rate whose level meets --slo, by bisection between
     /// one request at a time and the closed-loop maximum.
     #[arg(long)]
@@ -334,8 +387,8 @@ pub struct BenchArgs {
     /// a key may carry a percentile (ttft_p95=2s: 95 % of a level's requests
     /// must meet every objective; default 95 %). Each level reports its SLO
     /// share and goodput (requests meeting the SLO per second).
-    #[arg(long, value_name = "KEY=VALUE,...")]
-    pub slo: Option<String>,
+    #[arg(long, value_name = "KEY=VALUE,...", value_parser = typed::<SloValue>())]
+    pub slo: Option<SloValue>,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub run: RunArgs,
@@ -350,6 +403,28 @@ pub struct BenchArgs {
     pub twin: TwinArgs,
 }
 
+/// How rate levels' requests arrive.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ArrivalArg {
+    /// Evenly spaced.
+    Constant,
+    /// Exponential gaps (a Poisson process).
+    Poisson,
+    /// Gamma gaps of shape --burstiness.
+    Gamma,
+}
+
+/// Output tokens per request.
+pub type Tokens = Count<1, { u32::MAX as u64 }>;
+/// Requests in flight.
+pub type InFlight = Count<1, { codendum_core::kinds::MAX_CONCURRENCY as u64 }>;
+/// Rates of a sweep.
+pub type SweepRates = Count<1, 50>;
+/// Tokens per block of a trace.
+pub type BlockSize = Count<1, 1_048_576>;
+/// Simulated students.
+pub type Students = Count<1, 10_000>;
+
 /// The classroom scenario.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum ScenarioArg {
@@ -363,17 +438,17 @@ pub enum ScenarioArg {
 #[derive(Debug, Args)]
 pub struct ClassroomArgs {
     /// Simulated students.
-    #[arg(long, default_value_t = 40)]
-    pub users: u32,
+    #[arg(long, default_value_t = Count(class_defaults::DEFAULT_USERS as u64), value_parser = typed::<Students>())]
+    pub users: Students,
     /// Project and tools the students work with.
     #[arg(long, value_enum, default_value = "java")]
     pub scenario: ScenarioArg,
     /// Window for new coding requests, seconds (in-flight ones then finish).
-    #[arg(long, default_value_t = 900.0, value_name = "SECONDS")]
-    pub duration: f64,
+    #[arg(long, default_value_t = Seconds(class_defaults::DEFAULT_DURATION), value_name = "SECONDS", value_parser = typed::<Seconds>())]
+    pub duration: Seconds,
     /// Students start within this many seconds.
-    #[arg(long, default_value_t = 120.0, value_name = "SECONDS")]
-    pub ramp_up: f64,
+    #[arg(long, default_value_t = SecondsOrZero(class_defaults::DEFAULT_RAMP_UP), value_name = "SECONDS", value_parser = typed::<SecondsOrZero>())]
+    pub ramp_up: SecondsOrZero,
     /// What the students and their agent draw from: a class name (lab) or a class file
     /// (docs/class-file.md) [default: lab].
     #[arg(long, value_name = "NAME|FILE")]
@@ -381,17 +456,17 @@ pub struct ClassroomArgs {
     /// Follow-up requests after the lab exercise, per student, instead of the class's
     /// [default: from the class: 3].
     #[arg(long, value_name = "N")]
-    pub follow_ups: Option<u32>,
+    pub follow_ups: Option<usize>,
     /// Shortest pause between a student's requests, seconds (uniform up to --pause-max),
     /// instead of the class's [default: from the class: 20].
-    #[arg(long, value_name = "SECONDS")]
-    pub pause_min: Option<f64>,
+    #[arg(long, value_name = "SECONDS", value_parser = typed::<SecondsOrZero>())]
+    pub pause_min: Option<SecondsOrZero>,
     /// Longest pause between a student's requests, seconds, instead of the class's
     /// [default: from the class: 90].
-    #[arg(long, value_name = "SECONDS")]
-    pub pause_max: Option<f64>,
+    #[arg(long, value_name = "SECONDS", value_parser = typed::<SecondsOrZero>())]
+    pub pause_max: Option<SecondsOrZero>,
     /// One API key per student (CSV or one key a line); keys are never printed.
-    #[arg(long, env = "CODENDUM_API_KEYS_FILE", value_name = "FILE")]
+    #[arg(long, env = env::API_KEYS_FILE, value_name = "FILE")]
     pub api_keys_file: Option<PathBuf>,
     /// A captured system prompt and tools (OpenCode request body JSON, or {system, tools}).
     #[arg(long, value_name = "FILE")]
@@ -401,11 +476,11 @@ pub struct ClassroomArgs {
     #[arg(long, value_name = "FILE")]
     pub client_times: Option<PathBuf>,
     /// Client context limit, tokens [default: the server's max_model_len].
-    #[arg(long, value_name = "TOKENS")]
-    pub context_limit: Option<u64>,
+    #[arg(long, value_name = "TOKENS", value_parser = typed::<AtLeastOne>())]
+    pub context_limit: Option<AtLeastOne>,
     /// Client output limit (max_tokens of every step), tokens.
-    #[arg(long, default_value_t = 8192, value_name = "TOKENS")]
-    pub output_limit: u32,
+    #[arg(long, default_value_t = Count(class_defaults::DEFAULT_OUTPUT_LIMIT), value_name = "TOKENS", value_parser = typed::<AtLeastOne>())]
+    pub output_limit: AtLeastOne,
     /// A server timeline recorded on the host (codendum metrics --watch 5 --json) to fold in.
     #[arg(long, value_name = "FILE")]
     pub server_timeline: Option<PathBuf>,
@@ -427,17 +502,17 @@ pub struct ClassroomArgs {
 #[derive(Debug, Args)]
 pub struct MetricsArgs {
     /// vLLM /metrics URL(s), comma-separated for replicas [default: from --base-url].
-    #[arg(long, env = "CODENDUM_METRICS_URL", value_name = "URL[,URL...]")]
-    pub metrics_url: Option<String>,
+    #[arg(long, env = env::METRICS_URL, value_name = "URL[,URL...]", value_parser = typed::<HttpUrls>())]
+    pub metrics_url: Option<HttpUrls>,
     /// OpenAI base URL; /metrics is taken at its origin.
-    #[arg(long, env = "CODENDUM_BASE_URL", value_name = "URL")]
-    pub base_url: Option<String>,
+    #[arg(long, env = env::BASE_URL, value_name = "URL", value_parser = typed::<BaseUrl>())]
+    pub base_url: Option<BaseUrl>,
     /// PEM bundle of the private CA.
-    #[arg(long, env = "CODENDUM_CACERT", value_name = "FILE")]
-    pub cacert: Option<PathBuf>,
+    #[arg(long, env = env::CACERT, value_name = "FILE", value_parser = typed::<CaFile>())]
+    pub cacert: Option<CaFile>,
     /// Print a line every SECONDS with rates over the interval.
-    #[arg(long, value_name = "SECONDS")]
-    pub watch: Option<f64>,
+    #[arg(long, value_name = "SECONDS", value_parser = typed::<Seconds>())]
+    pub watch: Option<Seconds>,
     /// One JSON object per sample on stdout (for a server-timeline.jsonl).
     #[arg(long)]
     pub json: bool,
@@ -450,7 +525,7 @@ pub struct MetricsArgs {
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// Server profile (a name in profiles/ or a .toml path).
-    #[arg(long, env = "CODENDUM_PROFILE", default_value = "classroom-64k")]
+    #[arg(long, env = env::PROFILE, default_value = codendum::settings::DEFAULT_PROFILE)]
     pub profile: String,
     /// Address to bind.
     #[arg(long, default_value = "127.0.0.1")]
@@ -459,8 +534,8 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 8000)]
     pub port: u16,
     /// Run this many times faster than real time.
-    #[arg(long, default_value_t = 1.0, value_name = "N")]
-    pub time_scale: f64,
+    #[arg(long, default_value = "1", value_name = "N", value_parser = typed::<TimeScale>())]
+    pub time_scale: TimeScale,
     /// Require this API key (as vLLM's --api-key).
     #[arg(long, value_name = "KEY", hide_env_values = true)]
     pub api_key: Option<String>,
@@ -480,7 +555,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N")]
     pub global_in_flight: Option<u32>,
     /// Seed for the twin's text and agent persona.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = DEFAULT_SEED)]
     pub seed: u64,
     /// Inject faults, e.g. `drop@0.05,status=503@every:10:retry-after=2,stall=30s@#5`
     /// (grammar in docs/twin.md, "Fault injection").
@@ -505,20 +580,32 @@ pub struct CaptureArgs {
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
     /// PEM bundle of the upstream's private CA; replaces the system roots, as curl's --cacert.
-    #[arg(long, env = "CODENDUM_CACERT", value_name = "FILE")]
-    pub cacert: Option<PathBuf>,
+    #[arg(long, env = env::CACERT, value_name = "FILE", value_parser = typed::<CaFile>())]
+    pub cacert: Option<CaFile>,
     /// Keep no message text at all: no prompt.json (only sizes, times, kinds, sessions and
     /// tool names, which is all replay and export-trace need).
     #[arg(long)]
     pub no_text: bool,
+    /// Listen with TLS: PEM certificate chain (a certificate of the lab's CA for this host);
+    /// give OpenCode https://HOST:PORT/v1. Beyond loopback without it, keys cross the
+    /// network unencrypted.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 }
 
 /// `codendum report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// A results folder (bench-results/<timestamp>/ or classroom-<timestamp>/).
+    /// A results folder (bench-results/<timestamp>/ or classroom-<timestamp>/), a capture
+    /// folder of a class (codendum capture --out), or a host timeline file (metrics --json
+    /// lines: its report goes beside it as <stem>-report.md/.html).
+    #[arg(value_name = "FOLDER|TIMELINE")]
     pub folder: PathBuf,
-    /// A server timeline recorded on the host, folded into the report.
+    /// A server timeline recorded on the GPU host during the run or class
+    /// (codendum metrics --watch 5 --json > tl.jsonl), folded into the report.
     #[arg(long, value_name = "FILE")]
     pub server_timeline: Option<PathBuf>,
 }
@@ -526,7 +613,7 @@ pub struct ReportArgs {
 /// `codendum compare`.
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// Two or more results folders; the first is the baseline.
+    /// Two or more results or capture folders; the first is the baseline.
     #[arg(required = true, num_args = 2..)]
     pub folders: Vec<PathBuf>,
     /// Compare even if the workloads differ.
@@ -542,8 +629,8 @@ pub struct CompareArgs {
 pub struct PlanArgs {
     /// Class sizes to try, comma-separated. Without it, plan searches the
     /// largest class meeting each profile's [targets.classroom].
-    #[arg(long, value_name = "N,N,...")]
-    pub users: Option<String>,
+    #[arg(long, value_name = "N,N,...", value_parser = typed::<WholeNumbers>())]
+    pub users: Option<WholeNumbers>,
     /// Upper end of the search for the largest class, students [default: 200].
     #[arg(long, value_name = "N")]
     pub max_users: Option<u32>,
@@ -551,24 +638,25 @@ pub struct PlanArgs {
     #[arg(
         long,
         default_value = "classroom-64k,classroom-64k-high-concurrency",
-        value_name = "NAME,..."
+        value_name = "NAME,...",
+        value_parser = typed::<Names>()
     )]
-    pub profile: String,
+    pub profile: Names,
     /// Also try these max_num_seqs values for every profile, comma-separated.
-    #[arg(long, value_name = "N,N,...")]
-    pub max_num_seqs: Option<String>,
+    #[arg(long, value_name = "N,N,...", value_parser = typed::<WholeNumbers>())]
+    pub max_num_seqs: Option<WholeNumbers>,
     /// Project and tools the students work with.
+    #[arg(long, value_enum, default_value = "java")]
+    pub scenario: ScenarioArg,
     /// What the students and the twin's persona draw from: a class name (lab) or a class
     /// file (docs/class-file.md) [default: lab].
     #[arg(long, value_name = "NAME|FILE")]
     pub class: Option<String>,
-    #[arg(long, value_enum, default_value = "java")]
-    pub scenario: ScenarioArg,
     /// Window for new coding requests, seconds.
-    #[arg(long, default_value_t = 900.0, value_name = "SECONDS")]
-    pub duration: f64,
+    #[arg(long, default_value_t = Seconds(class_defaults::DEFAULT_DURATION), value_name = "SECONDS", value_parser = typed::<Seconds>())]
+    pub duration: Seconds,
     /// Seed of every random choice (the same seed gives identical results).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = DEFAULT_SEED)]
     pub seed: u64,
     /// Threads to run cells on [default: the machine's cores].
     #[arg(long, value_name = "N")]
@@ -576,17 +664,17 @@ pub struct PlanArgs {
     /// Fleet sizes to try, comma-separated: N replicas of each profile (each its
     /// own engine, KV blocks and prefix cache). [default: the profile's [fleet]
     /// replicas, else 1]
-    #[arg(long, value_name = "N,N,...")]
-    pub replicas: Option<String>,
+    #[arg(long, value_name = "N,N,...", value_parser = typed::<WholeNumbers>())]
+    pub replicas: Option<WholeNumbers>,
     /// Routers to try in front of fleets, comma-separated (the policy names
     /// come from the router's own list).
-    #[arg(long, value_name = "POLICY,...", help = router_help(
+    #[arg(long, value_name = "POLICY,...", value_parser = typed::<Routers>(), help = router_help(
         "Routers to try in front of fleets, comma-separated",
         "[default: the profile's [fleet] router]",
     ))]
-    pub router: Option<String>,
+    pub router: Option<Routers>,
     /// Folder under which the plan's folder is created.
-    #[arg(long, default_value = "bench-results", value_name = "DIR")]
+    #[arg(long, default_value = codendum_core::results::DEFAULT_RESULTS_ROOT, value_name = "DIR")]
     pub results_dir: PathBuf,
     /// Search the highest request rate each profile carries within --slo
     /// instead of the largest class (bench --find-rate against the profile's
@@ -594,17 +682,17 @@ pub struct PlanArgs {
     #[arg(long, requires = "slo")]
     pub rate: bool,
     /// With --rate: the per-request objectives (as bench --slo).
-    #[arg(long, value_name = "KEY=VALUE,...")]
-    pub slo: Option<String>,
+    #[arg(long, value_name = "KEY=VALUE,...", value_parser = typed::<SloValue>())]
+    pub slo: Option<SloValue>,
     /// With --rate: the prompt shape of the requests.
-    #[arg(long, default_value = "short", value_name = "SHAPE")]
-    pub shape: String,
+    #[arg(long, default_value = "short", value_name = "SHAPE", value_parser = typed::<OneShape>())]
+    pub shape: OneShape,
     /// With --rate: output tokens per request.
-    #[arg(long, default_value_t = 256, value_name = "N")]
-    pub output_tokens: u32,
+    #[arg(long, default_value_t = Count(u64::from(codendum::bench::config::DEFAULT_OUTPUT_TOKENS)), value_name = "N", value_parser = typed::<Tokens>())]
+    pub output_tokens: Tokens,
     /// With --rate: requests per level [default: a minute of arrivals, at least 16].
-    #[arg(long, value_name = "N")]
-    pub requests_per_level: Option<u64>,
+    #[arg(long, value_name = "N", value_parser = typed::<AtLeastOne>())]
+    pub requests_per_level: Option<AtLeastOne>,
 }
 
 /// `codendum calibrate`.
@@ -623,23 +711,27 @@ pub struct CalibrateArgs {
     #[arg(long)]
     pub name: Option<String>,
     /// The server's --max-num-seqs, when the runs cannot tell it.
-    #[arg(long, value_name = "N")]
-    pub max_num_seqs: Option<u32>,
+    #[arg(long, value_name = "N", value_parser = typed::<Tokens>())]
+    pub max_num_seqs: Option<Tokens>,
+    /// The server's KV-cache capacity, tokens, when the runs did not read /metrics
+    /// (`codendum metrics` on the GPU host shows it).
+    #[arg(long, value_name = "TOKENS", value_parser = typed::<AtLeastOne>())]
+    pub kv_cache_tokens: Option<AtLeastOne>,
     /// The server's --max-num-batched-tokens [default: the twin's, else 8192].
-    #[arg(long, value_name = "TOKENS")]
-    pub max_num_batched_tokens: Option<u32>,
+    #[arg(long, value_name = "TOKENS", value_parser = typed::<Tokens>())]
+    pub max_num_batched_tokens: Option<Tokens>,
     /// Copy [targets] from this profile (a name or a .toml path).
     #[arg(long, value_name = "PROFILE")]
     pub targets_from: Option<String>,
     /// Bandwidth that turns fitted seconds into the hardware TOML's bytes, GB/s
     /// (a normalisation; the fit measures time).
-    #[arg(long, default_value_t = 1000.0, value_name = "GB_S")]
-    pub memory_bandwidth_gb_s: f64,
+    #[arg(long, default_value = "1000", value_name = "GB_S", value_parser = typed::<Positive>())]
+    pub memory_bandwidth_gb_s: Positive,
     /// Bootstrap resamples for the uncertainties.
     #[arg(long, default_value_t = 200, value_name = "N")]
     pub bootstrap: usize,
     /// Seed of the bootstrap.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = DEFAULT_SEED)]
     pub seed: u64,
     /// Backtest instead of fitting: replay each RUN_DIR (bench runs) on the
     /// embedded twin with this profile and print predicted against measured
@@ -649,11 +741,12 @@ pub struct CalibrateArgs {
     /// With --check: the largest error allowed, percent.
     #[arg(
         long,
-        default_value_t = 10.0,
+        default_value = "10",
         value_name = "PERCENT",
-        requires = "check"
+        requires = "check",
+        value_parser = typed::<Positive>()
     )]
-    pub tolerance: f64,
+    pub tolerance: Positive,
 }
 
 /// The help of a router flag: what it does, the policies (from the router's

@@ -13,17 +13,20 @@
 //! - [`mod@bench`]: closed-loop capacity benchmark (levels × prompt shapes);
 //! - [`classroom`]: simulated students working with an OpenCode-like agent;
 //! - [`capture`]: a recording reverse proxy between OpenCode and the server;
+//! - [`acceptance`]: the capacity suite's quick and full workloads;
 //! - [`plan`]: the classroom in virtual time, judged by the profile's targets;
 //! - [`calibrate`]: fits the twin's step-time model to bench runs of a real
 //!   server and writes the profile;
 //! - [`connect`]: a live server or the embedded twin, opened in one place;
 //! - [`server_match`]: whether a live server is the one a profile describes;
+//! - [`virtual_time`]: bench and class runs on the twin in virtual time;
 //! - [`app`]: each command as a library function (what the CLI and the
 //!   capacity suite call);
 //!
 //! The binary's `cli` (clap's flags) and `commands` (their validation into
 //! the typed configurations of [`app`]) are the only code that knows clap.
 
+pub mod acceptance;
 pub mod app;
 pub mod bench;
 pub mod calibrate;
@@ -32,7 +35,10 @@ pub mod class;
 pub mod classroom;
 pub mod client;
 pub mod connect;
+pub mod events;
 pub mod plan;
 pub mod replay;
 pub mod scrape;
 pub mod server_match;
+pub mod settings;
+pub mod virtual_time;

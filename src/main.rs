@@ -3,14 +3,16 @@
 
 mod cli;
 mod commands;
+mod terminal;
 
 use clap::error::ErrorKind;
 use clap::Parser;
 
 fn main() {
-    // .env fills in what neither the flags nor the environment set.
-    if let Err(e) = load_dotenv() {
-        eprintln!("codendum: {e}");
+    // .env fills in what neither the flags nor the environment set; an
+    // empty CODENDUM_* setting is an unset one.
+    if let Err(e) = codendum::settings::env::load_dotenv() {
+        terminal::error(e);
         std::process::exit(2);
     }
     let cli = match cli::Cli::try_parse() {
@@ -23,7 +25,7 @@ fn main() {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("codendum: cannot start the async runtime: {e}");
+            terminal::error(format!("cannot start the async runtime: {e}"));
             std::process::exit(1);
         }
     };
@@ -32,36 +34,10 @@ fn main() {
     match result {
         Ok(()) => {}
         Err(e) => {
-            eprintln!("codendum: {e}");
+            terminal::error(&e);
             std::process::exit(e.exit_code());
         }
     }
-}
-
-/// Loads `./.env` without overriding variables already set, then drops
-/// every `CODENDUM_*` setting that is empty: an empty setting is an unset
-/// one (`.env.example` leaves the server, key and CA empty for the embedded
-/// twin), not a value a flag must parse. Called before any thread starts.
-fn load_dotenv() -> Result<(), String> {
-    let loaded = match dotenvy::dotenv() {
-        Ok(_) => Ok(()),
-        Err(e) if e.not_found() => Ok(()),
-        Err(dotenvy::Error::LineParse(_, index)) => {
-            Err(format!(".env: cannot parse the line at byte {index}"))
-        }
-        Err(e) => Err(format!(".env: {e}")),
-    };
-    let empty: Vec<std::ffi::OsString> = std::env::vars_os()
-        .filter(|(k, v)| {
-            k.to_str().is_some_and(|k| k.starts_with("CODENDUM_"))
-                && v.to_str().is_some_and(|v| v.trim().is_empty())
-        })
-        .map(|(k, _)| k)
-        .collect();
-    for key in empty {
-        std::env::remove_var(key);
-    }
-    loaded
 }
 
 /// Help and version go out as clap writes them; a usage mistake becomes one
@@ -75,7 +51,7 @@ fn usage_error(e: clap::Error) -> ! {
     ) {
         e.exit();
     }
-    eprintln!("codendum: {}", usage_line(&e.render().to_string()));
+    terminal::error(usage_line(&e.render().to_string()));
     std::process::exit(2);
 }
 

@@ -2,7 +2,6 @@
 //! [`ServerMetrics`], which sampler runs, and the figures filled in after
 //! the run (per replica; everything, from Prometheus).
 
-use crate::scrape::PrometheusOptions;
 use futures::future::BoxFuture;
 
 use super::fleet::{
@@ -11,14 +10,15 @@ use super::fleet::{
 };
 use crate::bench::{BenchOutcome, ServerLoad, ServerMetrics, ServerWindow};
 use crate::connect::Connection;
+use crate::events::Events;
 use crate::scrape::replicas_render::{render_fleet_table, FleetRow};
 use crate::scrape::{Sampler, SamplerHandle};
+use crate::settings::LiveServer;
 use codendum_core::clock::Clock;
 use codendum_core::error::Error;
 use codendum_core::prom::{fleet_figures_with, lagged_window, ReplicaSample, TimelineSample};
 use codendum_core::results::replicas::{SOURCE_PROMETHEUS, SOURCE_SCRAPE};
 use codendum_core::results::{apply_server_window, FleetFigures, RunFolder};
-use codendum_core::target::Target;
 
 /// Where a bench reads its server: Prometheus, or the 1 s sampler of every
 /// `/metrics` URL, or nothing.
@@ -36,21 +36,25 @@ impl BenchSampling {
     /// Opens Prometheus (checking it holds the replicas) or starts the
     /// sampler.
     pub async fn start(
-        prometheus: Option<&PrometheusOptions>,
-        target: &Target,
+        live: Option<&LiveServer>,
         conn: &Connection,
+        events: &Events,
     ) -> Result<Self, Error> {
-        if let Some(p) = prometheus {
-            let opened = open_prometheus(p, target).await?;
+        if let Some((p, live)) = live.and_then(|l| Some((l.prometheus.as_ref()?, l))) {
+            let opened = open_prometheus(p, &live.target, events).await?;
             return Ok(BenchSampling::Prometheus(Box::new(PromMetrics::new(
                 opened,
                 conn.clock.clone(),
             ))));
         }
         Ok(match conn.scraper.clone() {
-            Some(s) => {
-                BenchSampling::Sampler(Sampler::start(s, conn.clock.clone(), SAMPLING_INTERVAL))
-            }
+            Some(s) => BenchSampling::Sampler(Sampler::start_with(
+                s,
+                conn.clock.clone(),
+                SAMPLING_INTERVAL,
+                crate::scrape::Recording::default(),
+                events.clone(),
+            )),
             None => BenchSampling::Off,
         })
     }
@@ -78,6 +82,7 @@ impl BenchSampling {
         self,
         outcome: &mut Result<BenchOutcome, Error>,
         clock: &Clock,
+        events: &Events,
     ) -> Result<(), Error> {
         let read = match self {
             BenchSampling::Sampler(s) => {
@@ -104,7 +109,7 @@ impl BenchSampling {
                         lag_s: p.step_s(),
                     },
                     Err(e) => {
-                        eprintln!("codendum: {e}; the server columns stay empty");
+                        events.warn(format!("{e}; the server columns stay empty"));
                         return Ok(());
                     }
                 }
@@ -112,7 +117,7 @@ impl BenchSampling {
             BenchSampling::Off => return Ok(()),
         };
         match outcome {
-            Ok(o) => finish_bench(o, clock, &read),
+            Ok(o) => finish_bench(o, clock, &read, events),
             Err(_) => Ok(()),
         }
     }
@@ -187,6 +192,7 @@ pub fn finish_bench(
     outcome: &mut BenchOutcome,
     clock: &Clock,
     read: &RunTimelines,
+    events: &Events,
 ) -> Result<(), Error> {
     if read.replicas.is_empty() && !read.read_after_run {
         return Ok(());
@@ -207,10 +213,7 @@ pub fn finish_bench(
         &outcome.summary.metrics_continuity,
     );
     outcome.levels = outcome.summary.levels.clone();
-    eprint!(
-        "{}",
-        bench_fleet_table(&outcome.summary.levels, read.source)
-    );
+    events.table(bench_fleet_table(&outcome.summary.levels, read.source));
     let folder = RunFolder::at(&outcome.folder);
     write_timelines(&folder, read)?;
     folder.write_bench_summary(&outcome.summary)

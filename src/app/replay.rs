@@ -1,8 +1,8 @@
-//! `codendum replay` end to end: read the trace, connect (or start the
-//! twin), guard and confirm against a live server, sample `/metrics`, send
-//! the calls again, write a classroom-like folder (`replay-<UTC>/`:
-//! `requests.jsonl`, `tasks.jsonl`, `server-timeline.jsonl`,
-//! `summary.json` of kind `replay`) and its report. And `codendum
+//! `codendum replay` as a workload of the run lifecycle ([`super::run`]):
+//! the trace read before connecting, its calls sent again with their sizes,
+//! prefix sharing and timing, a classroom-like folder written
+//! (`replay-<UTC>/`: `requests.jsonl`, `tasks.jsonl`,
+//! `server-timeline.jsonl`, `summary.json` of kind `replay`). And `codendum
 //! export-trace`: a capture or a classroom run as a trace file.
 
 use std::io::Write;
@@ -10,24 +10,25 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::watch;
-
-use super::bench::Confirm;
-use crate::bench::{busy_guard, GuardVerdict, ServerInfo};
+use super::class_side::{
+    class_sampling, class_server, class_server_side, write_class_summary, ClassResult,
+};
+use super::run::{Ctx, RunIo, Workload};
+use crate::bench::guard::TimelineFlag;
 use crate::classroom::{ClassroomConfig, ClassroomSummary, JsonlSink};
-use crate::connect::{ConnectOptions, Connection};
 use crate::replay::{self, ReplayConfig, SourceKind};
+use crate::settings::{RunSettings, Server};
 use codendum_core::error::{ConfigError, Error};
 use codendum_core::openai::{Endpoint, Transport};
 use codendum_core::results::{
     self, ClassroomParameters, ClassroomRunSummary, FolderKind, ReplayParameters, RunFolder,
-    RunHeader, ServerDescription,
+    RunHeader,
 };
-use codendum_core::target::{Provenance, Target};
 use codendum_core::trace::{mooncake, timing, Trace};
 
-/// Everything `codendum replay` needs.
-pub struct ReplayRun<'a> {
+/// What a replay was asked to do besides the run settings.
+#[derive(Debug, Clone)]
+pub struct ReplaySettings {
     /// The capture folder, results folder or trace file.
     pub source: PathBuf,
     /// Tokens per block of a trace file's `hash_ids` (and of the blocks
@@ -39,38 +40,12 @@ pub struct ReplayRun<'a> {
     pub sessions: Option<usize>,
     /// Chat or completions.
     pub endpoint: Endpoint,
-    /// The server (no base URL: the embedded twin).
-    pub target: Target,
-    /// Provenance recorded with the results.
-    pub provenance: Provenance,
-    /// How to start the embedded twin.
-    pub connect: ConnectOptions,
-    /// Results root.
-    pub results_dir: PathBuf,
     /// Seed of the synthetic text.
     pub seed: u64,
-    /// Start on a busy server.
-    pub allow_busy: bool,
-    /// `--max-error-rate` (a fraction).
-    pub max_error_rate: f64,
-    /// Do not ask.
-    pub yes: bool,
-    /// Asked before a live run without `--yes`.
-    pub confirm: &'a Confirm,
-    /// Becomes `true` on Ctrl-C / SIGTERM.
-    pub stop: watch::Receiver<bool>,
-    /// Write `report.md` / `report.html` at the end.
-    pub write_report: bool,
 }
 
-/// What a replay produced.
-#[derive(Debug)]
-pub struct ReplayResult {
-    /// The results folder.
-    pub folder: PathBuf,
-    /// `summary.json` as written.
-    pub summary: ClassroomRunSummary,
-}
+/// What a replay produced (`summary.json` and its folder).
+pub type ReplayResult = ClassResult;
 
 /// Reads the trace a replay or an export starts from, with `sessions`
 /// root sessions when given.
@@ -95,93 +70,101 @@ pub fn read_trace(
     Ok((kind, trace))
 }
 
-/// Runs the replay; an interrupted one writes its folder and returns
-/// [`Error::Interrupted`].
-pub async fn run(run: ReplayRun<'_>) -> Result<ReplayResult, Error> {
-    let (kind, trace) = read_trace(&run.source, run.block_size, run.sessions)?;
-    let mut connect = run.connect.clone();
-    let sessions = trace.sessions().len().max(1);
-    connect.max_connections = connect.max_connections.max(sessions * 2 + 8);
-    let conn = Connection::open(&run.target, &connect).await?;
-    let steady = replay::source::steady_window(&run.source, kind);
-    let result = run_connected(&run, &conn, (kind, steady), &trace).await;
-    conn.close().await;
-    let result = result?;
-    if run.write_report {
-        super::report::write_report_at_end(&result.folder);
-    }
-    if result.summary.header.interrupted {
-        return Err(Error::Interrupted(result.folder));
-    }
-    Ok(result)
+/// Runs the replay against `server`; an interrupted one writes its folder
+/// and returns [`Error::Interrupted`].
+pub async fn run(
+    server: &Server,
+    settings: &RunSettings,
+    replay: &ReplaySettings,
+    io: RunIo<'_>,
+) -> Result<ReplayResult, Error> {
+    let (kind, trace) = read_trace(&replay.source, replay.block_size, replay.sessions)?;
+    let steady = replay::source::steady_window(&replay.source, kind);
+    let workload = Replay {
+        replay,
+        kind,
+        steady,
+        trace,
+    };
+    super::run::run(server, settings, &workload, io).await
 }
 
-async fn run_connected(
-    run: &ReplayRun<'_>,
-    conn: &Connection,
-    (kind, steady): (SourceKind, Option<(f64, f64)>),
-    trace: &Trace,
-) -> Result<ReplayResult, Error> {
-    // Before any request through the base URL: the router's figures cover
-    // every call of the command.
-    let router = super::router::watch(&run.target).await?;
-    let models = conn.client.models().await.map_err(|e| {
-        Error::Failed(format!(
-            "cannot list the server's models at /v1/models: {}",
-            e.message
-        ))
-    })?;
-    let model = match &run.target.model {
-        Some(m) => m.clone(),
-        None => models
-            .first()
-            .map(|m| m.id.clone())
-            .ok_or_else(|| Error::Failed("the server lists no model; pass --model".into()))?,
-    };
-    let recorded_span = trace.calls.last().map_or(0.0, |c| c.at_s) / run.speed;
-    let plan = format!(
-        "Replay: {} calls of {} sessions from {} ({:.0} s recorded at speed {}) against {}, model {}; results in {}",
-        trace.calls.len(),
-        trace.sessions().len(),
-        run.source.display(),
-        recorded_span * run.speed,
-        run.speed,
-        conn.label,
-        model,
-        run.results_dir.display()
-    );
-    eprintln!("{plan}");
-    let mut reachable = None;
-    if !conn.is_embedded() {
-        let load = match &conn.scraper {
-            Some(s) => super::seams::load_now(s).await,
-            None => None,
-        };
-        reachable = Some(load.is_some());
-        if let GuardVerdict::Allowed(msg) = busy_guard(load, run.allow_busy)? {
-            eprintln!("codendum: {msg}");
-        }
-        if !run.yes && !(run.confirm)(&plan) {
-            return Err(Error::Refused(
-                "not confirmed: pass --yes to run without asking".into(),
-            ));
-        }
+/// The replay workload: the trace, read before connecting.
+struct Replay<'a> {
+    replay: &'a ReplaySettings,
+    kind: SourceKind,
+    /// The source's steady window (its ramp-up and its window for new
+    /// coding requests), when it is a class.
+    steady: Option<(f64, f64)>,
+    trace: Trace,
+}
+
+impl Workload for Replay<'_> {
+    /// The model to request.
+    type Prepared = String;
+    type Output = ClassResult;
+    const TIMELINE: TimelineFlag = TimelineFlag::Report;
+
+    fn max_in_flight(&self) -> usize {
+        // A session's call and its subagent's.
+        self.trace.sessions().len().max(1) * 2
     }
+
+    fn plan_on_twin(&self) -> bool {
+        true
+    }
+
+    async fn prepare(&self, ctx: &Ctx<'_>) -> Result<(String, String), Error> {
+        let (replay, trace) = (self.replay, &self.trace);
+        let model = ctx.facts.model.clone();
+        let recorded_span = trace.calls.last().map_or(0.0, |c| c.at_s);
+        let plan = format!(
+            "Replay: {} calls of {} sessions from {} ({:.0} s recorded at speed {}) against {}, model {}; results in {}",
+            trace.calls.len(),
+            trace.sessions().len(),
+            replay.source.display(),
+            recorded_span,
+            replay.speed,
+            ctx.facts.label,
+            model,
+            ctx.run.results_dir.display()
+        );
+        Ok((model, plan))
+    }
+
+    async fn execute(&self, model: String, ctx: Ctx<'_>) -> Result<ClassResult, Error> {
+        run_replay(self, model, ctx).await
+    }
+}
+
+async fn run_replay(
+    workload: &Replay<'_>,
+    model: String,
+    ctx: Ctx<'_>,
+) -> Result<ClassResult, Error> {
+    let (replay, kind, steady, trace) = (
+        workload.replay,
+        workload.kind,
+        workload.steady,
+        &workload.trace,
+    );
+    let (conn, events) = (ctx.conn, ctx.events);
+    let recorded_span = trace.calls.last().map_or(0.0, |c| c.at_s) / replay.speed;
     let transport: Arc<dyn Transport> = conn.client.clone();
-    let template = replay::template_tokens(transport.as_ref(), run.endpoint, &model).await;
+    let template = replay::template_tokens(transport.as_ref(), replay.endpoint, &model).await;
     let config = ReplayConfig {
         model: model.clone(),
-        speed: run.speed,
-        salt: run.seed,
-        endpoint: run.endpoint,
-        api_key: run.target.api_key.clone(),
+        speed: replay.speed,
+        salt: replay.seed,
+        endpoint: replay.endpoint,
+        api_key: ctx.run.client.api_key.clone(),
         template,
     };
     let clock = conn.clock.clone();
     let started_utc = clock.utc_now();
-    let folder = RunFolder::create(&run.results_dir, FolderKind::Replay, started_utc)?;
+    let folder = RunFolder::create(&ctx.run.results_dir, FolderKind::Replay, started_utc)?;
     let sink = Arc::new(JsonlSink::in_folder(&folder)?);
-    let sampling = super::classroom::class_sampling(None, conn, &folder, reachable).await?;
+    let sampling = class_sampling(None, conn, &folder, ctx.metrics_reachable, events).await?;
     let origin = clock.now_secs();
     let outcome = replay::run_replay(
         trace,
@@ -189,21 +172,21 @@ async fn run_connected(
         transport,
         clock.clone(),
         sink.clone(),
-        Some(run.stop.clone()),
+        Some(ctx.stop.clone()),
     )
     .await;
-    let interrupted = *run.stop.borrow();
+    let interrupted = *ctx.stop.borrow();
     sampling.mark_end().await;
     let span = clock.now_secs() - origin;
     let read = sampling
-        .finish(&clock, &folder, origin, origin + span)
+        .finish(&clock, &folder, (origin, origin + span), events)
         .await;
     let mut summary =
         ClassroomSummary::from_records(outcome.users, &outcome.requests, &outcome.tasks);
     let verdict = codendum_core::results::verdict::class_verdict(
         &outcome.requests,
         &outcome.tasks,
-        run.max_error_rate,
+        ctx.run.max_error_rate,
     );
     let answered = verdict.answered_until_s.map_or(span, |t| t.min(span));
     // The steady window: a classroom source's own (its ramp-up to the end
@@ -211,7 +194,7 @@ async fn run_connected(
     // class and its replay measure the same stretch; else the whole replay
     // (no ramp-up is known).
     let (ramp_up_s, window_s) = match steady {
-        Some((ramp, window)) => (ramp / run.speed, (window / run.speed).min(answered)),
+        Some((ramp, window)) => (ramp / replay.speed, (window / replay.speed).min(answered)),
         None => (0.0, answered),
     };
     let mut window = ClassroomConfig::new(model.clone(), None);
@@ -233,26 +216,18 @@ async fn run_connected(
         .iter()
         .filter(|r| r.error_kind.is_none())
         .count() as u64;
-    let metrics_continuity = super::classroom::class_server_side(
+    let metrics_continuity = class_server_side(
         &mut summary,
         (&read.fleet, &read.replicas, read.source),
         (origin, answered_span),
         &window,
         (&name_of_metrics, figures_source == "sampler", successes),
+        events,
     );
     let verdict = verdict.with_restarts(metrics_continuity.iter().flat_map(|m| m.restart_times()));
-    let router = super::router::finish_class(router, &summary.errors_by_kind).await;
-    let server_version = if conn.is_embedded() {
-        Some(format!("{} (twin)", codendum_twin::VLLM_VERSION))
-    } else {
-        ServerInfo::server_version(conn.client.as_ref()).await
-    };
-    let mut provenance = run.provenance.clone();
-    if let (true, Some(p)) = (conn.is_embedded(), &conn.profile) {
-        provenance.profile = Some(p.name.clone());
-    }
-    let name = run.source.file_name().map_or_else(
-        || run.source.display().to_string(),
+    let router = super::router::finish_class(ctx.router, &summary.errors_by_kind, events).await;
+    let name = replay.source.file_name().map_or_else(
+        || replay.source.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     );
     let run_summary = ClassroomRunSummary {
@@ -280,21 +255,14 @@ async fn run_connected(
             class: None,
             context_limit: None,
             output_limit: 0,
-            seed: run.seed,
+            seed: replay.seed,
             prompt_file: None,
             client_times: None,
-            api_keys: usize::from(run.target.api_key.is_some()),
+            api_keys: usize::from(ctx.run.client.api_key.is_some()),
             clock_scale: clock.scale(),
         },
-        server: ServerDescription {
-            url: conn.label.clone(),
-            model,
-            server_version,
-            metrics: figures_source != "none",
-            max_model_len: None,
-            engine: None,
-        },
-        provenance,
+        server: class_server(conn, ctx.facts, &model, figures_source != "none"),
+        provenance: ctx.facts.provenance(&ctx.run.provenance),
         server_figures_source: figures_source.into(),
         key_note: None,
         summary,
@@ -306,37 +274,14 @@ async fn run_connected(
             source: name,
             source_kind: kind.as_str().into(),
             block_size: trace.block_size,
-            speed: run.speed,
+            speed: replay.speed,
             sessions: trace.sessions().len(),
             calls: trace.calls.len(),
             shared_block_fraction: trace.shared_block_fraction(),
             template_tokens: template.message_tokens,
         }),
     };
-    folder.write_classroom_summary(&run_summary)?;
-    let folder = folder.into_path();
-    eprint!("{}", super::classroom::render_summary(&run_summary));
-    eprintln!("Results in {}", folder.display());
-    if let Some(v) = run_summary.verdict.as_ref().filter(|v| v.exit_code() == 0) {
-        eprintln!("codendum: {}", v.line);
-    }
-    Ok(ReplayResult {
-        folder,
-        summary: run_summary,
-    })
-}
-
-/// The command's answer for a finished replay: `Ok` unless its verdict
-/// asks for exit 1.
-pub fn check_result(result: &ReplayResult) -> Result<(), Error> {
-    match &result.summary.verdict {
-        Some(v) if v.exit_code() != 0 => Err(Error::Failed(format!(
-            "{}; results in {}",
-            v.line,
-            result.folder.display()
-        ))),
-        _ => Ok(()),
-    }
+    write_class_summary(folder, run_summary)
 }
 
 /// The formats `codendum export-trace` writes.
@@ -349,13 +294,14 @@ pub enum TraceFormat {
 }
 
 /// Writes the trace of `source` (a capture or a classroom/replay folder, or
-/// a trace file) as `format` into `out` (`-`: standard output); returns the
-/// calls written.
+/// a trace file) as `format` into `out` (`-`: into `stdout`, the binary's
+/// standard output); returns the calls written.
 pub fn export_trace(
     source: &Path,
     block_size: u32,
     format: TraceFormat,
     out: &Path,
+    stdout: &mut dyn Write,
 ) -> Result<usize, Error> {
     let (_, trace) = read_trace(source, block_size, None)?;
     let write = |w: &mut dyn Write| match format {
@@ -363,9 +309,9 @@ pub fn export_trace(
         TraceFormat::Aiperf => mooncake::write_aiperf_sessions(&trace, w),
     };
     if out == Path::new("-") {
-        let stdout = std::io::stdout();
-        let mut lock = stdout.lock();
-        write(&mut lock).map_err(|e| Error::io("cannot write the trace to stdout", e))?;
+        write(stdout)
+            .and_then(|()| stdout.flush())
+            .map_err(|e| Error::io("cannot write the trace to stdout", e))?;
     } else {
         let tmp = out.with_extension("tmp");
         let file = std::fs::File::create(&tmp)

@@ -1,6 +1,7 @@
 //! `codendum report` and `codendum compare` end to end: read results
 //! folders, write the report (or comparison) files with
-//! [`codendum_report::files`], and print their paths on stdout.
+//! [`codendum_report::files`] and return their paths (the binary prints
+//! them on stdout).
 
 use std::path::PathBuf;
 
@@ -27,36 +28,12 @@ pub struct CompareRun {
     pub out: PathBuf,
 }
 
-/// Writes `report.md` and `report.html` and prints their paths.
+/// Writes `report.md` and `report.html`; returns their paths.
 pub fn report(run: &ReportRun) -> Result<Vec<PathBuf>, Error> {
-    let paths = write_report(&run.folder, run.server_timeline.as_deref())?;
-    print_paths(&paths);
-    Ok(paths)
+    write_report(&run.folder, run.server_timeline.as_deref())
 }
 
-/// Writes `compare.md` and `compare.html` and prints their paths.
+/// Writes `compare.md` and `compare.html`; returns their paths.
 pub fn compare(run: &CompareRun) -> Result<Vec<PathBuf>, Error> {
-    let paths = write_comparison(&run.folders, run.force, &run.out)?;
-    print_paths(&paths);
-    Ok(paths)
-}
-
-fn print_paths(paths: &[PathBuf]) {
-    for p in paths {
-        println!("{}", p.display());
-    }
-}
-
-/// Writes a run's `report.md` / `report.html` at its end, naming them on
-/// stderr; a report that cannot be written is said there and the run
-/// stands.
-pub fn write_report_at_end(folder: &std::path::Path) {
-    match write_report(folder, None) {
-        Ok(paths) => {
-            for p in paths {
-                eprintln!("Report: {}", p.display());
-            }
-        }
-        Err(e) => eprintln!("codendum: the report could not be written: {e}"),
-    }
+    write_comparison(&run.folders, run.force, &run.out)
 }

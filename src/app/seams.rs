@@ -97,7 +97,7 @@ impl<'a> SampledMetrics<'a> {
 
 impl ServerMetrics for SampledMetrics<'_> {
     fn load_now(&self) -> BoxFuture<'_, Option<ServerLoad>> {
-        Box::pin(async move { load_now(self.scraper).await })
+        Box::pin(async move { super::run::load_now(self.scraper).await })
     }
 
     fn window(&self, t0: f64, t1: f64) -> ServerWindow {
@@ -137,14 +137,4 @@ impl ServerMetrics for SampledMetrics<'_> {
             .filter_map(|s| serde_json::to_value(s).ok())
             .collect()
     }
-}
-
-/// One scrape's running and waiting requests; `None` when `/metrics` could not
-/// be read or has no vLLM gauges.
-pub async fn load_now(scraper: &Scraper) -> Option<ServerLoad> {
-    let snapshot = scraper.scrape().await.ok()?;
-    Some(ServerLoad {
-        running: snapshot.running?,
-        waiting: snapshot.waiting.unwrap_or(0.0),
-    })
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use crate::events::Events;
 use codendum_core::error::{ConfigError, Error};
 use codendum_core::profile::fleet::FleetSpec;
 use codendum_core::profile::Profile;
@@ -33,7 +34,7 @@ pub struct ProxyLimits {
 pub struct ServeConfig {
     /// The server profile the twin runs.
     pub profile: Profile,
-    /// Speed-up over real time (positive).
+    /// Speed-up over real time (typed when parsed: above 0).
     pub time_scale: f64,
     /// Accepted API keys (none: any request is accepted).
     pub keys: Vec<Secret>,
@@ -50,17 +51,13 @@ pub struct ServeConfig {
     /// Replicas and router (`--replicas`, `--router`, the profile's
     /// `[fleet]`); one replica is the single twin.
     pub fleet: FleetSpec,
+    /// Where the server says where it listens.
+    pub events: Events,
 }
 
 impl ServeConfig {
-    /// Checks the speed-up and that a proxy has keys to check.
+    /// Checks that a proxy has keys to check.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if !(self.time_scale.is_finite() && self.time_scale > 0.0) {
-            return Err(ConfigError::invalid(
-                "--time-scale",
-                "must be a positive number",
-            ));
-        }
         if self.proxy.is_some() && self.keys.is_empty() {
             return Err(ConfigError::invalid(
                 "--proxy",
@@ -84,6 +81,7 @@ pub async fn run(config: ServeConfig) -> Result<(), Error> {
         faults,
         mut stop,
         fleet,
+        events,
     } = config;
     let profile_name = profile.name.clone();
     let mut opts = TwinOptions::new(profile);
@@ -104,16 +102,16 @@ pub async fn run(config: ServeConfig) -> Result<(), Error> {
     opts.faults = faults.map(Arc::new);
     let failed = |e: codendum_twin::TwinError| Error::Failed(e.to_string());
     let banner = |url: String, what: String, raised: bool| {
-        eprintln!(
+        events.line(format!(
             "codendum serve: {what} of vLLM {} on a GB10, profile {profile_name}, {}x real time, listening on {url} (Ctrl-C stops)",
             codendum_twin::vllm_series(),
             time_scale,
-        );
+        ));
         if !raised {
-            eprintln!(
-                "codendum serve: the engine threads run at normal priority (raising it to nice {} needs root or CAP_SYS_NICE): under load, steps may start late",
+            events.note(format!(
+                "the engine threads run at normal priority (raising it to nice {} needs root or CAP_SYS_NICE): under load, steps may start late",
                 codendum_twin::runner::ENGINE_NICENESS
-            );
+            ));
         }
     };
     if fleet.replicas > 1 {

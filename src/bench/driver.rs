@@ -13,9 +13,9 @@ use tokio::sync::watch;
 use super::arrival::schedule;
 use super::config::BenchConfig;
 use super::level::{record_from_outcome, summarize_level, LevelFrame};
-use super::progress::LevelProgress;
 use super::prompt::{load_session_id, request_body, LevelLoad, ShapePrompt};
 use super::seams::{ServerInfo, ServerMetrics};
+use crate::events::{Event, Events};
 use codendum_core::clock::Clock;
 use codendum_core::error::Error;
 use codendum_core::openai::{CallOutcome, CallRequest, Transport};
@@ -36,6 +36,10 @@ pub(crate) async fn stopped(mut stop: watch::Receiver<bool>) {
 /// What one level needs from the run.
 pub(crate) struct LevelContext<'a> {
     pub config: &'a BenchConfig,
+    /// The run's cells and the shapes that fit.
+    pub plan: &'a super::BenchPlan,
+    /// The key every request carries.
+    pub api_key: Option<codendum_core::target::Secret>,
     pub transport: &'a dyn Transport,
     /// `/tokenize`, for streams that carry no usage.
     pub info: &'a dyn ServerInfo,
@@ -46,7 +50,8 @@ pub(crate) struct LevelContext<'a> {
     pub run_id: &'a str,
     /// Clock seconds at which the run started (records are relative to it).
     pub run_t0: f64,
-    pub show_progress: bool,
+    /// Where the level's progress is told.
+    pub events: Events,
 }
 
 /// A finished request: its index, when it started (when it was due, on a
@@ -63,7 +68,6 @@ struct LevelSink<'s> {
     requests: &'s mut JsonlFile<RequestRecord>,
     timeline: Option<&'s mut JsonlFile<serde_json::Value>>,
     timeline_written: f64,
-    progress: LevelProgress,
     records: Vec<RequestRecord>,
     errors: u64,
 }
@@ -87,7 +91,9 @@ impl LevelSink<'_> {
         if !record.ok {
             self.errors += 1;
         }
-        self.progress.finished_one(self.errors);
+        self.ctx.events.emit(Event::RequestFinished {
+            errors: self.errors,
+        });
         self.records.push(record);
         Ok(())
     }
@@ -108,6 +114,11 @@ pub(crate) async fn run_level(
     if let Some(m) = ctx.metrics {
         m.sample_now().await;
     }
+    ctx.events.emit(Event::LevelStarted {
+        shape: shape.to_string(),
+        concurrency: n,
+        planned,
+    });
     let mut sink = LevelSink {
         ctx,
         shape,
@@ -115,7 +126,6 @@ pub(crate) async fn run_level(
         requests,
         timeline,
         timeline_written: level_t0,
-        progress: LevelProgress::new(shape, n, planned, ctx.show_progress),
         records: Vec::new(),
         errors: 0,
     };
@@ -124,7 +134,7 @@ pub(crate) async fn run_level(
     let (ended_by, abandoned) =
         let_in_flight_finish(ctx, ended_by, &mut in_flight, &mut sink).await?;
     drop(in_flight);
-    sink.progress.finish();
+    ctx.events.emit(Event::LevelFinished);
     if let Some(m) = ctx.metrics {
         m.sample_now().await;
     }
@@ -158,8 +168,8 @@ pub(crate) async fn run_rate_level(
 ) -> Result<LevelSummary, Error> {
     let open = ctx
         .config
-        .open_loop
-        .as_ref()
+        .load
+        .open_loop()
         .ok_or_else(|| Error::Failed("a rate level without open-loop settings".into()))?;
     let shape_name = prompt.shape.name();
     let shape: &str = &shape_name;
@@ -176,6 +186,11 @@ pub(crate) async fn run_rate_level(
     if let Some(m) = ctx.metrics {
         m.sample_now().await;
     }
+    ctx.events.emit(Event::LevelStarted {
+        shape: shape.to_string(),
+        concurrency: n,
+        planned,
+    });
     let mut sink = LevelSink {
         ctx,
         shape,
@@ -183,7 +198,6 @@ pub(crate) async fn run_rate_level(
         requests,
         timeline,
         timeline_written: level_t0,
-        progress: LevelProgress::new(shape, n, planned, ctx.show_progress),
         records: Vec::new(),
         errors: 0,
     };
@@ -238,7 +252,7 @@ pub(crate) async fn run_rate_level(
     let (ended_by, abandoned) =
         let_in_flight_finish(ctx, ended_by, &mut in_flight, &mut sink).await?;
     drop(in_flight);
-    sink.progress.finish();
+    ctx.events.emit(Event::LevelFinished);
     if let Some(m) = ctx.metrics {
         m.sample_now().await;
     }
@@ -438,7 +452,7 @@ fn start_request_at<'a>(
             &text,
             ctx.config.output_tokens,
         ),
-        api_key: ctx.config.target.api_key.clone(),
+        api_key: ctx.api_key.clone(),
         headers: vec![(
             "x-session-id".to_string(),
             load_session_id(prompt.shape, load, index),

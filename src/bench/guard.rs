@@ -5,7 +5,8 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use super::config::BenchConfig;
+use super::cells::BenchPlan;
+use super::config::{BenchConfig, Load, OpenLoop};
 use super::seams::ServerLoad;
 use codendum_core::error::Error;
 
@@ -14,24 +15,63 @@ use codendum_core::error::Error;
 pub enum GuardVerdict {
     /// Nothing running or waiting.
     Idle,
-    /// Busy or unknown, but `--allow-busy` was given; the message says why
-    /// the figures may be disturbed (print it).
+    /// Busy, but `--allow-busy` was given; the warning says why the figures
+    /// may be disturbed.
     Allowed(String),
+    /// `/metrics` could not be read, so the load is unknown: the run goes
+    /// on (its plan says the server was not checked) and the warning says
+    /// how to reach the server's figures.
+    Unchecked(String),
 }
 
-/// The busy guard. `load` is a fresh `/metrics` reading (`None`: no
-/// `/metrics`). Running or waiting requests → refused (exit 3) unless
-/// `allow_busy`; no reading → treated as busy, with a message saying so.
-pub fn busy_guard(load: Option<ServerLoad>, allow_busy: bool) -> Result<GuardVerdict, Error> {
-    let problem = match load {
-        Some(l) if l.running > 0.0 || l.waiting > 0.0 => format!(
-            "the server is busy ({} running, {} waiting requests)",
-            l.running, l.waiting
-        ),
-        Some(_) => return Ok(GuardVerdict::Idle),
-        None => "/metrics could not be read, so codendum cannot tell whether the server is idle"
-            .to_string(),
+impl GuardVerdict {
+    /// The warning to show, if any.
+    pub fn warning(&self) -> Option<&str> {
+        match self {
+            GuardVerdict::Idle => None,
+            GuardVerdict::Allowed(w) | GuardVerdict::Unchecked(w) => Some(w),
+        }
+    }
+
+    /// Whether the server's load was read.
+    pub fn checked(&self) -> bool {
+        !matches!(self, GuardVerdict::Unchecked(_))
+    }
+}
+
+/// How a command takes in a server timeline recorded on the host, for the
+/// guard's advice when `/metrics` is out of reach.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimelineFlag {
+    /// The command reads it itself (`classroom --server-timeline`).
+    Run,
+    /// The report folds it in afterwards (`report --server-timeline`).
+    Report,
+}
+
+/// The busy guard. `load` is a fresh `/metrics` reading (`None`: it could
+/// not be read). Running or waiting requests: refused (exit 3) unless
+/// `allow_busy`. No reading: the run goes on unchecked, since a
+/// workstation behind the lab's proxy rarely reaches `/metrics`; the
+/// warning names the three ways to get the server's side (`timeline` says
+/// how this command takes a host recording).
+pub fn busy_guard(
+    load: Option<ServerLoad>,
+    allow_busy: bool,
+    timeline: TimelineFlag,
+) -> Result<GuardVerdict, Error> {
+    let Some(l) = load else {
+        return Ok(GuardVerdict::Unchecked(unreadable_metrics_warning(
+            allow_busy, timeline,
+        )));
     };
+    if l.running == 0.0 && l.waiting == 0.0 {
+        return Ok(GuardVerdict::Idle);
+    }
+    let problem = format!(
+        "the server is busy ({} running, {} waiting requests)",
+        l.running, l.waiting
+    );
     if allow_busy {
         Ok(GuardVerdict::Allowed(format!(
             "{problem}; going ahead because of --allow-busy (other load will disturb the figures)"
@@ -41,6 +81,28 @@ pub fn busy_guard(load: Option<ServerLoad>, allow_busy: bool) -> Result<GuardVer
             "{problem}; run benchmarks in a maintenance window, or pass --allow-busy"
         )))
     }
+}
+
+/// The plan's line for a server whose load could not be read.
+pub const UNCHECKED_PLAN_LINE: &str =
+    "server load:        not checked (/metrics could not be read; its figures will be empty)";
+
+/// The one line said when `/metrics` cannot be read: the load was not
+/// checked, the server figures stay empty, and what to do about it.
+fn unreadable_metrics_warning(allow_busy: bool, timeline: TimelineFlag) -> String {
+    let head = "/metrics could not be read, so the server's load was not checked and its figures stay empty";
+    if allow_busy {
+        return format!("{head}; going ahead because of --allow-busy");
+    }
+    let pass = match timeline {
+        TimelineFlag::Run => "pass the file with --server-timeline",
+        TimelineFlag::Report => "fold the file in with `codendum report --server-timeline`",
+    };
+    format!(
+        "{head}: point it at the GPU host with --metrics-url http://<gpu-host>:8000/metrics, \
+or record there with `codendum metrics --watch 5 --json > tl.jsonl` and {pass}, \
+or pass --allow-busy to acknowledge it"
+    )
 }
 
 /// Rough server speeds used to estimate a run's duration (GB10-like
@@ -92,11 +154,11 @@ pub fn estimate_level(
     Duration::from_secs_f64(secs.max(0.0))
 }
 
-/// Estimated time of the whole run, simulated time.
-pub fn estimate_duration(config: &BenchConfig, speed: &SpeedGuess) -> Duration {
-    config
-        .cells()
+/// Estimated time of the plan's cells, simulated time.
+pub fn estimate_duration(config: &BenchConfig, plan: &BenchPlan, speed: &SpeedGuess) -> Duration {
+    plan.cells
         .iter()
+        .filter(|c| plan.fit.contains(&c.shape))
         .map(|c| {
             estimate_level(
                 config,
@@ -110,66 +172,76 @@ pub fn estimate_duration(config: &BenchConfig, speed: &SpeedGuess) -> Duration {
 }
 
 /// What an open-loop run will do, on one line of the plan.
-fn open_loop_text(config: &BenchConfig, open: &super::config::OpenLoop) -> String {
-    let top = config.concurrency.iter().copied().max().unwrap_or(40);
+fn open_loop_text(config: &BenchConfig, open: &OpenLoop) -> String {
+    let top = config.top_concurrency();
     let cap = open
         .max_concurrency
         .map_or(String::new(), |c| format!(", at most {c} in flight"));
     let arrival = open.arrival.name();
-    if let Some(n) = open.sweep {
-        format!("a sweep: 1 at a time, {top} in flight, then {n} {arrival} rates between their throughputs{cap}")
-    } else if open.find_rate {
-        format!("the highest {arrival} rate meeting the SLO, by bisection between 1 at a time and {top} in flight{cap}")
-    } else {
-        let rates: Vec<String> = open
-            .rates
-            .iter()
-            .map(|r| {
-                let n = config
-                    .requests_per_level
-                    .unwrap_or_else(|| super::config::default_rate_requests(*r));
-                format!("{}/s ×{n}", codendum_core::results::records::trim_rate(*r))
-            })
-            .collect();
-        format!("{arrival} arrivals at {}{cap}", rates.join(", "))
+    match &config.load {
+        Load::Sweep { rates: n, .. } => format!("a sweep: 1 at a time, {top} in flight, then {n} {arrival} rates between their throughputs{cap}"),
+        Load::FindRate { .. } => format!("the highest {arrival} rate meeting the SLO, by bisection between 1 at a time and {top} in flight{cap}"),
+        Load::Rates { rates, .. } => {
+            let rates: Vec<String> = rates
+                .iter()
+                .map(|r| {
+                    let n = config
+                        .requests_per_level
+                        .unwrap_or_else(|| super::config::default_rate_requests(*r));
+                    format!("{}/s ×{n}", codendum_core::results::records::trim_rate(*r))
+                })
+                .collect();
+            format!("{arrival} arrivals at {}{cap}", rates.join(", "))
+        }
+        Load::Closed | Load::Calibration { .. } | Load::Cells(_) => String::new(),
     }
 }
 
-/// The plan shown before a run: target, model, levels, shapes, requests
-/// per level, output tokens, and the estimated duration.
-/// `speed` is `None` when nothing is known of the server's speed yet (a
-/// calibration run of a live server): the duration is then "unknown".
-pub fn plan_text(config: &BenchConfig, model: &str, speed: Option<&SpeedGuess>) -> String {
+/// The plan shown before a run: the server and model (`server`: its label
+/// and the model), levels, shapes, requests per level, output tokens, the
+/// shapes that do not fit, and the estimated duration. `speed` is `None`
+/// when nothing is known of the server's speed yet (a calibration run of a
+/// live server): the duration is then "unknown".
+pub fn plan_text(
+    config: &BenchConfig,
+    plan: &BenchPlan,
+    (label, model): (&str, &str),
+    speed: Option<&SpeedGuess>,
+) -> String {
     let mut t = String::new();
-    let levels: Vec<String> = config.concurrency.iter().map(u32::to_string).collect();
-    let shapes: Vec<String> = config
-        .shapes
+    let levels: Vec<String> = plan.levels.iter().map(u32::to_string).collect();
+    let shapes: Vec<String> = plan
+        .fit
         .iter()
         .map(|s| format!("{} (~{} input tokens)", s.name(), s.input_tokens()))
         .collect();
-    let requests: Vec<String> = config
-        .concurrency
+    let requests: Vec<String> = plan
+        .levels
         .iter()
         .map(|&n| format!("N={n}: {}", config.requests_for(n)))
         .collect();
     let _ = writeln!(t, "Benchmark plan");
-    let _ = writeln!(t, "  target:             {}", config.target.display_url());
+    let _ = writeln!(t, "  target:             {label}");
     let _ = writeln!(t, "  model:              {model}");
     let _ = writeln!(t, "  endpoint:           {:?}", config.endpoint);
-    if config.cells.is_some() {
-        let cells: Vec<String> = config
-            .cells()
-            .iter()
-            .map(|c| format!("{}@N={} ×{}", c.shape.name(), c.concurrency, c.requests))
-            .collect();
-        let _ = writeln!(t, "  calibration cells:  {}", cells.join(", "));
-    } else if let Some(open) = &config.open_loop {
-        let _ = writeln!(t, "  prompt shapes:      {}", shapes.join(", "));
-        let _ = writeln!(t, "  open loop:          {}", open_loop_text(config, open));
-    } else {
-        let _ = writeln!(t, "  concurrency levels: {}", levels.join(", "));
-        let _ = writeln!(t, "  prompt shapes:      {}", shapes.join(", "));
-        let _ = writeln!(t, "  requests per level: {}", requests.join(", "));
+    match (&config.load, config.load.open_loop()) {
+        (Load::Calibration { .. } | Load::Cells(_), _) => {
+            let cells: Vec<String> = plan
+                .cells
+                .iter()
+                .map(|c| format!("{}@N={} ×{}", c.shape.name(), c.concurrency, c.requests))
+                .collect();
+            let _ = writeln!(t, "  calibration cells:  {}", cells.join(", "));
+        }
+        (_, Some(open)) => {
+            let _ = writeln!(t, "  prompt shapes:      {}", shapes.join(", "));
+            let _ = writeln!(t, "  open loop:          {}", open_loop_text(config, open));
+        }
+        (_, None) => {
+            let _ = writeln!(t, "  concurrency levels: {}", levels.join(", "));
+            let _ = writeln!(t, "  prompt shapes:      {}", shapes.join(", "));
+            let _ = writeln!(t, "  requests per level: {}", requests.join(", "));
+        }
     }
     if let Some(slo) = &config.slo {
         let _ = writeln!(t, "  SLO:                {}", slo.describe());
@@ -182,12 +254,24 @@ pub fn plan_text(config: &BenchConfig, model: &str, speed: Option<&SpeedGuess>) 
     if let Some(cap) = config.level_duration {
         let _ = writeln!(t, "  level cap:          {:.0} s", cap.as_secs_f64());
     }
-    match &config.open_loop {
-        Some(open) if !open.rates.is_empty() => {
+    let _ = writeln!(
+        t,
+        "  estimated duration: {}",
+        duration_text(config, plan, speed)
+    );
+    for s in &plan.skipped {
+        let _ = writeln!(t, "  {}", s.reason());
+    }
+    t
+}
+
+/// The plan's estimated duration.
+fn duration_text(config: &BenchConfig, plan: &BenchPlan, speed: Option<&SpeedGuess>) -> String {
+    match (&config.load, speed) {
+        (Load::Rates { rates, .. }, _) => {
             // Arrivals take requests / rate each level; the last answers
             // drain after.
-            let est: f64 = open
-                .rates
+            let est: f64 = rates
                 .iter()
                 .map(|r| {
                     let n = config
@@ -196,37 +280,21 @@ pub fn plan_text(config: &BenchConfig, model: &str, speed: Option<&SpeedGuess>) 
                     n as f64 / r
                 })
                 .sum::<f64>()
-                * config.shapes.len() as f64;
-            let _ = writeln!(
-                t,
-                "  estimated duration: {} of arrivals, then the last answers",
-                about_duration(est)
-            );
+                * plan.fit.len() as f64;
+            format!("{} of arrivals, then the last answers", about_duration(est))
         }
-        Some(_) => {
-            let _ = writeln!(
-                t,
-                "  estimated duration: set by the first two levels (the rates follow from their throughput)"
-            );
+        (Load::Sweep { .. } | Load::FindRate { .. }, _) => {
+            "set by the first two levels (the rates follow from their throughput)".to_string()
         }
-        None => match speed {
-            None => {
-                let _ = writeln!(
-                    t,
-                    "  estimated duration: unknown until the first cells have run on this server (then on the progress line)"
-                );
-            }
-            Some(speed) => {
-                let est = estimate_duration(config, speed).as_secs_f64();
-                let _ = writeln!(
-                    t,
-                    "  estimated duration: {}, under sustained load",
-                    about_duration(est)
-                );
-            }
-        },
+        (_, None) => {
+            "unknown until the first cells have run on this server (then on the progress line)"
+                .to_string()
+        }
+        (_, Some(speed)) => format!(
+            "{}, under sustained load",
+            about_duration(estimate_duration(config, plan, speed).as_secs_f64())
+        ),
     }
-    t
 }
 
 /// A duration estimate for people: seconds under two minutes, else minutes
@@ -243,12 +311,13 @@ pub fn about_duration(seconds: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use codendum_core::target::Target;
 
     fn config() -> BenchConfig {
-        BenchConfig::new(
-            Target::new(None, None, None, None, None, Duration::from_secs(60)).unwrap(),
-        )
+        BenchConfig::default()
+    }
+
+    fn plan(c: &BenchConfig) -> BenchPlan {
+        BenchPlan::new(c, &crate::bench::ServerFacts::default())
     }
 
     #[test]
@@ -257,7 +326,10 @@ mod tests {
             running: 0.0,
             waiting: 0.0,
         };
-        assert_eq!(busy_guard(Some(idle), false).unwrap(), GuardVerdict::Idle);
+        assert_eq!(
+            busy_guard(Some(idle), false, TimelineFlag::Run).unwrap(),
+            GuardVerdict::Idle
+        );
         for load in [
             ServerLoad {
                 running: 2.0,
@@ -268,25 +340,37 @@ mod tests {
                 waiting: 1.0,
             },
         ] {
-            let e = busy_guard(Some(load), false).unwrap_err();
+            let e = busy_guard(Some(load), false, TimelineFlag::Run).unwrap_err();
             assert_eq!(e.exit_code(), 3);
             assert!(e.to_string().contains("--allow-busy"));
             assert!(matches!(
-                busy_guard(Some(load), true),
+                busy_guard(Some(load), true, TimelineFlag::Run),
                 Ok(GuardVerdict::Allowed(_))
             ));
         }
     }
 
     #[test]
-    fn no_metrics_counts_as_busy() {
-        let e = busy_guard(None, false).unwrap_err();
-        assert_eq!(e.exit_code(), 3);
-        assert!(e.to_string().contains("/metrics"));
-        match busy_guard(None, true).unwrap() {
-            GuardVerdict::Allowed(m) => assert!(m.contains("/metrics")),
-            GuardVerdict::Idle => panic!("unknown load must not count as idle"),
+    fn unreadable_metrics_goes_on_unchecked_and_says_what_to_do() {
+        for timeline in [TimelineFlag::Run, TimelineFlag::Report] {
+            let verdict = busy_guard(None, false, timeline).expect("not refused");
+            assert!(!verdict.checked());
+            let w = verdict.warning().unwrap_or_default().to_string();
+            assert!(!w.contains('\n'), "one line: {w}");
+            for advice in [
+                "--metrics-url",
+                "codendum metrics --watch 5 --json",
+                "--server-timeline",
+                "--allow-busy",
+            ] {
+                assert!(w.contains(advice), "{advice}: {w}");
+            }
         }
+        let w = busy_guard(None, true, TimelineFlag::Run).expect("not refused");
+        assert!(
+            matches!(&w, GuardVerdict::Unchecked(m) if m.contains("/metrics") && m.contains("--allow-busy")),
+            "{w:?}"
+        );
     }
 
     #[test]
@@ -315,10 +399,10 @@ mod tests {
         capped.level_duration = Some(Duration::from_secs(10));
         let cut = estimate_level(&capped, 512, 40, 160, &speed).as_secs_f64();
         assert!((cut - 85.0933).abs() < 1e-3, "{cut}");
-        let full = estimate_duration(&c, &speed);
+        let full = estimate_duration(&c, &plan(&c), &speed);
         c.level_duration = Some(Duration::from_secs(10));
-        assert!(estimate_duration(&c, &speed) < full);
-        let plan = plan_text(&c, "m", Some(&speed));
+        assert!(estimate_duration(&c, &plan(&c), &speed) < full);
+        let plan = plan_text(&c, &plan(&c), ("embedded twin", "m"), Some(&speed));
         assert!(
             plan.contains("1, 8, 16, 24, 40") && plan.contains("N=40: 160"),
             "{plan}"

@@ -6,21 +6,16 @@
 //! the tolerance.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::bench::config::Cell;
-use crate::bench::{run_on_twin, BenchConfig, TwinFacts};
-use codendum_core::clock::Clock;
+use crate::bench::config::{Cell, Load};
+use crate::bench::BenchConfig;
 use codendum_core::error::{ConfigError, Error};
 use codendum_core::kinds::Shape;
 use codendum_core::profile::Profile;
 use codendum_core::results::{self, BenchSummary, LevelSummary};
-use codendum_core::target::Target;
-use codendum_twin::inproc::InProcTransport;
-use codendum_twin::TwinOptions;
 
 /// One figure of one level: measured, predicted, and the error.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -59,54 +54,22 @@ fn cells_of(summary: &BenchSummary) -> Vec<Cell> {
         .collect()
 }
 
-/// Replays `cells` on the twin of `profile` in virtual time, on a thread of
-/// its own (its paused runtime must not nest in the caller's); the levels
-/// in the same order.
+/// Replays `cells` on the twin of `profile` in virtual time, with the
+/// run's output tokens, endpoint and seed; the levels in the same order.
 fn replay(
     profile: &Profile,
     summary: &BenchSummary,
     cells: Vec<Cell>,
     scratch: &Path,
 ) -> Result<Vec<LevelSummary>, Error> {
-    std::thread::scope(|s| {
-        s.spawn(|| replay_here(profile, summary, cells, scratch))
-            .join()
-            .unwrap_or_else(|_| Err(Error::Failed("the replay stopped".into())))
-    })
-}
-
-fn replay_here(
-    profile: &Profile,
-    summary: &BenchSummary,
-    cells: Vec<Cell>,
-    scratch: &Path,
-) -> Result<Vec<LevelSummary>, Error> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .start_paused(true)
-        .build()
-        .map_err(|e| Error::Failed(format!("cannot start a runtime: {e}")))?;
-    runtime.block_on(async {
-        let clock = Clock::scaled(1.0);
-        let mut opts = TwinOptions::new(profile.clone());
-        opts.clock = clock.clone();
-        let transport = Arc::new(InProcTransport::start(opts));
-        let target = Target::new(None, None, None, None, None, Duration::from_secs(3_600))?;
-        let mut config = BenchConfig::new(target);
-        config.target.model = Some(profile.server.served_model_name.clone());
-        config.set_cells(cells);
-        config.output_tokens = summary.parameters.output_tokens;
-        config.endpoint = summary.parameters.endpoint;
-        config.seed = summary.parameters.seed;
-        config.results_dir = scratch.to_path_buf();
-        config.yes = true;
-        let info = TwinFacts {
-            model: profile.server.served_model_name.clone(),
-            max_model_len: Some(u64::from(profile.server.max_model_len)),
-            tokenize: true,
-        };
-        Ok(run_on_twin(&config, &transport, &info, clock).await?.levels)
-    })
+    let config = BenchConfig {
+        load: Load::Cells(cells),
+        output_tokens: summary.parameters.output_tokens,
+        endpoint: summary.parameters.endpoint,
+        seed: summary.parameters.seed,
+        ..BenchConfig::default()
+    };
+    crate::virtual_time::bench_on_twin(profile, config, scratch)
 }
 
 /// Backtests `profile` on each bench run: every figure of every level,

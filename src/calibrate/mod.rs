@@ -7,7 +7,8 @@
 //! model ([`model`]), [`fit`] solves them ([`lsq`]), [`quality`] checks the
 //! fit level by level and on held-out levels, [`facts`] reads the server's
 //! settings, [`write`] renders the profile, its hardware TOML and the fit
-//! report.
+//! report; with `--targets-from`, [`targets`] runs the capacity suite's
+//! workloads on the fitted twin and writes the profile's `[targets]`.
 
 pub mod check;
 mod design;
@@ -18,6 +19,7 @@ pub mod lsq;
 pub mod model;
 pub mod observe;
 pub mod quality;
+pub mod targets;
 pub mod write;
 
 use std::path::PathBuf;

@@ -18,6 +18,12 @@ use codendum_core::target::Secret;
 /// 57,344 tokens) uses 8,192, so that is the default here; pass 32000 to
 /// mimic an unconfigured client.
 pub const DEFAULT_OUTPUT_LIMIT: u64 = 8_192;
+/// Simulated students (`--users`).
+pub const DEFAULT_USERS: usize = 40;
+/// Window for new coding requests (`--duration`).
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(900);
+/// Students start within this time (`--ramp-up`).
+pub const DEFAULT_RAMP_UP: Duration = Duration::from_secs(120);
 
 /// Everything a classroom run needs besides the transport and the clock.
 #[derive(Debug, Clone)]
@@ -68,19 +74,20 @@ pub struct ClassroomConfig {
 }
 
 impl ClassroomConfig {
-    /// The defaults of the seed's simulator for a model and context limit.
+    /// The defaults of every classroom flag (the command line's, defined
+    /// once here) for a model and context limit.
     pub fn new(model: impl Into<String>, context_limit: Option<u64>) -> Self {
         ClassroomConfig {
             model: model.into(),
-            users: 40,
+            users: DEFAULT_USERS,
             scenario: Scenario::Java,
-            duration: Duration::from_secs(900),
-            ramp_up: Duration::from_secs(120),
+            duration: DEFAULT_DURATION,
+            ramp_up: DEFAULT_RAMP_UP,
             class: Class::lab(),
             context_limit,
             output_limit: DEFAULT_OUTPUT_LIMIT,
             api_keys: Vec::new(),
-            seed: 42,
+            seed: crate::settings::DEFAULT_SEED,
             prompt: PromptSet::built_in(),
             client_times: Arc::default(),
             step_cap: 200,
@@ -91,31 +98,13 @@ impl ClassroomConfig {
 }
 
 impl Check for ClassroomConfig {
-    /// Checks the values; errors name the flag.
+    /// Checks what only the server can make wrong: a model to send, and a
+    /// context limit (the server's, unless given) that leaves room for
+    /// prompts beside the output reserve. The flags themselves were typed
+    /// and checked when the command line was read.
     fn check(&self) -> Result<(), ConfigError> {
         if self.model.trim().is_empty() {
             return Err(ConfigError::invalid("--model", "is empty"));
-        }
-        if self.users == 0 || self.users > 10_000 {
-            return Err(ConfigError::invalid(
-                "--users",
-                "must be between 1 and 10000",
-            ));
-        }
-        if self.duration.is_zero() {
-            return Err(ConfigError::invalid("--duration", "must be more than 0 s"));
-        }
-        if self.ramp_up > self.duration {
-            return Err(ConfigError::invalid(
-                "--ramp-up",
-                "must not be longer than --duration",
-            ));
-        }
-        if self.output_limit == 0 {
-            return Err(ConfigError::invalid(
-                "--output-limit",
-                "must be at least 1 token",
-            ));
         }
         if let Some(limit) = self.context_limit {
             let reserve = self.output_limit.min(32_000);
@@ -125,9 +114,6 @@ impl Check for ClassroomConfig {
                     format!("{limit} tokens leave no room for prompts beside an output reserve of {reserve}"),
                 ));
             }
-        }
-        if self.step_cap == 0 || self.subagent_step_cap == 0 {
-            return Err(ConfigError::invalid("--step-cap", "must be at least 1"));
         }
         Ok(())
     }
@@ -195,9 +181,10 @@ mod tests {
     fn defaults_validate_and_errors_name_the_flag() {
         let c = ClassroomConfig::new("qwen", Some(65_536));
         c.check().unwrap();
+        assert_eq!(c.seed, crate::settings::DEFAULT_SEED);
         let mut bad = c.clone();
-        bad.ramp_up = Duration::from_secs(1000);
-        assert!(bad.check().unwrap_err().to_string().contains("--ramp-up"));
+        bad.model = " ".into();
+        assert!(bad.check().unwrap_err().to_string().contains("--model"));
         let mut bad = c.clone();
         let e = bad
             .set_pauses(Duration::from_secs(30), Duration::from_secs(20))

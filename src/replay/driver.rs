@@ -374,11 +374,7 @@ pub fn tasks_of(records: &[CallRecord]) -> Vec<TaskRecord> {
                     .iter()
                     .map(|r| r.started_at + r.wait_s)
                     .fold(0.0, f64::max),
-                model_time_s: calls
-                    .iter()
-                    .filter(|r| r.kind != CallKind::Title)
-                    .map(|r| r.wait_s)
-                    .sum(),
+                model_time_s: TaskRecord::model_time_of(calls.iter().copied()),
                 calls: calls.len(),
                 output_tokens: calls.iter().map(|r| r.output_tokens).sum(),
                 tool_calls: 0,

@@ -7,7 +7,6 @@ use std::collections::HashMap;
 use std::io::BufReader;
 use std::path::Path;
 
-use crate::capture::classify::CaptureKind;
 use crate::capture::{CallLine, CALLS_FILE, CAPTURE_HEADER_FILE};
 use codendum_core::error::{ConfigError, Error};
 use codendum_core::results::classroom_records::{CallKind, CallRecord};
@@ -130,16 +129,6 @@ fn read_lines<T: serde::de::DeserializeOwned>(
         .map_err(|e| bad(&path, what, e.to_string()))
 }
 
-fn call_kind(kind: CaptureKind) -> Option<CallKind> {
-    match kind {
-        CaptureKind::Title => Some(CallKind::Title),
-        CaptureKind::Agent => Some(CallKind::Agent),
-        CaptureKind::Subagent => Some(CallKind::Subagent),
-        CaptureKind::Compaction => Some(CallKind::Compaction),
-        CaptureKind::Other => None,
-    }
-}
-
 /// The trace of a capture's model calls (`other` calls are left out): its
 /// blocks rebuilt ([`rebuild_hash_ids`]), its dependencies linked
 /// ([`link_dependencies`]), and its coding requests numbered per root
@@ -147,7 +136,7 @@ fn call_kind(kind: CaptureKind) -> Option<CallKind> {
 pub fn from_capture(lines: &[CallLine], block_size: u32) -> Trace {
     let mut lines: Vec<&CallLine> = lines
         .iter()
-        .filter(|l| call_kind(l.request.kind).is_some())
+        .filter(|l| l.request.kind.call_kind().is_some())
         .collect();
     lines.sort_by(|a, b| a.started_at_s.total_cmp(&b.started_at_s));
     let origin = lines.first().map_or(0.0, |l| l.started_at_s);
@@ -163,7 +152,7 @@ pub fn from_capture(lines: &[CallLine], block_size: u32) -> Trace {
             TraceCall {
                 session: l.request.session.clone(),
                 parent: l.request.parent.clone(),
-                kind: call_kind(l.request.kind),
+                kind: l.request.kind.call_kind(),
                 task: None,
                 at_s: l.started_at_s - origin,
                 input_tokens: input,

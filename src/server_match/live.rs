@@ -3,6 +3,8 @@
 //! `classroom`, and recording the check in `summary.json`. The comparison
 //! itself is [`super::server_match`].
 
+use crate::events::Events;
+use crate::settings::{ClientSettings, LiveServer, Server};
 use std::path::Path;
 
 use super::{check, ProfileCheck, ServerAnswers, MODELS_LIMIT};
@@ -71,19 +73,23 @@ async fn read_page(client: &reqwest::Client, url: &str) -> Result<String, String
 }
 
 /// Checks `profile` against the live server `target` (side calls signed
-/// with `--api-key`, else the first of `keys`). `Err`: the target is not a
-/// live server or no client could be built.
+/// with the client's `--api-key`, else the first of `keys`). `Err`: no
+/// client could be built.
 pub async fn check_target(
     profile: &Profile,
-    target: &Target,
+    (target, client): (&Target, &ClientSettings),
     keys: &[Secret],
 ) -> Result<ProfileCheck, String> {
-    if target.is_embedded() {
-        return Err("no live server to check (CODENDUM_BASE_URL is not set)".into());
-    }
-    let mut opts = ConnectOptions::new(profile.name.clone(), 1.0);
-    opts.student_keys = keys.to_vec();
-    let conn = Connection::open(target, &opts)
+    let opts = ConnectOptions {
+        max_connections: 4,
+        student_keys: keys.to_vec(),
+        ..ConnectOptions::default()
+    };
+    let server = Server::Live(LiveServer {
+        target: target.clone(),
+        prometheus: None,
+    });
+    let conn = Connection::open(&server, client, &opts)
         .await
         .map_err(|e| format!("cannot reach {}: {e}", target.display_url()))?;
     let (models, metrics) = tokio::join!(read_models(&conn.client), read_metrics_pages(target));
@@ -93,20 +99,23 @@ pub async fn check_target(
 
 /// For `bench` and `classroom` against a live server: when a profile was
 /// stated (`--profile` or `CODENDUM_PROFILE`; `None`: nothing is checked),
-/// compares it with the server and prints one line on stderr: the warning
-/// when they differ, a note when the profile does not load or the server
-/// states nothing. `models`: `/v1/models` when the caller has it already.
+/// compares it with the server and says one thing: the warning when they
+/// differ, a note when the profile does not load or the server states
+/// nothing. `models`: `/v1/models` when the caller has it already.
 pub async fn check_live(
     stated_profile: Option<&str>,
     client: &HttpClient,
     models: Option<&[ModelInfo]>,
     target: &Target,
+    events: &Events,
 ) -> Option<ProfileCheck> {
     let spec = stated_profile.map(str::trim).filter(|s| !s.is_empty())?;
     let profile = match Profile::load(spec) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("codendum: note: the server was not checked against profile {spec}: {e}");
+            events.note(format!(
+                "the server was not checked against profile {spec}: {e}"
+            ));
             return None;
         }
     };
@@ -119,13 +128,13 @@ pub async fn check_live(
     let (models, metrics) = tokio::join!(read_models, read_metrics_pages(target));
     let check = check(&profile, &ServerAnswers { models, metrics });
     if let Some(warning) = check.warning() {
-        eprintln!("{warning}");
+        events.warn(warning);
     } else if check.matched.is_empty() {
         let why = check.not_stated_text().unwrap_or_default();
-        eprintln!(
-            "codendum: note: cannot check that the server runs profile {}: {why}",
+        events.note(format!(
+            "cannot check that the server runs profile {}: {why}",
             check.profile
-        );
+        ));
     }
     Some(check)
 }

@@ -301,13 +301,22 @@ fn a_profile_with_a_bad_target_becomes_a_failing_trial() {
     );
 }
 
+/// A server whose `/metrics` shows requests running and waiting is not
+/// loaded without `CODENDUM_ALLOW_BUSY=1` (one whose `/metrics` cannot be
+/// read is: the suite then runs with the server figures empty).
 #[test]
-fn a_server_that_cannot_be_seen_idle_is_refused_without_allow_busy() {
-    use wiremock::matchers::any;
+fn a_busy_server_is_refused_without_allow_busy() {
+    use wiremock::matchers::{any, path};
     use wiremock::{Mock, MockServer, ResponseTemplate};
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let server = rt.block_on(async {
         let server = MockServer::start().await;
+        Mock::given(path("/metrics"))
+            .respond_with(ResponseTemplate::new(200).set_body_string(include_str!(
+                "../../fixtures/metrics/vllm-0.30-metrics-busy.txt"
+            )))
+            .mount(&server)
+            .await;
         Mock::given(any())
             .respond_with(ResponseTemplate::new(503))
             .mount(&server)
@@ -334,7 +343,9 @@ fn a_server_that_cannot_be_seen_idle_is_refused_without_allow_busy() {
     );
     let msg = failure_of(&suite, "guarded::bench-short-c1::errors");
     assert!(
-        msg.contains("did not start") && msg.contains("CODENDUM_ALLOW_BUSY=1"),
+        msg.contains("did not start")
+            && msg.contains("busy")
+            && msg.contains("CODENDUM_ALLOW_BUSY=1"),
         "{msg}"
     );
     assert!(!results.exists(), "nothing ran");

@@ -334,18 +334,13 @@ fn a_twin_started_from_a_profile_states_that_profile() {
     let rt = runtime();
     for name in ["classroom-64k", "classroom-64k-high-concurrency"] {
         let twin = start_twin(&rt, name, 1.0);
-        let target = codendum_core::target::Target::new(
-            Some(&twin.base_url()),
-            None,
-            None,
-            None,
-            None,
-            Duration::from_secs(10),
-        )
-        .expect("target");
+        let target = codendum_core::target::Target::at(
+            codendum_core::target::BaseUrl::parse(twin.base_url()).expect("base URL"),
+        );
+        let client = codendum::settings::ClientSettings::new(Duration::from_secs(10));
         let profile = Profile::load(name).expect("profile");
         let check = rt
-            .block_on(check_target(&profile, &target, &[]))
+            .block_on(check_target(&profile, (&target, &client), &[]))
             .expect("checked");
         assert!(check.differences.is_empty(), "{name}: {check:?}");
         assert_eq!(check.matched.len(), 5, "{name}: {check:?}");

@@ -2,7 +2,6 @@
 //! `app::classroom::run` (the CLI's own paths), one workload at a time, then
 //! the report with the verdicts; or reusing a run another process made.
 
-use codendum_core::error::Checked;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -13,9 +12,10 @@ use super::reuse::{short_hash, RunCache};
 use super::settings::Settings;
 use super::suite::{judge_all, SuiteProfile};
 use super::workload::{bench_config, classroom_config, twin_time_scale, WorkloadKind};
-use codendum::app::bench::BenchRun;
-use codendum::app::classroom::ClassroomRun;
-use codendum::connect::ConnectOptions;
+use codendum::app::classroom::ClassroomSettings;
+use codendum::app::run::RunIo;
+use codendum::events::{Events, Written};
+use codendum::settings::{LiveServer, RunSettings, Server, TwinSettings};
 use codendum_core::clock::Clock;
 use codendum_core::error::Error;
 use codendum_core::results::{BenchSummary, ClassroomRunSummary};
@@ -87,7 +87,7 @@ pub fn cache_key(
 ) -> String {
     let shaping = format!(
         "{}|{}|{:?}|{:?}|{}",
-        settings.target.display_url(),
+        settings.server_label(),
         p.spec,
         p.profile.server,
         targets
@@ -111,10 +111,9 @@ pub fn cache_key(
 /// report's path. `Err` is the message every trial of the workload fails with.
 pub fn run_workload(
     settings: &Settings,
-    p: &SuiteProfile,
-    targets: &ModeTargets,
-    kind: WorkloadKind,
+    (p, targets, kind): (&SuiteProfile, &ModeTargets, WorkloadKind),
     cache: &RunCache,
+    events: &Events,
 ) -> Result<WorkloadResults, String> {
     let _one_at_a_time = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
     if INTERRUPTED.load(Ordering::Relaxed) {
@@ -128,46 +127,45 @@ pub fn run_workload(
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start a tokio runtime: {e}"))?;
-    rt.block_on(run_locked(settings, p, targets, kind, cache))
+    rt.block_on(run_locked(settings, (p, targets, kind), cache, events))
 }
 
 async fn run_locked(
     settings: &Settings,
-    p: &SuiteProfile,
-    targets: &ModeTargets,
-    kind: WorkloadKind,
+    (p, targets, kind): (&SuiteProfile, &ModeTargets, WorkloadKind),
     cache: &RunCache,
+    events: &Events,
 ) -> Result<WorkloadResults, String> {
     let clock = Clock::real();
     let _lock = cache
-        .lock(&clock)
+        .lock_telling(&clock, events)
         .await
         .map_err(|e| format!("cannot take the run lock in {}: {e}", cache.dir.display()))?;
     let key = cache_key(settings, p, targets, kind);
     if let Some(record) = cache.lookup(&key, clock.utc_now().timestamp()) {
         let summary = load_summary(&record.folder, kind)?;
-        eprintln!(
-            "capacity: {} {} judged from the run in {}",
+        events.note(format!(
+            "{} {} judged from the run in {}",
             p.profile.name,
             kind.name(),
             record.folder.display()
-        );
+        ));
         return Ok(WorkloadResults {
             folder: record.folder,
             summary,
             reused: true,
         });
     }
-    eprintln!(
-        "capacity: running the {} {} workload of {} against {}",
+    events.note(format!(
+        "running the {} {} workload of {} against {}",
         settings.mode.name(),
         kind.name(),
         p.profile.name,
-        settings.target.display_url()
-    );
+        settings.server_label()
+    ));
     // Ctrl-C or SIGTERM during a workload stops it as it stops the command:
     // its folder is written and every trial of it fails as interrupted.
-    let stop = codendum::app::signals::stop_on_signal();
+    let stop = codendum::app::signals::stop_on_signal(events.clone());
     let outcome = match kind {
         WorkloadKind::Bench => run_bench(settings, p, targets, stop.clone()).await,
         WorkloadKind::Classroom => run_classroom(settings, p, stop.clone()).await,
@@ -183,16 +181,16 @@ async fn run_locked(
     match codendum_report::files::write_report_with(&results.folder, None, &verdicts) {
         Ok(paths) => {
             for path in paths {
-                eprintln!("Report: {}", path.display());
+                events.written(Written::Report, path);
             }
         }
-        Err(e) => eprintln!("capacity: the report could not be written: {e}"),
+        Err(e) => events.warn(format!("the report could not be written: {e}")),
     }
     if let Err(e) = cache.store(&key, &results.folder, clock.utc_now().timestamp()) {
-        eprintln!(
-            "capacity: cannot record the run in {}: {e}",
+        events.warn(format!(
+            "cannot record the run in {}: {e}",
             cache.dir.display()
-        );
+        ));
     }
     Ok(results)
 }
@@ -207,16 +205,50 @@ fn explain(kind: WorkloadKind, e: Error) -> String {
     }
 }
 
-fn connect_options(p: &SuiteProfile, kind: WorkloadKind) -> ConnectOptions {
-    ConnectOptions::new(p.spec.clone(), twin_time_scale(kind))
+/// Where a workload runs: the live server, else a twin running the
+/// profile (its own `[fleet]`) at the workload's speed-up.
+fn server(settings: &Settings, p: &SuiteProfile, kind: WorkloadKind) -> Server {
+    match &settings.target {
+        Some(target) => Server::Live(LiveServer {
+            target: target.clone(),
+            prometheus: None,
+        }),
+        None => Server::embedded(
+            TwinSettings {
+                profile: p.profile.clone(),
+                time_scale: twin_time_scale(kind),
+                seed: 1,
+            },
+            p.profile.fleet,
+        ),
+    }
 }
 
-fn provenance(settings: &Settings, p: &SuiteProfile) -> codendum_core::target::Provenance {
-    let mut prov = settings.provenance.clone();
-    if prov.profile.is_none() || !settings.is_live() {
-        prov.profile = Some(p.profile.name.clone());
+/// How a workload runs: never asking, no report of its own (the suite
+/// writes one with the verdicts), its results under the suite's root.
+fn run_settings(settings: &Settings, p: &SuiteProfile) -> RunSettings {
+    let mut provenance = settings.provenance.clone();
+    if provenance.profile.is_none() || !settings.is_live() {
+        provenance.profile = Some(p.profile.name.clone());
     }
-    prov
+    RunSettings {
+        client: settings.client.clone(),
+        provenance,
+        results_dir: settings.results_dir.clone(),
+        allow_busy: settings.allow_busy,
+        yes: true,
+        write_report: false,
+        max_error_rate: codendum_core::results::verdict::DEFAULT_MAX_ERROR_RATE,
+    }
+}
+
+/// The suite says what it runs; the workload itself is silent.
+fn io(stop: watch::Receiver<bool>) -> RunIo<'static> {
+    RunIo {
+        events: Events::silent(),
+        confirm: &|_| true,
+        stop,
+    }
 }
 
 async fn run_bench(
@@ -225,19 +257,14 @@ async fn run_bench(
     targets: &ModeTargets,
     stop: watch::Receiver<bool>,
 ) -> Result<WorkloadResults, Error> {
-    let mut config = bench_config(settings.mode, targets, settings.target.clone());
-    config.provenance = provenance(settings, p);
-    config.results_dir = settings.results_dir.clone();
-    config.allow_busy = settings.allow_busy;
-    let run = BenchRun {
-        config: Checked::new(config)?,
-        connect: connect_options(p, WorkloadKind::Bench),
-        confirm: &|_| true,
-        stop,
-        show_progress: false,
-        write_report: false,
-    };
-    let outcome = codendum::app::bench::run(run).await?;
+    let config = bench_config(settings.mode, targets);
+    let outcome = codendum::app::bench::run(
+        &server(settings, p, WorkloadKind::Bench),
+        &run_settings(settings, p),
+        &config,
+        io(stop),
+    )
+    .await?;
     Ok(WorkloadResults {
         folder: outcome.folder,
         summary: WorkloadSummary::Bench(Box::new(outcome.summary)),
@@ -252,27 +279,18 @@ async fn run_classroom(
 ) -> Result<WorkloadResults, Error> {
     let mut config = classroom_config(settings.mode);
     config.api_keys = settings.api_keys.clone();
-    if let Some(model) = &settings.target.model {
-        config.model = model.clone();
-    }
-    let run = ClassroomRun {
+    let class = ClassroomSettings {
         config,
-        target: settings.target.clone(),
-        provenance: provenance(settings, p),
-        connect: connect_options(p, WorkloadKind::Classroom),
-        context_limit_given: false,
         server_timeline: None,
         prompt_file: None,
-        results_dir: settings.results_dir.clone(),
-        allow_busy: settings.allow_busy,
-        max_error_rate: codendum_core::results::verdict::DEFAULT_MAX_ERROR_RATE,
-        yes: true,
-        confirm: &|_| true,
-        stop,
-        show_progress: false,
-        write_report: false,
     };
-    let result = codendum::app::classroom::run(run).await?;
+    let result = codendum::app::classroom::run(
+        &server(settings, p, WorkloadKind::Classroom),
+        &run_settings(settings, p),
+        &class,
+        io(stop),
+    )
+    .await?;
     Ok(WorkloadResults {
         folder: result.folder,
         summary: WorkloadSummary::Classroom(Box::new(result.summary)),

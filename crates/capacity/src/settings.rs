@@ -1,20 +1,27 @@
 //! The suite's settings, from the environment and `.env` (the environment
-//! wins; `.env` never overrides it).
+//! wins; `.env` never overrides it): the same variables, `.env` and
+//! "empty is unset" rule as the command line
+//! ([`codendum::settings::env`]), parsed into the same typed values.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
+use std::str::FromStr;
 
 use super::workload::{Mode, REQUEST_TIMEOUT};
+use codendum::settings::env::{self, *};
+use codendum::settings::values::{CaFile, HttpUrls};
+use codendum::settings::ClientSettings;
 use codendum_core::error::ConfigError;
 use codendum_core::profile::known_profiles;
-use codendum_core::target::{read_api_keys, Provenance, Secret, Target};
+use codendum_core::target::{read_api_keys, BaseUrl, Provenance, Secret, Target};
 
 /// Everything the suite reads from the environment.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    /// The server (no base URL: the embedded twin, each profile judged
-    /// against a twin running it).
-    pub target: Target,
+    /// The live server; `None`: the embedded twin, each profile judged
+    /// against a twin running it.
+    pub target: Option<Target>,
+    /// How requests are sent (`CODENDUM_API_KEY`, `CODENDUM_MODEL`).
+    pub client: ClientSettings,
     /// Keys for the class, one per student (`CODENDUM_API_KEYS_FILE`; else
     /// the single `CODENDUM_API_KEY`).
     pub api_keys: Vec<Secret>,
@@ -42,90 +49,99 @@ pub struct Settings {
 impl Settings {
     /// Whether the target is a live server.
     pub fn is_live(&self) -> bool {
-        !self.target.is_embedded()
+        self.target.is_some()
     }
 
-    /// Reads the process environment, then `.env` (searched from the current
-    /// directory upwards) for what the environment does not set.
+    /// The server as results and messages name it.
+    pub fn server_label(&self) -> String {
+        self.target
+            .as_ref()
+            .map_or_else(|| "embedded twin".to_string(), Target::display_url)
+    }
+
+    /// Loads `.env` (for what the environment does not set), then reads
+    /// the settings from the environment.
     pub fn from_env() -> Result<Settings, ConfigError> {
-        let mut dotenv: HashMap<String, String> = HashMap::new();
-        if let Ok(iter) = dotenvy::dotenv_iter() {
-            for (k, v) in iter.flatten() {
-                dotenv.insert(k, v);
-            }
-        }
-        Settings::from_lookup(|name| {
-            std::env::var(name)
-                .ok()
-                .or_else(|| dotenv.get(name).cloned())
-        })
+        env::load_dotenv().map_err(|e| ConfigError::invalid(".env", e))?;
+        Settings::from_lookup(|name| std::env::var(name).ok())
     }
 
     /// Reads settings through `get` (a variable's value, if set).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Settings, ConfigError> {
-        let var = |name: &str| {
-            get(name)
-                .map(|v| v.trim().to_string())
-                .filter(|v| !v.is_empty())
+        let var = |name: &str| env::value(get(name));
+        let target = match var(BASE_URL) {
+            None => None,
+            Some(raw) => {
+                let mut t = Target::at(BaseUrl::parse_for(BASE_URL, &raw)?);
+                if let Some(ca) = parsed::<CaFile>(&var, CACERT)? {
+                    t.cacert = Some(ca.0);
+                }
+                if let Some(urls) = parsed::<HttpUrls>(&var, METRICS_URL)? {
+                    t.metrics_urls = urls.0;
+                }
+                Some(t)
+            }
         };
-        let cacert = var("CODENDUM_CACERT").map(PathBuf::from);
-        let target = Target::new(
-            var("CODENDUM_BASE_URL").as_deref(),
-            var("CODENDUM_API_KEY").as_deref(),
-            cacert.as_deref(),
-            var("CODENDUM_METRICS_URL").as_deref(),
-            var("CODENDUM_MODEL").as_deref(),
-            REQUEST_TIMEOUT,
-        )?;
-        let api_keys = match var("CODENDUM_API_KEYS_FILE") {
+        let client = ClientSettings {
+            api_key: var(API_KEY).map(Secret::new),
+            model: var(MODEL),
+            request_timeout: REQUEST_TIMEOUT,
+        };
+        let api_keys = match var(API_KEYS_FILE) {
             Some(path) => read_api_keys(std::path::Path::new(&path))?,
-            None => target.api_key.iter().cloned().collect(),
+            None => client.api_key.iter().cloned().collect(),
         };
-        let mode = match var("CODENDUM_CAPACITY") {
+        let mode = match var(CAPACITY) {
             None => Mode::Quick,
             Some(m) => Mode::from_name(&m).ok_or_else(|| {
-                ConfigError::invalid(
-                    "CODENDUM_CAPACITY",
-                    format!("{m:?} is neither quick nor full"),
-                )
+                ConfigError::invalid(CAPACITY, format!("{m:?} is neither quick nor full"))
             })?,
         };
-        let profiles = match var("CODENDUM_CAPACITY_PROFILES") {
+        let profiles = match var(CAPACITY_PROFILES) {
             Some(list) => codendum_core::flags::names(&list),
             None => known_profiles().into_iter().map(String::from).collect(),
         };
-        let live_profile = var("CODENDUM_PROFILE");
-        let allow_busy = var("CODENDUM_ALLOW_BUSY").is_some_and(|v| truthy(&v));
-        let reuse_window_s = match var("CODENDUM_CAPACITY_REUSE_S") {
+        let live_profile = var(PROFILE);
+        let allow_busy = var(ALLOW_BUSY).is_some_and(|v| truthy(&v));
+        let reuse_window_s = match var(CAPACITY_REUSE_S) {
             None => 0,
             Some(v) => v.parse().map_err(|_| {
-                ConfigError::invalid(
-                    "CODENDUM_CAPACITY_REUSE_S",
-                    format!("{v:?} is not whole seconds"),
-                )
+                ConfigError::invalid(CAPACITY_REUSE_S, format!("{v:?} is not whole seconds"))
             })?,
         };
         let provenance = Provenance {
             profile: live_profile.clone(),
-            image_digest: var("CODENDUM_IMAGE_DIGEST"),
-            model_revision: var("CODENDUM_MODEL_REVISION"),
-            dgx_os_version: var("CODENDUM_DGX_OS_VERSION"),
-            driver_version: var("CODENDUM_DRIVER_VERSION"),
+            image_digest: var(IMAGE_DIGEST),
+            model_revision: var(MODEL_REVISION),
+            dgx_os_version: var(DGX_OS_VERSION),
+            driver_version: var(DRIVER_VERSION),
         };
         Ok(Settings {
             target,
+            client,
             api_keys,
             profiles,
             live_profile,
             mode,
             allow_busy,
-            results_dir: var("CODENDUM_RESULTS_DIR")
+            results_dir: var(RESULTS_DIR)
                 .map(PathBuf::from)
                 .unwrap_or_else(|| PathBuf::from(codendum_core::results::DEFAULT_RESULTS_ROOT)),
             provenance,
             reuse_window_s,
         })
     }
+}
+
+/// A variable's value as the flag's typed value; the error names the
+/// variable.
+fn parsed<T: FromStr<Err = String>>(
+    var: &impl Fn(&str) -> Option<String>,
+    name: &str,
+) -> Result<Option<T>, ConfigError> {
+    var(name)
+        .map(|raw| T::from_str(&raw).map_err(|reason| ConfigError::invalid(name, reason)))
+        .transpose()
 }
 
 fn truthy(v: &str) -> bool {
@@ -135,6 +151,7 @@ fn truthy(v: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
 
     fn settings(vars: &[(&str, &str)]) -> Result<Settings, ConfigError> {
         let map: HashMap<String, String> = vars
@@ -168,12 +185,29 @@ mod tests {
         assert_eq!(s.mode, Mode::Full);
         assert_eq!(s.api_keys.len(), 1);
         assert_eq!(s.profiles, vec!["a.toml", "classroom-64k"]);
-        assert_eq!(s.target.metrics_urls, vec!["http://127.0.0.1:9/metrics"]);
+        let target = s.target.expect("a live server");
+        assert_eq!(target.metrics_urls, vec!["http://127.0.0.1:9/metrics"]);
         assert_eq!(s.provenance.profile.as_deref(), Some("classroom-64k"));
     }
 
     #[test]
+    fn every_variable_read_is_in_the_registry() {
+        let read = std::cell::RefCell::new(Vec::new());
+        let _ = Settings::from_lookup(|name| {
+            read.borrow_mut().push(name.to_string());
+            None
+        });
+        for name in read.into_inner() {
+            assert!(env::var(&name).is_some(), "{name} is not in the registry");
+        }
+    }
+
+    #[test]
     fn bad_values_name_the_variable() {
+        let e = settings(&[("CODENDUM_BASE_URL", "htps://h/v1")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("CODENDUM_BASE_URL"), "{e}");
         let e = settings(&[("CODENDUM_CAPACITY", "slow")])
             .unwrap_err()
             .to_string();

@@ -10,6 +10,7 @@
 //! server's `/v1/models` and `/metrics`, read once, against the profile's
 //! `[server]` (see [`super::server_match`]).
 
+use codendum::events::Events;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -90,6 +91,8 @@ pub struct Suite {
     runs: Mutex<HashMap<(usize, WorkloadKind), RunCell>>,
     checks: Mutex<HashMap<usize, CheckCell>>,
     cache: RunCache,
+    /// Where the suite says what it runs and reuses.
+    events: Events,
 }
 
 impl std::fmt::Debug for Suite {
@@ -115,8 +118,16 @@ impl Suite {
                 runs: Mutex::new(HashMap::new()),
                 checks: Mutex::new(HashMap::new()),
                 cache: RunCache::new(cache_dir, 0),
+                events: Events::silent(),
             },
         }
+    }
+
+    /// The suite telling what it runs, reuses and notes through `events`
+    /// (the test binary's reporter).
+    pub fn with_events(mut self, events: Events) -> Suite {
+        self.events = events;
+        self
     }
 
     /// The suite for given settings. Loads every profile; a profile that
@@ -135,7 +146,7 @@ impl Suite {
                 "capacity::profile".to_string(),
                 format!(
                     "CODENDUM_BASE_URL names a live server ({}) but CODENDUM_PROFILE does not say which profile it runs (one of: {})",
-                    settings.target.display_url(),
+                    settings.server_label(),
                     specs.join(", ")
                 ),
             ));
@@ -174,6 +185,7 @@ impl Suite {
             runs: Mutex::new(HashMap::new()),
             checks: Mutex::new(HashMap::new()),
             cache,
+            events: Events::silent(),
         }
     }
 
@@ -275,10 +287,10 @@ impl Suite {
         let server = self
             .settings
             .as_ref()
-            .map(|s| s.target.display_url())
+            .map(Settings::server_label)
             .unwrap_or_default();
         if let Some(note) = check.verdict(&server)? {
-            eprintln!("capacity: {note}");
+            self.events.note(note);
         }
         Ok(())
     }
@@ -300,9 +312,13 @@ impl Suite {
             .enable_all()
             .build()
             .map_err(|e| format!("cannot start a tokio runtime: {e}"))?;
+        let target = settings
+            .target
+            .as_ref()
+            .ok_or("no live server to check (CODENDUM_BASE_URL is not set)")?;
         rt.block_on(check_target(
             &p.profile,
-            &settings.target,
+            (target, &settings.client),
             &settings.api_keys,
         ))
         .map(Arc::new)
@@ -334,7 +350,7 @@ impl Suite {
         let settings = self.settings.as_ref().ok_or("no settings")?;
         let p = self.profiles.get(profile).ok_or("no such profile")?;
         let targets = self.mode_targets(profile).ok_or("no targets")?;
-        let results = run_workload(settings, p, targets, kind, &self.cache)?;
+        let results = run_workload(settings, (p, targets, kind), &self.cache, &self.events)?;
         Ok(Arc::new(results))
     }
 }

@@ -3,11 +3,10 @@
 
 use std::time::Duration;
 
-use codendum::bench::config::DEFAULT_CONCURRENCY;
-use codendum::bench::BenchConfig;
+use codendum::bench::config::{OpenLoop, DEFAULT_CONCURRENCY};
+use codendum::bench::{BenchConfig, Load};
 use codendum::classroom::ClassroomConfig;
 use codendum_core::kinds::Shape;
-use codendum_core::target::Target;
 use codendum_core::targets::bench::ModeTargets;
 
 /// Which workloads run (`CODENDUM_CAPACITY`).
@@ -59,19 +58,10 @@ impl WorkloadKind {
     }
 }
 
-/// Students in the quick class: as many as the high-concurrency profile
-/// runs at once, 1.5 times what `classroom-64k` runs, so the two profiles
-/// differ.
-pub const QUICK_CLASS_USERS: usize = 24;
-/// Window for new coding requests in the quick class, simulated seconds.
-pub const QUICK_CLASS_WINDOW: Duration = Duration::from_secs(240);
-/// Ramp-up of the quick class, simulated seconds.
-pub const QUICK_CLASS_RAMP_UP: Duration = Duration::from_secs(30);
-/// Requests per level of the quick benchmark (at most).
-pub const QUICK_BENCH_REQUESTS: u64 = 48;
-/// Cap on each quick benchmark level, simulated seconds: a single user gets
-/// about five requests, 16 in flight turn over twice.
-pub const QUICK_BENCH_LEVEL_CAP: Duration = Duration::from_secs(40);
+pub use codendum::acceptance::{
+    QUICK_BENCH_LEVEL_CAP, QUICK_BENCH_REQUESTS, QUICK_CLASS_RAMP_UP, QUICK_CLASS_USERS,
+    QUICK_CLASS_WINDOW,
+};
 
 /// Speed-up of the embedded twin for the suite's benchmark. Measured on a
 /// loaded 2-core machine in the debug build: each request costs the process
@@ -88,8 +78,8 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(1800);
 
 /// The benchmark of a mode: quick runs exactly the checked levels; full
 /// runs the seed's levels plus any other checked level.
-pub fn bench_config(mode: Mode, targets: &ModeTargets, target: Target) -> BenchConfig {
-    let mut config = BenchConfig::new(target);
+pub fn bench_config(mode: Mode, targets: &ModeTargets) -> BenchConfig {
+    let mut config = BenchConfig::default();
     let mut levels: Vec<u32> = targets
         .bench
         .iter()
@@ -114,38 +104,31 @@ pub fn bench_config(mode: Mode, targets: &ModeTargets, target: Target) -> BenchC
     levels.dedup();
     if !rates.is_empty() {
         // Rate levels after the closed-loop ones, Poisson as vLLM's bench.
-        config.open_loop = Some(codendum::bench::config::OpenLoop {
+        config.load = Load::Rates {
             rates,
-            arrival: codendum::bench::arrival::Arrival::Poisson,
-            max_concurrency: None,
-            sweep: None,
-            find_rate: false,
-            stop_when_saturated: false,
-            closed_levels_first: !levels.is_empty(),
-        });
+            closed_first: !levels.is_empty(),
+            open: OpenLoop {
+                arrival: codendum::bench::arrival::Arrival::Poisson,
+                max_concurrency: None,
+            },
+        };
     }
     config.concurrency = levels;
     config.shapes = Shape::ALL
         .into_iter()
         .filter(|s| shapes.contains(s))
         .collect();
-    config.yes = true;
     config
 }
 
 /// The class of a mode (`model` empty: the server's first model; context
 /// limit: the server's).
 pub fn classroom_config(mode: Mode) -> ClassroomConfig {
-    let mut c = ClassroomConfig::new(String::new(), None);
-    if mode == Mode::Quick {
-        c.users = QUICK_CLASS_USERS;
-        c.duration = QUICK_CLASS_WINDOW;
-        c.ramp_up = QUICK_CLASS_RAMP_UP;
-        // Two constants in order: cannot fail.
-        let _ = c.set_pauses(Duration::from_secs(5), Duration::from_secs(20));
-        c.set_follow_ups(1);
+    let c = ClassroomConfig::new(String::new(), None);
+    match mode {
+        Mode::Quick => codendum::acceptance::quick_class(c),
+        Mode::Full => c,
     }
-    c
 }
 
 /// The twin's speed-up for a workload.
@@ -159,7 +142,6 @@ pub fn twin_time_scale(kind: WorkloadKind) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use codendum_core::error::Check;
     use codendum_core::targets::bench::BenchLevelTargets;
 
     fn level(shape: &str, n: u32) -> BenchLevelTargets {
@@ -171,21 +153,17 @@ mod tests {
         .with("errors", 0.0)
     }
 
-    fn twin() -> Target {
-        Target::new(None, None, None, None, None, REQUEST_TIMEOUT).expect("target")
-    }
-
     #[test]
     fn quick_bench_runs_only_the_checked_levels() {
         let t = ModeTargets {
             bench: vec![level("short", 16), level("short", 1), level("short", 16)],
             classroom: None,
         };
-        let c = bench_config(Mode::Quick, &t, twin());
+        let c = bench_config(Mode::Quick, &t);
         assert_eq!(c.concurrency, vec![1, 16]);
         assert_eq!(c.shapes, vec![Shape::Short]);
         assert_eq!(c.requests_per_level, Some(QUICK_BENCH_REQUESTS));
-        c.check().expect("valid");
+        assert_eq!(c.load, Load::Closed);
     }
 
     #[test]
@@ -194,11 +172,10 @@ mod tests {
             bench: vec![level("long", 32)],
             classroom: None,
         };
-        let c = bench_config(Mode::Full, &t, twin());
+        let c = bench_config(Mode::Full, &t);
         assert_eq!(c.concurrency, vec![1, 8, 16, 24, 32, 40]);
         assert_eq!(c.shapes, vec![Shape::Short, Shape::Long]);
         assert_eq!(c.requests_per_level, None);
-        assert!(c.yes);
     }
 
     #[test]

@@ -23,7 +23,8 @@ pub fn replica_lines(samples: &[codendum_core::prom::ReplicaSample]) -> Vec<Repl
         .collect()
 }
 
-fn points(timeline: &[TimelineSample]) -> Vec<TimelinePoint> {
+/// A timeline's samples as chart points.
+pub(crate) fn points(timeline: &[TimelineSample]) -> Vec<TimelinePoint> {
     timeline
         .iter()
         .map(|s| TimelinePoint {
@@ -179,6 +180,7 @@ pub fn classroom_report(
             .collect(),
         metrics_continuity: s.metrics_continuity.clone(),
         router: s.router.clone(),
+        observed: None,
     }
 }
 
@@ -241,7 +243,7 @@ fn classroom_parameters(s: &ClassroomRunSummary) -> Vec<Parameter> {
 
 /// Output speed of each student, tokens/s: the student's output tokens over
 /// the time its successful calls spent generating (duration − TTFT).
-fn speed_per_user(requests: &[CallRecord]) -> Vec<f64> {
+pub(crate) fn speed_per_user(requests: &[CallRecord]) -> Vec<f64> {
     let mut per_user: std::collections::BTreeMap<usize, (f64, f64)> = Default::default();
     for r in requests {
         if let (Some(_), Some(ttft)) = (r.output_speed(), r.ttft_s) {

@@ -193,4 +193,9 @@ pub struct ClassroomReport {
     /// What the router in front of the replicas counted (`--router-metrics-url`).
     #[serde(default)]
     pub router: Option<codendum_core::results::router::RouterFigures>,
+    /// A real class (a capture, imported sessions): each student's figures,
+    /// what the recording lost, the server's side; `None` for a simulated
+    /// class or a replay.
+    #[serde(default)]
+    pub observed: Option<crate::observed::ObservedClass>,
 }
