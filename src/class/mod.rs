@@ -20,6 +20,9 @@ use codendum_core::trace::Trace;
 use crate::classroom::{ClientTimeKind, ClientTimes};
 use crate::replay::source::{load, SourceKind};
 
+/// Client seconds measured per tool kind (`file_tool`, `after_edit`, …).
+type TimesByKind = BTreeMap<String, Vec<f64>>;
+
 /// What `learn-class` is asked.
 #[derive(Debug, Clone)]
 pub struct LearnConfig {
@@ -44,7 +47,7 @@ pub fn learn_class(config: &LearnConfig) -> Result<Learned, Error> {
     if config.sources.is_empty() {
         return Err(ConfigError::invalid("SOURCE", "give at least one recorded source").into());
     }
-    let mut traces: Vec<(String, Trace, Option<BTreeMap<String, Vec<f64>>>)> = Vec::new();
+    let mut traces: Vec<(String, Trace, Option<TimesByKind>)> = Vec::new();
     for path in &config.sources {
         let (kind, trace) = load(path, config.block_size)?;
         let times = (kind == SourceKind::Capture)
@@ -82,7 +85,7 @@ pub fn learn_class(config: &LearnConfig) -> Result<Learned, Error> {
 
 /// A capture's measured client times per tool kind, when it has a
 /// `client-times.json`; `None` when it has none.
-fn capture_tool_times(dir: &Path) -> Result<Option<BTreeMap<String, Vec<f64>>>, Error> {
+fn capture_tool_times(dir: &Path) -> Result<Option<TimesByKind>, Error> {
     if !dir
         .join(crate::classroom::client_times::CLIENT_TIMES_FILE)
         .is_file()
@@ -90,7 +93,7 @@ fn capture_tool_times(dir: &Path) -> Result<Option<BTreeMap<String, Vec<f64>>>, 
         return Ok(None);
     }
     let times = ClientTimes::from_path(dir)?;
-    let kinds: BTreeMap<String, Vec<f64>> = ClientTimeKind::ALL
+    let kinds: TimesByKind = ClientTimeKind::ALL
         .iter()
         .map(|k| (k.as_str().to_string(), times.samples(*k).to_vec()))
         .filter(|(_, v)| !v.is_empty())

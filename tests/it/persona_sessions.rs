@@ -172,7 +172,7 @@ impl Project {
         tally: &mut Tally,
         salt: u64,
     ) -> String {
-        for _ in 0..60 {
+        for _ in 0..200 {
             let seed = mix(salt, fnv1a(&Value::Array(messages.clone()).to_string()));
             let req = AnswerRequest {
                 messages,
@@ -215,7 +215,7 @@ impl Project {
                 messages.push(json!({"role":"tool","tool_call_id":id,"content":result}));
             }
         }
-        panic!("the agent did not finish within 60 steps");
+        panic!("the agent did not finish within 200 steps");
     }
 }
 

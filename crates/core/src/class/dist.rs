@@ -215,7 +215,8 @@ fn check_quantiles(
         return Err("quantiles must start at p = 0 and end at p = 1".into());
     }
     for (i, w) in points.windows(2).enumerate() {
-        if !(w[1].0 > w[0].0) {
+        // NaN never rises either.
+        if w[1].0.partial_cmp(&w[0].0) != Some(std::cmp::Ordering::Greater) {
             return Err(format!("quantiles[{}]: p must rise strictly", i + 1));
         }
         if w[1].1 < w[0].1 {

@@ -37,7 +37,12 @@ fn a_written_class_reads_back_equal() {
 #[test]
 fn errors_name_the_file_and_the_field() {
     let lab = write::to_toml(&Class::lab());
-    let e = err(&lab.replace("subagent_share = 0.5", "subagent_share = 1.5"));
+    let share: String = lab
+        .lines()
+        .find(|l| l.starts_with("subagent_share = "))
+        .expect("the share")
+        .into();
+    let e = err(&lab.replace(&share, "subagent_share = 1.5"));
     assert!(
         e.contains("my-class.toml") && e.contains("agent.subagent_share"),
         "{e}"

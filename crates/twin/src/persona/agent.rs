@@ -61,7 +61,7 @@ pub fn subagent_calls(config: &PersonaConfig, prompt: &str) -> usize {
     if let Some(n) = said {
         return (n + 1).clamp(1, MAX_STEPS);
     }
-    let seed = mix(fnv1a(prompt.trim()), config.seed ^ 0x5ab_a9e7);
+    let seed = mix(fnv1a(prompt.trim()), config.seed ^ 0x05ab_a9e7);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     (config.spread.subagent_calls.sample_count(&mut rng) as usize).clamp(1, MAX_STEPS)
 }
@@ -80,7 +80,7 @@ pub fn step_sizes(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> (usize, usize) {
         return (one, one);
     };
     let plan = plan_of(ctx, rng);
-    let mut r = ChaCha8Rng::seed_from_u64(mix(seed, ctx.config.seed ^ 0x0051_2e5));
+    let mut r = ChaCha8Rng::seed_from_u64(mix(seed, ctx.config.seed ^ 0x0005_12e5));
     let n = plan.steps.saturating_sub(1).max(1);
     let mut sizes: Vec<usize> = (0..n).map(|_| size::draw(dist, &mut r)).collect();
     sizes.sort_unstable();

@@ -7,10 +7,8 @@ fn call(
     session: &str,
     kind: CallKind,
     task: usize,
-    at_s: f64,
-    dur_s: f64,
-    input: u64,
-    output: u64,
+    (at_s, dur_s): (f64, f64),
+    (input, output): (u64, u64),
     ids: Vec<u64>,
 ) -> TraceCall {
     let mut c = TraceCall::open(at_s, input, output, ids);
@@ -29,34 +27,51 @@ fn session() -> Trace {
     let mut t = Trace {
         block_size: 4,
         calls: vec![
-            call("main", Title, 0, 0.0, 1.0, 10, 6, vec![90, 91, 92]),
-            call("main", Agent, 0, 0.0, 2.0, 16, 8, vec![1, 2, 3, 4]),
+            call("main", Title, 0, (0.0, 1.0), (10, 6), vec![90, 91, 92]),
+            call("main", Agent, 0, (0.0, 2.0), (16, 8), vec![1, 2, 3, 4]),
             // 2 s of tools after the first step; 8 tokens of result added.
-            call("sub", Subagent, 0, 4.0, 1.0, 12, 4, vec![50, 51, 52]),
+            call("sub", Subagent, 0, (4.0, 1.0), (12, 4), vec![50, 51, 52]),
             call(
                 "sub",
                 Subagent,
                 0,
-                5.5,
-                1.0,
-                20,
-                40,
+                (5.5, 1.0),
+                (20, 40),
                 vec![50, 51, 52, 53, 54],
             ),
             call(
                 "main",
                 Agent,
                 0,
-                7.0,
-                2.0,
-                40,
-                100,
+                (7.0, 2.0),
+                (40, 100),
                 vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
             ),
-            call("main", Agent, 0, 10.0, 1.0, 148, 300, (1..=37).collect()),
+            call(
+                "main",
+                Agent,
+                0,
+                (10.0, 1.0),
+                (148, 300),
+                (1..=37).collect(),
+            ),
             // The person waits 30 s, then asks again.
-            call("main", Agent, 1, 41.0, 1.0, 460, 20, (1..=115).collect()),
-            call("main", Agent, 1, 43.0, 1.0, 490, 60, (1..=123).collect()),
+            call(
+                "main",
+                Agent,
+                1,
+                (41.0, 1.0),
+                (460, 20),
+                (1..=115).collect(),
+            ),
+            call(
+                "main",
+                Agent,
+                1,
+                (43.0, 1.0),
+                (490, 60),
+                (1..=123).collect(),
+            ),
         ],
     };
     link_dependencies(&mut t);
