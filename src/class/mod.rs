@@ -48,8 +48,12 @@ pub fn learn_class(config: &LearnConfig) -> Result<Learned, Error> {
         return Err(ConfigError::invalid("SOURCE", "give at least one recorded source").into());
     }
     let mut traces: Vec<(String, Trace, Option<TimesByKind>)> = Vec::new();
+    let mut windowed = Vec::new();
     for path in &config.sources {
         let (kind, trace) = load(path, config.block_size)?;
+        if matches!(kind, SourceKind::Classroom | SourceKind::Replay) {
+            windowed.push(path.display().to_string());
+        }
         let times = (kind == SourceKind::Capture)
             .then(|| capture_tool_times(path))
             .transpose()?
@@ -78,7 +82,13 @@ pub fn learn_class(config: &LearnConfig) -> Result<Learned, Error> {
             .unwrap_or("learned")
             .to_string()
     });
-    let learned = learn(&sources, &name, &config.defaults);
+    let mut learned = learn(&sources, &name, &config.defaults);
+    if !windowed.is_empty() {
+        learned.report.notes.push(format!(
+            "{} ran with a window for new requests: its follow-ups and session lengths are what the window allowed",
+            windowed.join(", ")
+        ));
+    }
     write_class(&config.out, &to_toml(&learned.class))?;
     Ok(learned)
 }
