@@ -557,6 +557,10 @@ pub struct ServeArgs {
     /// Seed for the twin's text and agent persona.
     #[arg(long, default_value_t = DEFAULT_SEED)]
     pub seed: u64,
+    /// What the agent persona draws its calls and answer sizes from: a class name (lab) or a
+    /// class file (docs/class-file.md) [default: lab].
+    #[arg(long, value_name = "NAME|FILE")]
+    pub class: Option<String>,
     /// Inject faults, e.g. `drop@0.05,status=503@every:10:retry-after=2,stall=30s@#5`
     /// (grammar in docs/twin.md, "Fault injection").
     #[arg(long, value_name = "SPEC")]

@@ -469,6 +469,10 @@ async fn serve(args: ServeArgs, events: Events) -> Result<(), Error> {
         proxy,
         addr,
         seed: args.seed,
+        agent: std::sync::Arc::new(match &args.class {
+            Some(class) => codendum_core::class::Class::load(class)?.agent,
+            None => codendum_core::class::Class::lab().agent.clone(),
+        }),
         faults,
         stop: stop_on_signal(events.clone()),
         fleet,
