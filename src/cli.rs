@@ -104,10 +104,11 @@ pub enum Command {
     Calibrate(CalibrateArgs),
     /// Record OpenCode's calls through a reverse proxy: per-call records, client times, the prompt.
     Capture(CaptureArgs),
-    /// Send a capture, a classroom run or a Mooncake-style trace again, with its sizes,
-    /// prefix sharing and timing.
+    /// Send recorded sessions again (a capture, a classroom run, OpenCode's store, Claude
+    /// Code conversations, TraceLab rows, a Mooncake-style trace), with their sizes,
+    /// prefix sharing and timing, at their offsets or as N users.
     Replay(ReplayArgs),
-    /// Write a capture or a classroom run as a Mooncake-style or AIPerf trace (no text, no key).
+    /// Write any source replay reads as a Mooncake-style or AIPerf trace (no text, no key).
     ExportTrace(ExportTraceArgs),
     /// Learn a class file (the distributions a simulated class draws from) from recorded sessions.
     LearnClass(LearnClassArgs),
@@ -116,11 +117,43 @@ pub enum Command {
 /// `codendum replay`.
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
-    /// A capture folder, a classroom or replay results folder, or a trace file
-    /// (Mooncake-style JSONL: timestamp ms, input_length, output_length, hash_ids;
-    /// AIPerf's session_id and delay too).
-    #[arg(value_name = "CAPTURE_DIR|TRACE_FILE")]
+    /// What to replay: a capture folder, a classroom or replay results folder,
+    /// OpenCode's session store (~/.local/share/opencode, or its opencode.db),
+    /// Claude Code conversations (a WEKA/AgentX .json, or a folder of them),
+    /// TraceLab rows (.jsonl, .jsonl.gz) or a Mooncake-style trace (AIPerf's
+    /// session lines too).
+    #[arg(value_name = "SOURCE")]
     pub source: PathBuf,
+    /// The source's format, when not detected: capture, classroom, replay,
+    /// opencode, claude-code, tracelab, mooncake (aiperf).
+    #[arg(long, alias = "source-format", value_name = "FORMAT")]
+    pub format: Option<String>,
+    /// Keep N sessions running at once: each that finishes is replaced by the
+    /// source's next (--sessions bounds the total) [default: every session at
+    /// its recorded offset].
+    #[arg(long, value_name = "N")]
+    pub users: Option<usize>,
+    /// When a call that waited for another goes out: after-answer (the
+    /// recorded wait after the replayed answer) or original (the recorded
+    /// timestamps, whatever the server does).
+    #[arg(long, value_enum, default_value = "after-answer")]
+    pub timing: TimingArg,
+    /// Cap a person's recorded wait before their next message, seconds
+    /// (tools' waits are kept).
+    #[arg(long, value_name = "S")]
+    pub max_think: Option<f64>,
+    /// Cap every recorded wait before a call, seconds: a person's, and a tool's
+    /// too (a recorded tool wait of hours is often a person approving it).
+    #[arg(long, value_name = "S")]
+    pub max_wait: Option<f64>,
+    /// With --users: the first N sessions start part-way through their calls
+    /// (the i-th at i/N of them), so the server reaches its steady state at once.
+    #[arg(long, requires = "users")]
+    pub start_part_way: bool,
+    /// Calls whose prompt and output exceed the server's max_model_len:
+    /// skip them, or shorten them from the front.
+    #[arg(long, value_enum, default_value = "skip")]
+    pub too_long: TooLongArg,
     /// Compress the recorded timeline: 2 sends twice as fast.
     #[arg(long, default_value = "1", value_name = "X", value_parser = typed::<Speed>())]
     pub speed: Speed,
@@ -147,6 +180,24 @@ pub struct ReplayArgs {
     pub twin: TwinArgs,
 }
 
+/// When a replayed call that waited for another goes out.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum TimingArg {
+    /// The recorded wait after the replayed answer it waited for.
+    AfterAnswer,
+    /// At its recorded offset from its session's start.
+    Original,
+}
+
+/// What replay does with calls beyond the server's context.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum TooLongArg {
+    /// Not sent (counted, and said in the verdict).
+    Skip,
+    /// Sent shortened from the front (counted, and said in the verdict).
+    Shorten,
+}
+
 /// The trace formats of `export-trace`.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum TraceFormatArg {
@@ -159,9 +210,14 @@ pub enum TraceFormatArg {
 /// `codendum export-trace`.
 #[derive(Debug, Args)]
 pub struct ExportTraceArgs {
-    /// A capture folder, a classroom or replay results folder (or a trace file).
-    #[arg(value_name = "CAPTURE_DIR|RUN_DIR")]
+    /// Any source `replay` reads: a capture or results folder, OpenCode's
+    /// store, Claude Code conversations, TraceLab rows or a Mooncake-style trace.
+    #[arg(value_name = "SOURCE")]
     pub source: PathBuf,
+    /// The source's format, when not detected: capture, classroom, replay,
+    /// opencode, claude-code, tracelab, mooncake (aiperf).
+    #[arg(long, value_name = "FORMAT")]
+    pub source_format: Option<String>,
     /// The format to write.
     #[arg(long, value_enum, default_value = "mooncake")]
     pub format: TraceFormatArg,

@@ -390,6 +390,8 @@ async fn replay(args: ReplayArgs, events: Events) -> Result<(), Error> {
     )?;
     let replay = codendum::app::replay::ReplaySettings {
         source: args.source.clone(),
+        format: source_format("--format", args.format.as_deref())?,
+        schedule: replay_schedule(&args)?,
         block_size: args.block_size.get_u32(),
         speed: args.speed.0,
         sessions: args.sessions.map(|s| s.get_usize()),
@@ -585,6 +587,59 @@ async fn plan(args: PlanArgs, events: Events) -> Result<(), Error> {
     Ok(())
 }
 
+/// A source format named on the command line (`flag`), `None` for none.
+fn source_format(
+    flag: &'static str,
+    name: Option<&str>,
+) -> Result<Option<codendum_core::trace::SourceFormat>, ConfigError> {
+    use codendum_core::trace::SourceFormat;
+    name.map(|n| {
+        SourceFormat::parse(n).ok_or_else(|| {
+            let known: Vec<&str> = SourceFormat::ALL.iter().map(|f| f.as_str()).collect();
+            ConfigError::invalid(
+                flag,
+                format!("{n:?} is not a format: {} (or aiperf)", known.join(", ")),
+            )
+        })
+    })
+    .transpose()
+}
+
+/// The session schedule of `replay`'s flags.
+fn replay_schedule(args: &ReplayArgs) -> Result<codendum::replay::Schedule, ConfigError> {
+    use codendum::replay::{Schedule, Timing, TooLong};
+    if args.users == Some(0) {
+        return Err(ConfigError::invalid("--users", "must be at least 1"));
+    }
+    for (flag, value) in [
+        ("--max-think", args.max_think),
+        ("--max-wait", args.max_wait),
+    ] {
+        if let Some(s) = value {
+            if !(s.is_finite() && s >= 0.0) {
+                return Err(ConfigError::invalid(
+                    flag,
+                    format!("{s} is not a number of seconds ≥ 0"),
+                ));
+            }
+        }
+    }
+    Ok(Schedule {
+        users: args.users,
+        timing: match args.timing {
+            crate::cli::TimingArg::AfterAnswer => Timing::AfterAnswer,
+            crate::cli::TimingArg::Original => Timing::Original,
+        },
+        max_think_s: args.max_think,
+        max_wait_s: args.max_wait,
+        start_part_way: args.start_part_way,
+        too_long: match args.too_long {
+            crate::cli::TooLongArg::Skip => TooLong::Skip,
+            crate::cli::TooLongArg::Shorten => TooLong::Shorten,
+        },
+    })
+}
+
 fn learn_class(args: LearnClassArgs) -> Result<(), Error> {
     let config = codendum::class::LearnConfig {
         sources: args.sources,
@@ -606,10 +661,12 @@ fn export_trace(args: ExportTraceArgs, events: &Events) -> Result<(), Error> {
     };
     let calls = codendum::app::replay::export_trace(
         &args.source,
+        source_format("--source-format", args.source_format.as_deref())?,
         args.block_size.get_u32(),
         format,
         &args.out,
         &mut std::io::stdout(),
+        events,
     )?;
     if args.out != std::path::Path::new("-") {
         events.line(format!("{calls} calls written to {}", args.out.display()));

@@ -14,20 +14,26 @@ use super::class_side::{class_server, class_server_side, write_class_summary, Cl
 use super::guard::TimelineFlag;
 use super::run::{Ctx, RunIo, Started, Workload};
 use crate::classroom::{ClassroomConfig, ClassroomSummary, JsonlSink};
-use crate::replay::{self, ReplayConfig, SourceKind};
+use crate::events::Events;
+use crate::replay::{self, ReplayConfig, Schedule};
 use crate::settings::{RunSettings, Server};
 use codendum_core::error::{ConfigError, Error};
 use codendum_core::openai::{Endpoint, Transport};
 use codendum_core::results::{
-    self, ClassroomParameters, ClassroomRunSummary, FolderKind, ReplayParameters, RunHeader,
+    self, ClassroomParameters, ClassroomRunSummary, FolderKind, RunHeader,
 };
-use codendum_core::trace::{mooncake, timing, Trace};
+use codendum_core::trace::detect::ImportOptions;
+use codendum_core::trace::{mooncake, timing, SourceFormat, Trace};
 
 /// What a replay was asked to do besides the run settings.
 #[derive(Debug, Clone)]
 pub struct ReplaySettings {
-    /// The capture folder, results folder or trace file.
+    /// The capture folder, results folder, store, conversations or trace file.
     pub source: PathBuf,
+    /// Its format (`None`: detected).
+    pub format: Option<SourceFormat>,
+    /// How sessions are started and paced (`--users`, `--timing`, …).
+    pub schedule: Schedule,
     /// Tokens per block of a trace file's `hash_ids` (and of the blocks
     /// rebuilt for a folder).
     pub block_size: u32,
@@ -45,13 +51,26 @@ pub struct ReplaySettings {
 pub type ReplayResult = ClassResult;
 
 /// Reads the trace a replay or an export starts from, with `sessions`
-/// root sessions when given.
+/// root sessions when given; what could not be read of the source is a
+/// warning each (the trace keeps the rest).
 pub fn read_trace(
     source: &Path,
+    format: Option<SourceFormat>,
     block_size: u32,
     sessions: Option<usize>,
-) -> Result<(SourceKind, Trace), Error> {
-    let (kind, trace) = replay::load(source, block_size)?;
+    events: &Events,
+) -> Result<Trace, Error> {
+    let trace = replay::source::read(
+        source,
+        format,
+        ImportOptions {
+            block_size,
+            max_sessions: sessions,
+        },
+    )?;
+    for u in &trace.unread {
+        events.warn(u.to_string());
+    }
     if trace.calls.is_empty() {
         return Err(ConfigError::BadFile {
             what: "replay source",
@@ -60,11 +79,10 @@ pub fn read_trace(
         }
         .into());
     }
-    let trace = match sessions {
+    Ok(match sessions {
         Some(n) => timing::resize_sessions(&trace, n),
         None => trace,
-    };
-    Ok((kind, trace))
+    })
 }
 
 /// Runs the replay against `server`; an interrupted one writes its folder
@@ -75,8 +93,18 @@ pub async fn run(
     replay: &ReplaySettings,
     io: RunIo<'_>,
 ) -> Result<ReplayResult, Error> {
-    let (kind, trace) = read_trace(&replay.source, replay.block_size, replay.sessions)?;
-    let steady = replay::source::steady_window(&replay.source, kind);
+    let trace = read_trace(
+        &replay.source,
+        replay.format,
+        replay.block_size,
+        replay.sessions,
+        &io.events,
+    )?;
+    let kind = trace
+        .source
+        .as_ref()
+        .map_or(SourceFormat::Mooncake, |s| s.format);
+    let steady = replay::source::steady_window(&replay.source, kind, &trace);
     let workload = Replay {
         replay,
         kind,
@@ -89,7 +117,7 @@ pub async fn run(
 /// The replay workload: the trace, read before connecting.
 struct Replay<'a> {
     replay: &'a ReplaySettings,
-    kind: SourceKind,
+    kind: SourceFormat,
     /// The source's steady window (its ramp-up and its window for new
     /// coding requests), when it is a class.
     steady: Option<(f64, f64)>,
@@ -117,12 +145,17 @@ impl Workload for Replay<'_> {
         let model = ctx.facts.model.clone();
         let recorded_span = trace.calls.last().map_or(0.0, |c| c.at_s);
         let plan = format!(
-            "Replay: {} calls of {} sessions from {} ({:.0} s recorded at speed {}) against {}, model {}; results in {}",
+            "Replay: {} calls of {} sessions from {} ({}, {:.0} s recorded at speed {}{}) against {}, model {}; results in {}",
             trace.calls.len(),
             trace.sessions().len(),
             replay.source.display(),
+            self.kind.as_str(),
             recorded_span,
             replay.speed,
+            replay
+                .schedule
+                .users
+                .map_or(String::new(), |u| format!(", {u} users at once")),
             ctx.facts.label,
             model,
             ctx.run.results_dir.display()
@@ -146,12 +179,7 @@ async fn run_replay(
     ctx: &Ctx<'_>,
     started: Started,
 ) -> Result<ClassResult, Error> {
-    let (replay, kind, steady, trace) = (
-        workload.replay,
-        workload.kind,
-        workload.steady,
-        &workload.trace,
-    );
+    let (replay, steady, trace) = (workload.replay, workload.steady, &workload.trace);
     let (conn, events) = (ctx.conn, ctx.events);
     let recorded_span = trace.calls.last().map_or(0.0, |c| c.at_s) / replay.speed;
     let transport: Arc<dyn Transport> = conn.client.clone();
@@ -163,6 +191,8 @@ async fn run_replay(
         endpoint: replay.endpoint,
         api_key: ctx.run.client.api_key.clone(),
         template,
+        schedule: replay.schedule,
+        max_model_len: ctx.facts.max_model_len,
     };
     let clock = conn.clock.clone();
     let Started {
@@ -201,7 +231,7 @@ async fn run_replay(
     // class and its replay measure the same stretch; else the whole replay
     // (no ramp-up is known).
     let (ramp_up_s, window_s) = match steady {
-        Some((ramp, window)) => (ramp / replay.speed, (window / replay.speed).min(answered)),
+        Some((ramp, window)) => (ramp, window.min(answered)),
         None => (0.0, answered),
     };
     let mut window = ClassroomConfig::new(model.clone(), None);
@@ -231,12 +261,12 @@ async fn run_replay(
         (&name_of_metrics, figures_source == "sampler", successes),
         events,
     );
-    let verdict = verdict.with_restarts(metrics_continuity.iter().flat_map(|m| m.restart_times()));
+    let mut verdict =
+        verdict.with_restarts(metrics_continuity.iter().flat_map(|m| m.restart_times()));
+    if let Some(note) = replay::summary::verdict_note(trace, &config, &outcome) {
+        verdict.line = format!("{}; {note}", verdict.line);
+    }
     let router = super::router::finish_class(router, &summary.errors_by_kind, events).await;
-    let name = replay.source.file_name().map_or_else(
-        || replay.source.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    );
     let run_summary = ClassroomRunSummary {
         header: RunHeader {
             schema_version: results::CLASSROOM_SCHEMA_VERSION,
@@ -277,17 +307,18 @@ async fn run_replay(
         verdict: Some(verdict),
         metrics_continuity,
         router,
-        replay: Some(ReplayParameters {
-            source: name,
-            source_kind: kind.as_str().into(),
-            block_size: trace.block_size,
-            speed: replay.speed,
-            sessions: trace.sessions().len(),
-            calls: trace.calls.len(),
-            shared_block_fraction: trace.shared_block_fraction(),
-            template_tokens: template.message_tokens,
-        }),
+        replay: Some(replay::summary::parameters(
+            &replay.source,
+            trace,
+            &config,
+            &outcome,
+        )),
     };
+    events.line(replay::summary::sizes_line(&outcome.sizes));
+    events.line(replay::summary::hit_rate_line(
+        outcome.theoretical_hit_rate(),
+        run_summary.summary.server.prefix_cache_hit_rate,
+    ));
     write_class_summary(folder, run_summary)
 }
 
@@ -300,17 +331,20 @@ pub enum TraceFormat {
     Aiperf,
 }
 
-/// Writes the trace of `source` (a capture or a classroom/replay folder, or
-/// a trace file) as `format` into `out` (`-`: into `stdout`, the binary's
-/// standard output); returns the calls written.
+/// Writes the trace of `source` (any source `replay` reads, its format
+/// `source_format` or detected) as `format` into `out` (`-`: into `stdout`,
+/// the binary's standard output); returns the calls written, what could
+/// not be read of the source said through `events`.
 pub fn export_trace(
     source: &Path,
+    source_format: Option<SourceFormat>,
     block_size: u32,
     format: TraceFormat,
     out: &Path,
     stdout: &mut dyn Write,
+    events: &Events,
 ) -> Result<usize, Error> {
-    let (_, trace) = read_trace(source, block_size, None)?;
+    let trace = read_trace(source, source_format, block_size, None, events)?;
     let write = |w: &mut dyn Write| match format {
         TraceFormat::Mooncake => mooncake::write_mooncake(&trace, w),
         TraceFormat::Aiperf => mooncake::write_aiperf_sessions(&trace, w),

@@ -1,9 +1,12 @@
 //! `codendum learn-class`: a class file learned from recorded sessions.
 //!
 //! Each source is read into the one trace model
-//! ([`crate::replay::source::load`]: a capture folder, a classroom or
-//! replay results folder, a trace file); a capture's measured client times
-//! per tool kind (`client-times.json`) come along. The class is learned by
+//! ([`crate::replay::source::read`]: a capture folder, a classroom or
+//! replay results folder, OpenCode's session store, Claude Code
+//! conversations, TraceLab rows, a Mooncake-style trace), its format
+//! detected; a capture's measured client times per tool kind
+//! (`client-times.json`) come along, and what could not be read of a
+//! source is a note of the report. The class is learned by
 //! [`codendum_core::class::learn`], whose report says what was learned,
 //! from how many sessions and calls, and what kept the default class's
 //! value and why. The format of the file: `docs/class-file.md`.
@@ -18,7 +21,9 @@ use codendum_core::error::{ConfigError, Error};
 use codendum_core::trace::Trace;
 
 use crate::classroom::{ClientTimeKind, ClientTimes};
-use crate::replay::source::{load, SourceKind};
+use crate::replay::source::read;
+use codendum_core::trace::detect::ImportOptions;
+use codendum_core::trace::SourceFormat;
 
 /// Client seconds measured per tool kind (`file_tool`, `after_edit`, …).
 type TimesByKind = BTreeMap<String, Vec<f64>>;
@@ -27,7 +32,8 @@ type TimesByKind = BTreeMap<String, Vec<f64>>;
 #[derive(Debug, Clone)]
 pub struct LearnConfig {
     /// The recorded sessions: capture folders, classroom or replay results
-    /// folders, trace files.
+    /// folders, OpenCode stores, Claude Code conversations (a file or a
+    /// folder of them), TraceLab rows, Mooncake-style traces.
     pub sources: Vec<PathBuf>,
     /// The class file to write.
     pub out: PathBuf,
@@ -49,12 +55,25 @@ pub fn learn_class(config: &LearnConfig) -> Result<Learned, Error> {
     }
     let mut traces: Vec<(String, Trace, Option<TimesByKind>)> = Vec::new();
     let mut windowed = Vec::new();
+    let mut unread = Vec::new();
     for path in &config.sources {
-        let (kind, trace) = load(path, config.block_size)?;
-        if matches!(kind, SourceKind::Classroom | SourceKind::Replay) {
+        let trace = read(
+            path,
+            None,
+            ImportOptions {
+                block_size: config.block_size,
+                max_sessions: None,
+            },
+        )?;
+        let kind = trace
+            .source
+            .as_ref()
+            .map_or(SourceFormat::Mooncake, |s| s.format);
+        if matches!(kind, SourceFormat::Classroom | SourceFormat::Replay) {
             windowed.push(path.display().to_string());
         }
-        let times = (kind == SourceKind::Capture)
+        unread.extend(trace.unread.iter().map(|u| format!("not read: {u}")));
+        let times = (kind == SourceFormat::Capture)
             .then(|| capture_tool_times(path))
             .transpose()?
             .flatten();
@@ -83,6 +102,7 @@ pub fn learn_class(config: &LearnConfig) -> Result<Learned, Error> {
             .to_string()
     });
     let mut learned = learn(&sources, &name, &config.defaults);
+    learned.report.notes.extend(unread);
     if !windowed.is_empty() {
         learned.report.notes.push(format!(
             "{} ran with a window for new requests: its follow-ups and session lengths are what the window allowed",

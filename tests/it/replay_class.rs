@@ -2,7 +2,9 @@
 //! call's sizes, kind, parent and dependency the same as in the class's own
 //! records, its times within milliseconds), and replayed against a fresh
 //! twin of the same profile it gives the same prompt tokens, server output
-//! (within 10 %) and prefix-cache hit rate (within 2 %; its TTFT P50/P95
+//! (within 10 %, and the steady server output over the window the replay
+//! infers from the capture within 5 % of the class's over its own) and
+//! prefix-cache hit rate (within 2 %; its TTFT P50/P95
 //! and peak KV, which depend on timing, are checked in `tests/perf` and, in
 //! virtual time, in `replay_timing`); a hand-written Mooncake trace
 //! replays with its prefix sharing.
@@ -12,14 +14,17 @@ use codendum::scrape::Scraper;
 use codendum_core::clock::Clock;
 use codendum_core::trace::{mooncake, Trace};
 
-use crate::replay_support::{class_then_replay, client, replay_through, twin, within};
+use crate::replay_support::{
+    assert_steady_output_kept, class_then_replay_windows, client, replay_through, twin, within,
+};
 use codendum::replay::{template_tokens, Template};
 use codendum_core::openai::Endpoint;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_captured_class_replayed_gives_its_server_output_and_hit_rate() {
     let dir = tempfile::tempdir().expect("dir");
-    let (class, replayed) = class_then_replay(dir.path(), 6, 40.0).await;
+    let (class, replayed, windows) = class_then_replay_windows(dir.path(), 6, 40.0).await;
+    assert_steady_output_kept(&class, &replayed, windows);
     let (a, b) = (&class.server, &replayed.server);
     within(
         "server output tokens",
@@ -81,7 +86,7 @@ fn hand_trace() -> String {
 async fn a_hand_written_mooncake_trace_replays_with_its_prefix_sharing() {
     let text = hand_trace();
     let trace: Trace = mooncake::read_trace(text.as_bytes(), 16).expect("reads");
-    let expected = trace.shared_block_fraction().expect("fraction");
+    let expected = trace.theoretical_hit_rate().expect("fraction");
     assert!(expected > 0.5, "{expected}");
     // The calls are 9 simulated seconds apart and each must be cached before
     // the next shares it: at 200x that is 45 ms of real time, which a loaded

@@ -194,10 +194,44 @@ fn classroom_parameters(s: &ClassroomRunSummary) -> Vec<Parameter> {
             param("calls", r.calls),
             param("speed", r.speed),
             param("block size", format!("{} tokens", r.block_size)),
+            // The recorded sharing with a cache that keeps everything,
+            // beside what the server's cache served: the gap is eviction.
             param(
-                "shared blocks",
-                r.shared_block_fraction
-                    .map_or("–".into(), |f| format!("{:.1} %", f * 100.0)),
+                "prefix-cache hit rate, theoretical / measured",
+                format!(
+                    "{} / {}",
+                    r.theoretical_hit_rate
+                        .map_or("–".into(), |f| format!("{:.1} %", f * 100.0)),
+                    s.summary
+                        .server
+                        .prefix_cache_hit_rate
+                        .map_or("–".into(), |f| format!("{:.1} %", f * 100.0))
+                ),
+            ),
+            param(
+                "prompt sizes as the server counted them",
+                format!(
+                    "{} of {} calls within 1 % of the recorded size (largest difference {:.2} %)",
+                    r.sizes_within_1_pct, r.sizes_counted, r.size_error_max_pct
+                ),
+            ),
+            param(
+                "sessions started",
+                match r.users {
+                    Some(u) => format!("as {u} users"),
+                    None => "at their recorded offsets".into(),
+                },
+            ),
+            param("timing", &r.timing),
+            param(
+                "calls beyond the context",
+                match r.max_model_len {
+                    Some(m) => format!(
+                        "{} skipped, {} shortened (max_model_len {m})",
+                        r.too_long_skipped, r.too_long_shortened
+                    ),
+                    None => "not checked".into(),
+                },
             ),
             param("chat template", format!("{} tokens", r.template_tokens)),
             // The stretch server output is averaged over: a classroom

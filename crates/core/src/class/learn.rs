@@ -237,11 +237,10 @@ fn gather(obs: &mut Obs, source: &Source<'_>) {
         if c.kind == Some(CallKind::Title) {
             continue;
         }
-        if let Some(j) = carried[i] {
-            let p = &trace.calls[j];
+        if let Some(carry) = carried[i] {
             obs.appended.push(
                 c.input_tokens
-                    .saturating_sub(p.input_tokens + p.output_tokens) as f64,
+                    .saturating_sub(carry.covered_tokens(&trace.calls)) as f64,
             );
         } else if let Some(&j) = last_of.get(s) {
             let p = &trace.calls[j];
