@@ -226,10 +226,10 @@ async fn run_replay(
         ctx.run.max_error_rate,
     );
     let answered = verdict.answered_until_s.map_or(span, |t| t.min(span));
-    // The steady window: a classroom source's own (its ramp-up to the end
-    // of its window for new coding requests, at the replay's speed), so a
-    // class and its replay measure the same stretch; else the whole replay
-    // (no ramp-up is known).
+    // The steady window: the recorded class's own (or, as users, the
+    // replay's), so a class and its replay measure the same stretch; else
+    // the whole replay.
+    let steady = replay::summary::steady_stretch(steady, &config, &outcome);
     let (ramp_up_s, window_s) = match steady {
         Some((ramp, window)) => (ramp, window.min(answered)),
         None => (0.0, answered),

@@ -128,7 +128,7 @@ impl Figures {
         window.ramp_up = Duration::from_secs_f64(ramp_up_s);
         window.duration = Duration::from_secs_f64(end_s);
         let (t0, t1) = self.span;
-        codendum::app::classroom::server_figures(&self.timeline, &[], t0, t1 - t0, &window)
+        codendum::app::class_side::server_figures(&self.timeline, &[], t0, t1 - t0, &window)
             .output_tokens_per_s
     }
 }

@@ -414,15 +414,15 @@ mod tests {
             c.duration_s = Some(5.0);
             c
         };
-        Trace {
-            block_size: 16,
-            calls: vec![
+        Trace::new(
+            16,
+            vec![
                 call("ses_b", 0, 0.0),
                 call("ses_a", 0, 1.0),
                 call("ses_b", 0, 8.0),
                 call("ses_b", 1, 100.0),
             ],
-        }
+        )
     }
 
     #[test]

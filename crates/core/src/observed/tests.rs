@@ -215,15 +215,15 @@ fn an_imported_class_keeps_its_coding_requests() {
         c.ttft_s = Some(0.4);
         c
     };
-    let t = Trace {
-        block_size: 16,
-        calls: vec![
+    let t = Trace::new(
+        16,
+        vec![
             call("a", None, 0, 0.0),
             call("a-sub", Some("a"), 0, 4.0),
             call("a", None, 1, 60.0),
             call("b", None, 0, 5.0),
         ],
-    };
+    );
     let r = class_records(&trace::observed_calls(&t));
     assert_eq!(r.students, vec!["a", "b"]);
     assert_eq!(r.tasks.len(), 3);
