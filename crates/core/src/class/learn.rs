@@ -18,13 +18,19 @@
 //!   compacted (a call that starts over much shorter), and the client's
 //!   time between an answer and the next call of the same request (the
 //!   tools), per kind when the source says which tool ran.
+//!
+//! Which waits are the person's and which the tools' follows the
+//! recording's own reason when it gives one ([`WaitReason`]: Claude Code
+//! conversations, TraceLab rows and OpenCode's store say whether a person
+//! wrote or a tool answered); a wait without a reason is the person's when
+//! it opens a follow-up request and the tools' inside a request.
 
 use std::collections::{BTreeMap, HashMap};
 
 use super::dist::Distribution;
 use super::{Class, ToolTimes};
 use crate::results::classroom_records::CallKind;
-use crate::trace::{Trace, TraceCall};
+use crate::trace::{Trace, TraceCall, WaitReason};
 
 /// Observations kept as samples up to this many; more become a quantile
 /// table.
@@ -199,20 +205,25 @@ fn gather(obs: &mut Obs, source: &Source<'_>) {
                 if kind == CallKind::Title {
                     continue;
                 }
-                // The wait before it: the person's before a request's first
-                // call (but the session's first), the client's tools after.
-                let gap = c.after.map(|d| d.gap_s);
+                // The wait before it, as the recording says, else the
+                // person's before a request's first call (but the
+                // session's first) and the client's tools after.
+                let Some(dep) = c.after else {
+                    continue;
+                };
                 let opens_request = k
                     == task
                         .iter()
                         .position(|&j| kind_of(&trace.calls[j], root) != CallKind::Title)
                         .unwrap_or(0);
-                match gap {
-                    Some(g) if opens_request && n > 0 => obs.pause_s.push(g),
-                    Some(g) if !opens_request && kind != CallKind::Compaction => {
-                        obs.tool_gaps.push(g)
+                match dep.reason {
+                    WaitReason::Person => obs.pause_s.push(dep.gap_s),
+                    WaitReason::Tool => obs.tool_gaps.push(dep.gap_s),
+                    WaitReason::Unknown if opens_request && n > 0 => obs.pause_s.push(dep.gap_s),
+                    WaitReason::Unknown if !opens_request && kind != CallKind::Compaction => {
+                        obs.tool_gaps.push(dep.gap_s)
                     }
-                    _ => {}
+                    WaitReason::Unknown => {}
                 }
             }
         }

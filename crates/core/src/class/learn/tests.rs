@@ -24,9 +24,9 @@ fn call(
 /// two steps, a final answer; a follow-up 30 s later with two calls.
 fn session() -> Trace {
     use CallKind::*;
-    let mut t = Trace {
-        block_size: 4,
-        calls: vec![
+    let mut t = Trace::new(
+        4,
+        vec![
             call("main", Title, 0, (0.0, 1.0), (10, 6), vec![90, 91, 92]),
             call("main", Agent, 0, (0.0, 2.0), (16, 8), vec![1, 2, 3, 4]),
             // 2 s of tools after the first step; 8 tokens of result added.
@@ -73,7 +73,7 @@ fn session() -> Trace {
                 (1..=123).collect(),
             ),
         ],
-    };
+    );
     link_dependencies(&mut t);
     t
 }
@@ -155,10 +155,7 @@ fn measured_tool_kinds_win_and_a_source_without_times_keeps_the_defaults() {
     );
     assert_eq!(l.class.agent.tool_s.build_test.mean(), 6.5);
     // An open-loop trace: sizes only.
-    let open = Trace {
-        block_size: 16,
-        calls: vec![TraceCall::open(0.0, 100, 10, vec![1; 7])],
-    };
+    let open = Trace::new(16, vec![TraceCall::open(0.0, 100, 10, vec![1; 7])]);
     let l = learn(
         &[Source {
             name: "mooncake.jsonl".into(),
@@ -175,4 +172,41 @@ fn measured_tool_kinds_win_and_a_source_without_times_keeps_the_defaults() {
         .iter()
         .any(|(f, why)| f == "agent.tool_s.file_tool" && why.contains("no tool times")));
     assert_eq!(l.report.sessions, 0);
+}
+
+#[test]
+fn a_recorded_wait_reason_decides_whose_wait_it_is() {
+    // The same session, its recording now saying why each call waited: the
+    // subagent's second step waited for a person (a permission asked), the
+    // follow-up's second call for a tool.
+    let mut t = session();
+    for c in &mut t.calls {
+        if let Some(d) = c.after.as_mut() {
+            d.reason = WaitReason::Tool;
+        }
+    }
+    t.calls[3].after.as_mut().expect("linked").reason = WaitReason::Person;
+    t.calls[3].after.as_mut().expect("linked").gap_s = 12.0;
+    t.calls[6].after.as_mut().expect("linked").reason = WaitReason::Person;
+    let learn_one = |t: &Trace| {
+        let src = Source {
+            name: "s.json".into(),
+            trace: t,
+            tool_times: None,
+        };
+        learn(&[src], "mine", &Class::lab())
+    };
+    let l = learn_one(&t);
+    let pauses = &l.class.person.pause_s;
+    // The follow-up's 30 s and the permission's 12 s are the person's.
+    assert_eq!(pauses.shape, crate::class::Shape::Samples(vec![12.0, 30.0]));
+    // The follow-up's first call, had it said "tool", would be a tool wait:
+    // the reason wins over the position.
+    t.calls[6].after.as_mut().expect("linked").reason = WaitReason::Tool;
+    let l = learn_one(&t);
+    assert_eq!(
+        l.class.person.pause_s.shape,
+        crate::class::Shape::Samples(vec![12.0])
+    );
+    assert!(l.class.agent.tool_s.bash.quantile(1.0) >= 30.0);
 }
