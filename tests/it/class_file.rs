@@ -188,6 +188,17 @@ fn a_class_s_prompt_and_appended_sizes_shape_the_prompts() {
     }
 }
 
+/// `codendum learn-class SOURCES -o out` in `cwd`, which must succeed.
+fn learn_class(cwd: &Path, sources: &[std::path::PathBuf], out: &str) -> cli_support::Finished {
+    let learned = run({
+        let mut cmd = codendum(cwd);
+        cmd.arg("learn-class").args(sources).args(["-o", out]);
+        cmd
+    });
+    assert_eq!(learned.code, Some(0), "{}", learned.both());
+    learned
+}
+
 #[test]
 fn a_learned_class_reads_back_and_plans_and_bad_files_are_named() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -213,14 +224,7 @@ fn a_learned_class_reads_back_and_plans_and_bad_files_are_named() {
     });
     assert_eq!(class_run.code, Some(0), "{}", class_run.both());
     let folder = only_folder(&cwd.join("results"));
-    let learned = run({
-        let mut cmd = codendum(cwd);
-        cmd.arg("learn-class")
-            .arg(&folder)
-            .args(["-o", "mine.toml"]);
-        cmd
-    });
-    assert_eq!(learned.code, Some(0), "{}", learned.both());
+    let learned = learn_class(cwd, &[folder], "mine.toml");
     assert!(
         learned.stdout.contains("from 1 source: 4 sessions")
             && learned.stdout.contains("agent.calls_per_request")
@@ -293,4 +297,68 @@ fn bad_class_files(cwd: &Path) {
     });
     assert_eq!(f.code, Some(2), "{}", f.both());
     assert_one_line_error(&f, "--class");
+}
+
+/// A class learned from real recorded sessions of three clients at once
+/// (Claude Code conversations, TraceLab rows, the store the real OpenCode
+/// wrote): the report counts what the importers read, the person's pauses
+/// are exactly the waits the recordings say a person took, and what the
+/// recordings cannot tell is kept and said.
+#[test]
+fn a_class_learned_from_real_sessions_counts_them_and_takes_the_person_s_waits() {
+    use crate::sessions_import::{fixture, read};
+    use codendum_core::trace::WaitReason;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cwd = dir.path();
+    let sources = [
+        fixture("claude-code"),
+        fixture("tracelab/round_trace.jsonl.gz"),
+        fixture("opencode-1.18.33"),
+    ];
+    let learned = learn_class(cwd, &sources, "real.toml");
+    let traces: Vec<_> = sources.iter().map(|p| read(p)).collect();
+    let calls: usize = traces.iter().map(|t| t.calls.len()).sum();
+    let sessions: usize = traces
+        .iter()
+        .map(|t| {
+            let mut roots: Vec<_> = t.roots().into_iter().flatten().collect();
+            roots.sort();
+            roots.dedup();
+            roots.len()
+        })
+        .sum();
+    let head = format!("from 3 sources: {sessions} sessions");
+    assert!(
+        learned.stdout.contains(&head) && learned.stdout.contains(&format!("{calls} model calls")),
+        "{head}, {calls} calls: {}",
+        learned.stdout
+    );
+    let mut person: Vec<f64> = traces
+        .iter()
+        .flat_map(|t| t.calls.iter())
+        .filter_map(|c| c.after)
+        .filter(|d| d.reason == WaitReason::Person)
+        .map(|d| d.gap_s.max(0.0))
+        .collect();
+    person.sort_by(f64::total_cmp);
+    assert!(!person.is_empty(), "the recordings say when a person wrote");
+    let class = Class::load(cwd.join("real.toml").to_str().expect("utf-8")).expect("reads back");
+    match &class.person.pause_s.shape {
+        Shape::Samples(v) => {
+            let mut v = v.clone();
+            v.sort_by(f64::total_cmp);
+            assert_eq!(v.len(), person.len());
+            for (a, b) in v.iter().zip(&person) {
+                assert!((a - b).abs() < 1e-3, "{v:?} against {person:?}");
+            }
+        }
+        other => panic!("{} waits kept as samples, got {other:?}", person.len()),
+    }
+    // None of them times its tools by kind, nor says which test failed.
+    assert!(
+        learned.stdout.contains("tool kinds not told apart")
+            && learned.stdout.contains("agent.first_test_fails"),
+        "{}",
+        learned.stdout
+    );
 }
