@@ -3,7 +3,9 @@
 //! scenario's follow-ups in turn), with the class's pauses between, while
 //! the window for new coding requests (and the student's own session
 //! length, when the class has one) is open; requests in flight at its end
-//! finish.
+//! finish. A class whose people go on to a next session (recorded
+//! conversations: a user starts another when one ends) has each student
+//! start a new session, after a pause, while the window is open.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -49,6 +51,67 @@ async fn run_student(shared: Arc<Shared>, user: usize) {
     let mut rng = ChaCha8Rng::seed_from_u64(student_seed(config.seed, user));
     let offset = rng.gen_range(0.0..=config.ramp_up.as_secs_f64());
     let person = &config.class.person;
+    shared
+        .clock
+        .sleep_until(Duration::from_secs_f64(shared.origin + offset))
+        .await;
+    shared
+        .status
+        .active
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut start = offset;
+    loop {
+        rng = run_session(&shared, user, rng, start).await;
+        // A class whose people go on to their next session: a pause, then
+        // a new one while the window is open.
+        if !person.next_session || shared.stopping() {
+            break;
+        }
+        let pause = person.pause_s.sample(&mut rng).max(0.0);
+        if shared.now() + pause >= config.duration.as_secs_f64() {
+            break;
+        }
+        if !pause_for(&shared, pause).await {
+            break;
+        }
+        start = shared.now();
+    }
+    shared
+        .status
+        .active
+        .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Sleeps `pause_s` as a pausing student; `false` when a stop cut it short.
+async fn pause_for(shared: &Shared, pause_s: f64) -> bool {
+    shared
+        .status
+        .pausing
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let slept = tokio::select! {
+        _ = shared.clock.sleep(Duration::from_secs_f64(pause_s)) => true,
+        _ = shared.stopped() => false,
+    };
+    shared
+        .status
+        .pausing
+        .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    slept
+}
+
+/// One session of a student, started at `start_s` (seconds since the run's
+/// origin): a new conversation and workspace, the exercise and the
+/// follow-ups its class draws, with the class's pauses between, while the
+/// window (and the session's own length) is open. Hands the student's
+/// random source back.
+async fn run_session(
+    shared: &Shared,
+    user: usize,
+    mut rng: ChaCha8Rng,
+    start_s: f64,
+) -> ChaCha8Rng {
+    let config = &shared.config;
+    let person = &config.class.person;
     let mut shell = ShellState::new(
         config.scenario,
         config.class.agent.first_test_fails,
@@ -60,16 +123,8 @@ async fn run_student(shared: Arc<Shared>, user: usize) {
     let session_end = person
         .session_s
         .as_ref()
-        .map(|d| offset + d.sample(&mut rng).max(0.0));
+        .map(|d| start_s + d.sample(&mut rng).max(0.0));
     let id = session_id(&mut rng);
-    shared
-        .clock
-        .sleep_until(Duration::from_secs_f64(shared.origin + offset))
-        .await;
-    shared
-        .status
-        .active
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut conv = Conversation::main(config, id);
     let agent = &config.class.agent;
     if let Some(d) = &agent.prompt_tokens {
@@ -107,31 +162,16 @@ async fn run_student(shared: Arc<Shared>, user: usize) {
         if shared.now() >= window || shared.stopping() {
             break;
         }
-        coding_request(&shared, &mut st, &mut conv, index, text).await;
+        coding_request(shared, &mut st, &mut conv, index, text).await;
         if index == follow_ups {
             break;
         }
         let pause = person.pause_s.sample(&mut st.rng).max(0.0);
-        if shared.now() + pause >= window {
+        if shared.now() + pause >= window || !pause_for(shared, pause).await {
             break;
         }
-        shared
-            .status
-            .pausing
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        tokio::select! {
-            _ = shared.clock.sleep(Duration::from_secs_f64(pause)) => {}
-            _ = shared.stopped() => {}
-        }
-        shared
-            .status
-            .pausing
-            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
     }
-    shared
-        .status
-        .active
-        .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    st.rng
 }
 
 /// The text of coding request `index`: the exercise, then the scenario's

@@ -362,3 +362,40 @@ fn a_class_learned_from_real_sessions_counts_them_and_takes_the_person_s_waits()
         learned.stdout
     );
 }
+
+/// A class whose people go on to their next session: each student, done
+/// with a session, pauses and starts another (the exercise again, a new
+/// conversation) while the window is open; the lab's students stop after
+/// theirs.
+#[test]
+fn people_who_go_on_start_a_new_session_while_the_window_is_open() {
+    let mut class = (*Class::lab()).clone();
+    class.agent.calls_per_request = samples(&[3.0, 5.0]);
+    class.agent.subagent_share = 0.0;
+    class.person.follow_ups = Distribution::value("test", 0.0);
+    class.person.pause_s = Distribution::value("test", 300.0);
+    let once = simulate(class.clone(), 4, 7);
+    let mut users: Vec<usize> = once.tasks.iter().map(|t| t.user).collect();
+    users.sort_unstable();
+    assert_eq!(users, vec![0, 1, 2, 3], "one session each");
+    class.person.next_session = true;
+    let again = simulate(class, 4, 7);
+    for user in 0..4 {
+        let mut starts: Vec<f64> = again
+            .tasks
+            .iter()
+            .filter(|t| t.user == user)
+            .map(|t| t.start)
+            .collect();
+        starts.sort_by(f64::total_cmp);
+        // A session of one request takes well under 300 s here: a new one
+        // every 300-odd seconds of the 3,600 s window.
+        assert!(starts.len() >= 8, "user {user}: {starts:?}");
+        assert!(
+            starts.windows(2).all(|w| w[1] - w[0] >= 300.0),
+            "{starts:?}"
+        );
+        assert!(starts.iter().all(|s| *s < 3600.0), "{starts:?}");
+    }
+    assert!(again.tasks.iter().all(|t| t.index == 0));
+}

@@ -8,7 +8,8 @@
 //! [`TraceCall::task`]):
 //! - the person: the wait before each request after the first (the gap
 //!   from the previous call's end), the follow-ups (requests less one), the
-//!   session's length (first call to last end);
+//!   session's length (first call to last end), and whether people go on
+//!   to a next session (a person's own recorded sessions do);
 //! - the agent: model calls per request (main agent and subagent steps;
 //!   titles and compactions apart), the share of requests with a subagent
 //!   and each subagent session's calls, output tokens by kind (the last
@@ -30,7 +31,7 @@ use std::collections::{BTreeMap, HashMap};
 use super::dist::Distribution;
 use super::{Class, ToolTimes};
 use crate::results::classroom_records::CallKind;
-use crate::trace::{Trace, TraceCall, WaitReason};
+use crate::trace::{SourceFormat, Trace, TraceCall, WaitReason};
 
 /// Observations kept as samples up to this many; more become a quantile
 /// table.
@@ -340,6 +341,33 @@ pub fn learn(sources: &[Source<'_>], name: &str, defaults: &Class) -> Learned {
         0.0,
     ) {
         p.session_s = Some(d);
+    }
+    // A person's own recorded sessions (not a class with a window) show
+    // people going on to their next session when one is over.
+    let own: Vec<&str> = sources
+        .iter()
+        .filter(|s| {
+            matches!(
+                s.trace.source.as_ref().map(|x| x.format),
+                Some(SourceFormat::ClaudeCode | SourceFormat::Tracelab | SourceFormat::Opencode)
+            )
+        })
+        .map(|s| s.name.as_str())
+        .collect();
+    if own.is_empty() {
+        r.kept.push((
+            "person.next_session".into(),
+            "no source holds a person's own sessions one after another".into(),
+        ));
+    } else {
+        p.next_session = true;
+        r.learned.push((
+            "person.next_session".into(),
+            format!(
+                "true: {} hold a person's own sessions, one after another",
+                own.join(", ")
+            ),
+        ));
     }
     let a = &mut class.agent;
     set(

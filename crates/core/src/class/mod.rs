@@ -63,6 +63,11 @@ pub struct Person {
     /// Seconds a person keeps working from their first request: no new
     /// request starts after it. `None`: until the class's window closes.
     pub session_s: Option<Distribution>,
+    /// Whether a person whose session is over (its follow-ups asked, or
+    /// its length reached) starts a new one after a pause while the class's
+    /// window is open, as a user of recorded conversations goes on to the
+    /// next; `false` (the lab's students, one exercise a class): they stop.
+    pub next_session: bool,
 }
 
 /// The agent: the model answering with its client running the tools.

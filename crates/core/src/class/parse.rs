@@ -61,6 +61,16 @@ impl<'a> Fields<'a> {
         number(self.required(key)?).ok_or_else(|| format!("{name} must be a number"))
     }
 
+    /// An optional boolean, `false` when absent.
+    fn flag(&mut self, key: &'static str) -> Res<bool> {
+        let name = self.name(key);
+        match self.get(key) {
+            None => Ok(false),
+            Some(Value::Boolean(b)) => Ok(*b),
+            Some(_) => Err(format!("{name} must be true or false")),
+        }
+    }
+
     fn fraction(&mut self, key: &'static str) -> Res<f64> {
         let name = self.name(key);
         let v = self.number(key)?;
@@ -205,6 +215,7 @@ fn person(mut f: Fields<'_>) -> Res<Person> {
         pause_s: f.dist("pause_s", 0.0, ANY)?,
         follow_ups: f.dist("follow_ups", 0.0, 1000.0)?,
         session_s: f.optional_dist("session_s", 0.0, ANY)?,
+        next_session: f.flag("next_session")?,
     };
     f.done()?;
     Ok(p)

@@ -15,7 +15,7 @@ fn the_lab_class_is_the_lab_s_students() {
     let p = &lab.person;
     assert_eq!((p.pause_s.min(), p.pause_s.max()), (20.0, 90.0));
     assert_eq!(p.follow_ups.mean(), 3.0);
-    assert!(p.session_s.is_none());
+    assert!(p.session_s.is_none() && !p.next_session);
     let t = &lab.agent.tool_s;
     assert_eq!((t.build_test.min(), t.build_test.max()), (3.0, 12.0));
     assert_eq!(lab.agent.first_test_fails, 0.3);
@@ -29,6 +29,7 @@ fn a_written_class_reads_back_equal() {
     c.person.session_s = Distribution::from_observations("s", &[60.0, 3600.5, 120.25], 64);
     c.agent.appended_tokens =
         Distribution::from_observations("a", &(0..500).map(f64::from).collect::<Vec<_>>(), 64);
+    c.person.next_session = true;
     let text = write::to_toml(&c);
     let back = Class::parse(&text, Path::new("w.toml")).expect(&text);
     assert_eq!(back, c, "{text}");
@@ -56,6 +57,11 @@ fn errors_name_the_file_and_the_field() {
         "quantiles = [[0.0, 90.0], [1.0, 20.0]]",
     ));
     assert!(e.contains("person.pause_s: quantiles[1]"), "{e}");
+    let e = err(&lab.replace("[person]", "[person]\nnext_session = \"yes\""));
+    assert!(
+        e.contains("person.next_session must be true or false"),
+        "{e}"
+    );
     let e = err(&lab.replace("schema_version = 1", "schema_version = 9"));
     assert!(e.contains("schema_version 9"), "{e}");
     let e = err("schema_version = 1\nname = \"x\"\n[person]\n");

@@ -89,6 +89,12 @@ pub fn to_toml(class: &Class) -> String {
     let _ = writeln!(out, "description = {}", quote(&class.description));
     let p = &class.person;
     let _ = writeln!(out, "\n[person]");
+    if p.next_session {
+        let _ = writeln!(
+            out,
+            "# A person whose session is over starts a new one while the window is open.\nnext_session = true"
+        );
+    }
     section(
         &mut out,
         "person.pause_s",
