@@ -364,7 +364,7 @@ pub fn learn(sources: &[Source<'_>], name: &str, defaults: &Class) -> Learned {
         r.learned.push((
             "person.next_session".into(),
             format!(
-                "true: {} hold a person's own sessions, one after another",
+                "true: the sessions of {} are a person's own, one after another",
                 own.join(", ")
             ),
         ));
