@@ -114,6 +114,8 @@ pub enum Command {
     /// The capacity acceptance suite: each target of the profiles judged against the live
     /// server or the twin (the trials of `cargo test --test capacity`).
     Check(CheckArgs),
+    /// Learn a class file (the distributions a simulated class draws from) from recorded sessions.
+    LearnClass(LearnClassArgs),
     /// Print docs/cli-reference.md: every command, flag and variable, generated from these
     /// definitions.
     #[command(hide = true)]
@@ -295,6 +297,26 @@ pub struct ExportTraceArgs {
     #[arg(long, short = 'o', value_name = "FILE")]
     pub out: PathBuf,
     /// Tokens per block of the hash_ids written (the server's KV block size).
+    #[arg(long, default_value_t = Count(u64::from(codendum_core::trace::DEFAULT_BLOCK_SIZE)), value_name = "TOKENS", value_parser = typed::<BlockSize>())]
+    pub block_size: BlockSize,
+}
+
+/// `codendum learn-class`.
+#[derive(Debug, Args)]
+pub struct LearnClassArgs {
+    /// Recorded sessions: capture folders, classroom or replay results folders, trace files.
+    #[arg(required = true, value_name = "SOURCE")]
+    pub sources: Vec<PathBuf>,
+    /// The class file to write (docs/class-file.md).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub out: PathBuf,
+    /// The class's name [default: the file's stem].
+    #[arg(long)]
+    pub name: Option<String>,
+    /// What the sources cannot tell is kept from this class (a name or a class file).
+    #[arg(long, default_value = "lab", value_name = "NAME|FILE")]
+    pub defaults: String,
+    /// Tokens per block of a trace file's hash_ids.
     #[arg(long, default_value_t = Count(u64::from(codendum_core::trace::DEFAULT_BLOCK_SIZE)), value_name = "TOKENS", value_parser = typed::<BlockSize>())]
     pub block_size: BlockSize,
 }
@@ -555,15 +577,22 @@ pub struct ClassroomArgs {
     /// Students start within this many seconds.
     #[arg(long, default_value_t = SecondsOrZero(class_defaults::DEFAULT_RAMP_UP), value_name = "SECONDS", value_parser = typed::<SecondsOrZero>())]
     pub ramp_up: SecondsOrZero,
-    /// Follow-up requests after the lab exercise, per student (0 to 3).
-    #[arg(long, default_value_t = class_defaults::DEFAULT_FOLLOW_UPS)]
-    pub follow_ups: usize,
-    /// Shortest pause between a student's requests, seconds.
-    #[arg(long, default_value_t = SecondsOrZero(class_defaults::DEFAULT_PAUSE_MIN), value_name = "SECONDS", value_parser = typed::<SecondsOrZero>())]
-    pub pause_min: SecondsOrZero,
-    /// Longest pause between a student's requests, seconds.
-    #[arg(long, default_value_t = SecondsOrZero(class_defaults::DEFAULT_PAUSE_MAX), value_name = "SECONDS", value_parser = typed::<SecondsOrZero>())]
-    pub pause_max: SecondsOrZero,
+    /// What the students and their agent draw from: a class name (lab) or a class file
+    /// (docs/class-file.md) [default: lab].
+    #[arg(long, value_name = "NAME|FILE")]
+    pub class: Option<String>,
+    /// Follow-up requests after the lab exercise, per student, instead of the class's
+    /// [default: from the class: 3].
+    #[arg(long, value_name = "N")]
+    pub follow_ups: Option<usize>,
+    /// Shortest pause between a student's requests, seconds (uniform up to --pause-max),
+    /// instead of the class's [default: from the class: 20].
+    #[arg(long, value_name = "SECONDS", value_parser = typed::<SecondsOrZero>())]
+    pub pause_min: Option<SecondsOrZero>,
+    /// Longest pause between a student's requests, seconds, instead of the class's
+    /// [default: from the class: 90].
+    #[arg(long, value_name = "SECONDS", value_parser = typed::<SecondsOrZero>())]
+    pub pause_max: Option<SecondsOrZero>,
     /// One API key per student (CSV or one key a line); keys are never printed.
     #[arg(long, env = env::API_KEYS_FILE, value_name = "FILE")]
     pub api_keys_file: Option<PathBuf>,
@@ -656,6 +685,10 @@ pub struct ServeArgs {
     /// Seed for the twin's text and agent persona.
     #[arg(long, default_value_t = DEFAULT_SEED)]
     pub seed: u64,
+    /// What the agent persona draws its calls and answer sizes from: a class name (lab) or a
+    /// class file (docs/class-file.md) [default: lab].
+    #[arg(long, value_name = "NAME|FILE")]
+    pub class: Option<String>,
     /// Inject faults, e.g. `drop@0.05,status=503@every:10:retry-after=2,stall=30s@#5`
     /// (grammar in docs/twin.md, "Fault injection").
     #[arg(long, value_name = "SPEC")]
@@ -752,6 +785,10 @@ pub struct PlanArgs {
     /// Project and tools the students work with.
     #[arg(long, value_enum, default_value = "java")]
     pub scenario: ScenarioArg,
+    /// What the students and the twin's persona draw from: a class name (lab) or a class
+    /// file (docs/class-file.md) [default: lab].
+    #[arg(long, value_name = "NAME|FILE")]
+    pub class: Option<String>,
     /// Window for new coding requests, seconds.
     #[arg(long, default_value_t = Seconds(class_defaults::DEFAULT_DURATION), value_name = "SECONDS", value_parser = typed::<Seconds>())]
     pub duration: Seconds,

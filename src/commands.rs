@@ -23,8 +23,8 @@ use codendum_core::target::{Provenance, Secret, Target};
 
 use crate::cli::{
     ArrivalArg, BenchArgs, CaptureArgs, CheckArgs, ClassroomArgs, Cli, Command, CompareArgs,
-    EndpointArg, ExportTraceArgs, MetricsArgs, PlanArgs, ProvenanceArgs, ReplayArgs, ReportArgs,
-    RunArgs, ScenarioArg, ServeArgs, TargetArgs, TraceFormatArg, TwinArgs,
+    EndpointArg, ExportTraceArgs, LearnClassArgs, MetricsArgs, PlanArgs, ProvenanceArgs,
+    ReplayArgs, ReportArgs, RunArgs, ScenarioArg, ServeArgs, TargetArgs, TraceFormatArg, TwinArgs,
 };
 use crate::terminal::{self, Terminal};
 
@@ -45,6 +45,7 @@ pub async fn run(cli: Cli) -> Result<(), Error> {
         Command::ExportTrace(args) => export_trace(args, &events),
         Command::Check(args) => check(args, events).await,
         Command::CliReference => print_stdout(&crate::cli_reference::page()),
+        Command::LearnClass(args) => learn_class(args),
     }
 }
 
@@ -330,9 +331,6 @@ fn resolve_classroom(
     config.scenario = scenario(args.scenario);
     config.duration = args.duration.0;
     config.ramp_up = args.ramp_up.0;
-    config.pause_min = args.pause_min.0;
-    config.pause_max = args.pause_max.0;
-    config.follow_ups = args.follow_ups;
     config.output_limit = args.output_limit.0;
     config.seed = args.run.seed;
     config.api_keys = match &args.api_keys_file {
@@ -354,22 +352,26 @@ fn resolve_classroom(
             .into());
         }
     }
+    if let Some(class) = &args.class {
+        config.class = std::sync::Arc::new(codendum_core::class::Class::load(class)?);
+    }
     // The files are read first: each names its own problem.
     if config.ramp_up > config.duration {
         return Err(ConfigError::invalid("--ramp-up", "must not be longer than --duration").into());
     }
-    if config.pause_min > config.pause_max {
-        return Err(ConfigError::invalid(
-            "--pause",
-            "the shortest pause is longer than the longest",
-        )
-        .into());
+    // A pause flag replaces the class's pauses with a uniform range; the
+    // other end comes from the class.
+    if args.pause_min.is_some() || args.pause_max.is_some() {
+        let pause = &config.class.person.pause_s;
+        let min = args.pause_min.map_or(pause.min(), |p| p.0.as_secs_f64());
+        let max = args.pause_max.map_or(pause.max(), |p| p.0.as_secs_f64());
+        config.set_pauses(
+            std::time::Duration::from_secs_f64(min),
+            std::time::Duration::from_secs_f64(max),
+        )?;
     }
-    let most = config.scenario.follow_ups().len();
-    if config.follow_ups > most {
-        return Err(
-            ConfigError::invalid("--follow-ups", format!("must be between 0 and {most}")).into(),
-        );
+    if let Some(n) = args.follow_ups {
+        config.set_follow_ups(n);
     }
     Ok(codendum::app::classroom::ClassroomSettings {
         config,
@@ -490,6 +492,10 @@ async fn serve(args: ServeArgs, events: Events) -> Result<(), Error> {
         proxy,
         addr,
         seed: args.seed,
+        agent: std::sync::Arc::new(match &args.class {
+            Some(class) => codendum_core::class::Class::load(class)?.agent,
+            None => codendum_core::class::Class::lab().agent.clone(),
+        }),
         faults,
         stop: stop_on_signal(events.clone()),
         fleet,
@@ -585,6 +591,9 @@ async fn plan(args: PlanArgs, events: Events) -> Result<(), Error> {
     config.scenario = scenario(args.scenario);
     config.duration = args.duration.0;
     config.seed = args.seed;
+    if let Some(class) = &args.class {
+        config.class = std::sync::Arc::new(codendum_core::class::Class::load(class)?);
+    }
     if let Some(j) = args.jobs {
         config.jobs = j;
     }
@@ -597,6 +606,19 @@ async fn plan(args: PlanArgs, events: Events) -> Result<(), Error> {
     }
     let (_, folder) = codendum::app::plan::run(config, events).await?;
     println!("{}", folder.join("plan.md").display());
+    Ok(())
+}
+
+fn learn_class(args: LearnClassArgs) -> Result<(), Error> {
+    let config = codendum::class::LearnConfig {
+        sources: args.sources,
+        out: args.out,
+        name: args.name,
+        block_size: args.block_size.get_u32(),
+        defaults: std::sync::Arc::new(codendum_core::class::Class::load(&args.defaults)?),
+    };
+    let learned = codendum::class::learn_class(&config)?;
+    print!("{}", codendum::class::render(&learned.report, &config.out));
     Ok(())
 }
 

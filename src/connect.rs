@@ -46,6 +46,10 @@ pub struct ConnectOptions {
     /// class. Against either server, the first one signs the side calls
     /// (`/v1/models`) when no `--api-key` is given.
     pub student_keys: Vec<Secret>,
+    /// The agent spread the embedded twin's persona draws its calls and
+    /// output sizes from (a class's, `--class`); `None`: the `lab`
+    /// class's. A live server's model decides for itself.
+    pub agent: Option<Arc<codendum_core::class::AgentSpread>>,
 }
 
 /// A reachable model: the client, the `/metrics` scraper, the clock that
@@ -132,7 +136,10 @@ impl Connection {
         let clock = Clock::scaled(settings.time_scale);
         let mut twin_opts = TwinOptions::new(profile.clone());
         twin_opts.clock = clock.clone();
-        twin_opts.responder = Arc::new(AgentPersona::new(settings.seed));
+        twin_opts.responder = Arc::new(match &opts.agent {
+            Some(spread) => AgentPersona::with_spread(settings.seed, Arc::clone(spread)),
+            None => AgentPersona::new(settings.seed),
+        });
         twin_opts.seed = settings.seed;
         if !opts.student_keys.is_empty() {
             twin_opts.proxy = Some(ProxyConfig {

@@ -39,6 +39,7 @@ pub mod app;
 pub mod bench;
 pub mod calibrate;
 pub mod capture;
+pub mod class;
 pub mod classroom;
 pub mod client;
 pub mod connect;

@@ -128,7 +128,8 @@ pub async fn class_against(
 }
 
 /// A class of `classroom` (model and context limit from `profile`) against
-/// the twin of `profile` with the agent persona of `seed`, in virtual time.
+/// the twin of `profile` with the agent persona of `seed` drawing from the
+/// classroom's class, in virtual time.
 pub fn class_on_twin(
     profile: &Profile,
     classroom: &ClassroomConfig,
@@ -142,7 +143,10 @@ pub fn class_on_twin(
         classroom.seed = seed;
         let mut opts = TwinOptions::new(profile.clone());
         opts.clock = clock.clone();
-        opts.responder = Arc::new(AgentPersona::new(seed));
+        opts.responder = Arc::new(AgentPersona::with_spread(
+            seed,
+            Arc::new(classroom.class.agent.clone()),
+        ));
         opts.seed = seed;
         class_against(&classroom, opts, clock).await
     })

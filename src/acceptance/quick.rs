@@ -39,7 +39,9 @@ pub fn quick_class(mut c: ClassroomConfig) -> ClassroomConfig {
     c.users = QUICK_CLASS_USERS;
     c.duration = QUICK_CLASS_WINDOW;
     c.ramp_up = QUICK_CLASS_RAMP_UP;
-    (c.pause_min, c.pause_max) = QUICK_CLASS_PAUSES;
-    c.follow_ups = QUICK_CLASS_FOLLOW_UPS;
+    let (low, high) = QUICK_CLASS_PAUSES;
+    // Two constants in order: cannot fail.
+    let _ = c.set_pauses(low, high);
+    c.set_follow_ups(QUICK_CLASS_FOLLOW_UPS);
     c
 }

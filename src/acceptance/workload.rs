@@ -191,7 +191,10 @@ mod tests {
         assert_eq!(Mode::from_name(" FULL "), Some(Mode::Full));
         assert_eq!(Mode::from_name("slow"), None);
         let q = classroom_config(Mode::Quick);
-        assert_eq!((q.users, q.follow_ups), (QUICK_CLASS_USERS, 1));
+        assert_eq!(
+            (q.users, q.class.person.follow_ups.max()),
+            (QUICK_CLASS_USERS, 1.0)
+        );
         let f = classroom_config(Mode::Full);
         assert_eq!((f.users, f.duration.as_secs()), (40, 900));
     }

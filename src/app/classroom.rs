@@ -80,6 +80,10 @@ impl Workload for Classroom<'_> {
         self.0.config.api_keys.clone()
     }
 
+    fn agent_spread(&self) -> Option<std::sync::Arc<codendum_core::class::AgentSpread>> {
+        Some(std::sync::Arc::new(self.0.config.class.agent.clone()))
+    }
+
     async fn prepare(&self, ctx: &Ctx<'_>) -> Result<(ClassroomConfig, String), Error> {
         let config = resolve_config(&self.0.config, ctx);
         // The server's context limit with the output limit asked for.
@@ -289,9 +293,10 @@ fn parameters(
         scenario: config.scenario.name().into(),
         duration_s: config.duration.as_secs_f64(),
         ramp_up_s: config.ramp_up.as_secs_f64(),
-        pause_min_s: config.pause_min.as_secs_f64(),
-        pause_max_s: config.pause_max.as_secs_f64(),
-        follow_ups: config.follow_ups as u32,
+        pause_min_s: config.class.person.pause_s.min(),
+        pause_max_s: config.class.person.pause_s.max(),
+        follow_ups: config.class.person.follow_ups.max().round() as u32,
+        class: Some(config.class.name.clone()),
         context_limit: config.context_limit,
         output_limit: config.output_limit,
         seed: config.seed,

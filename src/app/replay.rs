@@ -295,6 +295,7 @@ async fn run_replay(
             pause_min_s: 0.0,
             pause_max_s: 0.0,
             follow_ups: 0,
+            class: None,
             context_limit: None,
             output_limit: 0,
             seed: replay.seed,

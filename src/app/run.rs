@@ -101,6 +101,12 @@ pub trait Workload {
         Vec::new()
     }
 
+    /// The agent spread the embedded twin's persona draws from (a
+    /// class's); `None`: the default class's.
+    fn agent_spread(&self) -> Option<std::sync::Arc<codendum_core::class::AgentSpread>> {
+        None
+    }
+
     /// Whether the plan is shown against the embedded twin too (against a
     /// live server it always is, for the confirmation).
     fn plan_on_twin(&self) -> bool {
@@ -133,6 +139,7 @@ pub async fn run<W: Workload>(
     let opts = ConnectOptions {
         max_connections: pool_size(workload.max_in_flight()),
         student_keys: workload.student_keys(),
+        agent: workload.agent_spread(),
     };
     let conn = Connection::open(server, &settings.client, &opts).await?;
     let result = connected(server, settings, workload, &io, &conn).await;

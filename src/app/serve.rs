@@ -44,6 +44,9 @@ pub struct ServeConfig {
     pub addr: SocketAddr,
     /// Seed for the twin's text and agent persona.
     pub seed: u64,
+    /// The agent spread the persona draws its calls and output sizes from
+    /// (`--class`; the `lab` class's by default).
+    pub agent: Arc<codendum_core::class::AgentSpread>,
     /// Faults to inject (already seeded).
     pub faults: Option<FaultPlan>,
     /// Becomes `true` on Ctrl-C / SIGTERM: the normal end.
@@ -78,6 +81,7 @@ pub async fn run(config: ServeConfig) -> Result<(), Error> {
         proxy,
         addr,
         seed,
+        agent,
         faults,
         mut stop,
         fleet,
@@ -86,7 +90,7 @@ pub async fn run(config: ServeConfig) -> Result<(), Error> {
     let profile_name = profile.name.clone();
     let mut opts = TwinOptions::new(profile);
     opts.clock = codendum_core::clock::Clock::scaled(time_scale);
-    opts.responder = Arc::new(AgentPersona::new(seed));
+    opts.responder = Arc::new(AgentPersona::with_spread(seed, agent));
     opts.seed = seed;
     match proxy {
         Some(limits) => {

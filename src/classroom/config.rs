@@ -6,6 +6,7 @@ use std::time::Duration;
 use super::client_times::ClientTimes;
 use super::prompt::PromptSet;
 use super::scenario::Scenario;
+use codendum_core::class::{Class, Distribution};
 use codendum_core::error::{Check, ConfigError};
 use codendum_core::target::Secret;
 
@@ -23,12 +24,6 @@ pub const DEFAULT_USERS: usize = 40;
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(900);
 /// Students start within this time (`--ramp-up`).
 pub const DEFAULT_RAMP_UP: Duration = Duration::from_secs(120);
-/// Shortest pause between a student's coding requests (`--pause-min`).
-pub const DEFAULT_PAUSE_MIN: Duration = Duration::from_secs(20);
-/// Longest pause between a student's coding requests (`--pause-max`).
-pub const DEFAULT_PAUSE_MAX: Duration = Duration::from_secs(90);
-/// Follow-up requests after the exercise (`--follow-ups`).
-pub const DEFAULT_FOLLOW_UPS: usize = 3;
 
 /// Everything a classroom run needs besides the transport and the clock.
 #[derive(Debug, Clone)]
@@ -44,13 +39,12 @@ pub struct ClassroomConfig {
     pub duration: Duration,
     /// Students start uniformly (seeded) within this time (default 120 s).
     pub ramp_up: Duration,
-    /// Shortest pause between a student's coding requests (default 20 s).
-    pub pause_min: Duration,
-    /// Longest pause between a student's coding requests (default 90 s).
-    pub pause_max: Duration,
-    /// Follow-up requests after the exercise, 0–3 (default 3): up to
-    /// `1 + follow_ups` coding requests per student.
-    pub follow_ups: usize,
+    /// What the students and their agent draw from (`--class`; default the
+    /// `lab` class): the pause between a student's coding requests, the
+    /// follow-ups per student, how long a student works, the tool times
+    /// and the share of sessions whose first test run fails. Against the
+    /// embedded twin its agent spread drives the persona too.
+    pub class: Arc<Class>,
     /// The client's context limit, tokens: the server's `max_model_len`,
     /// passed in by the caller. `None` never compacts (as OpenCode).
     pub context_limit: Option<u64>,
@@ -68,9 +62,11 @@ pub struct ClassroomConfig {
     /// Client time per tool call: built in, or measured by `codendum
     /// capture` (`--client-times`).
     pub client_times: Arc<ClientTimes>,
-    /// Most model steps of one agent loop before it is cut off (default 60).
+    /// Most model steps of one agent loop before it is cut off (default
+    /// 200: a guard against a model that never stops, above what a class
+    /// draws; OpenCode sets none).
     pub step_cap: usize,
-    /// Most steps of one subagent loop (default 30).
+    /// Most steps of one subagent loop (default 100).
     pub subagent_step_cap: usize,
     /// After `duration`, coding requests still running this much longer are
     /// cut off; `None` (default) lets them finish.
@@ -87,17 +83,15 @@ impl ClassroomConfig {
             scenario: Scenario::Java,
             duration: DEFAULT_DURATION,
             ramp_up: DEFAULT_RAMP_UP,
-            pause_min: DEFAULT_PAUSE_MIN,
-            pause_max: DEFAULT_PAUSE_MAX,
-            follow_ups: DEFAULT_FOLLOW_UPS,
+            class: Class::lab(),
             context_limit,
             output_limit: DEFAULT_OUTPUT_LIMIT,
             api_keys: Vec::new(),
             seed: crate::settings::DEFAULT_SEED,
             prompt: PromptSet::built_in(),
             client_times: Arc::default(),
-            step_cap: 60,
-            subagent_step_cap: 30,
+            step_cap: 200,
+            subagent_step_cap: 100,
             drain_limit: None,
         }
     }
@@ -126,6 +120,36 @@ impl Check for ClassroomConfig {
 }
 
 impl ClassroomConfig {
+    /// Every student waits between `min` and `max` (uniformly) before a
+    /// next coding request, whatever the class says (`--pause-min`,
+    /// `--pause-max`). Errors name the flag when `min` is above `max`.
+    pub fn set_pauses(&mut self, min: Duration, max: Duration) -> Result<(), ConfigError> {
+        if min > max {
+            return Err(ConfigError::invalid(
+                "--pause-min",
+                format!(
+                    "{} s is longer than --pause-max {} s",
+                    min.as_secs_f64(),
+                    max.as_secs_f64()
+                ),
+            ));
+        }
+        Arc::make_mut(&mut self.class).person.pause_s = Distribution::uniform(
+            "--pause-min/--pause-max",
+            min.as_secs_f64(),
+            max.as_secs_f64(),
+        );
+        Ok(())
+    }
+
+    /// Every student sends the exercise and `n` follow-ups (the window
+    /// permitting), whatever the class says (`--follow-ups`); past the
+    /// scenario's follow-ups they are asked again in turn.
+    pub fn set_follow_ups(&mut self, n: usize) {
+        Arc::make_mut(&mut self.class).person.follow_ups =
+            Distribution::value("--follow-ups", n as f64);
+    }
+
     /// The key of student `user` (round-robin over the keys), if any.
     pub fn key_for_user(&self, user: usize) -> Option<&Secret> {
         if self.api_keys.is_empty() {
@@ -161,6 +185,11 @@ mod tests {
         let mut bad = c.clone();
         bad.model = " ".into();
         assert!(bad.check().unwrap_err().to_string().contains("--model"));
+        let mut bad = c.clone();
+        let e = bad
+            .set_pauses(Duration::from_secs(30), Duration::from_secs(20))
+            .unwrap_err();
+        assert!(e.to_string().contains("--pause-min"), "{e}");
         let mut bad = c.clone();
         bad.context_limit = Some(8_000);
         assert!(bad

@@ -30,6 +30,7 @@ pub mod scenario;
 mod session;
 pub mod shell;
 mod shell_files;
+mod sizes;
 pub mod status;
 pub mod tools;
 mod tools_search;

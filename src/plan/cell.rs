@@ -100,12 +100,16 @@ async fn simulate(
     );
     classroom.users = spec.users as usize;
     classroom.scenario = config.scenario;
+    classroom.class = Arc::clone(&config.class);
     classroom.duration = config.duration;
     classroom.ramp_up = config.ramp_up();
     classroom.seed = config.seed;
     let mut opts = TwinOptions::new(profile);
     opts.clock = clock.clone();
-    opts.responder = Arc::new(AgentPersona::new(config.seed));
+    opts.responder = Arc::new(AgentPersona::with_spread(
+        config.seed,
+        Arc::new(config.class.agent.clone()),
+    ));
     opts.seed = config.seed;
     if opts.profile.fleet.replicas > 1 {
         return super::fleet_cell::simulate_fleet(spec, config, &classroom, opts).await;

@@ -29,6 +29,9 @@ pub struct PlanConfig {
     pub max_num_seqs: Vec<u32>,
     /// The project the students work on (`--scenario`, default java).
     pub scenario: Scenario,
+    /// What the students and the twin's persona draw from (`--class`;
+    /// default the `lab` class).
+    pub class: std::sync::Arc<codendum_core::class::Class>,
     /// Window for new coding requests (`--duration`, default 900 s);
     /// requests in flight at its end still finish.
     pub duration: Duration,
@@ -61,6 +64,7 @@ impl PlanConfig {
             profiles: vec!["classroom-64k".to_string()],
             max_num_seqs: Vec::new(),
             scenario: Scenario::Java,
+            class: codendum_core::class::Class::lab(),
             duration: Duration::from_secs(900),
             seed: 1,
             jobs: default_jobs(),

@@ -83,6 +83,7 @@ pub async fn check_target(
     let opts = ConnectOptions {
         max_connections: 4,
         student_keys: keys.to_vec(),
+        ..ConnectOptions::default()
     };
     let server = Server::Live(LiveServer {
         target: target.clone(),

@@ -31,6 +31,7 @@ mod capture_sessions;
 mod capture_tls;
 mod capture_whole_class;
 mod check_cli;
+mod class_file;
 mod classroom_agent;
 mod classroom_class;
 mod classroom_compaction;

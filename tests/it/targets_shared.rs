@@ -164,6 +164,7 @@ fn capacity_results(summary: ClassroomSummary) -> WorkloadResults {
             pause_min_s: 5.0,
             pause_max_s: 20.0,
             follow_ups: 0,
+            class: None,
             context_limit: Some(65_536),
             output_limit: 8_192,
             seed: 1,

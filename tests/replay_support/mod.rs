@@ -407,9 +407,10 @@ pub fn class_config(users: usize) -> ClassroomConfig {
     config.users = users;
     config.duration = Duration::from_secs(300);
     config.ramp_up = Duration::from_secs(60);
-    config.follow_ups = 1;
-    config.pause_min = Duration::from_secs(20);
-    config.pause_max = Duration::from_secs(40);
+    config.set_follow_ups(1);
+    config
+        .set_pauses(Duration::from_secs(20), Duration::from_secs(40))
+        .expect("pauses");
     config.seed = 11;
     config
 }

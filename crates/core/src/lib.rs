@@ -4,6 +4,7 @@
 //!
 //! - [`capture`]: the files of a `codendum capture` folder (header, one
 //!   line per call), one definition for every reader;
+//! - [`class`]: class files, the distributions a simulated class draws from;
 //! - [`clock`]: the one clock everything that waits or measures time asks;
 //! - [`error`]: typed errors with a stable kind and exit code;
 //! - [`flags`]: flag values as typed values (the one list parser);
@@ -23,6 +24,7 @@
 //!   summaries computed from the records.
 
 pub mod capture;
+pub mod class;
 pub mod clock;
 pub mod error;
 pub mod flags;

@@ -115,6 +115,7 @@ fn class(summary: ClassroomSummary) -> ClassroomRunSummary {
             pause_min_s: 20.0,
             pause_max_s: 90.0,
             follow_ups: 3,
+            class: None,
             context_limit: Some(65_536),
             output_limit: 8_192,
             seed: 42,

@@ -27,12 +27,18 @@ pub struct ClassroomParameters {
     pub duration_s: f64,
     /// Students start within this many seconds.
     pub ramp_up_s: f64,
-    /// Shortest pause between a student's requests, seconds.
+    /// Shortest pause between a student's requests (of the class's
+    /// distribution), seconds.
     pub pause_min_s: f64,
     /// Longest pause, seconds.
     pub pause_max_s: f64,
-    /// Follow-up requests per student after the exercise.
+    /// Follow-up requests per student after the exercise (the most the
+    /// class draws).
     pub follow_ups: u32,
+    /// The class the students and their agent drew from (its name; the
+    /// default is `lab`). Absent in folders written before class files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<String>,
     /// Client context limit, tokens (`None`: never compacts).
     pub context_limit: Option<u64>,
     /// Client output limit (`max_tokens` of a step), tokens.
