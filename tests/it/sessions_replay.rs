@@ -168,7 +168,7 @@ async fn calls_beyond_the_context_are_skipped_or_shortened_and_counted() {
         too_long: TooLong::Shorten,
         ..Schedule::default()
     };
-    let (out, _) = replay(&trace, limit as u32, shorten).await;
+    let (out, measured) = replay(&trace, limit as u32, shorten).await;
     assert_eq!(out.too_long, (0, beyond));
     assert_eq!(out.requests.len(), trace.calls.len());
     assert!(out.requests.iter().all(|r| r.is_ok()));
@@ -176,6 +176,13 @@ async fn calls_beyond_the_context_are_skipped_or_shortened_and_counted() {
         let sent = r.prompt_tokens.expect("count") + r.output_tokens;
         assert!(sent <= limit, "{sent} tokens in a {limit}-token context");
     }
+    // A prompt shortened from the front shares nothing with the longer
+    // prompts it was cut from, in theory as on the server.
+    let theoretical = out.theoretical_hit_rate().expect("tokens");
+    assert!(
+        (measured - theoretical).abs() <= 0.02,
+        "shortened: measured {measured:.4}, theoretical {theoretical:.4}"
+    );
 }
 
 #[tokio::test(start_paused = true)]

@@ -2,7 +2,11 @@
 //! evicts serves of the recorded sharing, prompts sent one after another.
 //!
 //! Per prompt, the hit is the longer of
-//! - its leading full blocks whose ids an earlier prompt already had;
+//! - its leading full blocks that an earlier prompt began with: block k is
+//!   a hit when an earlier prompt held the same ids at places 0 to k, as a
+//!   server's prefix cache keys a block by everything before it too (a
+//!   prompt shortened from the front starts with ids an earlier prompt held
+//!   further in, and shares nothing with it);
 //! - when it carries on an earlier call of its session with that call's
 //!   answer ([`crate::trace::Carry`]), the full blocks of that call's
 //!   prompt and answer: a server caches the blocks of the tokens it
@@ -16,6 +20,7 @@
 //! server's chat template adds a few tokens per prompt it does not see.
 
 use std::collections::HashSet;
+use std::hash::{DefaultHasher, Hasher};
 
 use super::TraceCall;
 
@@ -24,6 +29,7 @@ use super::TraceCall;
 #[derive(Debug, Clone)]
 pub struct TheoreticalCache {
     block: u64,
+    /// The prefixes seen, each as the key of its ids ([`prefix_keys`]).
     seen: HashSet<u64>,
     hit_tokens: u64,
     prompt_tokens: u64,
@@ -44,17 +50,15 @@ impl TheoreticalCache {
     /// says so): counts its hit tokens, returned, and keeps its blocks.
     pub fn send(&mut self, call: &TraceCall, carried: Option<(&TraceCall, bool)>) -> u64 {
         let full = ((call.input_tokens / self.block) as usize).min(call.hash_ids.len());
-        let seen = call.hash_ids[..full]
-            .iter()
-            .take_while(|h| self.seen.contains(*h))
-            .count();
+        let keys = prefix_keys(&call.hash_ids[..full]);
+        let seen = keys.iter().take_while(|k| self.seen.contains(*k)).count();
         let answered = carried.filter(|(_, answer)| *answer).map_or(0, |(c, _)| {
             (((c.input_tokens + c.output_tokens).min(call.input_tokens)) / self.block) as usize
         });
         let hit = seen.max(answered) as u64 * self.block;
         self.hit_tokens += hit;
         self.prompt_tokens += call.input_tokens;
-        self.seen.extend(call.hash_ids[..full].iter().copied());
+        self.seen.extend(keys);
         hit
     }
 
@@ -73,6 +77,21 @@ impl TheoreticalCache {
     pub fn hit_rate(&self) -> Option<f64> {
         (self.prompt_tokens > 0).then(|| self.hit_tokens as f64 / self.prompt_tokens as f64)
     }
+}
+
+/// One key per leading prefix of `ids`: the k-th stands for ids 0 to k,
+/// chained through a fixed-key hash (the same on every run).
+fn prefix_keys(ids: &[u64]) -> Vec<u64> {
+    let mut key = 0u64;
+    ids.iter()
+        .map(|&id| {
+            let mut h = DefaultHasher::new();
+            h.write_u64(key);
+            h.write_u64(id);
+            key = h.finish();
+            key
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -95,6 +114,24 @@ mod tests {
         let f = t.theoretical_hit_rate().expect("some tokens");
         assert!((f - 8.0 / 30.0).abs() < 1e-12, "{f}");
         assert_eq!(Trace::new(4, vec![]).theoretical_hit_rate(), None);
+    }
+
+    #[test]
+    fn ids_seen_further_in_are_no_hit_at_the_front() {
+        let mut cache = TheoreticalCache::new(4);
+        cache.send(&TraceCall::open(0.0, 16, 1, vec![1, 2, 3, 4]), None);
+        // The same conversation shortened by a block from the front: its
+        // ids were all seen, but after block 1.
+        assert_eq!(
+            cache.send(&TraceCall::open(1.0, 16, 1, vec![2, 3, 4, 5]), None),
+            0
+        );
+        // Sent again as it was, it shares its prefix with itself.
+        assert_eq!(
+            cache.send(&TraceCall::open(2.0, 12, 1, vec![2, 3, 4]), None),
+            12
+        );
+        assert_eq!(cache.send(&TraceCall::open(3.0, 8, 1, vec![1, 2]), None), 8);
     }
 
     #[test]
