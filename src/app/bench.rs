@@ -3,17 +3,17 @@
 //! 1 s sampler or Prometheus as the driver's server figures, the run, and
 //! the router's figures folded into `summary.json`.
 
-use super::fleet_bench::BenchSampling;
-use super::run::{Ctx, Finished, RunIo, Workload};
-use super::seams::SampledMetrics;
-use crate::bench::guard::TimelineFlag;
+use super::fleet_bench::finish_bench;
+use super::guard::TimelineFlag;
+use super::run::{Ctx, Finished, RunIo, Started, Workload};
+use super::sampling::RunMetrics;
 use crate::bench::{
     plan_text, run_bench, BenchConfig, BenchDeps, BenchOutcome, BenchPlan, Load, SpeedGuess,
 };
 use crate::settings::{RunSettings, Server};
 use codendum_core::error::Error;
 use codendum_core::profile::Profile;
-use codendum_core::results::Verdict;
+use codendum_core::results::{FolderKind, RunFolder, Verdict};
 
 /// Runs the benchmark `config` against `server`; an interrupted run still
 /// writes its folder and returns [`Error::Interrupted`] naming it.
@@ -51,6 +51,7 @@ impl Workload for Bench<'_> {
     type Prepared = BenchPlan;
     type Output = BenchOutcome;
     const TIMELINE: TimelineFlag = TimelineFlag::Report;
+    const KIND: FolderKind = FolderKind::Bench;
 
     fn max_in_flight(&self) -> usize {
         let open_cap = self
@@ -96,32 +97,41 @@ impl Workload for Bench<'_> {
         Ok((plan, text))
     }
 
-    async fn execute(&self, plan: BenchPlan, ctx: Ctx<'_>) -> Result<BenchOutcome, Error> {
+    async fn execute(
+        &self,
+        plan: BenchPlan,
+        ctx: &Ctx<'_>,
+        started: Started,
+    ) -> Result<BenchOutcome, Error> {
         let conn = ctx.conn;
-        // Prometheus (a live fleet whose /metrics are out of reach) or the
-        // 1 s sampler of every /metrics URL.
-        let sampling = BenchSampling::start(ctx.live, conn, ctx.events).await?;
-        let metrics = match (&conn.scraper, sampling.sampler()) {
-            (Some(scraper), Some(sampler)) => Some(SampledMetrics::new(scraper, sampler)),
-            _ => None,
-        };
-        let metrics_dyn = match (sampling.prometheus(), &metrics) {
-            (Some(p), _) => Some(p as &dyn crate::bench::ServerMetrics),
-            (None, m) => m.as_ref().map(|m| m as &dyn crate::bench::ServerMetrics),
-        };
+        let Started {
+            folder,
+            sampling,
+            router,
+            ..
+        } = started;
+        let path = folder.path().to_path_buf();
+        let t0 = conn.clock.now_secs();
+        let metrics = sampling.metrics(conn);
         let deps = BenchDeps {
             transport: conn.client.as_ref(),
             info: conn.client.as_ref(),
-            metrics: metrics_dyn,
+            metrics: metrics.as_ref().map(RunMetrics::as_dyn),
             clock: conn.clock.clone(),
             stop: ctx.stop.clone(),
             events: ctx.events.clone(),
         };
-        let mut outcome = run_bench(self.0, (&plan, ctx.facts), ctx.run, deps).await;
-        sampling
-            .finish(&mut outcome, &conn.clock, ctx.events)
-            .await?;
+        let outcome = run_bench(self.0, (&plan, ctx.facts), ctx.run, folder, deps).await;
+        let read = sampling
+            .finish(
+                &conn.clock,
+                &RunFolder::at(&path),
+                (t0, conn.clock.now_secs()),
+                ctx.events,
+            )
+            .await;
         let mut outcome = outcome?;
+        finish_bench(&mut outcome, &conn.clock, &read, ctx.events)?;
         let server_errors: u64 = outcome
             .summary
             .levels
@@ -130,10 +140,9 @@ impl Workload for Bench<'_> {
             .filter(|(kind, _)| super::router::is_server_error(kind))
             .map(|(_, g)| g.count)
             .sum();
-        outcome.summary.router = super::router::finish(ctx.router, server_errors, ctx.events).await;
+        outcome.summary.router = super::router::finish(router, server_errors, ctx.events).await;
         if outcome.summary.router.is_some() {
-            codendum_core::results::RunFolder::at(&outcome.folder)
-                .write_bench_summary(&outcome.summary)?;
+            RunFolder::at(&outcome.folder).write_bench_summary(&outcome.summary)?;
         }
         Ok(outcome)
     }

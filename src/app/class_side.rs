@@ -7,13 +7,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::fleet::ClassSampling;
 use super::run::Finished;
 use crate::classroom::{ClassroomConfig, ClassroomSummary, LiveStatus, ServerFigures};
 use crate::connect::Connection;
 use crate::events::{Event, Events};
-use crate::scrape::{Sampler, SamplerHandle, Scraper};
-use codendum_core::clock::Clock;
 use codendum_core::error::Error;
 use codendum_core::prom::continuity::classify_run;
 use codendum_core::prom::{
@@ -199,60 +196,4 @@ pub fn read_host_timeline(
         })
     })?;
     Ok(align_timeline(samples, run_start))
-}
-
-/// Where the class reads its server: Prometheus when given, else the
-/// sampler of the connection's `/metrics` (when it can be read).
-pub async fn class_sampling(
-    prometheus: Option<super::fleet::OpenedPrometheus>,
-    conn: &Connection,
-    folder: &RunFolder,
-    reachable: Option<bool>,
-    events: &Events,
-) -> Result<ClassSampling, Error> {
-    Ok(match (prometheus, &conn.scraper) {
-        (Some(p), _) => ClassSampling::Prometheus(p),
-        (None, Some(s)) => start_sampler(s, &conn.clock, folder, reachable, events)
-            .await?
-            .map_or(ClassSampling::Off, ClassSampling::Sampler),
-        (None, None) => ClassSampling::Off,
-    })
-}
-
-/// Starts the 1 s `/metrics` sampler, which appends every sample to the
-/// folder's `server-timeline.jsonl` as it is taken. `reachable` is what the
-/// busy guard found (`None`: not asked, so one scrape decides). An
-/// unreachable `/metrics` is said once and the class runs without it.
-async fn start_sampler(
-    scraper: &Scraper,
-    clock: &Clock,
-    folder: &RunFolder,
-    reachable: Option<bool>,
-    events: &Events,
-) -> Result<Option<SamplerHandle>, Error> {
-    let reachable = match reachable {
-        // The busy guard has said so already.
-        Some(false) => return Ok(None),
-        Some(true) => true,
-        None => scraper.scrape().await.is_ok(),
-    };
-    if !reachable {
-        events.warn(format!(
-            "/metrics is out of reach ({}); server figures stay empty unless you fold in a host recording with --server-timeline",
-            scraper.urls().join(", ")
-        ));
-        return Ok(None);
-    }
-    let file = folder.appender(results::SERVER_TIMELINE_JSONL)?;
-    let recording = crate::scrape::Recording {
-        fleet: Some(file),
-        replicas: None,
-    };
-    Ok(Some(Sampler::start_with(
-        scraper.clone(),
-        clock.clone(),
-        Duration::from_secs(1),
-        recording,
-        events.clone(),
-    )))
 }

@@ -11,12 +11,12 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::class_side::{
-    class_sampling, class_server, class_server_side, read_host_timeline, show_status,
-    write_class_summary, ClassResult,
+    class_server, class_server_side, read_host_timeline, show_status, write_class_summary,
+    ClassResult,
 };
-use super::fleet::{open_prometheus, RunTimelines};
-use super::run::{Ctx, RunIo, Workload};
-use crate::bench::guard::TimelineFlag;
+use super::fleet::RunTimelines;
+use super::guard::TimelineFlag;
+use super::run::{Ctx, RunIo, Started, Workload};
 use crate::classroom::{
     run_classroom_until, ClassroomConfig, ClassroomSummary, JsonlSink, LiveStatus,
 };
@@ -27,8 +27,7 @@ use codendum_core::clock::Clock;
 use codendum_core::error::{Check, Error};
 use codendum_core::prom::ReplicaSample;
 use codendum_core::results::{
-    self, ClassroomParameters, ClassroomRunSummary, FolderKind, MetricsContinuity, RunFolder,
-    RunHeader,
+    self, ClassroomParameters, ClassroomRunSummary, FolderKind, MetricsContinuity, RunHeader,
 };
 use codendum_core::target::Secret;
 
@@ -70,6 +69,7 @@ impl Workload for Classroom<'_> {
     type Prepared = ClassroomConfig;
     type Output = ClassResult;
     const TIMELINE: TimelineFlag = TimelineFlag::Run;
+    const KIND: FolderKind = FolderKind::Classroom;
 
     fn max_in_flight(&self) -> usize {
         // A student's agent step and its subagent's or title call.
@@ -100,21 +100,24 @@ impl Workload for Classroom<'_> {
         Ok((config, plan))
     }
 
-    async fn execute(&self, config: ClassroomConfig, ctx: Ctx<'_>) -> Result<ClassResult, Error> {
+    async fn execute(
+        &self,
+        config: ClassroomConfig,
+        ctx: &Ctx<'_>,
+        started: Started,
+    ) -> Result<ClassResult, Error> {
         let (conn, events) = (ctx.conn, ctx.events);
-        let prometheus = match ctx.live.and_then(|l| Some((l.prometheus.as_ref()?, l))) {
-            Some((p, live)) => Some(open_prometheus(p, &live.target, events).await?),
-            None => None,
-        };
+        let Started {
+            folder,
+            started_utc,
+            sampling,
+            router,
+        } = started;
         let clock = conn.clock.clone();
-        let started_utc = clock.utc_now();
-        let folder = RunFolder::create(&ctx.run.results_dir, FolderKind::Classroom, started_utc)?;
         // Every record is kept in memory (for a summary after an
         // interruption) and written as a flushed JSON line at once (`kill
         // -9` loses nothing finished).
         let sink = Arc::new(JsonlSink::in_folder(&folder)?);
-        let sampling =
-            class_sampling(prometheus, conn, &folder, ctx.metrics_reachable, events).await?;
         let status = Arc::new(LiveStatus::new(clock.clone()));
         let status_task = tokio::spawn(show_status(status.clone(), events.clone()));
         let origin = clock.now_secs();
@@ -170,7 +173,7 @@ impl Workload for Classroom<'_> {
         )?;
         let verdict =
             verdict.with_restarts(metrics_continuity.iter().flat_map(|m| m.restart_times()));
-        let router = super::router::finish_class(ctx.router, &summary.errors_by_kind, events).await;
+        let router = super::router::finish_class(router, &summary.errors_by_kind, events).await;
         if let Some(p) = &conn.profile {
             let batch = summary.server.peak_running.map(|v| v.round() as u32);
             if let Some(w) = p.region_warning(summary.prompt_tokens_max, batch) {

@@ -6,9 +6,10 @@
 //!   stated profile, plan and confirmation, the report, the verdict as the
 //!   exit code); [`mod@bench`], [`classroom`] and [`replay`] plug their
 //!   workload into it and import no sibling command;
-//! - shared by those: [`class_side`] (a class-like run's sampling, server
-//!   figures and summary), [`fleet`] and [`fleet_bench`] (a live fleet's
-//!   figures, Prometheus), [`router`] (the router's own page), [`seams`]
+//! - shared by those: [`sampling`] (how a run reads its server),
+//!   [`class_side`] (a class-like run's server figures and summary), [`fleet`] and [`fleet_bench`] (a live fleet's
+//!   figures, Prometheus), [`guard`] (the busy guard), [`router`] (the
+//!   router's own page), [`seams`]
 //!   (the HTTP client and the sampler as the drivers' interfaces),
 //!   [`signals`] (Ctrl-C and SIGTERM);
 //! - the other commands: [`metrics`], [`serve`], [`plan`], [`calibrate`],
@@ -25,12 +26,14 @@ pub mod class_side;
 pub mod classroom;
 pub mod fleet;
 pub mod fleet_bench;
+pub mod guard;
 pub mod metrics;
 pub mod plan;
 pub mod replay;
 pub mod report;
 pub mod router;
 pub mod run;
+pub mod sampling;
 pub mod seams;
 pub mod serve;
 pub mod signals;

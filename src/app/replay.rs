@@ -10,19 +10,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::class_side::{
-    class_sampling, class_server, class_server_side, write_class_summary, ClassResult,
-};
-use super::run::{Ctx, RunIo, Workload};
-use crate::bench::guard::TimelineFlag;
+use super::class_side::{class_server, class_server_side, write_class_summary, ClassResult};
+use super::guard::TimelineFlag;
+use super::run::{Ctx, RunIo, Started, Workload};
 use crate::classroom::{ClassroomConfig, ClassroomSummary, JsonlSink};
 use crate::replay::{self, ReplayConfig, SourceKind};
 use crate::settings::{RunSettings, Server};
 use codendum_core::error::{ConfigError, Error};
 use codendum_core::openai::{Endpoint, Transport};
 use codendum_core::results::{
-    self, ClassroomParameters, ClassroomRunSummary, FolderKind, ReplayParameters, RunFolder,
-    RunHeader,
+    self, ClassroomParameters, ClassroomRunSummary, FolderKind, ReplayParameters, RunHeader,
 };
 use codendum_core::trace::{mooncake, timing, Trace};
 
@@ -104,6 +101,7 @@ impl Workload for Replay<'_> {
     type Prepared = String;
     type Output = ClassResult;
     const TIMELINE: TimelineFlag = TimelineFlag::Report;
+    const KIND: FolderKind = FolderKind::Replay;
 
     fn max_in_flight(&self) -> usize {
         // A session's call and its subagent's.
@@ -132,15 +130,21 @@ impl Workload for Replay<'_> {
         Ok((model, plan))
     }
 
-    async fn execute(&self, model: String, ctx: Ctx<'_>) -> Result<ClassResult, Error> {
-        run_replay(self, model, ctx).await
+    async fn execute(
+        &self,
+        model: String,
+        ctx: &Ctx<'_>,
+        started: Started,
+    ) -> Result<ClassResult, Error> {
+        run_replay(self, model, ctx, started).await
     }
 }
 
 async fn run_replay(
     workload: &Replay<'_>,
     model: String,
-    ctx: Ctx<'_>,
+    ctx: &Ctx<'_>,
+    started: Started,
 ) -> Result<ClassResult, Error> {
     let (replay, kind, steady, trace) = (
         workload.replay,
@@ -161,10 +165,13 @@ async fn run_replay(
         template,
     };
     let clock = conn.clock.clone();
-    let started_utc = clock.utc_now();
-    let folder = RunFolder::create(&ctx.run.results_dir, FolderKind::Replay, started_utc)?;
+    let Started {
+        folder,
+        started_utc,
+        sampling,
+        router,
+    } = started;
     let sink = Arc::new(JsonlSink::in_folder(&folder)?);
-    let sampling = class_sampling(None, conn, &folder, ctx.metrics_reachable, events).await?;
     let origin = clock.now_secs();
     let outcome = replay::run_replay(
         trace,
@@ -225,7 +232,7 @@ async fn run_replay(
         events,
     );
     let verdict = verdict.with_restarts(metrics_continuity.iter().flat_map(|m| m.restart_times()));
-    let router = super::router::finish_class(ctx.router, &summary.errors_by_kind, events).await;
+    let router = super::router::finish_class(router, &summary.errors_by_kind, events).await;
     let name = replay.source.file_name().map_or_else(
         || replay.source.display().to_string(),
         |n| n.to_string_lossy().into_owned(),

@@ -1,24 +1,27 @@
 //! The one run lifecycle of `bench`, `classroom` and `replay`: connect (or
 //! start the twin), read what the server says of itself once, check a live
 //! server (the busy guard and the stated profile, together), show the plan
-//! and ask, let the workload run and write its folder, say where the
-//! results are and the verdict, write the report, and turn the verdict into
-//! the exit code. A workload plugs in what is its own ([`Workload`]): its
-//! plan against this server, and the run itself.
+//! and ask, make the results folder and start reading the server
+//! ([`Sampling`]), let the workload run, say where the results are and the
+//! verdict, write the report, and turn the verdict into the exit code. A
+//! workload plugs in what is its own ([`Workload`]): its plan against this
+//! server, and the run itself.
 
 use std::path::Path;
 
 use tokio::sync::watch;
 
+use super::guard::{busy_guard, GuardVerdict, TimelineFlag, UNCHECKED_PLAN_LINE};
 use super::router;
-use crate::bench::guard::{busy_guard, GuardVerdict, TimelineFlag, UNCHECKED_PLAN_LINE};
+use super::sampling::Sampling;
 use crate::bench::{ServerFacts, ServerInfo, ServerLoad};
 use crate::connect::{pool_size, ConnectOptions, Connection};
 use crate::events::{Event, Events, Written};
 use crate::scrape::router::RouterWatch;
 use crate::settings::{LiveServer, RunSettings, Server};
+use chrono::{DateTime, Utc};
 use codendum_core::error::Error;
-use codendum_core::results::Verdict;
+use codendum_core::results::{FolderKind, RunFolder, Verdict};
 use codendum_core::target::Secret;
 
 /// Asks the operator to go ahead with a plan; `false` refuses (exit 3).
@@ -51,7 +54,18 @@ pub struct Ctx<'a> {
     /// Whether the busy guard could read `/metrics` (`None`: not asked,
     /// the embedded twin).
     pub metrics_reachable: Option<bool>,
-    /// The router's reading at the start, for the workload to finish.
+}
+
+/// What the lifecycle started for the run, handed to the workload to use
+/// and finish.
+pub struct Started {
+    /// The results folder.
+    pub folder: RunFolder,
+    /// When the run started (the folder's name).
+    pub started_utc: DateTime<Utc>,
+    /// Where the server's figures come from.
+    pub sampling: Sampling,
+    /// The router's reading at the start.
     pub router: Option<RouterWatch>,
 }
 
@@ -76,6 +90,8 @@ pub trait Workload {
     type Output: Finished;
     /// How this command takes in a host timeline (for the guard's advice).
     const TIMELINE: TimelineFlag;
+    /// The kind of its results folder.
+    const KIND: FolderKind;
 
     /// Requests kept in flight at most: the connection pool follows.
     fn max_in_flight(&self) -> usize;
@@ -94,8 +110,14 @@ pub trait Workload {
     /// What the workload will do against this server, and its plan text.
     async fn prepare(&self, ctx: &Ctx<'_>) -> Result<(Self::Prepared, String), Error>;
 
-    /// Runs it and writes its results folder.
-    async fn execute(&self, prepared: Self::Prepared, ctx: Ctx<'_>) -> Result<Self::Output, Error>;
+    /// Runs it, reads the server's figures (finishing `started.sampling`)
+    /// and writes its results into `started.folder`.
+    async fn execute(
+        &self,
+        prepared: Self::Prepared,
+        ctx: &Ctx<'_>,
+        started: Started,
+    ) -> Result<Self::Output, Error>;
 }
 
 /// Runs `workload` against `server` from start to end. A finished run is
@@ -163,7 +185,7 @@ async fn connected<W: Workload>(
             None
         }
     };
-    let mut ctx = Ctx {
+    let ctx = Ctx {
         conn,
         live,
         run: settings,
@@ -171,7 +193,6 @@ async fn connected<W: Workload>(
         events,
         stop: io.stop.clone(),
         metrics_reachable: guard.as_ref().map(GuardVerdict::checked),
-        router: None,
     };
     let (prepared, mut plan) = workload.prepare(&ctx).await?;
     if guard.as_ref().is_some_and(|g| !g.checked()) {
@@ -185,8 +206,16 @@ async fn connected<W: Workload>(
             "not confirmed: pass --yes to run without asking".into(),
         ));
     }
-    ctx.router = router;
-    workload.execute(prepared, ctx).await
+    let started_utc = conn.clock.utc_now();
+    let folder = RunFolder::create(&settings.results_dir, W::KIND, started_utc)?;
+    let sampling = Sampling::start(live, conn, &folder, ctx.metrics_reachable, events).await?;
+    let started = Started {
+        folder,
+        started_utc,
+        sampling,
+        router,
+    };
+    workload.execute(prepared, &ctx, started).await
 }
 
 /// Against a live server: the busy guard (its load, from Prometheus when

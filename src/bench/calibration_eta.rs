@@ -3,7 +3,7 @@
 //! the measured levels, scaled by how far the same guess was off on them.
 
 use super::config::{BenchConfig, Cell};
-use super::guard::{about_duration, estimate_level, SpeedGuess};
+use super::preview::{about_duration, estimate_level, SpeedGuess};
 use codendum_core::results::LevelSummary;
 
 /// The server's speeds as the finished levels show them; `None` before a

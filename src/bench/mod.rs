@@ -17,9 +17,9 @@ pub mod calibration_eta;
 pub mod cells;
 pub mod config;
 mod driver;
-pub mod guard;
 pub mod level;
 pub mod open_loop;
+pub mod preview;
 pub mod progress;
 pub mod prompt;
 pub mod seams;
@@ -33,9 +33,7 @@ use tokio::sync::watch;
 
 pub use self::cells::BenchPlan;
 pub use self::config::{fit_shapes, BenchConfig, Load};
-pub use self::guard::{
-    busy_guard, estimate_duration, plan_text, GuardVerdict, SpeedGuess, TimelineFlag,
-};
+pub use self::preview::{estimate_duration, plan_text, SpeedGuess};
 pub use self::seams::{ServerFacts, ServerInfo, ServerLoad, ServerMetrics, ServerWindow};
 pub use self::twin_facts::{run_on_twin, TwinFacts};
 
@@ -98,18 +96,23 @@ pub async fn run_reading_facts(
     )
     .await?;
     let plan = BenchPlan::new(config, &facts);
-    run_bench(config, (&plan, &facts), run, deps).await
+    let folder = RunFolder::create(
+        &run.results_dir,
+        codendum_core::results::FolderKind::Bench,
+        deps.clock.utc_now(),
+    )?;
+    run_bench(config, (&plan, &facts), run, folder, deps).await
 }
 
 /// Runs the benchmark's `plan` against the server `facts` describe and
-/// writes the results folder (`<results_dir>/<UTC timestamp>/`). An
-/// interrupted run still writes everything, with `interrupted: true`, and
-/// returns `Ok` with [`BenchOutcome::interrupted`] set; the caller maps
-/// that to exit 130.
+/// writes its results `folder`. An interrupted run still writes
+/// everything, with `interrupted: true`, and returns `Ok` with
+/// [`BenchOutcome::interrupted`] set; the caller maps that to exit 130.
 pub async fn run_bench(
     config: &BenchConfig,
     (plan, facts): (&BenchPlan, &ServerFacts),
     run: &RunSettings,
+    folder: RunFolder,
     deps: BenchDeps<'_>,
 ) -> Result<BenchOutcome, Error> {
     let model = facts.model.clone();
@@ -117,14 +120,11 @@ pub async fn run_bench(
         deps.events.note(s.reason());
     }
     let clock = deps.clock.clone();
+    // The start on the clock and in UTC are taken together: the figures
+    // filled in after the run find each level's window from the UTC start.
     let run_t0 = clock.now_secs();
     let started_utc = clock.utc_now();
     let run_id = run_id_for(config, started_utc);
-    let folder = RunFolder::create(
-        &run.results_dir,
-        codendum_core::results::FolderKind::Bench,
-        started_utc,
-    )?;
     let mut requests = folder.appender::<RequestRecord>(results::REQUESTS_JSONL)?;
     let mut timeline = match deps.metrics {
         Some(_) => Some(folder.appender::<serde_json::Value>(results::SERVER_TIMELINE_JSONL)?),

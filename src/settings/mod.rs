@@ -1,6 +1,6 @@
 //! What a run was asked to do, typed and checked once: the values of the
 //! flags ([`values`], parsed while the command line is read), the registry
-//! of environment variables ([`env`]), and the settings every run shares:
+//! of environment variables ([`mod@env`]), and the settings every run shares:
 //! which server ([`Server`]: a live one, the embedded twin, a fleet of
 //! twins), how requests are sent ([`ClientSettings`]) and how the run
 //! starts and records itself ([`RunSettings`]). The binary's `resolve`

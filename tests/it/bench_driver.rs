@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use codendum::bench::guard::{busy_guard, TimelineFlag};
+use codendum::app::guard::{busy_guard, TimelineFlag};
 use codendum::bench::{
     plan_text, run_reading_facts, BenchConfig, BenchDeps, BenchOutcome, BenchPlan, ServerFacts,
     ServerInfo, ServerLoad, ServerMetrics, ServerWindow,

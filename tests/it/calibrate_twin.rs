@@ -31,7 +31,7 @@ use codendum::settings::{ClientSettings, RunSettings};
 use codendum_core::clock::Clock;
 use codendum_core::profile::Profile;
 use codendum_core::prom::TimelineSample;
-use codendum_core::results::LevelSummary;
+use codendum_core::results::{FolderKind, LevelSummary, RunFolder};
 use codendum_twin::inproc::InProcTransport;
 use codendum_twin::TwinOptions;
 
@@ -132,6 +132,8 @@ pub(crate) fn bench_twin(
             .expect("facts")
             .with_twin_profile(profile);
         let plan = BenchPlan::new(&config, &facts);
+        let folder = RunFolder::create(&run.results_dir, FolderKind::Bench, clock.utc_now())
+            .expect("folder");
         let (_tx, stop) = tokio::sync::watch::channel(false);
         let deps = BenchDeps {
             transport: transport.as_ref(),
@@ -141,7 +143,7 @@ pub(crate) fn bench_twin(
             stop,
             events: codendum::events::Events::silent(),
         };
-        let outcome = run_bench(&config, (&plan, &facts), &run, deps)
+        let outcome = run_bench(&config, (&plan, &facts), &run, folder, deps)
             .await
             .expect("bench runs");
         transport.stop();
