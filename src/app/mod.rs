@@ -21,6 +21,7 @@
 
 pub mod bench;
 pub mod calibrate;
+pub mod capacity;
 pub mod capture;
 pub mod class_side;
 pub mod classroom;

@@ -37,7 +37,7 @@ pub struct ClassroomOutcome {
     pub key_note: Option<String>,
 }
 
-fn student_seed(seed: u64, user: usize) -> u64 {
+pub(crate) fn student_seed(seed: u64, user: usize) -> u64 {
     seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (user as u64 + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9)
 }
 
@@ -45,13 +45,52 @@ async fn run_student(shared: Arc<Shared>, user: usize) {
     let config = &shared.config;
     let mut rng = ChaCha8Rng::seed_from_u64(student_seed(config.seed, user));
     let offset = rng.gen_range(0.0..=config.ramp_up.as_secs_f64());
+    let session = Session {
+        user,
+        key_index: user,
+        start_s: offset,
+        window_s: config.duration.as_secs_f64(),
+        leave: None,
+    };
+    run_session(&shared, session, rng).await;
+}
+
+/// One student's session in a run: who the student is, when the session
+/// starts and stops taking new requests, and whether it is told to leave.
+pub(crate) struct Session {
+    /// The student's number in the records.
+    pub user: usize,
+    /// Whose API key the student uses ([`ClassroomConfig::key_for_user`]).
+    pub key_index: usize,
+    /// When the student starts, seconds since the run started.
+    pub start_s: f64,
+    /// No new coding request after this, seconds since the run started.
+    pub window_s: f64,
+    /// Turns true when the student is to leave: the call in flight ends,
+    /// and nothing new starts.
+    pub leave: Option<tokio::sync::watch::Receiver<bool>>,
+}
+
+/// Runs one student's session to its end: the exercise and its
+/// follow-ups, with pauses between, until the window closes, a stop, or
+/// the student is told to leave.
+pub(crate) async fn run_session(shared: &Shared, session: Session, mut rng: ChaCha8Rng) {
+    let config = &shared.config;
+    let user = session.user;
+    let offset = session.start_s;
     let mut shell = ShellState::new(config.scenario, &mut rng);
     shell.client_times = config.client_times.clone();
     let id = session_id(&mut rng);
-    shared
+    let start = shared
         .clock
-        .sleep_until(Duration::from_secs_f64(shared.origin + offset))
-        .await;
+        .sleep_until(Duration::from_secs_f64(shared.origin + offset));
+    match session.leave.clone() {
+        Some(mut leave) => tokio::select! {
+            _ = start => {}
+            _ = leave.wait_for(|l| *l) => return,
+        },
+        None => start.await,
+    }
     shared
         .status
         .active
@@ -59,21 +98,22 @@ async fn run_student(shared: Arc<Shared>, user: usize) {
     let mut conv = Conversation::main(config, id);
     let mut st = Student {
         user,
-        key: config.key_for_user(user).cloned(),
+        key: config.key_for_user(session.key_index).cloned(),
         rng,
         workspace: Workspace::new(config.scenario),
         shell,
         titled: false,
+        leave: session.leave,
     };
-    let window = config.duration.as_secs_f64();
+    let window = session.window_s;
     for index in 0..=config.follow_ups {
         let Some(text) = config.scenario.request(index) else {
             break;
         };
-        if shared.now() >= window || shared.stopping() {
+        if shared.now() >= window || shared.stopping() || st.leaving() {
             break;
         }
-        coding_request(&shared, &mut st, &mut conv, index, text).await;
+        coding_request(shared, &mut st, &mut conv, index, text).await;
         if index == config.follow_ups {
             break;
         }
@@ -90,6 +130,7 @@ async fn run_student(shared: Arc<Shared>, user: usize) {
         tokio::select! {
             _ = shared.clock.sleep(Duration::from_secs_f64(pause)) => {}
             _ = shared.stopped() => {}
+            _ = st.left() => {}
         }
         shared
             .status
@@ -133,20 +174,7 @@ pub async fn run_classroom_until(
     status: Arc<LiveStatus>,
     stop: Option<tokio::sync::watch::Receiver<bool>>,
 ) -> Result<ClassroomOutcome, Error> {
-    let origin = clock.now_secs();
-    status.start_at(origin);
-    let shared = Arc::new(Shared {
-        config: config.clone(),
-        transport,
-        clock,
-        sink,
-        status,
-        origin,
-        requests: Mutex::new(Vec::new()),
-        tasks: Mutex::new(Vec::new()),
-        sink_error: Mutex::new(None),
-        stop,
-    });
+    let shared = start_shared(config, transport, clock, (sink, status), stop);
     let mut students = tokio::task::JoinSet::new();
     for user in 0..config.users {
         students.spawn(run_student(Arc::clone(&shared), user));
@@ -157,6 +185,40 @@ pub async fn run_classroom_until(
             panicked += 1;
         }
     }
+    finish(&shared, config.users, panicked)
+}
+
+/// What every student of a run shares, the run starting now.
+pub(crate) fn start_shared(
+    config: &ClassroomConfig,
+    transport: Arc<dyn Transport>,
+    clock: Clock,
+    (sink, status): (Arc<dyn RecordSink>, Arc<LiveStatus>),
+    stop: Option<tokio::sync::watch::Receiver<bool>>,
+) -> Arc<Shared> {
+    let origin = clock.now_secs();
+    status.start_at(origin);
+    Arc::new(Shared {
+        config: config.clone(),
+        transport,
+        clock,
+        sink,
+        status,
+        origin,
+        requests: Mutex::new(Vec::new()),
+        tasks: Mutex::new(Vec::new()),
+        sink_error: Mutex::new(None),
+        stop,
+    })
+}
+
+/// The outcome of a run whose students are done (`panicked` of them
+/// stopped unexpectedly); `users`: the class size its summary states.
+pub(crate) fn finish(
+    shared: &Shared,
+    users: usize,
+    panicked: usize,
+) -> Result<ClassroomOutcome, Error> {
     if panicked > 0 {
         return Err(Error::Failed(format!(
             "{panicked} simulated students stopped unexpectedly"
@@ -172,9 +234,9 @@ pub async fn run_classroom_until(
         .unwrap_or_default();
     let tasks = shared.tasks.lock().map(|v| v.clone()).unwrap_or_default();
     Ok(ClassroomOutcome {
-        summary: ClassroomSummary::from_records(config.users, &requests, &tasks),
+        summary: ClassroomSummary::from_records(users, &requests, &tasks),
         requests,
         tasks,
-        key_note: config.key_sharing_note(),
+        key_note: shared.config.key_sharing_note(),
     })
 }

@@ -20,7 +20,8 @@
 //!   `(n, n + 1)` both ends were probed (unless they are the virtual 0 or
 //!   `max + 1`): `n` met and `n + 1` did not.
 //! - **Around a guess** ([`Bisection::around`], a predicted answer): the
-//!   first probe is the guess; while no size has missed, the next probe
+//!   first probe is the guess (unless what is known already decides it:
+//!   probes shared with another search); while no size has missed, the next probe
 //!   goes up from the largest probed by the step, then by the distance
 //!   from the guess (doubling: `g`, `g + d`, `g + 2d`, `g + 4d`, …), and
 //!   while none has met it goes down the same way; once both sides are
@@ -115,13 +116,9 @@ impl Bisection {
     pub fn next(&self) -> Option<u32> {
         if let Start::Around { guess, step } = self.start {
             let probed_top = self.unsure.last().copied().unwrap_or(0).max(self.lo);
-            let probed_bottom = self
-                .unsure
-                .first()
-                .copied()
-                .unwrap_or(self.hi)
-                .min(self.hi);
-            if probed_top == 0 && probed_bottom > self.max {
+            let probed_bottom = self.unsure.first().copied().unwrap_or(self.hi).min(self.hi);
+            // The guess first, while nothing known decides it.
+            if guess > self.lo && guess < self.hi && !self.unsure.contains(&guess) {
                 return Some(guess);
             }
             if !self.hi_known() && probed_top > 0 && probed_top < self.max {
@@ -441,9 +438,7 @@ mod tests {
         assert!(b.undecided().contains(&42));
         assert_eq!(path.first(), Some(&(42, Outcome::Indeterminate)));
         // Everything undecided: the answer is 0 and the range the whole span.
-        let (b, _) = search_around(Bisection::around(5, 2, 10, 1), |_| {
-            Outcome::Indeterminate
-        });
+        let (b, _) = search_around(Bisection::around(5, 2, 10, 1), |_| Outcome::Indeterminate);
         assert_eq!((b.answer(), b.upper()), (0, 10));
     }
 

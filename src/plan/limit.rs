@@ -20,9 +20,7 @@ pub fn meets_ceilings(cell: &JudgedCell) -> bool {
 
 /// Whether a check steers the search (see [`meets_ceilings`]).
 fn steers(c: &Check) -> bool {
-    ClassroomKey::from_name(&c.key).map_or(c.bound == Bound::Max, |k| {
-        k.harder_with_more_students()
-    })
+    ClassroomKey::from_name(&c.key).map_or(c.bound == Bound::Max, |k| k.harder_with_more_students())
 }
 
 /// The cell's ceiling checks (those that steer the search).

@@ -23,6 +23,7 @@ mod calibrate_targets;
 mod calibrate_twin;
 mod capacity_checks;
 mod capacity_lock;
+mod capacity_predict;
 mod capture_cli;
 mod capture_disk;
 mod capture_proxy;

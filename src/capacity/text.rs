@@ -1,0 +1,226 @@
+//! What the search says to people: its plan, a line per step, the
+//! answers, and the table at the end (plain functions).
+
+use std::fmt::Write as _;
+
+use codendum_core::results::capacity::{
+    CapacityStep, PredictedTier, StepCheck, StepKind, TierAnswer, TierStep, STEP_FIGURES,
+};
+use codendum_core::results::metrics::class_metric;
+use codendum_core::results::ClassroomSummary;
+use codendum_core::targets::{ClassroomKey, Outcome, Tier};
+use codendum_report::format::show_with_unit;
+
+/// A figure of a class by its key, as people read it: `17.5 s`, `96.2 %`.
+pub fn figure(key: &str, summary: &ClassroomSummary) -> String {
+    match class_metric(key) {
+        Some(m) => show_with_unit(m.shown, m.unit, (m.read)(summary)),
+        None => "–".into(),
+    }
+}
+
+/// A value of a target key with its unit.
+fn value(key: &str, v: Option<f64>) -> String {
+    match ClassroomKey::from_name(key) {
+        Some(k) => {
+            let m = k.metric();
+            show_with_unit(m.shown, m.unit, v)
+        }
+        None => v.map_or("–".into(), |v| v.to_string()),
+    }
+}
+
+/// A label of a target key: `TTFT P95`.
+fn label(key: &str) -> &'static str {
+    ClassroomKey::from_name(key).map_or("?", |k| k.label())
+}
+
+/// A tier's targets: `TTFT P95 ≤ 10.00 s, Output speed per user P50 ≥ 10.0 tok/s`.
+pub fn targets_text(tier: &Tier) -> String {
+    tier.targets
+        .limits()
+        .iter()
+        .map(|(k, limit)| {
+            format!(
+                "{} {} {}",
+                k.label(),
+                k.bound().sign(),
+                value(k.name(), Some(*limit))
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A check as people read it: `TTFT P95 12.4 s (target ≤ 10.00 s)`.
+pub fn check_text(c: &StepCheck) -> String {
+    format!(
+        "{} {} (target {} {})",
+        label(&c.key),
+        value(&c.key, c.measured),
+        c.bound.sign(),
+        value(&c.key, Some(c.limit))
+    )
+}
+
+/// The targets of a tier a step missed or could not call, as text.
+pub fn misses_text(t: &TierStep) -> String {
+    let part = |o: Outcome| {
+        t.checks
+            .iter()
+            .filter(|c| c.steers && c.outcome == o)
+            .map(check_text)
+            .collect::<Vec<_>>()
+    };
+    let (missed, unsure) = (part(Outcome::Missed), part(Outcome::Indeterminate));
+    let mut out = missed.join(", ");
+    if !unsure.is_empty() {
+        if !out.is_empty() {
+            out.push_str("; ");
+        }
+        let _ = write!(out, "too close to call: {}", unsure.join(", "));
+    }
+    out
+}
+
+/// A step's line: `step 3, 23 students: interactive met, relaxed met;
+/// TTFT P95 8.2 s, … (142 calls, 3 coding requests completed, 12 running)`.
+pub fn step_line(step: &CapacityStep) -> String {
+    let what = match step.kind {
+        StepKind::Probe => "",
+        StepKind::Confirm => " (held again)",
+    };
+    let tiers: Vec<String> = step
+        .tiers
+        .iter()
+        .map(|t| format!("{} {}", t.tier, t.outcome.word()))
+        .collect();
+    let m = &step.measured;
+    let mut line = format!(
+        "step {}, {} students{what}: {}; TTFT P95 {}, speed P50 {}, error rate {} ({} calls; {} coding requests completed, {} running at the window's end)",
+        step.index,
+        step.users,
+        tiers.join(", "),
+        figure("ttft_p95_s", m),
+        figure("output_speed_p50_tok_per_s", m),
+        figure("error_rate", m),
+        m.requests,
+        step.censoring.completed,
+        step.censoring.running,
+    );
+    let misses: Vec<String> = step
+        .tiers
+        .iter()
+        .filter(|t| t.outcome != Outcome::Met)
+        .map(|t| format!("{}: {}", t.tier, misses_text(t)))
+        .collect();
+    if !misses.is_empty() {
+        let _ = write!(line, "; {}", misses.join("; "));
+    }
+    line
+}
+
+/// The predicted answers: `interactive 24, relaxed 40`.
+pub fn predicted_text(answers: &[PredictedTier]) -> String {
+    answers
+        .iter()
+        .map(|a| format!("{} {}", a.tier, range(a.carries, a.upper, false)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `24`, `40–42`, `≥ 200`.
+pub fn range(carries: u32, upper: u32, at_least: bool) -> String {
+    if at_least {
+        format!("≥ {carries}")
+    } else if upper > carries {
+        format!("{carries}–{upper}")
+    } else {
+        carries.to_string()
+    }
+}
+
+/// `students carried: interactive 23, relaxed 40–42`.
+pub fn summary_line(answers: &[TierAnswer]) -> String {
+    let parts: Vec<String> = answers
+        .iter()
+        .map(|a| format!("{} {}", a.tier, range(a.carries, a.upper, a.at_least)))
+        .collect();
+    format!("students carried: {}", parts.join(", "))
+}
+
+/// Minutes for people: `27 min`, `1.5 min`.
+pub fn minutes(s: f64) -> String {
+    let m = s / 60.0;
+    if m < 10.0 {
+        format!("{m:.1} min")
+    } else {
+        format!("{m:.0} min")
+    }
+}
+
+/// The table at the end: one row per step, measured beside predicted.
+pub fn steps_table(steps: &[CapacityStep]) -> String {
+    let mut out = String::new();
+    let headers: Vec<String> = STEP_FIGURES
+        .iter()
+        .filter_map(|k| class_metric(k))
+        .map(|m| m.label.to_string())
+        .collect();
+    let _ = writeln!(
+        out,
+        "{:<5} {:<8} {}",
+        "step",
+        "tiers",
+        headers
+            .iter()
+            .map(|h| format!("{h:<22}"))
+            .collect::<String>()
+            .trim_end()
+    );
+    for s in steps {
+        let tiers: String = s
+            .tiers
+            .iter()
+            .map(|t| match t.outcome {
+                Outcome::Met => '✓',
+                Outcome::Missed => '✗',
+                Outcome::Indeterminate => '?',
+            })
+            .collect();
+        let cells: String = STEP_FIGURES
+            .iter()
+            .map(|k| {
+                let measured = figure(k, &s.measured);
+                let cell = match &s.predicted {
+                    Some(p) if *k != "students" => format!("{measured} ({})", figure(k, p)),
+                    _ => measured,
+                };
+                format!("{cell:<22}")
+            })
+            .collect();
+        let _ = writeln!(out, "{:<5} {:<8} {}", s.index, tiers, cells.trim_end());
+    }
+    out.push_str("(the twin's figure for the same step in brackets; tiers: ✓ met, ✗ missed, ? too close to call)\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use codendum_core::targets::parse_tiers;
+
+    #[test]
+    fn targets_and_ranges_read_as_people_write_them() {
+        let t = parse_tiers("interactive:ttft_p95=10s,speed_p50=10,errors=1%").expect("tiers");
+        assert_eq!(
+            targets_text(&t[0]),
+            "TTFT P95 ≤ 10.0 s, Output speed per user P50 ≥ 10.0 tok/s, Error rate ≤ 1.0 %"
+        );
+        assert_eq!(range(24, 24, false), "24");
+        assert_eq!(range(40, 42, false), "40–42");
+        assert_eq!(range(200, 200, true), "≥ 200");
+        assert_eq!(minutes(1620.0), "27 min");
+        assert_eq!(minutes(90.0), "1.5 min");
+    }
+}
