@@ -7,17 +7,10 @@ use codendum_core::results::capacity::{
     CapacityStep, PredictedTier, StepCheck, StepKind, TierAnswer, TierStep, STEP_FIGURES,
 };
 use codendum_core::results::metrics::class_metric;
-use codendum_core::results::ClassroomSummary;
 use codendum_core::targets::{ClassroomKey, Outcome, Tier};
 use codendum_report::format::show_with_unit;
 
-/// A figure of a class by its key, as people read it: `17.5 s`, `96.2 %`.
-pub fn figure(key: &str, summary: &ClassroomSummary) -> String {
-    match class_metric(key) {
-        Some(m) => show_with_unit(m.shown, m.unit, (m.read)(summary)),
-        None => "–".into(),
-    }
-}
+pub use codendum_report::capacity::{figure, range};
 
 /// A value of a target key with its unit.
 fn value(key: &str, v: Option<f64>) -> String {
@@ -127,17 +120,6 @@ pub fn predicted_text(answers: &[PredictedTier]) -> String {
         .map(|a| format!("{} {}", a.tier, range(a.carries, a.upper, false)))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// `24`, `40–42`, `≥ 200`.
-pub fn range(carries: u32, upper: u32, at_least: bool) -> String {
-    if at_least {
-        format!("≥ {carries}")
-    } else if upper > carries {
-        format!("{carries}–{upper}")
-    } else {
-        carries.to_string()
-    }
 }
 
 /// `students carried: interactive 23, relaxed 40–42`.
