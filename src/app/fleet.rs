@@ -130,15 +130,21 @@ pub fn write_timelines(folder: &RunFolder, read: &RunTimelines) -> Result<(), Er
     Ok(())
 }
 
-/// The busy guard's load through Prometheus; `None` when it cannot tell.
+/// The busy guard's load through Prometheus; `Ok(None)` when Prometheus
+/// answers but cannot tell. A Prometheus that cannot be used at all (out
+/// of reach, not Prometheus, no series under the filter) is the command's
+/// error before anything runs, as the sampling would fail on it anyway.
 pub async fn prometheus_load(
     opts: &PrometheusOptions,
     target: &Target,
     events: &Events,
-) -> Option<ServerLoad> {
-    let opened = open_prometheus(opts, target, events).await.ok()?;
-    let (running, waiting) = opened.source.load_now().await?;
-    Some(ServerLoad { running, waiting })
+) -> Result<Option<ServerLoad>, Error> {
+    let opened = open_prometheus(opts, target, events).await?;
+    Ok(opened
+        .source
+        .load_now()
+        .await
+        .map(|(running, waiting)| ServerLoad { running, waiting }))
 }
 
 /// The per-replica table of a class (the fleet row from `server`).

@@ -233,8 +233,8 @@ async fn check_live(
     let load = async {
         match (&live.prometheus, &conn.scraper) {
             (Some(p), _) => super::fleet::prometheus_load(p, &live.target, events).await,
-            (None, Some(s)) => load_now(s).await,
-            (None, None) => None,
+            (None, Some(s)) => Ok(load_now(s).await),
+            (None, None) => Ok(None),
         }
     };
     let check = crate::server_match::check_live(
@@ -245,6 +245,7 @@ async fn check_live(
         events,
     );
     let (load, check) = tokio::join!(load, check);
+    let load = load?;
     facts.profile_check = check;
     let guard = busy_guard(load, settings.allow_busy, timeline)?;
     if let Some(w) = guard.warning() {
