@@ -20,9 +20,9 @@ use crate::capacity::answer::{answers, Finished as SearchDone};
 use crate::capacity::engine::{
     finish_steps, run_steps, Ended, Recorded, ServerView, Settle, StepEvent, StepIo, Timing,
 };
-use crate::capacity::predict::{predict, predict_steps, Predicted, TwinClass, WATCH_S};
-use crate::capacity::search::{default_resolution, rehearse, Search, SearchBounds};
-use crate::capacity::settle::AVERAGE_S;
+use crate::capacity::predict::{predict, predict_steps, Predicted, TwinClass};
+use crate::capacity::search::SearchBounds;
+use crate::capacity::settings::{mean_step_s, plan_prediction};
 use crate::capacity::text::{
     minutes, predicted_text, step_line, steps_table, summary_line, targets_text,
 };
@@ -34,106 +34,21 @@ use crate::events::{Event, Events};
 use crate::settings::{RunSettings, Server};
 use codendum_core::clock::Clock;
 use codendum_core::error::{Check, Error};
-use codendum_core::profile::Profile;
 use codendum_core::prom::TimelineSample;
 use codendum_core::results::capacity::{
-    CapacityParameters, CapacityResults, CapacityStep, Prediction, StepKind, TierSpec,
-    CAPACITY_JSON,
+    CapacityParameters, CapacityResults, CapacityStep, Prediction, TierSpec, CAPACITY_JSON,
 };
 use codendum_core::results::{FolderKind, Verdict};
 use codendum_core::target::Secret;
-use codendum_core::targets::{Outcome, TargetList, Tier};
-
-/// The search's window per step when none is given, seconds.
-pub const DEFAULT_HOLD: Duration = Duration::from_secs(180);
-/// The spread over which new students join, when none is given.
-pub const DEFAULT_JOIN_OVER: Duration = Duration::from_secs(30);
-/// The largest class considered when none is given, students.
-pub const DEFAULT_MAX_USERS: u32 = 200;
+use codendum_core::targets::TargetList;
 
 /// How long the calls in flight may go on after Ctrl-C or SIGTERM
 /// (simulated seconds), as a class's.
 pub const STOP_GRACE: Duration = super::classroom::STOP_GRACE;
 
-/// Where a search's tiers came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TiersFrom {
-    /// The profile's `[targets.classroom]`.
-    Profile,
-    /// `--slo`.
-    Slo,
-    /// `--tiers`.
-    Tiers,
-}
-
-impl TiersFrom {
-    /// As `capacity.json` names it.
-    pub fn name(self) -> &'static str {
-        match self {
-            TiersFrom::Profile => "profile",
-            TiersFrom::Slo => "--slo",
-            TiersFrom::Tiers => "--tiers",
-        }
-    }
-}
-
-/// What a search was asked to do besides the run settings.
-#[derive(Debug, Clone)]
-pub struct CapacitySettings {
-    /// The students (their model and context limit are set once the server
-    /// is known).
-    pub class: ClassroomConfig,
-    /// The tiers, each judged on every step.
-    pub tiers: Vec<Tier>,
-    /// Where they came from.
-    pub tiers_from: TiersFrom,
-    /// Targets of the profile left out of its tier, with why.
-    pub left_out: Vec<String>,
-    /// The profile the twin predicts with.
-    pub profile: Profile,
-    /// The largest class considered, students.
-    pub max_users: u32,
-    /// Each step's steady window.
-    pub hold: Duration,
-    /// New students join spread over this.
-    pub join_over: Duration,
-    /// Every step settles this long instead of the twin's time to plateau.
-    pub settle: Option<Duration>,
-    /// The widest gap left between a size met and one missed, students
-    /// (`None`: from the prediction).
-    pub resolution: Option<u32>,
-    /// The most server time the search may take.
-    pub budget: Option<Duration>,
-}
-
-impl CapacitySettings {
-    /// The timing of the live steps, with the twin's times to plateau.
-    fn timing(&self, plateaus: &[(u32, f64)], request_timeout: Duration) -> Timing {
-        let join = self.join_over.as_secs_f64();
-        Timing {
-            hold_s: self.hold.as_secs_f64(),
-            join_over_s: join,
-            settle: match self.settle {
-                Some(s) => Settle::Fixed(s.as_secs_f64()),
-                None => Settle::Predicted {
-                    plateaus: plateaus.to_vec(),
-                    floor_s: join + AVERAGE_S,
-                    ceiling_s: WATCH_S,
-                },
-            },
-            drain_cap_s: request_timeout.as_secs_f64(),
-            budget_s: self.budget.map(|b| b.as_secs_f64()),
-            step_cap: step_cap(self.max_users, self.tiers.len()),
-        }
-    }
-}
-
-/// The most steps a search takes: enough to bracket and bisect every
-/// tier over `1..=max_users`, and hold each answer twice.
-fn step_cap(max_users: u32, tiers: usize) -> usize {
-    let bisect = f64::from(max_users.max(2)).log2().ceil() as usize;
-    tiers * (2 * bisect + 2) + 4
-}
+pub use crate::capacity::settings::{
+    CapacitySettings, TiersFrom, DEFAULT_HOLD, DEFAULT_JOIN_OVER, DEFAULT_MAX_USERS,
+};
 
 /// What a finished search returns.
 #[derive(Debug)]
@@ -249,19 +164,9 @@ impl Workload for Capacity<'_> {
             .await
             .map_err(|e| Error::Failed(format!("the prediction stopped: {e}")))??
         };
-        let largest = predicted
-            .answers
-            .iter()
-            .map(|a| a.carries)
-            .max()
-            .unwrap_or(1);
-        let bounds = SearchBounds {
-            max_users: s.max_users,
-            resolution: s.resolution.unwrap_or_else(|| default_resolution(largest)),
-            confirm: true,
-        };
+        let bounds = s.bounds(&predicted);
         let timing = s.timing(&predicted.plateaus, request_timeout);
-        let prediction = plan_prediction(&predicted, bounds, &timing);
+        let prediction = plan_prediction(&predicted, &s.search(&predicted, bounds), &timing);
         let plan = plan_text(s, ctx, &class, &prediction, (bounds, &timing));
         Ok((
             Prepared {
@@ -308,14 +213,7 @@ impl Workload for Capacity<'_> {
         };
         let phase = Arc::new(Mutex::new(String::new()));
         let status_task = tokio::spawn(show_status(status.clone(), phase.clone(), events.clone()));
-        let mut search = Search::around(
-            &p.predicted
-                .answers
-                .iter()
-                .map(|a| (a.tier.clone(), a.carries))
-                .collect::<Vec<_>>(),
-            p.bounds,
-        );
+        let mut search = s.search(&p.predicted, p.bounds);
         let on_event = |e: StepEvent<'_>| match e {
             StepEvent::Phase {
                 index,
@@ -457,79 +355,6 @@ async fn show_status(status: Arc<LiveStatus>, phase: Arc<Mutex<String>>, events:
         let now = phase.lock().map(|p| p.clone()).unwrap_or_default();
         events.emit(Event::Status(format!("{now} | {}", status.snapshot())));
     }
-}
-
-/// The outcome at `n` students of a tier the twin answered `(carries,
-/// upper)`: met up to its answer, too close to call up to its upper end,
-/// missed beyond.
-fn as_predicted((carries, upper): (u32, u32), n: u32) -> Outcome {
-    if n <= carries {
-        Outcome::Met
-    } else if n <= upper {
-        Outcome::Indeterminate
-    } else {
-        Outcome::Missed
-    }
-}
-
-/// The server time of `steps`, seconds: each settles, holds and waits for
-/// its calls (`drain_s`, the twin's mean).
-fn server_time(steps: &[(u32, StepKind)], timing: &Timing, drain_s: f64) -> f64 {
-    steps
-        .iter()
-        .map(|(n, _)| timing.settle.for_users(*n) + timing.hold_s + drain_s)
-        .sum()
-}
-
-/// What the prediction plans: the live search's steps if the server is
-/// the twin, and their server time (and if it carries a fifth fewer).
-fn plan_prediction(predicted: &Predicted, bounds: SearchBounds, timing: &Timing) -> Prediction {
-    let guesses: Vec<(String, u32)> = predicted
-        .answers
-        .iter()
-        .map(|a| (a.tier.clone(), a.carries))
-        .collect();
-    let answered: Vec<(u32, u32)> = predicted
-        .answers
-        .iter()
-        .map(|a| (a.carries, a.upper))
-        .collect();
-    let cap = timing.step_cap;
-    let planned = rehearse(
-        Search::around(&guesses, bounds),
-        |i, n| as_predicted(answered[i], n),
-        cap,
-    );
-    let fewer: Vec<(u32, u32)> = answered
-        .iter()
-        .map(|(c, u)| (c * 4 / 5, u * 4 / 5))
-        .collect();
-    let off = rehearse(
-        Search::around(&guesses, bounds),
-        |i, n| as_predicted(fewer[i], n),
-        cap,
-    );
-    let drain_s = drain_of(&predicted.steps).unwrap_or(timing.hold_s / 10.0);
-    Prediction {
-        tiers: predicted.answers.clone(),
-        steps: predicted.plateaus.clone(),
-        planned: planned.iter().map(|(n, _)| *n).collect(),
-        server_time_s: server_time(&planned, timing, drain_s),
-        server_time_if_off_s: server_time(&off, timing, drain_s),
-        wall_s: predicted.wall_s,
-    }
-}
-
-/// The mean wait for a window's calls to finish over `steps`, seconds.
-fn drain_of(steps: &[CapacityStep]) -> Option<f64> {
-    codendum_core::stats::mean(steps.iter().map(|s| s.ended_s - s.window_end_s))
-}
-
-/// The mean server time of a step, seconds (a step's cost for what more
-/// steps would take).
-fn mean_step_s(steps: &[CapacityStep], timing: &Timing) -> f64 {
-    codendum_core::stats::mean(steps.iter().map(|s| s.ended_s - s.changed_s))
-        .unwrap_or(timing.hold_s * 1.5)
 }
 
 /// The plan shown before the search, and asked about against a live

@@ -23,6 +23,7 @@ pub mod engine;
 pub mod judge;
 pub mod predict;
 pub mod search;
+pub mod settings;
 pub mod settle;
 pub mod text;
 pub mod window;

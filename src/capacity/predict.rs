@@ -12,8 +12,12 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use super::engine::{finish_steps, run_steps, Recorded, ServerView, Settle, StepIo, Timing};
+use super::engine::{
+    finish_steps, run_steps, Recorded, SearchRun, ServerView, Settle, StepIo, Timing,
+};
 use super::search::Search;
+use super::search::SearchBounds;
+use super::settings::CapacitySettings;
 use super::settle::time_to_plateau;
 use super::window::{measure, Records, StepWindow};
 use crate::classroom::{run_continuous_class, ClassSize, ClassroomConfig, LiveStatus, MemorySink};
@@ -187,19 +191,31 @@ impl Running {
     }
 }
 
-/// The twin's own search: bounded over `1..=max_users`, each change
-/// watched for [`WATCH_S`] before the step's window of `timing.hold_s`.
-pub fn predict(input: &TwinClass<'_>, max_users: u32, timing: &Timing) -> Result<Predicted, Error> {
+/// A search against the twin of `input.profile` in virtual time, as it
+/// ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TwinRun {
+    /// Its steps.
+    pub run: SearchRun,
+    /// The search as it ended.
+    pub search: Search,
+    /// Each size it tried and its seconds to plateau.
+    pub plateaus: Vec<(u32, f64)>,
+    /// Real seconds it took.
+    pub wall_s: f64,
+}
+
+/// Runs `search` against the twin of `input.profile` in virtual time: the
+/// steps of [`run_steps`], their figures taken again once the class is
+/// over, and each step's time to plateau.
+pub fn search_on_twin(
+    input: &TwinClass<'_>,
+    mut search: Search,
+    timing: &Timing,
+) -> Result<TwinRun, Error> {
     let began = Instant::now();
-    let names: Vec<String> = input.tiers.iter().map(|t| t.name.clone()).collect();
-    let timing = Timing {
-        settle: Settle::Fixed(WATCH_S),
-        budget_s: None,
-        ..timing.clone()
-    };
     let (run, search, timeline, origin) = on_paused_runtime(async {
-        let running = start(input, &timing);
-        let mut search = Search::bounded(&names, max_users);
+        let running = start(input, timing);
         let (_keep, stop) = watch::channel(false);
         let view = Recorded {
             sink: running.sink.as_ref(),
@@ -214,7 +230,7 @@ pub fn predict(input: &TwinClass<'_>, max_users: u32, timing: &Timing) -> Result
             stop,
             on_event: &|_| {},
         };
-        let mut run = run_steps(&mut search, input.tiers, &timing, io).await;
+        let mut run = run_steps(&mut search, input.tiers, timing, io).await;
         let origin = running.origin;
         let (sink, status) = (running.sink.clone(), running.status.clone());
         let timeline = running.end().await?;
@@ -236,7 +252,26 @@ pub fn predict(input: &TwinClass<'_>, max_users: u32, timing: &Timing) -> Result
             Some((s.users, t))
         })
         .collect();
-    let answers = search
+    Ok(TwinRun {
+        run,
+        search,
+        plateaus,
+        wall_s: began.elapsed().as_secs_f64(),
+    })
+}
+
+/// The twin's own search: bounded over `1..=max_users`, each change
+/// watched for [`WATCH_S`] before the step's window of `timing.hold_s`.
+pub fn predict(input: &TwinClass<'_>, max_users: u32, timing: &Timing) -> Result<Predicted, Error> {
+    let names: Vec<String> = input.tiers.iter().map(|t| t.name.clone()).collect();
+    let timing = Timing {
+        settle: Settle::Fixed(WATCH_S),
+        budget_s: None,
+        ..timing.clone()
+    };
+    let twin = search_on_twin(input, Search::bounded(&names, max_users), &timing)?;
+    let answers = twin
+        .search
         .tiers()
         .iter()
         .map(|t| PredictedTier {
@@ -247,10 +282,89 @@ pub fn predict(input: &TwinClass<'_>, max_users: u32, timing: &Timing) -> Result
         .collect();
     Ok(Predicted {
         answers,
-        steps: run.steps,
-        plateaus,
-        wall_s: began.elapsed().as_secs_f64(),
+        steps: twin.run.steps,
+        plateaus: twin.plateaus,
+        wall_s: twin.wall_s,
     })
+}
+
+/// The whole search of `settings` in virtual time against the twin of
+/// `server` (the server the search measures; the prediction is made with
+/// `settings.profile`, which may differ): what `codendum capacity` does
+/// against a live server, answered in seconds. The capacity suite's trial
+/// and the tests run it.
+#[derive(Debug, Clone)]
+pub struct TwinCapacity {
+    /// The twin's prediction with `settings.profile`.
+    pub predicted: Predicted,
+    /// The search's bounds.
+    pub bounds: SearchBounds,
+    /// Its timing.
+    pub timing: Timing,
+    /// The search against the twin of `server`.
+    pub twin: TwinRun,
+}
+
+/// Runs [`TwinCapacity`]; `request_timeout` bounds each call.
+pub fn capacity_on_twin(
+    settings: &CapacitySettings,
+    server: &Profile,
+    request_timeout: Duration,
+) -> Result<TwinCapacity, Error> {
+    let input = TwinClass {
+        profile: &settings.profile,
+        class: &settings.class,
+        tiers: &settings.tiers,
+    };
+    let predicted = predict(
+        &input,
+        settings.max_users,
+        &settings.timing(&[], request_timeout),
+    )?;
+    let bounds = settings.bounds(&predicted);
+    let timing = settings.timing(&predicted.plateaus, request_timeout);
+    let on_server = TwinClass {
+        profile: server,
+        ..input
+    };
+    let twin = search_on_twin(&on_server, settings.search(&predicted, bounds), &timing)?;
+    Ok(TwinCapacity {
+        predicted,
+        bounds,
+        timing,
+        twin,
+    })
+}
+
+/// One class of `users` students held at that size from its start against
+/// the twin of `input.profile` (settling `timing`'s settle, then its
+/// window), judged by every tier: a class size tried by hand.
+pub fn hold_on_twin(
+    input: &TwinClass<'_>,
+    users: u32,
+    timing: &Timing,
+) -> Result<CapacityStep, Error> {
+    let tiers: Vec<(String, u32)> = input
+        .tiers
+        .iter()
+        .map(|t| (t.name.clone(), users))
+        .collect();
+    let bounds = SearchBounds {
+        max_users: users,
+        resolution: 1,
+        confirm: false,
+    };
+    let once = Timing {
+        step_cap: 1,
+        budget_s: None,
+        ..timing.clone()
+    };
+    let twin = search_on_twin(input, Search::around(&tiers, bounds), &once)?;
+    twin.run
+        .steps
+        .into_iter()
+        .next()
+        .ok_or_else(|| Error::Failed(format!("the class of {users} students was not judged")))
 }
 
 /// The live steps again on the twin: the class set to each step's size at
