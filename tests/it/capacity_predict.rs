@@ -1,23 +1,36 @@
 //! `codendum capacity`'s twin side in virtual time: the twin's own search
 //! over a continuous class finds each tier's answer, and the live steps
-//! replayed on the twin give the same figures as the twin's own steps.
+//! replayed on the twin give the same figures as the twin's own steps;
+//! the whole search against a server its prediction got wrong lands
+//! within one step of the truth found by holding each class size by hand.
 
 use std::path::Path;
+use std::time::Duration;
 
 use codendum::capacity::engine::{Settle, Timing};
-use codendum::capacity::predict::{predict, predict_steps, TwinClass};
+use codendum::capacity::predict::{
+    capacity_on_twin, hold_on_twin, predict, predict_steps, TwinClass,
+};
+use codendum::capacity::settings::{plan_prediction, CapacitySettings, TiersFrom};
 use codendum::classroom::ClassroomConfig;
 use codendum_core::profile::Profile;
-use codendum_core::targets::parse_tiers;
+use codendum_core::targets::{parse_tiers, Outcome};
 
 /// A two-seat server with the lab's hardware.
 fn tiny(dir: &Path) -> Profile {
-    let text = "[server]\nserved_model_name = \"qwen3-coder\"\n\
+    seats(dir, 2)
+}
+
+/// A server of `seats` seats with the lab's hardware.
+fn seats(dir: &Path, seats: u32) -> Profile {
+    let text = format!(
+        "[server]\nserved_model_name = \"qwen3-coder\"\n\
          model = \"Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8\"\nmax_model_len = 65536\n\
-         max_num_seqs = 2\nmax_num_batched_tokens = 8192\nblock_size = 16\n\
+         max_num_seqs = {seats}\nmax_num_batched_tokens = 8192\nblock_size = 16\n\
          kv_cache_tokens = 1362640\nhardware = \"gb10-qwen3-coder-30b-a3b-fp8\"\n\
-         enable_prefix_caching = true\n";
-    let path = dir.join("tiny.toml");
+         enable_prefix_caching = true\n"
+    );
+    let path = dir.join(format!("seats-{seats}.toml"));
     std::fs::write(&path, text).expect("profile");
     Profile::load(&path.display().to_string()).expect("loads")
 }
@@ -61,6 +74,90 @@ fn the_twin_finds_each_tier_and_replays_its_steps() {
     assert!(p.answers[0].carries <= p.answers[1].carries);
     let again = predict_steps(&input, &p.steps, &timing()).expect("replays");
     assert_eq!(again.len(), p.steps.len());
+}
+
+/// The search predicts with a four-seat profile and measures a two-seat
+/// server: the prediction is wrong, the search brackets away from it, and
+/// each tier's answer is within one step (the search's resolution) of the
+/// truth found by holding each class size from one student up, from its
+/// start, until the tier misses. The search's server time is recorded
+/// beside the plan's estimate for a server that carries a fifth fewer.
+#[test]
+fn a_wrong_prediction_still_lands_within_one_step_of_the_truth() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (server, guess) = (tiny(dir.path()), seats(dir.path(), 4));
+    let mut class = ClassroomConfig::new("", None);
+    class.seed = 3;
+    let tiers = parse_tiers("fast:ttft_p95=5s,slow:ttft_p95=40s").expect("tiers");
+    let settings = CapacitySettings {
+        class: class.clone(),
+        tiers: tiers.clone(),
+        tiers_from: TiersFrom::Tiers,
+        left_out: Vec::new(),
+        profile: guess,
+        max_users: 16,
+        hold: Duration::from_secs(120),
+        join_over: Duration::from_secs(20),
+        settle: None,
+        resolution: None,
+        budget: None,
+    };
+    let timeout = Duration::from_secs(900);
+    let found = capacity_on_twin(&settings, &server, timeout).expect("searches");
+    let answers: Vec<(u32, u32)> = found
+        .twin
+        .search
+        .tiers()
+        .iter()
+        .map(|t| (t.bisection.answer(), t.bisection.upper()))
+        .collect();
+    let predicted: Vec<u32> = found.predicted.answers.iter().map(|a| a.carries).collect();
+    let steps: Vec<u32> = found.twin.run.steps.iter().map(|s| s.users).collect();
+    eprintln!("predicted {predicted:?}, found {answers:?} in steps {steps:?}");
+    assert!(
+        found.predicted.answers[1].carries > answers[1].1,
+        "the four-seat prediction {predicted:?} is above the two-seat answers {answers:?}"
+    );
+    let input = TwinClass {
+        profile: &server,
+        class: &class,
+        tiers: &tiers,
+    };
+    // Each size is held once and judged by every tier; a tier's truth is
+    // the size below its first miss.
+    let mut truth: Vec<Option<u32>> = vec![None; tiers.len()];
+    for users in 1..=settings.max_users {
+        let step = hold_on_twin(&input, users, &found.timing).expect("holds");
+        for (i, t) in step.tiers.iter().enumerate() {
+            eprintln!("{}: {users} students by hand: {:?}", t.tier, t.outcome);
+            if truth[i].is_none() && t.outcome != Outcome::Met {
+                truth[i] = Some(users - 1);
+            }
+        }
+        if truth.iter().all(Option::is_some) {
+            break;
+        }
+    }
+    let resolution = found.bounds.resolution;
+    for (i, tier) in tiers.iter().enumerate() {
+        let truth = truth[i].unwrap_or(settings.max_users);
+        let (answer, upper) = answers[i];
+        assert!(
+            answer.abs_diff(truth) <= resolution || (answer..=upper).contains(&truth),
+            "{}: the search found {answer}..={upper}, held by hand {truth} (resolution {resolution})",
+            tier.name
+        );
+    }
+    let plan = plan_prediction(
+        &found.predicted,
+        &settings.search(&found.predicted, found.bounds),
+        &found.timing,
+    );
+    eprintln!(
+        "server time {:.0} s, estimated {:.0} s ({:.0} s if it carries a fifth fewer)",
+        found.twin.run.server_time_s, plan.server_time_s, plan.server_time_if_off_s
+    );
+    assert!(found.twin.run.server_time_s > 0.0);
 }
 
 /// The lab's GB10 with its profile's TTFT ceiling: the twin's answer, its
