@@ -143,23 +143,14 @@ pub fn minutes(s: f64) -> String {
 
 /// The table at the end: one row per step, measured beside predicted.
 pub fn steps_table(steps: &[CapacityStep]) -> String {
-    let mut out = String::new();
-    let headers: Vec<String> = STEP_FIGURES
-        .iter()
-        .filter_map(|k| class_metric(k))
-        .map(|m| m.label.to_string())
-        .collect();
-    let _ = writeln!(
-        out,
-        "{:<5} {:<8} {}",
-        "step",
-        "tiers",
-        headers
+    let mut header: Vec<String> = vec!["step".into(), "tiers".into()];
+    header.extend(
+        STEP_FIGURES
             .iter()
-            .map(|h| format!("{h:<22}"))
-            .collect::<String>()
-            .trim_end()
+            .filter_map(|k| class_metric(k))
+            .map(|m| m.label.to_string()),
     );
+    let mut rows = vec![header];
     for s in steps {
         let tiers: String = s
             .tiers
@@ -170,20 +161,45 @@ pub fn steps_table(steps: &[CapacityStep]) -> String {
                 Outcome::Indeterminate => '?',
             })
             .collect();
-        let cells: String = STEP_FIGURES
-            .iter()
-            .map(|k| {
-                let measured = figure(k, &s.measured);
-                let cell = match &s.predicted {
-                    Some(p) if *k != "students" => format!("{measured} ({})", figure(k, p)),
-                    _ => measured,
-                };
-                format!("{cell:<22}")
-            })
-            .collect();
-        let _ = writeln!(out, "{:<5} {:<8} {}", s.index, tiers, cells.trim_end());
+        let mut row = vec![s.index.to_string(), tiers];
+        row.extend(STEP_FIGURES.iter().map(|k| {
+            let measured = figure(k, &s.measured);
+            match &s.predicted {
+                Some(p) if *k != "students" => format!("{measured} ({})", figure(k, p)),
+                _ => measured,
+            }
+        }));
+        rows.push(row);
     }
+    let mut out = aligned(&rows);
     out.push_str("(the twin's figure for the same step in brackets; tiers: ✓ met, ✗ missed, ? too close to call)\n");
+    out
+}
+
+/// `rows` as text columns, each as wide as its widest cell (counted in
+/// characters) and two spaces apart.
+fn aligned(rows: &[Vec<String>]) -> String {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|cell| cell.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::new();
+        for (cell, width) in row.iter().zip(&widths) {
+            let pad = width - cell.chars().count();
+            line.push_str(cell);
+            line.extend(std::iter::repeat_n(' ', pad + 2));
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
     out
 }
 
@@ -204,5 +220,21 @@ mod tests {
         assert_eq!(range(200, 200, true), "≥ 200");
         assert_eq!(minutes(1620.0), "27 min");
         assert_eq!(minutes(90.0), "1.5 min");
+    }
+
+    #[test]
+    fn columns_are_as_wide_as_their_widest_cell_in_characters() {
+        let rows = vec![
+            vec![
+                "step".to_string(),
+                "Output speed per user P50".into(),
+                "x".into(),
+            ],
+            vec!["1".to_string(), "– min (– min)".into(), "✓✗".into()],
+        ];
+        let text = aligned(&rows);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "step  Output speed per user P50  x");
+        assert_eq!(lines[1], "1     – min (– min)              ✓✗");
     }
 }
