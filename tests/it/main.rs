@@ -22,6 +22,7 @@ mod calibrate_snapshots;
 mod calibrate_targets;
 mod calibrate_twin;
 mod capacity_checks;
+mod capacity_cli;
 mod capacity_lock;
 mod capacity_predict;
 mod capture_cli;

@@ -4,7 +4,9 @@
 //! every step measured beside the twin's prediction for it with the error,
 //! and a chart of class size against TTFT P95 with each tier's line.
 
-use codendum_core::results::capacity::{CapacityResults, CapacityStep, StepKind, STEP_FIGURES};
+use codendum_core::results::capacity::{
+    CapacityResults, CapacityStep, StepKind, TierSpec, STEP_FIGURES,
+};
 use codendum_core::results::metrics::{class_metric, Shown};
 use codendum_core::results::ClassroomSummary;
 use codendum_core::targets::{ClassroomKey, Outcome};
@@ -94,23 +96,7 @@ pub(crate) fn capacity_doc(r: &CapacityResults) -> Doc {
         .iter()
         .map(|a| {
             let spec = r.parameters.tiers.iter().find(|t| t.name == a.tier);
-            let targets = spec
-                .map(|t| {
-                    t.targets
-                        .targets
-                        .iter()
-                        .map(|x| {
-                            let v =
-                                ClassroomKey::from_name(&x.key).map_or(x.value.to_string(), |k| {
-                                    let m = k.metric();
-                                    show_with_unit(m.shown, m.unit, Some(x.value))
-                                });
-                            format!("{} {} {v}", label(&x.key), x.bound.sign())
-                        })
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                })
-                .unwrap_or_default();
+            let targets = spec.map(tier_targets).unwrap_or_default();
             vec![
                 a.tier.clone(),
                 targets,
@@ -135,6 +121,22 @@ pub(crate) fn capacity_doc(r: &CapacityResults) -> Doc {
     doc.chart(ttft_chart(&[("measured", r)], true));
     push_parameters(&mut doc, r);
     doc
+}
+
+/// A tier's targets in words: "TTFT P95 ≤ 10 s, ...".
+fn tier_targets(t: &TierSpec) -> String {
+    t.targets
+        .targets
+        .iter()
+        .map(|x| {
+            let v = ClassroomKey::from_name(&x.key).map_or(x.value.to_string(), |k| {
+                let m = k.metric();
+                show_with_unit(m.shown, m.unit, Some(x.value))
+            });
+            format!("{} {} {v}", label(&x.key), x.bound.sign())
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn label(key: &str) -> &'static str {
@@ -414,31 +416,59 @@ pub(crate) fn capacity_compare_doc(runs: &[(String, CapacityResults)]) -> Doc {
     let field = |f: &dyn Fn(&CapacityResults) -> String| -> Vec<String> {
         runs.iter().map(|(_, r)| f(r)).collect()
     };
-    let fields: Vec<(&str, Vec<String>)> = vec![
-        ("Server", field(&|r| r.server.url.clone())),
-        ("Model", field(&|r| r.server.model.clone())),
-        (
-            "Profile predicted with",
-            field(&|r| r.parameters.profile.clone()),
-        ),
-        (
-            "Window per step (s)",
-            field(&|r| fixed(r.parameters.hold_s, 0)),
-        ),
-        (
-            "Resolution",
-            field(&|r| r.parameters.resolution.to_string()),
-        ),
-        ("Steps", field(&|r| r.steps.len().to_string())),
-        ("Server time", field(&|r| minutes(r.server_time_s))),
-    ];
+    let mut tiers: Vec<&str> = Vec::new();
+    for (_, r) in runs {
+        for t in &r.parameters.tiers {
+            if !tiers.contains(&t.name.as_str()) {
+                tiers.push(&t.name);
+            }
+        }
+    }
+    let targets_rows: Vec<(String, Vec<String>)> = tiers
+        .iter()
+        .map(|name| {
+            let values = runs
+                .iter()
+                .map(|(_, r)| {
+                    r.parameters
+                        .tiers
+                        .iter()
+                        .find(|t| t.name == *name)
+                        .map_or(MISSING.into(), tier_targets)
+                })
+                .collect();
+            (format!("Targets of {name}"), values)
+        })
+        .collect();
+    let mut fields: Vec<(String, Vec<String>)> = targets_rows;
+    fields.extend(
+        [
+            ("Server", field(&|r| r.server.url.clone())),
+            ("Model", field(&|r| r.server.model.clone())),
+            (
+                "Profile predicted with",
+                field(&|r| r.parameters.profile.clone()),
+            ),
+            (
+                "Window per step (s)",
+                field(&|r| fixed(r.parameters.hold_s, 0)),
+            ),
+            (
+                "Resolution",
+                field(&|r| r.parameters.resolution.to_string()),
+            ),
+            ("Steps", field(&|r| r.steps.len().to_string())),
+            ("Server time", field(&|r| minutes(r.server_time_s))),
+        ]
+        .map(|(name, values)| (name.to_string(), values)),
+    );
     let mut header: Vec<String> = vec!["Field".into()];
     header.extend(runs.iter().map(|(l, _)| l.clone()));
     let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
     let rows = fields
         .into_iter()
         .map(|(name, values)| {
-            let mut row = vec![name.to_string()];
+            let mut row = vec![name];
             row.extend(values);
             row
         })
