@@ -415,7 +415,12 @@ fn plan_text(
     let settle = match &timing.settle {
         Settle::Fixed(x) => format!("settles {x:.0} s (--settle)"),
         Settle::Predicted { floor_s, .. } if lo.is_finite() => format!(
-            "settles {lo:.0}–{hi:.0} s (the twin's time for the requests at the server to level off after the change, at least {floor_s:.0} s)"
+            "settles {} s (the twin's time for the requests at the server to level off after the change, at least {floor_s:.0} s)",
+            if hi - lo < 0.5 {
+                format!("{lo:.0}")
+            } else {
+                format!("{lo:.0}–{hi:.0}")
+            }
         ),
         Settle::Predicted { floor_s, .. } => format!("settles at least {floor_s:.0} s"),
     };
@@ -427,10 +432,14 @@ fn plan_text(
         .budget_s
         .map(|b| format!("; it stops at {} (--budget)", minutes(b)))
         .unwrap_or_default();
+    // A server carrying fewer may need more steps or fewer: "up to" only
+    // when it is more.
+    let (twin_s, off_s) = (prediction.server_time_s, prediction.server_time_if_off_s);
+    let off = if off_s > twin_s { "up to " } else { "" };
     out.push_str(&format!(
-        "  server time: about {} if the server behaves as the twin, up to {} if it carries a fifth fewer{budget}\n",
-        minutes(prediction.server_time_s),
-        minutes(prediction.server_time_if_off_s)
+        "  server time: about {} if the server behaves as the twin, {off}{} if it carries a fifth fewer{budget}\n",
+        minutes(twin_s),
+        minutes(off_s)
     ));
     out.push_str(&format!(
         "  students: {} scenario, seed {}; results in {}",
