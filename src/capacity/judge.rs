@@ -8,6 +8,11 @@
 //! ([`Censoring`]): met when even its highest value (no running request
 //! ever ends) is within the ceiling, missed when even its lowest (every
 //! running request ends now) is beyond it, indeterminate otherwise.
+//!
+//! A window in which no call started has no figure to judge: its checks
+//! without a figure are indeterminate (the calls were long, or the window
+//! short), not missed. A window whose calls all failed has no latency
+//! either; that is missed, as it would be in `plan`.
 
 use codendum_core::results::capacity::{Censoring, StepCheck, TierStep};
 use codendum_core::results::ClassroomSummary;
@@ -15,7 +20,10 @@ use codendum_core::targets::{Bound, ClassroomCheck, ClassroomKey, Outcome, Tier}
 
 /// The outcome of one check: by its figure, except the coding-request
 /// P50, by its censoring bounds.
-pub fn outcome_of(check: &ClassroomCheck, censoring: &Censoring) -> Outcome {
+pub fn outcome_of(check: &ClassroomCheck, censoring: &Censoring, calls: u64) -> Outcome {
+    if calls == 0 && check.measured.is_none() && check.key != ClassroomKey::CodingRequestP50 {
+        return Outcome::Indeterminate;
+    }
     if check.key == ClassroomKey::CodingRequestP50 {
         return match censoring.p50_bounds_s {
             Some(b) if b.hi.is_some_and(|hi| hi <= check.limit) => Outcome::Met,
@@ -38,7 +46,7 @@ pub fn judge_step(tier: &Tier, summary: &ClassroomSummary, censoring: &Censoring
             bound: c.key.bound(),
             limit: c.limit,
             measured: c.measured,
-            outcome: outcome_of(c, censoring),
+            outcome: outcome_of(c, censoring, summary.requests),
             steers: c.key.harder_with_more_students(),
         })
         .collect();
@@ -118,5 +126,26 @@ mod tests {
             p50_bounds_s: None,
         };
         assert_eq!(judge_step(&t[1], &s, &none).outcome, Outcome::Missed);
+    }
+
+    #[test]
+    fn a_window_without_calls_is_too_close_to_call_but_one_of_failed_calls_misses() {
+        let t = tiers();
+        let c = censoring(300.0, Some(400.0));
+        let empty = ClassroomSummary {
+            users: 1,
+            ..Default::default()
+        };
+        assert_eq!(
+            judge_step(&t[0], &empty, &c).outcome,
+            Outcome::Indeterminate
+        );
+        let failed = ClassroomSummary {
+            users: 1,
+            requests: 4,
+            failed: 4,
+            ..Default::default()
+        };
+        assert_eq!(judge_step(&t[0], &failed, &c).outcome, Outcome::Missed);
     }
 }
