@@ -6,14 +6,8 @@
 
 use std::path::Path;
 
-use crate::cli_support::{codendum, only_folder, read_json, run, write_file, Finished};
-
-/// A two-seat server with the lab's hardware.
-const TINY: &str = "[server]\nserved_model_name = \"qwen3-coder\"\n\
-    model = \"Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8\"\nmax_model_len = 65536\n\
-    max_num_seqs = 2\nmax_num_batched_tokens = 8192\nblock_size = 16\n\
-    kv_cache_tokens = 1362640\nhardware = \"gb10-qwen3-coder-30b-a3b-fp8\"\n\
-    enable_prefix_caching = true\n";
+use crate::cli_support::{codendum, only_folder, read_json, run, Finished};
+use codendum_testkit::profiles::write_gb10_with_seats;
 
 /// A search of at most six students on the two-seat twin, 100 times faster
 /// than real time, with `tiers`.
@@ -30,7 +24,7 @@ fn search(dir: &Path, tiers: &str, results: &str, extra: &[&str]) -> Finished {
 #[test]
 fn a_search_on_the_embedded_twin_answers_every_tier_and_compares() {
     let dir = tempfile::tempdir().expect("tempdir");
-    write_file(dir.path(), "tiny.toml", TINY);
+    write_gb10_with_seats(dir.path(), "tiny.toml", 2);
     let f = search(dir.path(), "fast:ttft_p95=5s,slow:ttft_p95=40s", "one", &[]);
     assert_eq!(f.code, Some(0), "{}", f.both());
     for said in [

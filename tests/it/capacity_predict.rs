@@ -15,6 +15,7 @@ use codendum::capacity::settings::{plan_prediction, CapacitySettings, TiersFrom}
 use codendum::classroom::ClassroomConfig;
 use codendum_core::profile::Profile;
 use codendum_core::targets::{parse_tiers, Outcome};
+use codendum_testkit::profiles::write_gb10_with_seats;
 
 /// A two-seat server with the lab's hardware.
 fn tiny(dir: &Path) -> Profile {
@@ -23,15 +24,7 @@ fn tiny(dir: &Path) -> Profile {
 
 /// A server of `seats` seats with the lab's hardware.
 fn seats(dir: &Path, seats: u32) -> Profile {
-    let text = format!(
-        "[server]\nserved_model_name = \"qwen3-coder\"\n\
-         model = \"Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8\"\nmax_model_len = 65536\n\
-         max_num_seqs = {seats}\nmax_num_batched_tokens = 8192\nblock_size = 16\n\
-         kv_cache_tokens = 1362640\nhardware = \"gb10-qwen3-coder-30b-a3b-fp8\"\n\
-         enable_prefix_caching = true\n"
-    );
-    let path = dir.join(format!("seats-{seats}.toml"));
-    std::fs::write(&path, text).expect("profile");
+    let path = write_gb10_with_seats(dir, &format!("seats-{seats}.toml"), seats);
     Profile::load(&path.display().to_string()).expect("loads")
 }
 

@@ -6,36 +6,24 @@
 
 use std::time::Duration;
 
-use codendum_testkit::cli::{codendum, only_folder, read_json, runtime, start_twin, Running};
-use codendum_testkit::router::{SessionTap, VllmRouter};
-
-/// A two-seat server with the lab's hardware.
-const TINY: &str = "[server]\nserved_model_name = \"qwen3-coder\"\n\
-    model = \"Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8\"\nmax_model_len = 65536\n\
-    max_num_seqs = 2\nmax_num_batched_tokens = 8192\nblock_size = 16\n\
-    kv_cache_tokens = 1362640\nhardware = \"gb10-qwen3-coder-30b-a3b-fp8\"\n\
-    enable_prefix_caching = true\n";
+use codendum_testkit::cli::{codendum, only_folder, read_json, runtime, Running};
+use codendum_testkit::profiles::write_gb10_with_seats;
+use codendum_testkit::router::{RoutedTwins, SessionTap};
 
 pub fn capacity_through_the_real_router() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let tiny = dir.path().join("tiny.toml");
-    std::fs::write(&tiny, TINY).expect("profile");
+    let tiny = write_gb10_with_seats(dir.path(), "tiny.toml", 2);
     let tiny = tiny.display().to_string();
     let rt = runtime();
     // The twins answer 20 times faster than real time; the search's own
     // clock is real, so its targets are in the twins' quick seconds.
-    let twins = [start_twin(&rt, &tiny, 20.0), start_twin(&rt, &tiny, 20.0)];
-    let taps: Vec<SessionTap> = twins
-        .iter()
-        .map(|t| SessionTap::start(&rt, t.addr()))
-        .collect();
-    let origins: Vec<String> = taps.iter().map(|t| t.origin.clone()).collect();
-    let router = VllmRouter::start("consistent_hash", &origins);
-    let per_replica = twins
-        .iter()
-        .map(|t| t.metrics_url())
-        .collect::<Vec<_>>()
-        .join(",");
+    // Bound, not left to `..`: the twins run until the end of the test.
+    let RoutedTwins {
+        twins: _twins,
+        taps,
+        router,
+        per_replica,
+    } = RoutedTwins::start(&rt, &[&tiny, &tiny], 20.0, "consistent_hash");
     let mut cmd = codendum(dir.path());
     cmd.args(["capacity", "--base-url", &router.base_url])
         .args(["--metrics-url", &per_replica])
@@ -50,6 +38,7 @@ pub fn capacity_through_the_real_router() {
     // the last step's calls: well within three minutes.
     let run = Running::spawn(cmd, dir.path(), "capacity").wait(Duration::from_secs(180));
     assert_eq!(run.code, Some(0), "{}", run.both());
+    eprintln!("{}", run.stderr);
     assert!(
         run.stderr.contains("students carried: fast "),
         "{}",
@@ -58,11 +47,17 @@ pub fn capacity_through_the_real_router() {
     let results = read_json(&only_folder(&dir.path().join("fleet")).join("capacity.json"));
     let steps = results["steps"].as_array().expect("steps");
     assert!(!steps.is_empty(), "{results:#}");
+    // A short window may see no call start (a student in one long call):
+    // that step is too close to call, not missed; the search still saw
+    // calls.
+    let calls: u64 = steps
+        .iter()
+        .map(|s| s["measured"]["requests"].as_u64().expect("calls"))
+        .sum();
+    assert!(calls > 0, "{results:#}");
     for s in steps {
-        assert!(s["measured"]["requests"].as_u64() > Some(0), "{s}");
         assert_eq!(s["tiers"].as_array().map(Vec::len), Some(2), "{s}");
     }
-    eprintln!("{}", run.stderr);
     // The budget: the steps' server time stays within it.
     let server_time_s = results["server_time_s"].as_f64().expect("server time");
     assert!(server_time_s <= 60.0 + 1.0, "{server_time_s} s");
