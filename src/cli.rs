@@ -20,6 +20,7 @@ use codendum::settings::values::{
     Rates, Router, Routers, Seconds, SecondsOrZero, Selector, SessionFormat, Shapes, SloValue,
     Speed, TimeScale, WholeNumbers,
 };
+use codendum::settings::values::{ClassSloValue, TiersValue};
 use codendum::settings::DEFAULT_SEED;
 use codendum_core::profile::fleet::MAX_REPLICAS;
 use codendum_core::target::BaseUrl;
@@ -101,6 +102,9 @@ pub enum Command {
     Compare(CompareArgs),
     /// Plan a class without the hardware: the classroom against the twin in virtual time.
     Plan(PlanArgs),
+    /// How many students the server carries, per service tier: the twin predicts, then one
+    /// class on the server is grown and shrunk step by step around the prediction.
+    Capacity(CapacityArgs),
     /// Fit the twin's step-time model to bench runs of your server and write a profile.
     Calibrate(CalibrateArgs),
     /// Record OpenCode's calls through a reverse proxy: per-call records, client times, the prompt.
@@ -568,15 +572,90 @@ pub struct ClassroomArgs {
     /// Simulated students.
     #[arg(long, default_value_t = Count(class_defaults::DEFAULT_USERS as u64), value_parser = typed::<Students>())]
     pub users: Students,
-    /// Project and tools the students work with.
-    #[arg(long, value_enum, default_value = "java")]
-    pub scenario: ScenarioArg,
     /// Window for new coding requests, seconds (in-flight ones then finish).
     #[arg(long, default_value_t = Seconds(class_defaults::DEFAULT_DURATION), value_name = "SECONDS", value_parser = typed::<Seconds>())]
     pub duration: Seconds,
     /// Students start within this many seconds.
     #[arg(long, default_value_t = SecondsOrZero(class_defaults::DEFAULT_RAMP_UP), value_name = "SECONDS", value_parser = typed::<SecondsOrZero>())]
     pub ramp_up: SecondsOrZero,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub students: StudentArgs,
+    /// A server timeline recorded on the host (codendum metrics --watch 5 --json) to fold in.
+    #[arg(long, value_name = "FILE")]
+    pub server_timeline: Option<PathBuf>,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub provenance: ProvenanceArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub twin: TwinArgs,
+}
+
+/// `codendum capacity`.
+#[derive(Debug, Args)]
+pub struct CapacityArgs {
+    /// Service tiers, each answered in the one search: NAME:KEY=VALUE,... where a NAME: starts
+    /// a tier (e.g. interactive:ttft_p95=10s,speed_p50=10,relaxed:ttft_p95=60s). Keys:
+    /// ttft_p95, speed_p50, coding_request_p50, errors, server_output, preemptions,
+    /// server_errors.
+    #[arg(long, value_name = "NAME:KEY=VALUE,...", value_parser = typed::<TiersValue>(), conflicts_with = "slo")]
+    pub tiers: Option<TiersValue>,
+    /// One service level: KEY=VALUE,... as a tier of --tiers (e.g. ttft_p95=30s,errors=1%)
+    /// [default: the profile's [targets.classroom]].
+    #[arg(long, value_name = "KEY=VALUE,...", value_parser = typed::<ClassSloValue>())]
+    pub slo: Option<ClassSloValue>,
+    /// The largest class considered, students.
+    #[arg(long, default_value_t = Count(u64::from(codendum::app::capacity::DEFAULT_MAX_USERS)), value_name = "N", value_parser = typed::<Students>())]
+    pub max_users: Students,
+    /// Each step's steady window, judged on its own, seconds.
+    #[arg(long, default_value_t = Seconds(codendum::app::capacity::DEFAULT_HOLD), value_name = "SECONDS", value_parser = typed::<Seconds>())]
+    pub hold: Seconds,
+    /// New students join spread over this many seconds.
+    #[arg(long, default_value_t = SecondsOrZero(codendum::app::capacity::DEFAULT_JOIN_OVER), value_name = "SECONDS", value_parser = typed::<SecondsOrZero>())]
+    pub join_over: SecondsOrZero,
+    /// Every step settles this many seconds before its window [default: the twin's time for
+    /// the requests at the server to level off after the change, at least the join spread
+    /// and 30 s].
+    #[arg(long, value_name = "SECONDS", value_parser = typed::<SecondsOrZero>())]
+    pub settle: Option<SecondsOrZero>,
+    /// The widest gap left between a class met and one missed, students [default: 1 up to
+    /// 20 students predicted, else a twentieth of the prediction].
+    #[arg(long, value_name = "N", value_parser = typed::<Students>())]
+    pub resolution: Option<Students>,
+    /// The most server time the search may take, seconds; it stops before a step that would
+    /// go past it and says what more time would buy.
+    #[arg(long, value_name = "SECONDS", value_parser = typed::<Seconds>())]
+    pub budget: Option<Seconds>,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub students: StudentArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub provenance: ProvenanceArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub twin: TwinArgs,
+}
+
+/// The simulated students (`classroom`, `capacity`).
+#[derive(Debug, Args)]
+pub struct StudentArgs {
+    /// Project and tools the students work with.
+    #[arg(long, value_enum, default_value = "java")]
+    pub scenario: ScenarioArg,
     /// What the students and their agent draw from: a class name (lab) or a class file
     /// (docs/class-file.md) [default: lab].
     #[arg(long, value_name = "NAME|FILE")]
@@ -609,21 +688,6 @@ pub struct ClassroomArgs {
     /// Client output limit (max_tokens of every step), tokens.
     #[arg(long, default_value_t = Count(class_defaults::DEFAULT_OUTPUT_LIMIT), value_name = "TOKENS", value_parser = typed::<AtLeastOne>())]
     pub output_limit: AtLeastOne,
-    /// A server timeline recorded on the host (codendum metrics --watch 5 --json) to fold in.
-    #[arg(long, value_name = "FILE")]
-    pub server_timeline: Option<PathBuf>,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub run: RunArgs,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub target: TargetArgs,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub provenance: ProvenanceArgs,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub twin: TwinArgs,
 }
 
 /// `codendum metrics`.

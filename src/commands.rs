@@ -22,9 +22,10 @@ use codendum_core::profile::Profile;
 use codendum_core::target::{Provenance, Secret, Target};
 
 use crate::cli::{
-    ArrivalArg, BenchArgs, CaptureArgs, CheckArgs, ClassroomArgs, Cli, Command, CompareArgs,
-    EndpointArg, ExportTraceArgs, LearnClassArgs, MetricsArgs, PlanArgs, ProvenanceArgs,
-    ReplayArgs, ReportArgs, RunArgs, ScenarioArg, ServeArgs, TargetArgs, TraceFormatArg, TwinArgs,
+    ArrivalArg, BenchArgs, CapacityArgs, CaptureArgs, CheckArgs, ClassroomArgs, Cli, Command,
+    CompareArgs, EndpointArg, ExportTraceArgs, LearnClassArgs, MetricsArgs, PlanArgs,
+    ProvenanceArgs, ReplayArgs, ReportArgs, RunArgs, ScenarioArg, ServeArgs, TargetArgs,
+    TraceFormatArg, TwinArgs,
 };
 use crate::terminal::{self, Terminal};
 
@@ -39,6 +40,7 @@ pub async fn run(cli: Cli) -> Result<(), Error> {
         Command::Report(args) => report(args, &events),
         Command::Compare(args) => compare(args),
         Command::Plan(args) => plan(args, events).await,
+        Command::Capacity(args) => capacity(args, events).await,
         Command::Calibrate(args) => calibrate(args, &events),
         Command::Capture(args) => capture(args, events).await,
         Command::Replay(args) => replay(args, events).await,
@@ -325,14 +327,132 @@ fn resolve_classroom(
     args: &ClassroomArgs,
     client: &ClientSettings,
 ) -> Result<codendum::app::classroom::ClassroomSettings, Error> {
-    use codendum::classroom::{ClassroomConfig, ClientTimes, PromptSet};
-    let mut config = ClassroomConfig::new(String::new(), args.context_limit.map(|c| c.0));
+    let mut config = resolve_students(&args.students, args.run.seed, client)?;
     config.users = args.users.get_usize();
-    config.scenario = scenario(args.scenario);
     config.duration = args.duration.0;
     config.ramp_up = args.ramp_up.0;
+    if let Some(path) = &args.server_timeline {
+        if !path.is_file() {
+            return Err(ConfigError::invalid(
+                "--server-timeline",
+                format!("{} is not a readable file", path.display()),
+            )
+            .into());
+        }
+    }
+    if config.ramp_up > config.duration {
+        return Err(ConfigError::invalid("--ramp-up", "must not be longer than --duration").into());
+    }
+    Ok(codendum::app::classroom::ClassroomSettings {
+        config,
+        server_timeline: args.server_timeline.clone(),
+        prompt_file: args
+            .students
+            .prompt_file
+            .as_ref()
+            .and_then(|p| p.file_name())
+            .map(|n| n.to_string_lossy().into_owned()),
+    })
+}
+
+async fn capacity(args: CapacityArgs, events: Events) -> Result<(), Error> {
+    let (server, settings) = resolve_run(
+        (&args.target, &args.provenance, &args.twin, &args.run),
+        CLASSROOM_TIME_SCALE,
+        &events,
+    )?;
+    let search = resolve_capacity(&args, &settings.client, server.live().is_some(), &events)?;
+    let result = codendum::app::capacity::run(&server, &settings, &search, io(events)).await?;
+    exit_status(&result)
+}
+
+/// The search's flags as its settings: the tiers (`--tiers`, `--slo`, else
+/// the profile's classroom targets), the profile the twin predicts with,
+/// the steps' timing and the students.
+fn resolve_capacity(
+    args: &CapacityArgs,
+    client: &ClientSettings,
+    live: bool,
+    events: &Events,
+) -> Result<codendum::app::capacity::CapacitySettings, Error> {
+    use codendum::app::capacity::{CapacitySettings, TiersFrom};
+    use codendum_core::targets::{ClassroomKey, Tier};
+    let named = env::value(args.provenance.profile.clone());
+    if live && named.is_none() {
+        events.note(format!(
+            "the twin predicts with profile {DEFAULT_PROFILE} (the lab's GB10); name your server's profile with --profile (one written by codendum calibrate) for a closer prediction"
+        ));
+    }
+    let profile = Profile::load(named.as_deref().unwrap_or(DEFAULT_PROFILE))?;
+    let hold = args.hold.0;
+    let mut left_out = Vec::new();
+    let (tiers, from) = match (&args.tiers, &args.slo) {
+        (Some(t), _) => (t.0.clone(), TiersFrom::Tiers),
+        (None, Some(slo)) => (
+            vec![Tier {
+                name: "slo".into(),
+                targets: slo.0.clone(),
+            }],
+            TiersFrom::Slo,
+        ),
+        (None, None) => {
+            let mut targets = codendum::plan::classroom_targets(&profile.name, &profile.targets)?;
+            // A median of coding requests longer than a step's window is
+            // not seen in it: the profile's target is left out, saying so.
+            if let Some(limit) = targets
+                .coding_request_p50_s
+                .filter(|l| *l > hold.as_secs_f64())
+            {
+                targets = targets.without(ClassroomKey::CodingRequestP50);
+                left_out.push(format!(
+                    "the profile's coding_request_p50_s ≤ {limit:.0} s is not judged: a {:.0} s window sees too few coding requests end (give it with --slo coding_request_p50={limit:.0}s --hold {:.0} to judge it)",
+                    hold.as_secs_f64(),
+                    2.0 * limit
+                ));
+            }
+            if targets.is_empty() {
+                return Err(ConfigError::invalid(
+                    "--profile",
+                    format!(
+                        "{} has no [targets.classroom] to search against; give --slo or --tiers",
+                        profile.name
+                    ),
+                )
+                .into());
+            }
+            let name = "profile".to_string();
+            (vec![Tier { name, targets }], TiersFrom::Profile)
+        }
+    };
+    let class = resolve_students(&args.students, args.run.seed, client)?;
+    Ok(CapacitySettings {
+        class,
+        tiers,
+        tiers_from: from,
+        left_out,
+        profile,
+        max_users: args.max_users.get_u32(),
+        hold,
+        join_over: args.join_over.0,
+        settle: args.settle.map(|s| s.0),
+        resolution: args.resolution.map(|r| r.get_u32()),
+        budget: args.budget.map(|b| b.0),
+    })
+}
+
+/// The simulated students (their model and context limit come from the
+/// server once it is known); the files are read first, each naming its
+/// own problem.
+fn resolve_students(
+    args: &crate::cli::StudentArgs,
+    seed: u64,
+    client: &ClientSettings,
+) -> Result<codendum::classroom::ClassroomConfig, Error> {
+    use codendum::classroom::{ClassroomConfig, ClientTimes, PromptSet};
+    let mut config = ClassroomConfig::new(String::new(), args.context_limit.map(|c| c.0));
+    config.scenario = scenario(args.scenario);
     config.output_limit = args.output_limit.0;
-    config.seed = args.run.seed;
+    config.seed = seed;
     config.api_keys = match &args.api_keys_file {
         Some(path) => codendum_core::target::read_api_keys(path)?,
         None => client.api_key.iter().cloned().collect(),
@@ -343,21 +463,8 @@ fn resolve_classroom(
     if let Some(path) = &args.client_times {
         config.client_times = std::sync::Arc::new(ClientTimes::from_path(path)?);
     }
-    if let Some(path) = &args.server_timeline {
-        if !path.is_file() {
-            return Err(ConfigError::invalid(
-                "--server-timeline",
-                format!("{} is not a readable file", path.display()),
-            )
-            .into());
-        }
-    }
     if let Some(class) = &args.class {
         config.class = std::sync::Arc::new(codendum_core::class::Class::load(class)?);
-    }
-    // The files are read first: each names its own problem.
-    if config.ramp_up > config.duration {
-        return Err(ConfigError::invalid("--ramp-up", "must not be longer than --duration").into());
     }
     // A pause flag replaces the class's pauses with a uniform range; the
     // other end comes from the class.
@@ -373,15 +480,7 @@ fn resolve_classroom(
     if let Some(n) = args.follow_ups {
         config.set_follow_ups(n);
     }
-    Ok(codendum::app::classroom::ClassroomSettings {
-        config,
-        server_timeline: args.server_timeline.clone(),
-        prompt_file: args
-            .prompt_file
-            .as_ref()
-            .and_then(|p| p.file_name())
-            .map(|n| n.to_string_lossy().into_owned()),
-    })
+    Ok(config)
 }
 
 /// The session schedule of `replay`'s flags.

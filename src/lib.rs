@@ -38,6 +38,7 @@ pub mod acceptance;
 pub mod app;
 pub mod bench;
 pub mod calibrate;
+pub mod capacity;
 pub mod capture;
 pub mod class;
 pub mod classroom;

@@ -22,6 +22,7 @@
 
 pub mod bench;
 pub mod calibrate;
+pub mod capacity;
 pub mod capture;
 pub mod check;
 pub mod class_side;

@@ -15,6 +15,7 @@ use super::config::ClassroomConfig;
 use super::prompt;
 use super::records::{CallKind, CallRecord, TaskOutcome, TaskRecord};
 use super::session::{session_id, Conversation, LoopEnd, Shared, Student, TaskAcc};
+use super::status::RunningTask;
 use super::tools::{execute, ToolContext, ToolResult, ToolStep};
 use codendum_core::openai::{CallOutcome, ErrorKind};
 
@@ -114,7 +115,7 @@ pub(crate) fn run_loop<'a>(
         let config = &shared.config;
         let mut overflows = 0;
         for step in 0..conv.step_cap {
-            if shared.past_drain_limit() || shared.stopping() {
+            if shared.past_drain_limit() || shared.stopping() || st.leaving() {
                 return LoopEnd::CutOff;
             }
             let (outcome, record, estimate) = step_call(shared, st, conv, acc).await;
@@ -298,7 +299,7 @@ async fn run_tool(
         LoopEnd::Answered(text) if text.trim().is_empty() => Some(ToolResult { content: format!("(task {description:?} finished without an answer)"), is_error: false, elapsed: Duration::ZERO }),
         LoopEnd::Answered(text) => Some(ToolResult { content: text, is_error: false, elapsed: Duration::ZERO }),
         LoopEnd::Failed(kind) => Some(error(format!("Error: the {subagent_type} task {description:?} failed: {kind}"))),
-        LoopEnd::CutOff if shared.past_drain_limit() || shared.stopping() => None,
+        LoopEnd::CutOff if shared.past_drain_limit() || shared.stopping() || st.leaving() => None,
         LoopEnd::CutOff => Some(error(format!("Error: the {subagent_type} task {description:?} stopped after {} steps without an answer", shared.config.subagent_step_cap))),
     }
 }
@@ -312,6 +313,11 @@ pub(crate) async fn coding_request(
     text: &str,
 ) -> TaskRecord {
     let start = shared.now();
+    let open = shared.status.task_opened(RunningTask {
+        user: st.user,
+        index,
+        start_s: start,
+    });
     conv.messages.push(json!({"role": "user", "content": text}));
     let mut acc = TaskAcc {
         index,
@@ -349,5 +355,6 @@ pub(crate) async fn coding_request(
     };
     counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     shared.record_task(&record);
+    shared.status.closed(open);
     record
 }

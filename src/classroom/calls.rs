@@ -90,6 +90,7 @@ pub(crate) async fn call_model(
         record_gaps: false,
     };
     let started = shared.now();
+    let open = shared.status.call_opened(started);
     let mut retries = 0u32;
     let mut retried_kinds = Vec::new();
     let outcome = loop {
@@ -144,6 +145,7 @@ pub(crate) async fn call_model(
         shared.status.add_ttft(t);
     }
     shared.record_request(&record);
+    shared.status.closed(open);
     (outcome, record)
 }
 

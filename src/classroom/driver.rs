@@ -42,7 +42,7 @@ pub struct ClassroomOutcome {
     pub key_note: Option<String>,
 }
 
-fn student_seed(seed: u64, user: usize) -> u64 {
+pub(crate) fn student_seed(seed: u64, user: usize) -> u64 {
     seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (user as u64 + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9)
 }
 
@@ -59,9 +59,15 @@ async fn run_student(shared: Arc<Shared>, user: usize) {
         .status
         .active
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let mut start = offset;
+    let mut session = Session {
+        user,
+        key_index: user,
+        start_s: offset,
+        window_s: config.duration.as_secs_f64(),
+        leave: None,
+    };
     loop {
-        rng = run_session(&shared, user, rng, start).await;
+        rng = one_session(&shared, &session, rng).await;
         // A class whose people go on to their next session: a pause, then
         // a new one while the window is open.
         if !person.next_session || shared.stopping() {
@@ -71,10 +77,10 @@ async fn run_student(shared: Arc<Shared>, user: usize) {
         if shared.now() + pause >= config.duration.as_secs_f64() {
             break;
         }
-        if !pause_for(&shared, pause).await {
+        if !pause_for(&shared, pause, None).await {
             break;
         }
-        start = shared.now();
+        session.start_s = shared.now();
     }
     shared
         .status
@@ -82,15 +88,71 @@ async fn run_student(shared: Arc<Shared>, user: usize) {
         .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
 }
 
-/// Sleeps `pause_s` as a pausing student; `false` when a stop cut it short.
-async fn pause_for(shared: &Shared, pause_s: f64) -> bool {
+/// One student's session in a run: who the student is, when the session
+/// starts and stops taking new requests, and whether it is told to leave.
+pub(crate) struct Session {
+    /// The student's number in the records.
+    pub user: usize,
+    /// Whose API key the student uses ([`ClassroomConfig::key_for_user`]).
+    pub key_index: usize,
+    /// When the student starts, seconds since the run started.
+    pub start_s: f64,
+    /// No new coding request after this, seconds since the run started.
+    pub window_s: f64,
+    /// Turns true when the student is to leave: the call in flight ends,
+    /// and nothing new starts.
+    pub leave: Option<tokio::sync::watch::Receiver<bool>>,
+}
+
+/// Runs one student's session to its end, for a class whose size changes
+/// while it runs: waits for the session's start (or leaves before it), the
+/// exercise and its follow-ups with pauses between, until the window
+/// closes, a stop, or the student is told to leave.
+pub(crate) async fn run_session(shared: &Shared, session: Session, rng: ChaCha8Rng) {
+    let start = shared
+        .clock
+        .sleep_until(Duration::from_secs_f64(shared.origin + session.start_s));
+    match session.leave.clone() {
+        Some(mut leave) => tokio::select! {
+            _ = start => {}
+            _ = leave.wait_for(|l| *l) => return,
+        },
+        None => start.await,
+    }
+    shared
+        .status
+        .active
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    one_session(shared, &session, rng).await;
+    shared
+        .status
+        .active
+        .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Sleeps `pause_s` as a pausing student; `false` when a stop, or the
+/// student's `leave`, cut it short.
+async fn pause_for(
+    shared: &Shared,
+    pause_s: f64,
+    leave: Option<tokio::sync::watch::Receiver<bool>>,
+) -> bool {
     shared
         .status
         .pausing
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let left = async {
+        if let Some(mut l) = leave {
+            if l.wait_for(|v| *v).await.is_ok() {
+                return;
+            }
+        }
+        std::future::pending::<()>().await
+    };
     let slept = tokio::select! {
         _ = shared.clock.sleep(Duration::from_secs_f64(pause_s)) => true,
         _ = shared.stopped() => false,
+        _ = left => false,
     };
     shared
         .status
@@ -99,17 +161,13 @@ async fn pause_for(shared: &Shared, pause_s: f64) -> bool {
     slept
 }
 
-/// One session of a student, started at `start_s` (seconds since the run's
-/// origin): a new conversation and workspace, the exercise and the
-/// follow-ups its class draws, with the class's pauses between, while the
-/// window (and the session's own length) is open. Hands the student's
-/// random source back.
-async fn run_session(
-    shared: &Shared,
-    user: usize,
-    mut rng: ChaCha8Rng,
-    start_s: f64,
-) -> ChaCha8Rng {
+/// One session of a student, started at `session.start_s` (seconds since
+/// the run's origin): a new conversation and workspace, the exercise and
+/// the follow-ups its class draws, with the class's pauses between, while
+/// the session's window (and its own length) is open and the student is
+/// not told to leave. Hands the student's random source back.
+async fn one_session(shared: &Shared, session: &Session, mut rng: ChaCha8Rng) -> ChaCha8Rng {
+    let (user, start_s) = (session.user, session.start_s);
     let config = &shared.config;
     let person = &config.class.person;
     let mut shell = ShellState::new(
@@ -147,19 +205,18 @@ async fn run_session(
         .map(|d| d.sample(&mut rng).max(1.0) as u64);
     let mut st = Student {
         user,
-        key: config.key_for_user(user).cloned(),
+        key: config.key_for_user(session.key_index).cloned(),
         rng,
         workspace: Workspace::new(config.scenario),
         shell,
         titled: false,
+        leave: session.leave.clone(),
     };
     // No new request once the window, or the student's session, is over.
-    let window = session_end.map_or(config.duration.as_secs_f64(), |end| {
-        end.min(config.duration.as_secs_f64())
-    });
+    let window = session_end.map_or(session.window_s, |end| end.min(session.window_s));
     for index in 0..=follow_ups {
         let text = request_text(config.scenario, index);
-        if shared.now() >= window || shared.stopping() {
+        if shared.now() >= window || shared.stopping() || st.leaving() {
             break;
         }
         coding_request(shared, &mut st, &mut conv, index, text).await;
@@ -167,7 +224,7 @@ async fn run_session(
             break;
         }
         let pause = person.pause_s.sample(&mut st.rng).max(0.0);
-        if shared.now() + pause >= window || !pause_for(shared, pause).await {
+        if shared.now() + pause >= window || !pause_for(shared, pause, st.leave.clone()).await {
             break;
         }
     }
@@ -215,9 +272,31 @@ pub async fn run_classroom_until(
     status: Arc<LiveStatus>,
     stop: Option<tokio::sync::watch::Receiver<bool>>,
 ) -> Result<ClassroomOutcome, Error> {
+    let shared = start_shared(config, transport, clock, (sink, status), stop);
+    let mut students = tokio::task::JoinSet::new();
+    for user in 0..config.users {
+        students.spawn(run_student(Arc::clone(&shared), user));
+    }
+    let mut panicked = 0;
+    while let Some(done) = students.join_next().await {
+        if done.is_err() {
+            panicked += 1;
+        }
+    }
+    finish(&shared, config.users, panicked)
+}
+
+/// What every student of a run shares, the run starting now.
+pub(crate) fn start_shared(
+    config: &ClassroomConfig,
+    transport: Arc<dyn Transport>,
+    clock: Clock,
+    (sink, status): (Arc<dyn RecordSink>, Arc<LiveStatus>),
+    stop: Option<tokio::sync::watch::Receiver<bool>>,
+) -> Arc<Shared> {
     let origin = clock.now_secs();
     status.start_at(origin);
-    let shared = Arc::new(Shared {
+    Arc::new(Shared {
         tool_s: Arc::new(config.class.agent.tool_s.clone()),
         config: config.clone(),
         transport,
@@ -229,17 +308,16 @@ pub async fn run_classroom_until(
         tasks: Mutex::new(Vec::new()),
         sink_error: Mutex::new(None),
         stop,
-    });
-    let mut students = tokio::task::JoinSet::new();
-    for user in 0..config.users {
-        students.spawn(run_student(Arc::clone(&shared), user));
-    }
-    let mut panicked = 0;
-    while let Some(done) = students.join_next().await {
-        if done.is_err() {
-            panicked += 1;
-        }
-    }
+    })
+}
+
+/// The outcome of a run whose students are done (`panicked` of them
+/// stopped unexpectedly); `users`: the class size its summary states.
+pub(crate) fn finish(
+    shared: &Shared,
+    users: usize,
+    panicked: usize,
+) -> Result<ClassroomOutcome, Error> {
     if panicked > 0 {
         return Err(Error::Failed(format!(
             "{panicked} simulated students stopped unexpectedly"
@@ -255,9 +333,9 @@ pub async fn run_classroom_until(
         .unwrap_or_default();
     let tasks = shared.tasks.lock().map(|v| v.clone()).unwrap_or_default();
     Ok(ClassroomOutcome {
-        summary: ClassroomSummary::from_records(config.users, &requests, &tasks),
+        summary: ClassroomSummary::from_records(users, &requests, &tasks),
         requests,
         tasks,
-        key_note: config.key_sharing_note(),
+        key_note: shared.config.key_sharing_note(),
     })
 }

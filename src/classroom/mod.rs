@@ -23,6 +23,7 @@ mod calls;
 pub mod client_times;
 pub mod compaction;
 pub mod config;
+pub mod continuous;
 mod driver;
 pub mod prompt;
 pub mod records;
@@ -42,13 +43,14 @@ pub use client_times::{ClientTimeKind, ClientTimes};
 /// [`codendum_core::results::classroom_summary`].
 pub use codendum_core::results::classroom_summary::{ClassroomSummary, ServerFigures};
 pub use config::{ClassroomConfig, DEFAULT_OUTPUT_LIMIT};
+pub use continuous::{run_continuous_class, ClassSize};
 pub use driver::{run_classroom, run_classroom_until, ClassroomOutcome};
 pub use prompt::{PromptSet, PromptSource};
 pub use records::{
     CallKind, CallRecord, JsonlSink, MemorySink, RecordSink, TaskOutcome, TaskRecord,
 };
 pub use scenario::Scenario;
-pub use status::{LiveStatus, StatusSnapshot};
+pub use status::{LiveStatus, RunningTask, StatusSnapshot};
 
 #[cfg(test)]
 mod tools_tests;

@@ -108,6 +108,11 @@ impl<W: Write + Send> JsonlSink<W> {
         self.memory.tasks()
     }
 
+    /// What it keeps in memory.
+    pub fn memory(&self) -> &MemorySink {
+        &self.memory
+    }
+
     /// Gives back the two writers.
     pub fn into_inner(self) -> (W, W) {
         let r = self

@@ -93,6 +93,15 @@ pub(crate) struct Student {
     pub workspace: Workspace,
     pub shell: ShellState,
     pub titled: bool,
+    /// Turns true when the student is told to leave (a class that shrinks).
+    pub leave: Option<tokio::sync::watch::Receiver<bool>>,
+}
+
+impl Student {
+    /// Whether the student was told to leave: start nothing new.
+    pub fn leaving(&self) -> bool {
+        self.leave.as_ref().is_some_and(|r| *r.borrow())
+    }
 }
 
 /// A new OpenCode-style session id (`ses_` + 24 hex digits), seeded.

@@ -22,7 +22,33 @@ pub struct LiveStatus {
     pub(crate) completed: AtomicU64,
     pub(crate) failed: AtomicU64,
     ttfts: Mutex<Vec<f64>>,
+    open: Mutex<OpenWork>,
 }
+
+/// The model calls and coding requests under way, by when they started
+/// (seconds since the run started): what a window's judge waits for, and
+/// what it counts as still running.
+#[derive(Debug, Default)]
+struct OpenWork {
+    next: u64,
+    calls: std::collections::BTreeMap<u64, f64>,
+    tasks: std::collections::BTreeMap<u64, RunningTask>,
+}
+
+/// A coding request under way.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RunningTask {
+    /// The student (as its records name it).
+    pub user: usize,
+    /// The coding request's index in the student's session.
+    pub index: usize,
+    /// When it started, seconds since the run started.
+    pub start_s: f64,
+}
+
+/// A model call or coding request under way, handed back when it ends.
+#[derive(Debug)]
+pub(crate) struct Open(u64);
 
 /// A point-in-time view of a run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -64,7 +90,60 @@ impl LiveStatus {
             completed: AtomicU64::new(0),
             failed: AtomicU64::new(0),
             ttfts: Mutex::new(Vec::new()),
+            open: Mutex::new(OpenWork::default()),
         }
+    }
+
+    /// Notes a model call started at `started_s` (seconds since the run
+    /// started).
+    pub(crate) fn call_opened(&self, started_s: f64) -> Open {
+        self.open(|o, id| {
+            o.calls.insert(id, started_s);
+        })
+    }
+
+    /// Notes a coding request under way.
+    pub(crate) fn task_opened(&self, task: RunningTask) -> Open {
+        self.open(|o, id| {
+            o.tasks.insert(id, task);
+        })
+    }
+
+    fn open(&self, note: impl FnOnce(&mut OpenWork, u64)) -> Open {
+        let Ok(mut open) = self.open.lock() else {
+            return Open(u64::MAX);
+        };
+        let id = open.next;
+        open.next += 1;
+        note(&mut open, id);
+        Open(id)
+    }
+
+    /// Notes that the call or coding request `open` ended.
+    pub(crate) fn closed(&self, open: Open) {
+        if let Ok(mut o) = self.open.lock() {
+            o.calls.remove(&open.0);
+            o.tasks.remove(&open.0);
+        }
+    }
+
+    /// When each model call under way started, seconds since the run
+    /// started (a call is closed only once its record is written).
+    pub fn open_call_starts_s(&self) -> Vec<f64> {
+        self.open
+            .lock()
+            .map(|o| o.calls.values().copied().collect())
+            .unwrap_or_default()
+    }
+
+    /// The coding requests under way (a request is closed only once its
+    /// record is written, so a reader that takes these before the records
+    /// misses none; the same request may then be in both).
+    pub fn running_tasks(&self) -> Vec<RunningTask> {
+        self.open
+            .lock()
+            .map(|o| o.tasks.values().copied().collect())
+            .unwrap_or_default()
     }
 
     pub(crate) fn start_at(&self, origin: f64) {

@@ -1,72 +1,235 @@
-//! Bisection over class sizes, as plain functions: the largest `n` in
-//! `1..=max` whose predicate holds, assuming the predicate holds up to some
-//! size and fails beyond it (more students only make the ceilings harder to
-//! meet).
+//! Bracketing and bisection over class sizes, as plain functions: the
+//! largest `n` in `1..=max` whose targets are met, assuming they are met
+//! up to some size and missed beyond it (more students only make a
+//! ceiling harder to meet). `plan`'s search and `codendum capacity`'s live
+//! search both use it.
 //!
-//! The bracket starts as `(0, max + 1)`: zero students trivially meet every
-//! ceiling, and `max + 1` is treated as failing without being tried. Each
-//! probe halves it, so `1..=200` takes at most 8 probes. When the bracket
-//! closes at `(n, n + 1)`, both ends were probed (unless they are the
-//! virtual 0 or `max + 1`): `n` met the predicate and `n + 1` did not.
+//! Each probe has one of three outcomes ([`Outcome`]): **met**, **missed**,
+//! or **indeterminate** (the figures sit too close to a target for the
+//! calls measured to tell). The bisection keeps `lo`, the largest size
+//! met, `hi`, the smallest size missed above it, and the indeterminate
+//! sizes between them; it closes when every gap between known sizes is at
+//! most its resolution (1: exact). Its answer is `lo` for sure, and the
+//! sizes up to `hi − 1` when those are undecided: a range.
 //!
-//! Which sizes are probed depends only on the predicate's answers, never on
-//! how many probes run at once: [`Bisection::speculate`] only proposes
-//! sizes the bisection *may* need next, so extra workers shorten the wall
-//! time without changing the path.
+//! It starts one of two ways:
+//!
+//! - **Bounded** ([`Bisection::new`], `plan`): the bracket is `(0, max + 1)`
+//!   from the start, as if zero students met every target and `max + 1`
+//!   missed one, so `1..=200` takes at most 8 probes. When it closes at
+//!   `(n, n + 1)` both ends were probed (unless they are the virtual 0 or
+//!   `max + 1`): `n` met and `n + 1` did not.
+//! - **Around a guess** ([`Bisection::around`], a predicted answer): the
+//!   first probe is the guess (unless what is known already decides it:
+//!   probes shared with another search); while no size has missed, the next probe
+//!   goes up from the largest probed by the step, then by the distance
+//!   from the guess (doubling: `g`, `g + d`, `g + 2d`, `g + 4d`, …), and
+//!   while none has met it goes down the same way; once both sides are
+//!   known it bisects. A good guess closes the search in a few probes.
+//!
+//! Which sizes are probed depends only on the outcomes, never on how many
+//! probes run at once: [`Bisection::speculate`] only proposes sizes the
+//! bisection *may* need next, so extra workers shorten the wall time
+//! without changing the path.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-/// A bisection in progress: `lo` met the predicate (0: none tried yet),
-/// `hi` failed it (`max + 1`: none tried yet).
+pub use codendum_core::targets::Outcome;
+
+/// How a bisection starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Start {
+    /// `(0, max + 1)` taken as known.
+    Bounded,
+    /// The first probe is `guess`; the bracket is found by steps of at
+    /// least `step`.
+    Around { guess: u32, step: u32 },
+}
+
+/// A bisection in progress.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Bisection {
-    /// Largest size known to meet the predicate; 0 when none is known.
+    /// Largest size known to meet the targets; 0 when none is known.
     pub lo: u32,
-    /// Smallest size known to fail it; `max + 1` when none is known.
+    /// Smallest size above `lo` known to miss them; `max + 1` when none
+    /// is known.
     pub hi: u32,
     /// The upper end of the search, students.
     pub max: u32,
+    /// Indeterminate sizes between `lo` and `hi`.
+    unsure: BTreeSet<u32>,
+    /// Every size met so far, for a confirmation that falls through.
+    met: BTreeSet<u32>,
+    start: Start,
+    /// The widest gap left open when the search closes (1: exact).
+    resolution: u32,
 }
 
 impl Bisection {
-    /// A search over `1..=max` (`max` at least 1).
+    /// A bounded search over `1..=max` (`max` at least 1), exact.
     pub fn new(max: u32) -> Self {
         let max = max.max(1);
         Bisection {
             lo: 0,
             hi: max + 1,
             max,
+            unsure: BTreeSet::new(),
+            met: BTreeSet::new(),
+            start: Start::Bounded,
+            resolution: 1,
         }
     }
 
-    /// The size to probe next; `None` when the bracket is closed.
-    pub fn next(&self) -> Option<u32> {
-        midpoint(self.lo, self.hi)
+    /// A search over `1..=max` that starts at `guess` and finds its bracket
+    /// in steps of at least `step` students, closing when every gap is at
+    /// most `resolution` students wide (each at least 1).
+    pub fn around(guess: u32, step: u32, max: u32, resolution: u32) -> Self {
+        let max = max.max(1);
+        Bisection {
+            start: Start::Around {
+                guess: guess.clamp(1, max),
+                step: step.max(1),
+            },
+            resolution: resolution.max(1),
+            ..Bisection::new(max)
+        }
     }
 
-    /// Records the answer for `users` (the size [`Bisection::next`] gave).
-    pub fn record(&mut self, users: u32, meets: bool) {
-        if users > self.lo && users < self.hi {
-            if meets {
-                self.lo = users;
-            } else {
-                self.hi = users;
+    /// The widest gap the search leaves open, students.
+    pub fn resolution(&self) -> u32 {
+        self.resolution
+    }
+
+    /// Whether a size is known to meet the targets (the virtual 0 of a
+    /// bounded search counts).
+    fn lo_known(&self) -> bool {
+        self.lo > 0 || self.start == Start::Bounded
+    }
+
+    /// Whether a size is known to miss them (the virtual `max + 1` of a
+    /// bounded search counts).
+    fn hi_known(&self) -> bool {
+        self.hi <= self.max || self.start == Start::Bounded
+    }
+
+    /// The size to probe next; `None` when the search is closed.
+    pub fn next(&self) -> Option<u32> {
+        if let Start::Around { guess, step } = self.start {
+            let probed_top = self.unsure.last().copied().unwrap_or(0).max(self.lo);
+            let probed_bottom = self.unsure.first().copied().unwrap_or(self.hi).min(self.hi);
+            // The guess first, while nothing known decides it.
+            if guess > self.lo && guess < self.hi && !self.unsure.contains(&guess) {
+                return Some(guess);
+            }
+            if !self.hi_known() && probed_top > 0 && probed_top < self.max {
+                let by = step.max(probed_top.saturating_sub(guess));
+                return Some(probed_top.saturating_add(by).min(self.max));
+            }
+            if !self.lo_known() && probed_bottom <= self.max && probed_bottom > 1 {
+                let by = step.max(guess.saturating_sub(probed_bottom));
+                return Some(probed_bottom.saturating_sub(by).max(1));
             }
         }
+        self.next_in_gaps()
     }
 
-    /// Whether the bracket is closed.
+    /// The midpoint of the widest gap between known sizes that is wider
+    /// than the resolution (the lower one of two alike).
+    fn next_in_gaps(&self) -> Option<u32> {
+        let mut edges = vec![self.lo];
+        edges.extend(self.unsure.iter().copied());
+        edges.push(self.hi);
+        let mut best: Option<(u32, u32)> = None;
+        for w in edges.windows(2) {
+            let (a, b) = (w[0], w[1]);
+            // An unknown end of an unbounded search is no gap to bisect:
+            // the bracketing above has already closed that side.
+            if (a == 0 && !self.lo_known()) || (b > self.max && !self.hi_known()) {
+                continue;
+            }
+            if b - a > self.resolution && best.is_none_or(|(x, y)| b - a > y - x) {
+                best = Some((a, b));
+            }
+        }
+        best.and_then(|(a, b)| midpoint(a, b))
+    }
+
+    /// Records the outcome for `users`; a size outside `(lo, hi)` says
+    /// nothing new and is left out. Returns whether it was used.
+    pub fn record_outcome(&mut self, users: u32, outcome: Outcome) -> bool {
+        if users <= self.lo || users >= self.hi {
+            return false;
+        }
+        match outcome {
+            Outcome::Met => {
+                self.lo = users;
+                self.met.insert(users);
+                self.unsure.retain(|u| *u > users);
+            }
+            Outcome::Missed => {
+                self.hi = users;
+                self.unsure.retain(|u| *u < users);
+            }
+            Outcome::Indeterminate => {
+                self.unsure.insert(users);
+            }
+        }
+        true
+    }
+
+    /// Records whether `users` met the targets (met or missed).
+    pub fn record(&mut self, users: u32, meets: bool) {
+        self.record_outcome(users, Outcome::from_met(meets));
+    }
+
+    /// Records a second hold of the answer `lo`: met confirms it; otherwise
+    /// the answer falls back to the largest size met below it (none: 0),
+    /// and `lo` becomes undecided (indeterminate) or the first miss
+    /// (missed), which may reopen the search. Returns whether it confirmed.
+    pub fn confirm(&mut self, users: u32, outcome: Outcome) -> bool {
+        if users != self.lo || users == 0 {
+            return false;
+        }
+        if outcome == Outcome::Met {
+            return true;
+        }
+        self.met.remove(&users);
+        self.lo = self.met.last().copied().unwrap_or(0);
+        match outcome {
+            Outcome::Missed => {
+                self.hi = users;
+                self.unsure.retain(|u| *u < users);
+            }
+            _ => {
+                self.unsure.insert(users);
+            }
+        }
+        false
+    }
+
+    /// Whether the search is closed.
     pub fn is_done(&self) -> bool {
         self.next().is_none()
     }
 
-    /// The answer once closed: the largest size meeting the predicate
-    /// (0: even one student fails).
+    /// The answer: the largest size known to meet the targets (0: none,
+    /// even one student does not surely meet them).
     pub fn answer(&self) -> u32 {
         self.lo
     }
 
-    /// Whether even `max` met the predicate (the answer is "at least
+    /// The largest size not known to miss: `hi − 1` (the answer's upper
+    /// end when sizes between are undecided or not tried).
+    pub fn upper(&self) -> u32 {
+        self.hi.saturating_sub(1).max(self.lo)
+    }
+
+    /// The indeterminate sizes between the answer and the first miss.
+    pub fn undecided(&self) -> Vec<u32> {
+        self.unsure.iter().copied().collect()
+    }
+
+    /// Whether even `max` met the targets (the answer is "at least
     /// `max`").
     pub fn reached_max(&self) -> bool {
         self.lo >= self.max
@@ -76,30 +239,37 @@ impl Bisection {
     /// need them: the next probe first, then the bisection tree below it
     /// breadth first, the smaller (cheaper) half before the larger. Sizes
     /// in `known` are skipped.
-    pub fn speculate(&self, slots: usize, known: &BTreeMap<u32, bool>) -> Vec<u32> {
+    pub fn speculate(&self, slots: usize, known: &BTreeMap<u32, Outcome>) -> Vec<u32> {
         let mut out = Vec::new();
-        let mut queue = std::collections::VecDeque::from([(self.lo, self.hi)]);
+        let Some(first) = self.next() else {
+            return out;
+        };
+        if !known.contains_key(&first) {
+            out.push(first);
+        }
+        let mut queue = std::collections::VecDeque::from([(self.lo, first), (first, self.hi)]);
         while let Some((lo, hi)) = queue.pop_front() {
             if out.len() >= slots {
                 break;
             }
             let Some(m) = midpoint(lo, hi) else { continue };
-            if !known.contains_key(&m) {
+            if !known.contains_key(&m) && !out.contains(&m) {
                 out.push(m);
             }
             queue.push_back((lo, m));
             queue.push_back((m, hi));
         }
+        out.truncate(slots);
         out
     }
 
-    /// Records every known answer the bisection needs next, in its order;
+    /// Records every known outcome the bisection needs next, in its order;
     /// returns the sizes consumed (the path's next steps).
-    pub fn advance(&mut self, known: &BTreeMap<u32, bool>) -> Vec<u32> {
+    pub fn advance(&mut self, known: &BTreeMap<u32, Outcome>) -> Vec<u32> {
         let mut used = Vec::new();
         while let Some(m) = self.next() {
-            let Some(&meets) = known.get(&m) else { break };
-            self.record(m, meets);
+            let Some(&outcome) = known.get(&m) else { break };
+            self.record_outcome(m, outcome);
             used.push(m);
         }
         used
@@ -121,6 +291,21 @@ pub fn bisect(max: u32, mut meets: impl FnMut(u32) -> bool) -> (u32, Vec<(u32, b
         path.push((m, ok));
     }
     (b.answer(), path)
+}
+
+/// Searches around `guess` with `probe`, one probe at a time. Returns the
+/// closed bisection and the probes in order, each with its outcome.
+pub fn search_around(
+    mut b: Bisection,
+    mut probe: impl FnMut(u32) -> Outcome,
+) -> (Bisection, Vec<(u32, Outcome)>) {
+    let mut path = Vec::new();
+    while let Some(m) = b.next() {
+        let o = probe(m);
+        b.record_outcome(m, o);
+        path.push((m, o));
+    }
+    (b, path)
 }
 
 #[cfg(test)]
@@ -171,7 +356,7 @@ mod tests {
                 assert!(!probes.is_empty() && probes.len() <= slots);
                 assert_eq!(probes[0], b.next().expect("open"));
                 for u in probes {
-                    known.insert(u, u <= limit);
+                    known.insert(u, Outcome::from_met(u <= limit));
                 }
                 path.extend(b.advance(&known));
                 rounds += 1;
@@ -183,5 +368,94 @@ mod tests {
                 assert!(rounds < plain.len(), "{slots} slots took {rounds} rounds");
             }
         }
+    }
+
+    fn sizes(path: &[(u32, Outcome)]) -> Vec<u32> {
+        path.iter().map(|(u, _)| *u).collect()
+    }
+
+    #[test]
+    fn a_good_guess_closes_in_a_few_probes() {
+        // The truth is 42; guessed 40 with steps of 4.
+        let (b, path) = search_around(Bisection::around(40, 4, 200, 1), |u| {
+            Outcome::from_met(u <= 42)
+        });
+        assert_eq!(sizes(&path), [40, 44, 42, 43]);
+        assert_eq!((b.answer(), b.upper()), (42, 42));
+        // Guessed too high: down from the guess, doubling.
+        let (b, path) = search_around(Bisection::around(40, 4, 200, 1), |u| {
+            Outcome::from_met(u <= 29)
+        });
+        assert_eq!(sizes(&path), [40, 36, 32, 24, 28, 30, 29]);
+        assert_eq!(b.answer(), 29);
+        // Up by doubling distances from the guess.
+        let (_, path) = search_around(Bisection::around(10, 2, 200, 1), |u| {
+            Outcome::from_met(u <= 30)
+        });
+        assert_eq!(&sizes(&path)[..5], [10, 12, 14, 18, 26]);
+    }
+
+    #[test]
+    fn an_around_search_finds_every_threshold_and_its_edges() {
+        for guess in [1, 5, 17, 40, 60] {
+            for truth in 0..=60 {
+                let (b, path) = search_around(Bisection::around(guess, 3, 60, 1), |u| {
+                    Outcome::from_met(u <= truth)
+                });
+                assert_eq!(b.answer(), truth, "guess {guess} truth {truth}: {path:?}");
+                let tried = |u: u32| path.iter().find(|(x, _)| *x == u).map(|(_, o)| *o);
+                if truth > 0 {
+                    assert_eq!(tried(truth), Some(Outcome::Met));
+                }
+                if truth < 60 {
+                    assert_eq!(tried(truth + 1), Some(Outcome::Missed));
+                }
+                assert_eq!(b.reached_max(), truth == 60);
+            }
+        }
+    }
+
+    #[test]
+    fn a_coarser_resolution_leaves_a_range() {
+        let (b, path) = search_around(Bisection::around(40, 4, 200, 2), |u| {
+            Outcome::from_met(u <= 42)
+        });
+        assert_eq!(sizes(&path), [40, 44, 42]);
+        assert_eq!((b.answer(), b.upper()), (42, 43));
+    }
+
+    #[test]
+    fn indeterminate_sizes_are_bracketed_from_both_sides() {
+        // 41..=43 cannot be called; 40 and below meet, 44 and above miss.
+        let truth = |u: u32| match u {
+            0..=40 => Outcome::Met,
+            41..=43 => Outcome::Indeterminate,
+            _ => Outcome::Missed,
+        };
+        let (b, path) = search_around(Bisection::around(42, 4, 200, 1), truth);
+        assert_eq!(b.answer(), 40, "{path:?}");
+        assert_eq!(b.upper(), 43);
+        assert!(b.undecided().contains(&42));
+        assert_eq!(path.first(), Some(&(42, Outcome::Indeterminate)));
+        // Everything undecided: the answer is 0 and the range the whole span.
+        let (b, _) = search_around(Bisection::around(5, 2, 10, 1), |_| Outcome::Indeterminate);
+        assert_eq!((b.answer(), b.upper()), (0, 10));
+    }
+
+    #[test]
+    fn a_confirmation_that_fails_falls_back_and_reopens() {
+        let (mut b, _) = search_around(Bisection::around(40, 4, 200, 1), |u| {
+            Outcome::from_met(u <= 42)
+        });
+        assert_eq!(b.answer(), 42);
+        assert!(b.confirm(42, Outcome::Met));
+        assert!(!b.confirm(42, Outcome::Missed));
+        assert_eq!((b.answer(), b.hi), (40, 42));
+        assert_eq!(b.next(), Some(41));
+        let (mut b, _) = search_around(Bisection::around(40, 4, 200, 1), |u| {
+            Outcome::from_met(u <= 42)
+        });
+        assert!(!b.confirm(42, Outcome::Indeterminate));
+        assert_eq!((b.answer(), b.upper(), b.undecided()), (40, 42, vec![42]));
     }
 }

@@ -6,24 +6,31 @@
 
 use super::run::JudgedCell;
 use super::verdicts::{Bottleneck, Check, KV_HIGH, PERSISTENT};
-use codendum_core::targets::Bound;
+use codendum_core::targets::{Bound, ClassroomKey};
 
-/// Whether every ceiling (`Max` target: TTFT P95, coding request P50,
-/// preemptions, server errors) of the cell is met. Floors (server output)
-/// are left out: a small class cannot produce a large server output, so a
-/// floor is judged at the answer instead of steering the bisection.
+/// Whether every ceiling of the cell is met: the targets more students
+/// only make harder to meet ([`ClassroomKey::harder_with_more_students`]:
+/// TTFT P95, coding request P50, preemptions, server errors, the error
+/// rate, and the per-student speed floor). The server output floor is
+/// left out: a small class cannot produce a large server output, so it is
+/// judged at the answer instead of steering the bisection.
 pub fn meets_ceilings(cell: &JudgedCell) -> bool {
     ceilings(&cell.checks).all(|c| c.met)
 }
 
-/// The cell's ceiling checks.
-pub fn ceilings(checks: &[Check]) -> impl Iterator<Item = &Check> {
-    checks.iter().filter(|c| c.bound == Bound::Max)
+/// Whether a check steers the search (see [`meets_ceilings`]).
+fn steers(c: &Check) -> bool {
+    ClassroomKey::from_name(&c.key).map_or(c.bound == Bound::Max, |k| k.harder_with_more_students())
 }
 
-/// The cell's floor checks.
+/// The cell's ceiling checks (those that steer the search).
+pub fn ceilings(checks: &[Check]) -> impl Iterator<Item = &Check> {
+    checks.iter().filter(|c| steers(c))
+}
+
+/// The cell's floor checks (judged at the answer).
 pub fn floors(checks: &[Check]) -> impl Iterator<Item = &Check> {
-    checks.iter().filter(|c| c.bound == Bound::Min)
+    checks.iter().filter(|c| !steers(c))
 }
 
 /// The keys of the targets the cell missed, in judging order.

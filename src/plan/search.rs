@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::bisect::Bisection;
+use super::bisect::{Bisection, Outcome};
 use super::config::{cells, CellSpec, PlanConfig};
 use super::limit::{classify, meets_ceilings, probe_seats, wants_seats_probe};
 use super::run::{judge, parameters, run_cells, JudgedCell, PlanResults};
@@ -117,7 +117,7 @@ struct State {
     template: CellSpec,
     targets: ClassroomTargets,
     bisection: Bisection,
-    known: BTreeMap<u32, bool>,
+    known: BTreeMap<u32, Outcome>,
     cells: BTreeMap<u32, JudgedCell>,
     path: Vec<u32>,
 }
@@ -264,8 +264,10 @@ fn bisect_all(
         for ((i, _), result) in specs.into_iter().zip(results) {
             let s = &mut states[i];
             let cell = judge(&s.targets, result);
-            s.known
-                .insert(cell.result.spec.users, meets_ceilings(&cell));
+            s.known.insert(
+                cell.result.spec.users,
+                Outcome::from_met(meets_ceilings(&cell)),
+            );
             s.cells.insert(cell.result.spec.users, cell);
         }
         for i in active {
@@ -273,7 +275,7 @@ fn bisect_all(
             for users in s.bisection.advance(&s.known) {
                 s.path.push(users);
                 let cell = &s.cells[&users];
-                on_probe(&s.template.variant(), cell, s.known[&users]);
+                on_probe(&s.template.variant(), cell, s.known[&users].is_met());
             }
         }
     }
@@ -338,7 +340,7 @@ fn answer(s: &State, max: u32, seats: Option<JudgedCell>) -> VariantSearch {
             let c = &s.cells[u];
             Probe {
                 users: *u,
-                meets_ceilings: s.known[u],
+                meets_ceilings: s.known[u].is_met(),
                 meets_targets: c.meets_targets,
                 missed: super::limit::missed_keys(c),
             }

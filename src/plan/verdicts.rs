@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::cell::CellResult;
 use codendum_core::error::ConfigError;
 use codendum_core::targets::{parse_classroom_targets, ClassroomCheck};
-pub use codendum_core::targets::{Bound, ClassroomTargets};
+pub use codendum_core::targets::{Bound, ClassroomTargets, TargetList, Threshold};
 
 /// Reads `[targets.classroom]` of a profile's `[targets]` table (as kept by
 /// [`codendum_core::profile::Profile::targets`]). No such table: no targets.
@@ -38,39 +38,6 @@ pub fn judge_cell(targets: &ClassroomTargets, cell: &CellResult) -> Vec<Check> {
         .into_iter()
         .map(Check::from)
         .collect()
-}
-
-/// One target as `plan.json` and `plan.md` list it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Threshold {
-    /// The key (`ttft_p95_s`, ...).
-    pub key: String,
-    /// Ceiling or floor.
-    pub bound: Bound,
-    /// The limit, in the key's unit (seconds, tokens per second, a count).
-    pub value: f64,
-}
-
-/// A profile's classroom targets as `plan.json` lists them.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct TargetList {
-    /// The targets, in [`codendum_core::targets::ClassroomKey::ALL`] order.
-    pub targets: Vec<Threshold>,
-}
-
-impl From<&ClassroomTargets> for TargetList {
-    fn from(t: &ClassroomTargets) -> Self {
-        let targets = t
-            .limits()
-            .into_iter()
-            .map(|(key, value)| Threshold {
-                key: key.name().to_string(),
-                bound: key.bound(),
-                value,
-            })
-            .collect();
-        TargetList { targets }
-    }
 }
 
 /// One target judged on one cell. A figure that could not be measured does

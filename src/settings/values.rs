@@ -12,6 +12,7 @@ use codendum_core::flags;
 use codendum_core::kinds::{Shape, MAX_CONCURRENCY};
 use codendum_core::profile::fleet::RouterPolicy;
 use codendum_core::results::slo::Slo;
+use codendum_core::targets::{parse_class_slo, parse_tiers, ClassroomTargets, Tier};
 
 /// Concurrency levels (`--concurrency 1,8,16`): at least one, each in
 /// `1..=4096`, none twice, in run order.
@@ -330,6 +331,33 @@ impl FromStr for SloValue {
 
     fn from_str(raw: &str) -> Result<Self, String> {
         Slo::parse("", raw).map(SloValue).map_err(reason)
+    }
+}
+
+/// Service tiers of a class (`capacity --tiers
+/// interactive:ttft_p95=10s,speed_p50=10,relaxed:ttft_p95=60s`), read by
+/// the targets module.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TiersValue(pub Vec<Tier>);
+
+impl FromStr for TiersValue {
+    type Err = String;
+
+    fn from_str(raw: &str) -> Result<Self, String> {
+        parse_tiers(raw).map(TiersValue)
+    }
+}
+
+/// One service level of a class (`capacity --slo
+/// ttft_p95=10s,speed_p50=10`), read by the targets module.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClassSloValue(pub ClassroomTargets);
+
+impl FromStr for ClassSloValue {
+    type Err = String;
+
+    fn from_str(raw: &str) -> Result<Self, String> {
+        parse_class_slo(raw).map(ClassSloValue)
     }
 }
 

@@ -6,6 +6,7 @@
 //! is set; `.ci/run` installs them all.
 
 mod aiperf;
+mod capacity_router;
 #[path = "../it/capture_support.rs"]
 mod capture_support;
 mod opencode;
@@ -49,6 +50,11 @@ fn main() {
             "prometheus_bench::bench_through_prometheus_gives_the_direct_figures",
             &[Prometheus],
             prometheus_bench::bench_through_prometheus_gives_the_direct_figures,
+        ),
+        trial(
+            "capacity_router::capacity_through_the_real_router",
+            &[VllmRouter],
+            capacity_router::capacity_through_the_real_router,
         ),
         trial(
             "vllm_router::real_router_in_front_of_two_twins",

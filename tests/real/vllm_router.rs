@@ -16,8 +16,8 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use codendum_testkit::cli::{codendum, only_folder, read_json, run_in, runtime, start_twin};
-use codendum_testkit::vllm_router::{SessionTap, VllmRouter};
+use codendum_testkit::cli::{codendum, only_folder, read_json, run_in, runtime};
+use codendum_testkit::vllm_router::{RoutedTwins, SessionTap};
 
 fn num(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("a number: {v}"))
@@ -25,21 +25,17 @@ fn num(v: &Value) -> f64 {
 
 pub fn real_router_in_front_of_two_twins() {
     let rt = runtime();
-    let twins = [
-        start_twin(&rt, "classroom-64k", 10.0),
-        start_twin(&rt, "classroom-64k", 10.0),
-    ];
-    let taps: Vec<SessionTap> = twins
-        .iter()
-        .map(|t| SessionTap::start(&rt, t.addr()))
-        .collect();
-    let origins: Vec<String> = taps.iter().map(|t| t.origin.clone()).collect();
-    let router = VllmRouter::start("consistent_hash", &origins);
-    let per_replica = twins
-        .iter()
-        .map(|t| t.metrics_url())
-        .collect::<Vec<_>>()
-        .join(",");
+    let RoutedTwins {
+        twins,
+        taps,
+        router,
+        per_replica,
+    } = RoutedTwins::start(
+        &rt,
+        &["classroom-64k", "classroom-64k"],
+        10.0,
+        "consistent_hash",
+    );
     let dir = tempfile::tempdir().expect("tempdir");
 
     // 1. Per replica and the router's own counts. What the taps saw before

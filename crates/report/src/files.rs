@@ -134,6 +134,19 @@ pub fn write_report_with(
     server_timeline: Option<&Path>,
     verdicts: &[Verdict],
 ) -> Result<Vec<PathBuf>, Error> {
+    if results::capacity::is_capacity(folder) {
+        let r = results::capacity::read_capacity(folder)
+            .map_err(|e| bad_folder(folder, e.to_string()))?;
+        let doc = super::capacity::capacity_doc(&r);
+        return write_pair(
+            [folder.join("report.md"), folder.join("report.html")],
+            "cannot write the report",
+            |md, h| {
+                markdown::render(&doc, md)?;
+                html::render(&doc, h)
+            },
+        );
+    }
     let run = load_run(folder, server_timeline)?;
     let md_path = folder.join("report.md");
     let html_path = folder.join("report.html");
@@ -226,6 +239,41 @@ fn write_pair(
     finish(md, &md_path)?;
     finish(h, &html_path)?;
     Ok(vec![md_path, html_path])
+}
+
+/// Writes `compare.md` / `compare.html` of capacity searches into `out`.
+fn write_capacity_comparison(
+    folders: &[PathBuf],
+    out: &Path,
+    label: impl Fn(&PathBuf) -> String,
+) -> Result<Vec<PathBuf>, Error> {
+    let runs = folders
+        .iter()
+        .map(|f| {
+            results::capacity::read_capacity(f)
+                .map(|r| (label(f), r))
+                .map_err(|e| bad_folder(f, e.to_string()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let doc = super::capacity::capacity_compare_doc(&runs);
+    write_compare_files(out, |md, h| {
+        markdown::render(&doc, md)?;
+        html::render(&doc, h)
+    })
+}
+
+/// Creates `out` and writes `compare.md` and `compare.html` into it.
+fn write_compare_files(
+    out: &Path,
+    write: impl FnOnce(&mut dyn Write, &mut dyn Write) -> std::io::Result<()>,
+) -> Result<Vec<PathBuf>, Error> {
+    std::fs::create_dir_all(out)
+        .map_err(|e| Error::io(format!("cannot create {}", out.display()), e))?;
+    write_pair(
+        [out.join("compare.md"), out.join("compare.html")],
+        "cannot write the comparison",
+        write,
+    )
 }
 
 /// The workload settings that must match for a fair comparison.
@@ -324,6 +372,25 @@ pub fn write_comparison(
     if folders.len() < 2 {
         return Err(ConfigError::invalid("compare", "needs at least two results folders").into());
     }
+    let label = |f: &PathBuf| {
+        f.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let searches = folders
+        .iter()
+        .filter(|f| results::capacity::is_capacity(f))
+        .count();
+    if searches == folders.len() {
+        return write_capacity_comparison(folders, out, label);
+    }
+    if searches > 0 {
+        return Err(ConfigError::invalid(
+            "compare",
+            "compares capacity searches with each other only, not with a bench run or a class",
+        )
+        .into());
+    }
     let runs = folders
         .iter()
         .map(|f| load_run(f, None))
@@ -338,11 +405,6 @@ pub fn write_comparison(
             ),
         )));
     }
-    let label = |f: &PathBuf| {
-        f.file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    };
     let comparison = if runs.iter().all(|r| matches!(r, LoadedRun::Bench(..))) {
         let reports: Vec<(String, &BenchReport)> = folders
             .iter()
@@ -372,14 +434,8 @@ pub fn write_comparison(
         .into());
     }
     .map_err(|e| Error::Failed(e.to_string()))?;
-    std::fs::create_dir_all(out)
-        .map_err(|e| Error::io(format!("cannot create {}", out.display()), e))?;
-    write_pair(
-        [out.join("compare.md"), out.join("compare.html")],
-        "cannot write the comparison",
-        |md, h| {
-            markdown::write_comparison(&comparison, md)?;
-            html::write_comparison(&comparison, h)
-        },
-    )
+    write_compare_files(out, |md, h| {
+        markdown::write_comparison(&comparison, md)?;
+        html::write_comparison(&comparison, h)
+    })
 }

@@ -54,7 +54,7 @@ figure svg{display:block;width:100%;height:auto}
 figure.wide{grid-column:1/-1;max-width:980px}
 ";
 
-fn render(doc: &Doc, out: &mut dyn Write) -> io::Result<()> {
+pub(crate) fn render(doc: &Doc, out: &mut dyn Write) -> io::Result<()> {
     let title = xml_escape(&doc.title);
     writeln!(out, "<!DOCTYPE html>")?;
     writeln!(out, "<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">")?;

@@ -11,11 +11,14 @@
 //! - [`svg`]: the charts;
 //! - [`charts`]: which charts a report shows;
 //! - [`observed`]: reports of a real class (a capture, imported sessions);
+//! - [`capacity`]: the report of a capacity search and the comparison of
+//!   searches;
 //! - [`timeline`]: the report of a host timeline alone.
 //!
 //! Every report says, in one sentence, that its figures are measurements,
 //! not guarantees ([`DISCLAIMER`]).
 
+pub mod capacity;
 pub mod charts;
 pub mod compare;
 mod compare_build;

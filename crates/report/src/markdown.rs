@@ -33,7 +33,7 @@ pub fn write_comparison(comparison: &Comparison, out: &mut dyn Write) -> io::Res
     render(&compare_doc(comparison), out)
 }
 
-fn render(doc: &Doc, out: &mut dyn Write) -> io::Result<()> {
+pub(crate) fn render(doc: &Doc, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "# {}", md_escape(&doc.title))?;
     for block in &doc.blocks {
         render_block(block, out)?;

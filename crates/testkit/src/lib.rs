@@ -6,6 +6,7 @@
 
 pub mod cli;
 pub mod live;
+pub mod profiles;
 pub mod real;
 pub mod scripted;
 pub mod servers;

@@ -109,6 +109,53 @@ impl Drop for VllmRouter {
     }
 }
 
+/// Twins behind taps behind the real router: what the router-fleet tests
+/// start.
+pub struct RoutedTwins {
+    /// The twins, in the router's order.
+    pub twins: Vec<codendum_twin::TwinHandle>,
+    /// One tap in front of each twin.
+    pub taps: Vec<SessionTap>,
+    /// The router in front of the taps.
+    pub router: VllmRouter,
+    /// The twins' own `/metrics`, comma-separated (for `--metrics-url`).
+    pub per_replica: String,
+}
+
+impl RoutedTwins {
+    /// Starts one twin of each of `profiles` (a name or a `.toml` path)
+    /// `scale` times faster than real time, a tap in front of each and the
+    /// router with `policy` in front of the taps.
+    pub fn start(
+        rt: &tokio::runtime::Runtime,
+        profiles: &[&str],
+        scale: f64,
+        policy: &str,
+    ) -> RoutedTwins {
+        let twins: Vec<codendum_twin::TwinHandle> = profiles
+            .iter()
+            .map(|p| crate::cli::start_twin(rt, p, scale))
+            .collect();
+        let taps: Vec<SessionTap> = twins
+            .iter()
+            .map(|t| SessionTap::start(rt, t.addr()))
+            .collect();
+        let origins: Vec<String> = taps.iter().map(|t| t.origin.clone()).collect();
+        let router = VllmRouter::start(policy, &origins);
+        let per_replica = twins
+            .iter()
+            .map(|t| t.metrics_url())
+            .collect::<Vec<_>>()
+            .join(",");
+        RoutedTwins {
+            twins,
+            taps,
+            router,
+            per_replica,
+        }
+    }
+}
+
 /// A TCP tap in front of one worker: forwards every connection to it and
 /// records the `x-session-id` header of each request that passes.
 pub struct SessionTap {

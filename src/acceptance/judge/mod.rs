@@ -288,6 +288,8 @@ fn why_missing(key: ClassroomKey, s: &ClassroomRunSummary) -> &'static str {
         }
         ClassroomKey::ServerOutput | ClassroomKey::Preemptions => "/metrics was not readable",
         ClassroomKey::ServerErrors => "no figure in the results",
+        ClassroomKey::OutputSpeedP50 => "no successful request",
+        ClassroomKey::ErrorRate => "no model call",
     }
 }
 

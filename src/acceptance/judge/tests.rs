@@ -151,6 +151,7 @@ fn seed_targets() -> ClassroomTargets {
         server_output_tok_per_s: Some(95.0),
         preemptions: Some(0),
         server_errors: Some(0),
+        ..Default::default()
     }
 }
 

@@ -4,6 +4,7 @@
 //! so `report` and `compare` work from files alone. No tokio here. A run
 //! writes its folder through one [`RunFolder`].
 
+pub mod capacity;
 pub mod classroom;
 pub mod classroom_records;
 pub mod classroom_summary;

@@ -52,6 +52,8 @@ pub enum FolderKind {
     /// `bench-results/replay-<UTC>/`: `summary.json` of kind `replay` (a
     /// classroom summary, read as one by `report` and `compare`).
     Replay,
+    /// `bench-results/capacity-<UTC>/`: `capacity.json` of kind `capacity`.
+    Capacity,
 }
 
 impl FolderKind {
@@ -63,6 +65,7 @@ impl FolderKind {
             FolderKind::Plan => "plan-",
             FolderKind::Capture => "capture-",
             FolderKind::Replay => "replay-",
+            FolderKind::Capacity => "capacity-",
         }
     }
 
@@ -74,6 +77,7 @@ impl FolderKind {
             FolderKind::Plan => PLAN_KIND,
             FolderKind::Capture => CAPTURE_KIND,
             FolderKind::Replay => REPLAY_KIND,
+            FolderKind::Capacity => super::capacity::CAPACITY_KIND,
         }
     }
 }

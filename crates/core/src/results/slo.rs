@@ -139,7 +139,7 @@ impl Slo {
 }
 
 /// A duration: `2s`, `100ms`, `1.5m`, or bare seconds; above 0.
-fn duration(raw: &str) -> Option<f64> {
+pub(crate) fn duration(raw: &str) -> Option<f64> {
     let (number, scale) = if let Some(n) = raw.strip_suffix("ms") {
         (n, 0.001)
     } else if let Some(n) = raw.strip_suffix('s') {

@@ -9,6 +9,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod censored;
+
 /// The `p`-th percentile (`p` in `[0, 100]`) of values sorted ascending, by
 /// linear interpolation between closest ranks.
 ///

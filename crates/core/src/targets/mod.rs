@@ -13,9 +13,11 @@
 pub mod bench;
 pub mod classroom;
 
+pub use self::classroom::slo::{parse_class_slo, parse_tiers, Tier};
 pub use self::classroom::{
-    judge_coding_request_p50, judge_preemptions, judge_server_errors, judge_server_output,
-    judge_ttft_p95, parse_classroom_targets, ClassroomCheck, ClassroomKey, ClassroomTargets,
+    judge_coding_request_p50, judge_error_rate, judge_output_speed_p50, judge_preemptions,
+    judge_server_errors, judge_server_output, judge_ttft_p95, parse_classroom_targets,
+    ClassroomCheck, ClassroomKey, ClassroomTargets, TargetList, Threshold,
 };
 
 use serde::{Deserialize, Serialize};
@@ -30,6 +32,70 @@ pub enum Bound {
     Max,
     /// The figure must not fall below the limit.
     Min,
+}
+
+/// How a figure fares against a limit ([`Bound::judge`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The figure, and its whole interval, are on the right side.
+    Met,
+    /// The interval straddles the limit: the data cannot tell.
+    Indeterminate,
+    /// The figure, and its whole interval, are on the wrong side (or it
+    /// was not measured).
+    Missed,
+}
+
+impl Outcome {
+    /// `met`, `indeterminate` or `missed`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Outcome::Met => "met",
+            Outcome::Indeterminate => "indeterminate",
+            Outcome::Missed => "missed",
+        }
+    }
+
+    /// Whether the outcome is [`Outcome::Met`].
+    pub fn is_met(self) -> bool {
+        self == Outcome::Met
+    }
+
+    /// The worst of several outcomes (missed over indeterminate over met);
+    /// met for none.
+    pub fn worst(outcomes: impl IntoIterator<Item = Outcome>) -> Outcome {
+        outcomes.into_iter().fold(Outcome::Met, |a, b| a.max(b))
+    }
+}
+
+impl PartialOrd for Outcome {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Outcome {
+    /// Met < indeterminate < missed: the order of how bad it is.
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        let rank = |o: &Outcome| match o {
+            Outcome::Met => 0,
+            Outcome::Indeterminate => 1,
+            Outcome::Missed => 2,
+        };
+        rank(self).cmp(&rank(other))
+    }
+}
+
+impl Outcome {
+    /// Met when `met`, else missed: a judgement by the value alone.
+    pub fn from_met(met: bool) -> Outcome {
+        if met {
+            Outcome::Met
+        } else {
+            Outcome::Missed
+        }
+    }
 }
 
 impl Bound {

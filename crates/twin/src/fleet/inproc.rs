@@ -217,6 +217,14 @@ impl FleetSampler {
         }
     }
 
+    /// The fleet's (summed) samples so far, sampling going on.
+    pub fn fleet_so_far(&self) -> Vec<TimelineSample> {
+        self.timeline
+            .lock()
+            .map(|tl| tl.fleet.clone())
+            .unwrap_or_default()
+    }
+
     /// Stops sampling, takes a last sample now and returns the timelines.
     pub fn finish(self) -> FleetTimeline {
         self.task.abort();

@@ -113,6 +113,11 @@ impl StatsSampler {
         }
     }
 
+    /// The samples so far, sampling going on.
+    pub fn so_far(&self) -> Vec<TimelineSample> {
+        self.samples.lock().map(|v| v.clone()).unwrap_or_default()
+    }
+
     /// Stops sampling, takes a last sample now and returns the timeline.
     pub fn finish(self) -> Vec<TimelineSample> {
         self.task.abort();

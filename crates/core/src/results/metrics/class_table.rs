@@ -25,6 +25,14 @@ pub fn server_errors(summary: &ClassroomSummary) -> u64 {
         .sum()
 }
 
+/// The error rate of a class: model calls whose final outcome, after
+/// retries, was a failure of any kind (refused, server errors, time-outs,
+/// lost connections, mid-stream errors), over all its model calls, a
+/// fraction; `None` without a call.
+pub fn error_rate(summary: &ClassroomSummary) -> Option<f64> {
+    (summary.requests > 0).then(|| summary.errors as f64 / summary.requests as f64)
+}
+
 /// Refused calls of a class: model calls whose final outcome was HTTP 400,
 /// 401 or another 4xx but 429 (for vLLM mostly a prompt longer than
 /// `max_model_len`; else a bad key, model or parameter). The server never
@@ -93,7 +101,7 @@ const PEAKS_ROW: &str = "Peak running / waiting requests";
 const PREEMPTIONS_ROW: &str = "Preemptions / server errors";
 
 /// Every figure of a class, in the order of its summary table.
-pub const CLASS_METRICS: [ClassMetric; 27] = [
+pub const CLASS_METRICS: [ClassMetric; 28] = [
     class(
         "students",
         "Simulated students",
@@ -123,6 +131,16 @@ pub const CLASS_METRICS: [ClassMetric; 27] = [
         S::Requests,
         SUMMARY_COMPARE,
         |m| Some(m.errors as f64),
+    ),
+    class(
+        "error_rate",
+        "Error rate",
+        "Error rate",
+        U::Fraction,
+        B::Lower,
+        S::Requests,
+        &[],
+        error_rate,
     ),
     class(
         "retries_after_429_503",

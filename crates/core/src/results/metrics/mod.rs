@@ -378,7 +378,7 @@ pub fn class_summary_rows() -> Vec<(&'static str, Vec<&'static ClassMetric>)> {
 mod class_table;
 mod table;
 
-pub use class_table::{mostly_refused, refused_calls, server_errors, CLASS_METRICS};
+pub use class_table::{error_rate, mostly_refused, refused_calls, server_errors, CLASS_METRICS};
 pub use table::LEVEL_METRICS;
 
 #[cfg(test)]

@@ -10,14 +10,23 @@
 //! server_output_tok_per_s = 95 # min, tokens per second: server output (/metrics)
 //! preemptions = 0              # max, count: preemptions during the run (/metrics)
 //! server_errors = 0            # max, count: see [`server_errors`]
+//! output_speed_p50_tok_per_s = 10  # min, tokens per second: output speed per user, median
+//! error_rate = 0.01            # max, fraction: model calls failed for good, any kind
 //! ```
+//!
+//! The same targets are given on the command line as a service level
+//! (`--slo ttft_p95=10s,speed_p50=10`) or several named tiers
+//! (`--tiers interactive:ttft_p95=10s,relaxed:ttft_p95=60s`), read by
+//! [`slo`].
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{check_value_kinds, Bound, KeyKind};
 use crate::error::ConfigError;
-use crate::results::metrics::{class_metric, server_errors, Better, ClassMetric, Unit};
+use crate::results::metrics::{class_metric, error_rate, server_errors, Better, ClassMetric, Unit};
 use crate::results::ClassroomSummary;
+
+pub mod slo;
 
 /// A key of `[targets.classroom]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -33,16 +42,25 @@ pub enum ClassroomKey {
     Preemptions,
     /// `server_errors`: most server errors, a count ([`server_errors`]).
     ServerErrors,
+    /// `output_speed_p50_tok_per_s`: least output speed per user at the
+    /// median, tokens per second.
+    OutputSpeedP50,
+    /// `error_rate`: most model calls failed for good (after retries, any
+    /// kind: refused, server errors, time-outs, lost connections), a
+    /// fraction of the calls ([`error_rate`]).
+    ErrorRate,
 }
 
 impl ClassroomKey {
     /// Every key, in the order targets are listed and judged.
-    pub const ALL: [ClassroomKey; 5] = [
+    pub const ALL: [ClassroomKey; 7] = [
         ClassroomKey::TtftP95,
         ClassroomKey::CodingRequestP50,
         ClassroomKey::ServerOutput,
         ClassroomKey::Preemptions,
         ClassroomKey::ServerErrors,
+        ClassroomKey::OutputSpeedP50,
+        ClassroomKey::ErrorRate,
     ];
 
     /// The key as written in the profile: `ttft_p95_s`.
@@ -53,7 +71,18 @@ impl ClassroomKey {
             ClassroomKey::ServerOutput => "server_output_tok_per_s",
             ClassroomKey::Preemptions => "preemptions",
             ClassroomKey::ServerErrors => "server_errors",
+            ClassroomKey::OutputSpeedP50 => "output_speed_p50_tok_per_s",
+            ClassroomKey::ErrorRate => "error_rate",
         }
+    }
+
+    /// Whether more students can only make the key harder to meet, so a
+    /// search for the largest class may steer on it: every ceiling, and
+    /// the per-student speed floor. The server output floor is the one
+    /// that is not: a small class cannot produce a large server output, so
+    /// it is judged at the answer instead.
+    pub fn harder_with_more_students(self) -> bool {
+        self != ClassroomKey::ServerOutput
     }
 
     /// The class figure the key limits (its label, unit and direction).
@@ -110,6 +139,10 @@ pub struct ClassroomTargets {
     pub preemptions: Option<u64>,
     /// Most server errors ([`server_errors`]), a count.
     pub server_errors: Option<u64>,
+    /// Least output speed per user at the median, tokens per second.
+    pub output_speed_p50_tok_per_s: Option<f64>,
+    /// Most model calls failed for good ([`error_rate`]), a fraction.
+    pub error_rate: Option<f64>,
 }
 
 impl ClassroomTargets {
@@ -121,7 +154,38 @@ impl ClassroomTargets {
             ClassroomKey::ServerOutput => self.server_output_tok_per_s,
             ClassroomKey::Preemptions => self.preemptions.map(|n| n as f64),
             ClassroomKey::ServerErrors => self.server_errors.map(|n| n as f64),
+            ClassroomKey::OutputSpeedP50 => self.output_speed_p50_tok_per_s,
+            ClassroomKey::ErrorRate => self.error_rate,
         }
+    }
+
+    /// Sets the limit of `key`, in the key's unit (a count is rounded).
+    pub fn set_limit(&mut self, key: ClassroomKey, limit: f64) {
+        let count = || limit.max(0.0).round() as u64;
+        match key {
+            ClassroomKey::TtftP95 => self.ttft_p95_s = Some(limit),
+            ClassroomKey::CodingRequestP50 => self.coding_request_p50_s = Some(limit),
+            ClassroomKey::ServerOutput => self.server_output_tok_per_s = Some(limit),
+            ClassroomKey::Preemptions => self.preemptions = Some(count()),
+            ClassroomKey::ServerErrors => self.server_errors = Some(count()),
+            ClassroomKey::OutputSpeedP50 => self.output_speed_p50_tok_per_s = Some(limit),
+            ClassroomKey::ErrorRate => self.error_rate = Some(limit),
+        }
+    }
+
+    /// The targets without `key`.
+    pub fn without(&self, key: ClassroomKey) -> ClassroomTargets {
+        let mut t = self.clone();
+        match key {
+            ClassroomKey::TtftP95 => t.ttft_p95_s = None,
+            ClassroomKey::CodingRequestP50 => t.coding_request_p50_s = None,
+            ClassroomKey::ServerOutput => t.server_output_tok_per_s = None,
+            ClassroomKey::Preemptions => t.preemptions = None,
+            ClassroomKey::ServerErrors => t.server_errors = None,
+            ClassroomKey::OutputSpeedP50 => t.output_speed_p50_tok_per_s = None,
+            ClassroomKey::ErrorRate => t.error_rate = None,
+        }
+        t
     }
 
     /// The checked keys with their limits, in [`ClassroomKey::ALL`] order.
@@ -165,7 +229,46 @@ impl ClassroomTargets {
         if let Some(limit) = self.server_errors {
             out.push(judge_server_errors(summary, limit));
         }
+        if let Some(limit) = self.output_speed_p50_tok_per_s {
+            out.push(judge_output_speed_p50(summary, limit));
+        }
+        if let Some(limit) = self.error_rate {
+            out.push(judge_error_rate(summary, limit));
+        }
         out
+    }
+}
+
+/// One target as results files list it (`plan.json`, `capacity.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Threshold {
+    /// The key (`ttft_p95_s`, ...).
+    pub key: String,
+    /// Ceiling or floor.
+    pub bound: Bound,
+    /// The limit, in the key's unit (seconds, tokens per second, a count).
+    pub value: f64,
+}
+
+/// A set of classroom targets as results files list them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TargetList {
+    /// The targets, in [`ClassroomKey::ALL`] order.
+    pub targets: Vec<Threshold>,
+}
+
+impl From<&ClassroomTargets> for TargetList {
+    fn from(t: &ClassroomTargets) -> Self {
+        let targets = t
+            .limits()
+            .into_iter()
+            .map(|(key, value)| Threshold {
+                key: key.name().to_string(),
+                bound: key.bound(),
+                value,
+            })
+            .collect();
+        TargetList { targets }
     }
 }
 
@@ -258,6 +361,23 @@ pub fn judge_server_errors(summary: &ClassroomSummary, limit: u64) -> ClassroomC
         limit as f64,
         Some(server_errors(summary) as f64),
     )
+}
+
+/// `output_speed_p50_tok_per_s`: output speed per user (per successful
+/// call, output tokens ÷ (duration − TTFT)), median, tokens per second, at
+/// least `limit_tok_per_s`. Not measured without a successful call.
+pub fn judge_output_speed_p50(summary: &ClassroomSummary, limit_tok_per_s: f64) -> ClassroomCheck {
+    check(
+        ClassroomKey::OutputSpeedP50,
+        limit_tok_per_s,
+        summary.output_speed_p50_tok_s,
+    )
+}
+
+/// `error_rate`: [`error_rate`] of the class, at most `limit` (a
+/// fraction). Not measured without a model call.
+pub fn judge_error_rate(summary: &ClassroomSummary, limit: f64) -> ClassroomCheck {
+    check(ClassroomKey::ErrorRate, limit, error_rate(summary))
 }
 
 #[cfg(test)]

@@ -1,0 +1,428 @@
+//! The twin's side of a search, in virtual time (the classroom joined to
+//! the twin in process on a paused clock, as `plan` runs its cells): before
+//! the server is touched, the same search against the twin of the profile
+//! the user names, bounded over `1..=max` (it has no guess), which gives
+//! each tier's predicted answer and, for each size it tried, how long the
+//! load took to reach its plateau; after the live search, the live steps
+//! again on the twin (the same sizes at the same times), so that every
+//! step's measurement has the twin's figures beside it.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+
+use super::engine::{
+    finish_steps, run_steps, Recorded, SearchRun, ServerView, Settle, StepIo, Timing,
+};
+use super::search::Search;
+use super::search::SearchBounds;
+use super::settings::CapacitySettings;
+use super::settle::time_to_plateau;
+use super::window::{measure, Records, StepWindow};
+use crate::classroom::{run_continuous_class, ClassSize, ClassroomConfig, LiveStatus, MemorySink};
+use crate::virtual_time::{on_paused_runtime, SAMPLE_INTERVAL};
+use codendum_core::clock::Clock;
+use codendum_core::error::Error;
+use codendum_core::openai::Transport;
+use codendum_core::profile::fleet::FleetSpec;
+use codendum_core::profile::Profile;
+use codendum_core::prom::TimelineSample;
+use codendum_core::results::capacity::{CapacityStep, Censoring, PredictedTier};
+use codendum_core::results::ClassroomSummary;
+use codendum_core::targets::Tier;
+use codendum_twin::fleet::{FleetSampler, FleetTransport};
+use codendum_twin::inproc::{InProcTransport, StatsSampler};
+use codendum_twin::persona::AgentPersona;
+use codendum_twin::TwinOptions;
+
+/// How long the twin watches each change of its own search, simulated
+/// seconds: the time to plateau is read within it, and it bounds the
+/// settling of a live step.
+pub const WATCH_S: f64 = 480.0;
+
+/// What the twin predicts with.
+#[derive(Debug, Clone)]
+pub struct TwinClass<'a> {
+    /// The profile the twin runs (a `[fleet]` of several replicas runs as
+    /// a fleet behind its router).
+    pub profile: &'a Profile,
+    /// The students (their model and context limit are the profile's).
+    pub class: &'a ClassroomConfig,
+    /// The tiers.
+    pub tiers: &'a [Tier],
+}
+
+/// The twin's own search.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Predicted {
+    /// Each tier's predicted answer, in the tiers' order.
+    pub answers: Vec<PredictedTier>,
+    /// Its steps.
+    pub steps: Vec<CapacityStep>,
+    /// Each size it tried and its seconds to plateau.
+    pub plateaus: Vec<(u32, f64)>,
+    /// Real seconds it took.
+    pub wall_s: f64,
+}
+
+/// The twin in process: one engine or a fleet, and its sampler.
+enum Twin {
+    One(Arc<InProcTransport>, StatsSampler),
+    Fleet(Arc<FleetTransport>, FleetSampler),
+}
+
+impl Twin {
+    fn start(profile: &Profile, seed: u64, clock: &Clock, timeout: Duration) -> Twin {
+        let mut opts = TwinOptions::new(profile.clone());
+        opts.clock = clock.clone();
+        opts.responder = Arc::new(AgentPersona::new(seed));
+        opts.seed = seed;
+        if profile.fleet.replicas > 1 {
+            let spec = FleetSpec {
+                replicas: profile.fleet.replicas,
+                router: profile.fleet.router,
+            };
+            let fleet = Arc::new(FleetTransport::start(opts, spec).with_timeout(Some(timeout)));
+            let sampler = FleetSampler::spawn(Arc::clone(&fleet), SAMPLE_INTERVAL);
+            Twin::Fleet(fleet, sampler)
+        } else {
+            let one = Arc::new(InProcTransport::start(opts).with_timeout(Some(timeout)));
+            let sampler = StatsSampler::spawn(Arc::clone(&one), SAMPLE_INTERVAL);
+            Twin::One(one, sampler)
+        }
+    }
+
+    fn transport(&self) -> Arc<dyn Transport> {
+        match self {
+            Twin::One(t, _) => t.clone(),
+            Twin::Fleet(f, _) => f.clone(),
+        }
+    }
+
+    fn so_far(&self) -> Vec<TimelineSample> {
+        match self {
+            Twin::One(_, s) => s.so_far(),
+            Twin::Fleet(_, s) => s.fleet_so_far(),
+        }
+    }
+
+    fn stop(self) -> Vec<TimelineSample> {
+        match self {
+            Twin::One(t, s) => {
+                let line = s.finish();
+                t.stop();
+                line
+            }
+            Twin::Fleet(f, s) => {
+                let line = s.finish().fleet;
+                f.stop();
+                line
+            }
+        }
+    }
+}
+
+impl ServerView for Twin {
+    async fn window(&self, _t0: f64, _t1: f64) -> Vec<TimelineSample> {
+        self.so_far()
+    }
+}
+
+/// The class against the twin, on the current (paused) runtime: the
+/// twin, the class's records and status, its control, and the class's
+/// task.
+struct Running {
+    twin: Twin,
+    sink: Arc<MemorySink>,
+    status: Arc<LiveStatus>,
+    control: watch::Sender<ClassSize>,
+    class: tokio::task::JoinHandle<Result<crate::classroom::ClassroomOutcome, Error>>,
+    clock: Clock,
+    origin: f64,
+}
+
+fn start(input: &TwinClass<'_>, timing: &Timing) -> Running {
+    let clock = Clock::scaled(1.0);
+    let mut class = input.class.clone();
+    class.model = input.profile.server.served_model_name.clone();
+    class.context_limit = Some(u64::from(input.profile.server.max_model_len));
+    let twin = Twin::start(
+        input.profile,
+        class.seed,
+        &clock,
+        Duration::from_secs_f64(timing.drain_cap_s.max(1.0)),
+    );
+    let sink = Arc::new(MemorySink::default());
+    let status = Arc::new(LiveStatus::new(clock.clone()));
+    let (control, rx) = watch::channel(ClassSize {
+        students: 0,
+        join_over_s: timing.join_over_s,
+    });
+    let origin = clock.now_secs();
+    let task = {
+        let (transport, clock) = (twin.transport(), clock.clone());
+        let (sink, status) = (sink.clone(), status.clone());
+        tokio::spawn(async move {
+            let sink: Arc<dyn crate::classroom::RecordSink> = sink;
+            run_continuous_class(&class, transport, clock, (sink, status), rx, None).await
+        })
+    };
+    Running {
+        twin,
+        sink,
+        status,
+        control,
+        class: task,
+        clock,
+        origin,
+    }
+}
+
+impl Running {
+    /// Ends the class (the calls in flight finish) and the twin; the
+    /// twin's timeline.
+    async fn end(self) -> Result<Vec<TimelineSample>, Error> {
+        drop(self.control);
+        self.class
+            .await
+            .map_err(|_| Error::Failed("the simulated class stopped unexpectedly".into()))??;
+        Ok(self.twin.stop())
+    }
+}
+
+/// A search against the twin of `input.profile` in virtual time, as it
+/// ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TwinRun {
+    /// Its steps.
+    pub run: SearchRun,
+    /// The search as it ended.
+    pub search: Search,
+    /// Each size it tried and its seconds to plateau.
+    pub plateaus: Vec<(u32, f64)>,
+    /// Real seconds it took.
+    pub wall_s: f64,
+}
+
+/// Runs `search` against the twin of `input.profile` in virtual time: the
+/// steps of [`run_steps`], their figures taken again once the class is
+/// over, and each step's time to plateau.
+pub fn search_on_twin(
+    input: &TwinClass<'_>,
+    mut search: Search,
+    timing: &Timing,
+) -> Result<TwinRun, Error> {
+    let began = Instant::now();
+    let (run, search, timeline, origin) = on_paused_runtime(async {
+        let running = start(input, timing);
+        let (_keep, stop) = watch::channel(false);
+        let view = Recorded {
+            sink: running.sink.as_ref(),
+            status: running.status.as_ref(),
+        };
+        let io = StepIo {
+            control: &running.control,
+            class: &view,
+            server: &running.twin,
+            clock: &running.clock,
+            origin: running.origin,
+            stop,
+            on_event: &|_| {},
+        };
+        let mut run = run_steps(&mut search, input.tiers, timing, io).await;
+        let origin = running.origin;
+        let (sink, status) = (running.sink.clone(), running.status.clone());
+        let timeline = running.end().await?;
+        let (calls, tasks) = (sink.requests(), sink.tasks());
+        let records = Records {
+            calls: &calls,
+            tasks: &tasks,
+            running: &status.running_tasks(),
+            open_calls: &[],
+        };
+        finish_steps(&mut run.steps, input.tiers, records, (&timeline, origin));
+        Ok((run, search, timeline, origin))
+    })?;
+    let plateaus = run
+        .steps
+        .iter()
+        .filter_map(|s| {
+            let t = time_to_plateau(&timeline, origin + s.changed_s, origin + s.window_end_s)?;
+            Some((s.users, t))
+        })
+        .collect();
+    Ok(TwinRun {
+        run,
+        search,
+        plateaus,
+        wall_s: began.elapsed().as_secs_f64(),
+    })
+}
+
+/// The twin's own search: bounded over `1..=max_users`, each change
+/// watched for [`WATCH_S`] before the step's window of `timing.hold_s`.
+pub fn predict(input: &TwinClass<'_>, max_users: u32, timing: &Timing) -> Result<Predicted, Error> {
+    let names: Vec<String> = input.tiers.iter().map(|t| t.name.clone()).collect();
+    let timing = Timing {
+        settle: Settle::Fixed(WATCH_S),
+        budget_s: None,
+        ..timing.clone()
+    };
+    let twin = search_on_twin(input, Search::bounded(&names, max_users), &timing)?;
+    let answers = twin
+        .search
+        .tiers()
+        .iter()
+        .map(|t| PredictedTier {
+            tier: t.name.clone(),
+            carries: t.bisection.answer(),
+            upper: t.bisection.upper(),
+        })
+        .collect();
+    Ok(Predicted {
+        answers,
+        steps: twin.run.steps,
+        plateaus: twin.plateaus,
+        wall_s: twin.wall_s,
+    })
+}
+
+/// The whole search of `settings` in virtual time against the twin of
+/// `server` (the server the search measures; the prediction is made with
+/// `settings.profile`, which may differ): what `codendum capacity` does
+/// against a live server, answered in seconds. The capacity suite's trial
+/// and the tests run it.
+#[derive(Debug, Clone)]
+pub struct TwinCapacity {
+    /// The twin's prediction with `settings.profile`.
+    pub predicted: Predicted,
+    /// The search's bounds.
+    pub bounds: SearchBounds,
+    /// Its timing.
+    pub timing: Timing,
+    /// The search against the twin of `server`.
+    pub twin: TwinRun,
+}
+
+/// Runs [`TwinCapacity`]; `request_timeout` bounds each call.
+pub fn capacity_on_twin(
+    settings: &CapacitySettings,
+    server: &Profile,
+    request_timeout: Duration,
+) -> Result<TwinCapacity, Error> {
+    let input = TwinClass {
+        profile: &settings.profile,
+        class: &settings.class,
+        tiers: &settings.tiers,
+    };
+    let predicted = predict(
+        &input,
+        settings.max_users,
+        &settings.timing(&[], request_timeout),
+    )?;
+    let bounds = settings.bounds(&predicted);
+    let timing = settings.timing(&predicted.plateaus, request_timeout);
+    let on_server = TwinClass {
+        profile: server,
+        ..input
+    };
+    let twin = search_on_twin(&on_server, settings.search(&predicted, bounds), &timing)?;
+    Ok(TwinCapacity {
+        predicted,
+        bounds,
+        timing,
+        twin,
+    })
+}
+
+/// One class of `users` students held at that size from its start against
+/// the twin of `input.profile` (settling `timing`'s settle, then its
+/// window), judged by every tier: a class size tried by hand.
+pub fn hold_on_twin(
+    input: &TwinClass<'_>,
+    users: u32,
+    timing: &Timing,
+) -> Result<CapacityStep, Error> {
+    let tiers: Vec<(String, u32)> = input
+        .tiers
+        .iter()
+        .map(|t| (t.name.clone(), users))
+        .collect();
+    let bounds = SearchBounds {
+        max_users: users,
+        resolution: 1,
+        confirm: false,
+    };
+    let once = Timing {
+        step_cap: 1,
+        budget_s: None,
+        ..timing.clone()
+    };
+    let twin = search_on_twin(input, Search::around(&tiers, bounds), &once)?;
+    twin.run
+        .steps
+        .into_iter()
+        .next()
+        .ok_or_else(|| Error::Failed(format!("the class of {users} students was not judged")))
+}
+
+/// The live steps again on the twin: the class set to each step's size at
+/// the time the live search set it, every window measured as the live one
+/// was. One entry per step.
+pub fn predict_steps(
+    input: &TwinClass<'_>,
+    steps: &[CapacityStep],
+    timing: &Timing,
+) -> Result<Vec<(ClassroomSummary, Censoring)>, Error> {
+    let Some(last) = steps.last() else {
+        return Ok(Vec::new());
+    };
+    let last_end = last.window_end_s;
+    on_paused_runtime(async {
+        let running = start(input, timing);
+        let at = |t: f64| Duration::from_secs_f64(running.origin + t);
+        for s in steps {
+            running.clock.sleep_until(at(s.changed_s)).await;
+            let _ = running.control.send(ClassSize {
+                students: s.users as usize,
+                join_over_s: timing.join_over_s,
+            });
+        }
+        running.clock.sleep_until(at(last_end)).await;
+        let drain_until = last_end + timing.drain_cap_s;
+        while running
+            .status
+            .open_call_starts_s()
+            .iter()
+            .any(|t| *t < last_end)
+            && running.clock.now_secs() - running.origin < drain_until
+        {
+            running.clock.sleep(Duration::from_secs(1)).await;
+        }
+        let open_calls = running.status.open_call_starts_s();
+        let open = running.status.running_tasks();
+        let (calls, tasks) = (running.sink.requests(), running.sink.tasks());
+        let timeline = running.twin.so_far();
+        let origin = running.origin;
+        let records = Records {
+            calls: &calls,
+            tasks: &tasks,
+            running: &open,
+            open_calls: &open_calls,
+        };
+        let figures = steps
+            .iter()
+            .map(|s| {
+                let window = StepWindow {
+                    start_s: s.window_start_s,
+                    end_s: s.window_end_s,
+                };
+                let m = measure(s.users, records, window, (&timeline, origin));
+                (m.summary, m.censoring)
+            })
+            .collect();
+        running.end().await?;
+        Ok(figures)
+    })
+}

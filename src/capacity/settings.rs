@@ -1,0 +1,192 @@
+//! What a search was asked to do, typed and resolved once by the command
+//! line (or a test, or the capacity suite), and what follows from it: the
+//! steps' timing, the search's bounds and the plan made from the twin's
+//! prediction (plain functions).
+
+use std::time::Duration;
+
+use super::engine::{Settle, Timing};
+use super::predict::{Predicted, WATCH_S};
+use super::search::{default_resolution, rehearse, Search, SearchBounds};
+use super::settle::AVERAGE_S;
+use crate::classroom::ClassroomConfig;
+use codendum_core::profile::Profile;
+use codendum_core::results::capacity::{CapacityStep, Prediction, StepKind};
+use codendum_core::targets::{Outcome, Tier};
+
+/// The search's window per step when none is given, seconds.
+pub const DEFAULT_HOLD: Duration = Duration::from_secs(180);
+/// The spread over which new students join, when none is given.
+pub const DEFAULT_JOIN_OVER: Duration = Duration::from_secs(30);
+/// The largest class considered when none is given, students.
+pub const DEFAULT_MAX_USERS: u32 = 200;
+
+/// Where a search's tiers came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TiersFrom {
+    /// The profile's `[targets.classroom]`.
+    Profile,
+    /// `--slo`.
+    Slo,
+    /// `--tiers`.
+    Tiers,
+}
+
+impl TiersFrom {
+    /// As `capacity.json` names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            TiersFrom::Profile => "profile",
+            TiersFrom::Slo => "--slo",
+            TiersFrom::Tiers => "--tiers",
+        }
+    }
+}
+
+/// What a search was asked to do besides the run settings.
+#[derive(Debug, Clone)]
+pub struct CapacitySettings {
+    /// The students (their model and context limit are set once the server
+    /// is known).
+    pub class: ClassroomConfig,
+    /// The tiers, each judged on every step.
+    pub tiers: Vec<Tier>,
+    /// Where they came from.
+    pub tiers_from: TiersFrom,
+    /// Targets of the profile left out of its tier, with why.
+    pub left_out: Vec<String>,
+    /// The profile the twin predicts with.
+    pub profile: Profile,
+    /// The largest class considered, students.
+    pub max_users: u32,
+    /// Each step's steady window.
+    pub hold: Duration,
+    /// New students join spread over this.
+    pub join_over: Duration,
+    /// Every step settles this long instead of the twin's time to plateau.
+    pub settle: Option<Duration>,
+    /// The widest gap left between a size met and one missed, students
+    /// (`None`: from the prediction).
+    pub resolution: Option<u32>,
+    /// The most server time the search may take.
+    pub budget: Option<Duration>,
+}
+
+impl CapacitySettings {
+    /// The timing of the live steps, with the twin's times to plateau.
+    pub fn timing(&self, plateaus: &[(u32, f64)], request_timeout: Duration) -> Timing {
+        let join = self.join_over.as_secs_f64();
+        Timing {
+            hold_s: self.hold.as_secs_f64(),
+            join_over_s: join,
+            settle: match self.settle {
+                Some(s) => Settle::Fixed(s.as_secs_f64()),
+                None => Settle::Predicted {
+                    plateaus: plateaus.to_vec(),
+                    floor_s: join + AVERAGE_S,
+                    ceiling_s: WATCH_S,
+                },
+            },
+            drain_cap_s: request_timeout.as_secs_f64(),
+            budget_s: self.budget.map(|b| b.as_secs_f64()),
+            step_cap: step_cap(self.max_users, self.tiers.len()),
+        }
+    }
+}
+
+/// The most steps a search takes: enough to bracket and bisect every
+/// tier over `1..=max_users`, and hold each answer twice.
+fn step_cap(max_users: u32, tiers: usize) -> usize {
+    let bisect = f64::from(max_users.max(2)).log2().ceil() as usize;
+    tiers * (2 * bisect + 2) + 4
+}
+
+impl CapacitySettings {
+    /// The search's bounds once the twin has answered: its resolution is
+    /// the one asked for, else one from the largest predicted answer.
+    pub fn bounds(&self, predicted: &Predicted) -> SearchBounds {
+        let largest = predicted
+            .answers
+            .iter()
+            .map(|a| a.carries)
+            .max()
+            .unwrap_or(1);
+        SearchBounds {
+            max_users: self.max_users,
+            resolution: self
+                .resolution
+                .unwrap_or_else(|| default_resolution(largest)),
+            confirm: true,
+        }
+    }
+
+    /// The search around the twin's answers.
+    pub fn search(&self, predicted: &Predicted, bounds: SearchBounds) -> Search {
+        let guesses: Vec<(String, u32)> = predicted
+            .answers
+            .iter()
+            .map(|a| (a.tier.clone(), a.carries))
+            .collect();
+        Search::around(&guesses, bounds)
+    }
+}
+
+/// The outcome at `n` students of a tier the twin answered `(carries,
+/// upper)`: met up to its answer, too close to call up to its upper end,
+/// missed beyond.
+fn as_predicted((carries, upper): (u32, u32), n: u32) -> Outcome {
+    if n <= carries {
+        Outcome::Met
+    } else if n <= upper {
+        Outcome::Indeterminate
+    } else {
+        Outcome::Missed
+    }
+}
+
+/// The server time of `steps`, seconds: each settles, holds and waits for
+/// its calls (`drain_s`, the twin's mean).
+fn server_time(steps: &[(u32, StepKind)], timing: &Timing, drain_s: f64) -> f64 {
+    steps
+        .iter()
+        .map(|(n, _)| timing.settle.for_users(*n) + timing.hold_s + drain_s)
+        .sum()
+}
+
+/// What the prediction plans: the live search's steps if the server is
+/// the twin, and their server time (and if it carries a fifth fewer).
+pub fn plan_prediction(predicted: &Predicted, search: &Search, timing: &Timing) -> Prediction {
+    let answered: Vec<(u32, u32)> = predicted
+        .answers
+        .iter()
+        .map(|a| (a.carries, a.upper))
+        .collect();
+    let cap = timing.step_cap;
+    let planned = rehearse(search.clone(), |i, n| as_predicted(answered[i], n), cap);
+    let fewer: Vec<(u32, u32)> = answered
+        .iter()
+        .map(|(c, u)| (c * 4 / 5, u * 4 / 5))
+        .collect();
+    let off = rehearse(search.clone(), |i, n| as_predicted(fewer[i], n), cap);
+    let drain_s = drain_of(&predicted.steps).unwrap_or(timing.hold_s / 10.0);
+    Prediction {
+        tiers: predicted.answers.clone(),
+        steps: predicted.plateaus.clone(),
+        planned: planned.iter().map(|(n, _)| *n).collect(),
+        server_time_s: server_time(&planned, timing, drain_s),
+        server_time_if_off_s: server_time(&off, timing, drain_s),
+        wall_s: predicted.wall_s,
+    }
+}
+
+/// The mean wait for a window's calls to finish over `steps`, seconds.
+pub fn drain_of(steps: &[CapacityStep]) -> Option<f64> {
+    codendum_core::stats::mean(steps.iter().map(|s| s.ended_s - s.window_end_s))
+}
+
+/// The mean server time of a step, seconds (a step's cost for what more
+/// steps would take).
+pub fn mean_step_s(steps: &[CapacityStep], timing: &Timing) -> f64 {
+    codendum_core::stats::mean(steps.iter().map(|s| s.ended_s - s.changed_s))
+        .unwrap_or(timing.hold_s * 1.5)
+}

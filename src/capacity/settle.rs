@@ -1,0 +1,128 @@
+//! How long a step settles before its window: the time the server's load
+//! takes to reach its plateau after the class changes size, read on the
+//! twin's timeline when it predicts (plain functions).
+//!
+//! The load is the requests at the server, running plus waiting. After a
+//! change, new students send their first (small) requests, or retired
+//! ones stop sending, and the queue of waiting requests grows or drains to
+//! its new level. The plateau is the load's mean over the second half of
+//! the stretch watched; the load has reached it at the first moment its
+//! trailing [`AVERAGE_S`]-second mean comes within [`tolerance`] of it.
+
+use codendum_core::prom::TimelineSample;
+
+/// The trailing mean's span, seconds.
+pub const AVERAGE_S: f64 = 30.0;
+
+/// How close to the plateau counts as on it: a tenth of it, at least one
+/// request.
+pub fn tolerance(plateau: f64) -> f64 {
+    (0.1 * plateau).max(1.0)
+}
+
+/// Requests at the server in a sample: running plus waiting.
+fn load(s: &TimelineSample) -> Option<f64> {
+    let snap = s.snapshot.as_ref()?;
+    Some(snap.running? + snap.waiting.unwrap_or(0.0))
+}
+
+/// Seconds from `from` (the change, on the timeline's clock) until the
+/// load's trailing mean first comes within [`tolerance`] of its plateau
+/// over `[from, to]`; `None` without enough samples (fewer than
+/// [`AVERAGE_S`] seconds of them, or none in the second half).
+pub fn time_to_plateau(timeline: &[TimelineSample], from: f64, to: f64) -> Option<f64> {
+    let points: Vec<(f64, f64)> = timeline
+        .iter()
+        .filter(|s| s.t >= from && s.t <= to)
+        .filter_map(|s| Some((s.t, load(s)?)))
+        .collect();
+    let mid = from + (to - from) / 2.0;
+    let second: Vec<f64> = points
+        .iter()
+        .filter(|(t, _)| *t >= mid)
+        .map(|(_, l)| *l)
+        .collect();
+    if second.is_empty() || to - from < 2.0 * AVERAGE_S {
+        return None;
+    }
+    let plateau = second.iter().sum::<f64>() / second.len() as f64;
+    let tol = tolerance(plateau);
+    for (i, (t, _)) in points.iter().enumerate() {
+        if *t < from + AVERAGE_S {
+            continue;
+        }
+        let trailing: Vec<f64> = points[..=i]
+            .iter()
+            .rev()
+            .take_while(|(u, _)| *u > t - AVERAGE_S)
+            .map(|(_, l)| *l)
+            .collect();
+        let mean = trailing.iter().sum::<f64>() / trailing.len() as f64;
+        if (mean - plateau).abs() <= tol {
+            return Some(t - from);
+        }
+    }
+    Some(to - from)
+}
+
+/// The settling of a step to `users` students: the twin's time to plateau
+/// at the predicted size nearest `users` (`plateaus`: size and seconds),
+/// at least `floor_s` (the join spread), at most `ceiling_s`, rounded up
+/// to 10 s. Without a prediction: `ceiling_s`.
+pub fn settle_for(users: u32, plateaus: &[(u32, f64)], floor_s: f64, ceiling_s: f64) -> f64 {
+    let nearest = plateaus
+        .iter()
+        .min_by_key(|(u, _)| u.abs_diff(users))
+        .map(|(_, s)| *s);
+    let s = nearest
+        .unwrap_or(ceiling_s)
+        .clamp(floor_s, ceiling_s.max(floor_s));
+    (s / 10.0).ceil() * 10.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use codendum_core::prom::ServerSnapshot;
+
+    fn sample(t: f64, running: f64, waiting: f64) -> TimelineSample {
+        TimelineSample {
+            utc: chrono::DateTime::UNIX_EPOCH,
+            t,
+            snapshot: Some(ServerSnapshot {
+                running: Some(running),
+                waiting: Some(waiting),
+                ..Default::default()
+            }),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn a_queue_that_grows_for_a_minute_settles_after_it() {
+        // 16 running from the start; the queue grows by one every 3 s for
+        // 60 s, then holds at 20.
+        let line: Vec<TimelineSample> = (0..400)
+            .map(|t| {
+                let t = f64::from(t);
+                sample(t, 16.0, (t / 3.0).min(20.0))
+            })
+            .collect();
+        let s = time_to_plateau(&line, 0.0, 399.0).expect("settles");
+        assert!((60.0..=80.0).contains(&s), "{s}");
+        // A steady load is on its plateau as soon as the mean is taken.
+        let flat: Vec<TimelineSample> = (0..200).map(|t| sample(f64::from(t), 8.0, 0.0)).collect();
+        assert_eq!(time_to_plateau(&flat, 0.0, 199.0), Some(AVERAGE_S));
+        assert!(time_to_plateau(&flat, 0.0, 40.0).is_none(), "too short");
+    }
+
+    #[test]
+    fn settling_takes_the_nearest_prediction_within_bounds() {
+        let p = [(10, 45.0), (40, 150.0), (80, 400.0)];
+        assert_eq!(settle_for(38, &p, 30.0, 300.0), 150.0);
+        assert_eq!(settle_for(12, &p, 60.0, 300.0), 60.0);
+        assert_eq!(settle_for(100, &p, 30.0, 300.0), 300.0);
+        assert_eq!(settle_for(10, &[(10, 41.0)], 30.0, 300.0), 50.0);
+        assert_eq!(settle_for(10, &[], 30.0, 300.0), 300.0);
+    }
+}

@@ -1,0 +1,240 @@
+//! What the search says to people: its plan, a line per step, the
+//! answers, and the table at the end (plain functions).
+
+use std::fmt::Write as _;
+
+use codendum_core::results::capacity::{
+    CapacityStep, PredictedTier, StepCheck, StepKind, TierAnswer, TierStep, STEP_FIGURES,
+};
+use codendum_core::results::metrics::class_metric;
+use codendum_core::targets::{ClassroomKey, Outcome, Tier};
+use codendum_report::format::show_with_unit;
+
+pub use codendum_report::capacity::{figure, range};
+
+/// A value of a target key with its unit.
+fn value(key: &str, v: Option<f64>) -> String {
+    match ClassroomKey::from_name(key) {
+        Some(k) => {
+            let m = k.metric();
+            show_with_unit(m.shown, m.unit, v)
+        }
+        None => v.map_or("–".into(), |v| v.to_string()),
+    }
+}
+
+/// A label of a target key: `TTFT P95`.
+fn label(key: &str) -> &'static str {
+    ClassroomKey::from_name(key).map_or("?", |k| k.label())
+}
+
+/// A tier's targets: `TTFT P95 ≤ 10.00 s, Output speed per user P50 ≥ 10.0 tok/s`.
+pub fn targets_text(tier: &Tier) -> String {
+    tier.targets
+        .limits()
+        .iter()
+        .map(|(k, limit)| {
+            format!(
+                "{} {} {}",
+                k.label(),
+                k.bound().sign(),
+                value(k.name(), Some(*limit))
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A check as people read it: `TTFT P95 12.4 s (target ≤ 10.00 s)`.
+pub fn check_text(c: &StepCheck) -> String {
+    format!(
+        "{} {} (target {} {})",
+        label(&c.key),
+        value(&c.key, c.measured),
+        c.bound.sign(),
+        value(&c.key, Some(c.limit))
+    )
+}
+
+/// The targets of a tier a step missed or could not call, as text.
+pub fn misses_text(t: &TierStep) -> String {
+    let part = |o: Outcome| {
+        t.checks
+            .iter()
+            .filter(|c| c.steers && c.outcome == o)
+            .map(check_text)
+            .collect::<Vec<_>>()
+    };
+    let (missed, unsure) = (part(Outcome::Missed), part(Outcome::Indeterminate));
+    let mut out = missed.join(", ");
+    if !unsure.is_empty() {
+        if !out.is_empty() {
+            out.push_str("; ");
+        }
+        let _ = write!(out, "too close to call: {}", unsure.join(", "));
+    }
+    out
+}
+
+/// A step's line: `step 3, 23 students: interactive met, relaxed met;
+/// TTFT P95 8.2 s, … (142 calls, 3 coding requests completed, 12 running)`.
+pub fn step_line(step: &CapacityStep) -> String {
+    let what = match step.kind {
+        StepKind::Probe => "",
+        StepKind::Confirm => " (held again)",
+    };
+    let tiers: Vec<String> = step
+        .tiers
+        .iter()
+        .map(|t| format!("{} {}", t.tier, t.outcome.word()))
+        .collect();
+    let m = &step.measured;
+    let mut line = format!(
+        "step {}, {} students{what}: {}; TTFT P95 {}, speed P50 {}, error rate {} ({} calls; {} coding requests completed, {} running at the window's end)",
+        step.index,
+        step.users,
+        tiers.join(", "),
+        figure("ttft_p95_s", m),
+        figure("output_speed_p50_tok_per_s", m),
+        figure("error_rate", m),
+        m.requests,
+        step.censoring.completed,
+        step.censoring.running,
+    );
+    let misses: Vec<String> = step
+        .tiers
+        .iter()
+        .filter(|t| t.outcome != Outcome::Met)
+        .map(|t| format!("{}: {}", t.tier, misses_text(t)))
+        .collect();
+    if !misses.is_empty() {
+        let _ = write!(line, "; {}", misses.join("; "));
+    }
+    line
+}
+
+/// The predicted answers: `interactive 24, relaxed 40`.
+pub fn predicted_text(answers: &[PredictedTier]) -> String {
+    answers
+        .iter()
+        .map(|a| format!("{} {}", a.tier, range(a.carries, a.upper, false)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `students carried: interactive 23, relaxed 40–42`.
+pub fn summary_line(answers: &[TierAnswer]) -> String {
+    let parts: Vec<String> = answers
+        .iter()
+        .map(|a| format!("{} {}", a.tier, range(a.carries, a.upper, a.at_least)))
+        .collect();
+    format!("students carried: {}", parts.join(", "))
+}
+
+/// Minutes for people: `27 min`, `1.5 min`.
+pub fn minutes(s: f64) -> String {
+    let m = s / 60.0;
+    if m < 10.0 {
+        format!("{m:.1} min")
+    } else {
+        format!("{m:.0} min")
+    }
+}
+
+/// The table at the end: one row per step, measured beside predicted.
+pub fn steps_table(steps: &[CapacityStep]) -> String {
+    let mut header: Vec<String> = vec!["step".into(), "tiers".into()];
+    header.extend(
+        STEP_FIGURES
+            .iter()
+            .filter_map(|k| class_metric(k))
+            .map(|m| m.label.to_string()),
+    );
+    let mut rows = vec![header];
+    for s in steps {
+        let tiers: String = s
+            .tiers
+            .iter()
+            .map(|t| match t.outcome {
+                Outcome::Met => '✓',
+                Outcome::Missed => '✗',
+                Outcome::Indeterminate => '?',
+            })
+            .collect();
+        let mut row = vec![s.index.to_string(), tiers];
+        row.extend(STEP_FIGURES.iter().map(|k| {
+            let measured = figure(k, &s.measured);
+            match &s.predicted {
+                Some(p) if *k != "students" => format!("{measured} ({})", figure(k, p)),
+                _ => measured,
+            }
+        }));
+        rows.push(row);
+    }
+    let mut out = aligned(&rows);
+    out.push_str("(the twin's figure for the same step in brackets; tiers: ✓ met, ✗ missed, ? too close to call)\n");
+    out
+}
+
+/// `rows` as text columns, each as wide as its widest cell (counted in
+/// characters) and two spaces apart.
+fn aligned(rows: &[Vec<String>]) -> String {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|cell| cell.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::new();
+        for (cell, width) in row.iter().zip(&widths) {
+            let pad = width - cell.chars().count();
+            line.push_str(cell);
+            line.extend(std::iter::repeat_n(' ', pad + 2));
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use codendum_core::targets::parse_tiers;
+
+    #[test]
+    fn targets_and_ranges_read_as_people_write_them() {
+        let t = parse_tiers("interactive:ttft_p95=10s,speed_p50=10,errors=1%").expect("tiers");
+        assert_eq!(
+            targets_text(&t[0]),
+            "TTFT P95 ≤ 10.0 s, Output speed per user P50 ≥ 10.0 tok/s, Error rate ≤ 1.0 %"
+        );
+        assert_eq!(range(24, 24, false), "24");
+        assert_eq!(range(40, 42, false), "40–42");
+        assert_eq!(range(200, 200, true), "≥ 200");
+        assert_eq!(minutes(1620.0), "27 min");
+        assert_eq!(minutes(90.0), "1.5 min");
+    }
+
+    #[test]
+    fn columns_are_as_wide_as_their_widest_cell_in_characters() {
+        let rows = vec![
+            vec![
+                "step".to_string(),
+                "Output speed per user P50".into(),
+                "x".into(),
+            ],
+            vec!["1".to_string(), "– min (– min)".into(), "✓✗".into()],
+        ];
+        let text = aligned(&rows);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "step  Output speed per user P50  x");
+        assert_eq!(lines[1], "1     – min (– min)              ✓✗");
+    }
+}
