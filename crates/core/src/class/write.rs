@@ -8,14 +8,21 @@ use super::dist::{Distribution, Shape};
 use super::{Class, CLASS_SCHEMA_VERSION};
 
 /// A number as TOML writes it: whole numbers with `.0`, others with up to
-/// four decimals.
+/// four decimals, and those too small or too large for that in exponent
+/// form (a value that rounds to a bare `3.` is written `3.0`).
 fn num(x: f64) -> String {
     if x.fract() == 0.0 && x.abs() < 1e15 {
         format!("{x:.1}")
+    } else if x.abs() < 1e-3 || x.abs() >= 1e15 {
+        format!("{x:e}")
     } else {
         let s = format!("{x:.4}");
         let s = s.trim_end_matches('0');
-        s.to_string()
+        if s.ends_with('.') {
+            format!("{s}0")
+        } else {
+            s.to_string()
+        }
     }
 }
 
@@ -179,4 +186,21 @@ pub fn to_toml(class: &Class) -> String {
         );
     }
     out
+}
+
+#[cfg(test)]
+mod number_tests {
+    use super::num;
+
+    #[test]
+    fn every_number_is_a_toml_float_that_reads_back_close() {
+        for x in [
+            0.0, 3.0, 2.5, 3.00001, 0.00001, 1.5e-7, 123.45678, 2.0e16, -0.25,
+        ] {
+            let text = format!("x = {}", num(x));
+            let v: toml::Value = toml::from_str(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            let back = v["x"].as_float().unwrap_or_else(|| panic!("{text}"));
+            assert!((back - x).abs() <= 1e-4 * x.abs().max(1.0), "{x} -> {text}");
+        }
+    }
 }
