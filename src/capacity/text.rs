@@ -76,8 +76,10 @@ pub fn misses_text(t: &TierStep) -> String {
     out
 }
 
-/// A step's line: `step 3, 23 students: interactive met, relaxed met;
-/// TTFT P95 8.2 s, … (142 calls, 3 coding requests completed, 12 running)`.
+/// A step's line, written when the step is judged (its calls still running
+/// can no longer change an outcome): `step 3, 23 students: interactive met,
+/// relaxed met; when judged (142 calls ended, …): TTFT P95 8.2 s, …`. The
+/// steps table, written once every call has ended, may differ.
 pub fn step_line(step: &CapacityStep) -> String {
     let what = match step.kind {
         StepKind::Probe => "",
@@ -90,16 +92,16 @@ pub fn step_line(step: &CapacityStep) -> String {
         .collect();
     let m = &step.measured;
     let mut line = format!(
-        "step {}, {} students{what}: {}; TTFT P95 {}, speed P50 {}, error rate {} ({} calls; {} coding requests completed, {} running at the window's end)",
+        "step {}, {} students{what}: {}; when judged ({} calls ended, {} coding requests completed, {} running at the window's end): TTFT P95 {}, speed P50 {}, error rate {}",
         step.index,
         step.users,
         tiers.join(", "),
-        figure("ttft_p95_s", m),
-        figure("output_speed_p50_tok_per_s", m),
-        figure("error_rate", m),
         m.requests,
         step.censoring.completed,
         step.censoring.running,
+        figure("ttft_p95_s", m),
+        figure("output_speed_p50_tok_per_s", m),
+        figure("error_rate", m),
     );
     let misses: Vec<String> = step
         .tiers
