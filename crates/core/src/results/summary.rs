@@ -13,7 +13,7 @@ use super::ResultsError;
 use crate::kinds::Endpoint;
 use crate::kinds::Provenance;
 
-pub use super::schema::{BENCH_KIND, BENCH_SCHEMA_VERSION};
+pub use super::schema::{BENCH_KIND, BENCH_SCHEMA_VERSION, BENCH_SCHEMA_VERSIONS};
 
 /// How prompts were sized to their target token counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -269,15 +269,15 @@ pub fn write_summary_json<W: Write>(
 /// Reads a bench `summary.json`, rejecting other kinds and schema versions
 /// newer than this build understands.
 pub fn read_summary_json<R: Read>(input: R) -> Result<BenchSummary, ResultsError> {
-    read_versioned_summary(input, BENCH_KIND, BENCH_SCHEMA_VERSION)
+    read_versioned_summary(input, BENCH_KIND, &BENCH_SCHEMA_VERSIONS)
 }
 
 /// Reads a `summary.json` of the given `kind`, rejecting other kinds and any
-/// `schema_version` but `version`.
+/// `schema_version` not in `versions`.
 pub(crate) fn read_versioned_summary<T: serde::de::DeserializeOwned, R: Read>(
     input: R,
     kind: &'static str,
-    version: u32,
+    versions: &[u32],
 ) -> Result<T, ResultsError> {
     let value: serde_json::Value =
         serde_json::from_reader(input).map_err(|e| ResultsError::BadJson {
@@ -285,7 +285,7 @@ pub(crate) fn read_versioned_summary<T: serde::de::DeserializeOwned, R: Read>(
             line: e.line(),
             reason: e.to_string(),
         })?;
-    super::schema::check_schema(&value, kind, &[version])?;
+    super::schema::check_schema(&value, kind, versions)?;
     serde_json::from_value(value).map_err(|e| ResultsError::BadJson {
         file: "summary.json",
         line: 0,

@@ -14,7 +14,7 @@
 
 use serde::Deserialize;
 
-use super::{check_value_kinds, Bound, KeyKind};
+use super::{check_value_kinds, Bound, KeyKind, Outcome};
 use crate::error::ConfigError;
 use crate::results::metrics::{class_metric, server_errors, Better, ClassMetric, Unit};
 use crate::results::ClassroomSummary;
@@ -198,23 +198,36 @@ pub struct ClassroomCheck {
     /// The measured figure, in the key's unit; `None` when the class did
     /// not measure it.
     pub measured: Option<f64>,
-    /// Whether the figure meets the limit (never when not measured).
+    /// The figure's 95 % interval, when it has one.
+    pub interval: Option<crate::stats::Interval>,
+    /// Whether the figure's value meets the limit (never when not
+    /// measured): the point judgement `plan`'s bisection steers on.
     pub passed: bool,
+    /// Met, missed or indeterminate, by the one rule ([`Bound::judge`]).
+    pub outcome: Outcome,
 }
 
-fn check(key: ClassroomKey, limit: f64, measured: Option<f64>) -> ClassroomCheck {
+fn check(
+    key: ClassroomKey,
+    limit: f64,
+    measured: Option<f64>,
+    summary: &ClassroomSummary,
+) -> ClassroomCheck {
+    let interval = measured.and_then(|_| key.metric().interval_of(summary));
     ClassroomCheck {
         key,
         limit,
         measured,
+        interval,
         passed: key.bound().is_met(measured, limit),
+        outcome: key.bound().judge(measured, interval, limit),
     }
 }
 
 /// `ttft_p95_s`: TTFT P95 over successful model calls (after retries),
 /// seconds, at most `limit_s`. Not measured without a successful call.
 pub fn judge_ttft_p95(summary: &ClassroomSummary, limit_s: f64) -> ClassroomCheck {
-    check(ClassroomKey::TtftP95, limit_s, summary.ttft_p95_s)
+    check(ClassroomKey::TtftP95, limit_s, summary.ttft_p95_s, summary)
 }
 
 /// `coding_request_p50_s`: wall time of completed coding requests (sent →
@@ -225,6 +238,7 @@ pub fn judge_coding_request_p50(summary: &ClassroomSummary, limit_s: f64) -> Cla
         ClassroomKey::CodingRequestP50,
         limit_s,
         summary.task_time_p50_s,
+        summary,
     )
 }
 
@@ -237,6 +251,7 @@ pub fn judge_server_output(summary: &ClassroomSummary, limit_tok_per_s: f64) -> 
         ClassroomKey::ServerOutput,
         limit_tok_per_s,
         summary.server.output_tokens_per_s,
+        summary,
     )
 }
 
@@ -247,6 +262,7 @@ pub fn judge_preemptions(summary: &ClassroomSummary, limit: u64) -> ClassroomChe
         ClassroomKey::Preemptions,
         limit as f64,
         summary.server.preemptions.map(|n| n as f64),
+        summary,
     )
 }
 
@@ -257,6 +273,7 @@ pub fn judge_server_errors(summary: &ClassroomSummary, limit: u64) -> ClassroomC
         ClassroomKey::ServerErrors,
         limit as f64,
         Some(server_errors(summary) as f64),
+        summary,
     )
 }
 
