@@ -209,6 +209,12 @@ pub struct RunArgs {
     /// exits 1 whatever this says.
     #[arg(long, default_value_t = codendum_core::results::verdict::DEFAULT_MAX_ERROR_RATE, value_name = "FRACTION")]
     pub max_error_rate: f64,
+    /// Exit 1 also when the run completed but its figures are not valid as a
+    /// capacity figure (the client fell behind, calls beyond the model's
+    /// context, a steady window too short to judge); the verdict says why
+    /// either way.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 /// Options for runs against the embedded twin.

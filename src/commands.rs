@@ -317,7 +317,29 @@ async fn bench(args: BenchArgs) -> Result<(), Error> {
         write_report: !args.run.no_report,
     };
     let outcome = codendum::app::bench::run(run).await?;
-    codendum::app::bench::check_outcome(&outcome)
+    codendum::app::bench::check_outcome(&outcome)?;
+    strict_check(
+        args.run.strict,
+        outcome.summary.verdict.as_ref(),
+        &outcome.folder,
+    )
+}
+
+/// `--strict`: a run whose figures are not valid as a capacity figure is
+/// the command's error (exit 1), naming why and where the results are.
+fn strict_check(
+    strict: bool,
+    verdict: Option<&codendum_core::results::Verdict>,
+    folder: &std::path::Path,
+) -> Result<(), Error> {
+    match verdict {
+        Some(v) if strict && v.strict_exit_code() != 0 => Err(Error::Failed(format!(
+            "not valid as a capacity figure (--strict): {}; results in {}",
+            v.not_valid.join("; "),
+            folder.display()
+        ))),
+        _ => Ok(()),
+    }
 }
 
 async fn classroom(args: ClassroomArgs) -> Result<(), Error> {
@@ -393,7 +415,12 @@ async fn classroom(args: ClassroomArgs) -> Result<(), Error> {
         write_report: !args.run.no_report,
     };
     let result = codendum::app::classroom::run(run).await?;
-    codendum::app::classroom::check_result(&result)
+    codendum::app::classroom::check_result(&result)?;
+    strict_check(
+        args.run.strict,
+        result.summary.verdict.as_ref(),
+        &result.folder,
+    )
 }
 
 fn report(args: ReportArgs) -> Result<(), Error> {
@@ -578,7 +605,12 @@ async fn replay(args: ReplayArgs) -> Result<(), Error> {
         write_report: !args.run.no_report,
     };
     let result = codendum::app::replay::run(run).await?;
-    codendum::app::replay::check_result(&result)
+    codendum::app::replay::check_result(&result)?;
+    strict_check(
+        args.run.strict,
+        result.summary.verdict.as_ref(),
+        &result.folder,
+    )
 }
 
 fn export_trace(args: ExportTraceArgs) -> Result<(), Error> {
@@ -625,7 +657,10 @@ fn calibrate_check(profile: &str, args: &crate::cli::CalibrateArgs) -> Result<()
         "{}",
         codendum::calibrate::check::check_text(&checks, tolerance)
     );
-    let beyond = checks.iter().filter(|c| !c.within).count();
+    let beyond = checks
+        .iter()
+        .filter(|c| c.outcome == codendum_core::targets::Outcome::Missed)
+        .count();
     if beyond > 0 {
         return Err(Error::Failed(format!(
             "{beyond} figures beyond {:.0} %: the profile does not predict these runs",

@@ -15,6 +15,7 @@ use codendum_core::clock::Clock;
 use codendum_core::error::Error;
 use codendum_core::profile::Profile;
 use codendum_core::prom::{window_stats, TimelineSample};
+use codendum_core::results::classroom_summary::{server_output_interval, ClassWindow};
 use codendum_twin::inproc::{InProcTransport, StatsSampler};
 use codendum_twin::persona::AgentPersona;
 use codendum_twin::TwinOptions;
@@ -204,6 +205,13 @@ pub fn figures(
     let pinned_share = share(&|(r, w)| *r >= seats && *w > 0.0);
     let blocked_share = share(&|(r, w)| *r < seats && *w > 0.0);
     let server_errors = codendum_core::results::metrics::server_errors(&summary);
+    let class_window = ClassWindow {
+        start_s: t0 - window.origin,
+        end_s: t1 - window.origin,
+    };
+    let output_interval =
+        tok_per_s.and_then(|_| server_output_interval(timeline, &[], window.origin, class_window));
+    summary.set_steady_window(class_window, output_interval);
     let preemptions = whole.preemptions.map(|p| p.round() as u64);
     summary.server = ServerFigures {
         peak_running: whole.peak_running,

@@ -6,13 +6,27 @@ use std::fmt::Write as _;
 
 use super::run::{JudgedCell, PlanResults, VariantVerdict};
 use super::search::{Probe, VariantSearch};
-use super::verdicts::{Bottleneck, Check, ClassroomTargets, TargetList, PERSISTENT};
+use super::verdicts::{Bottleneck, Check, ClassroomTargets, Outcome, TargetList, PERSISTENT};
 use codendum_report::format::{fixed, opt_fixed, opt_percent, xml_escape};
 
-/// A check as people read it: `ttft_p95_s 80.5 (target ≤ 75)`.
+/// A check as people read it: `ttft_p95_s 80.5 [72.4–90.1] (target ≤
+/// 75)`, the figure's 95 % interval in brackets when it has one, and
+/// `indeterminate` said when that interval straddles the target.
 pub fn check_text(c: &Check) -> String {
+    let interval = match c.interval.filter(|_| c.measured.is_some()) {
+        Some(i) => {
+            let b = |v: Option<f64>, open: &str| v.map_or(open.to_string(), |v| fixed(v, 1));
+            format!(" [{}–{}]", b(i.lo, "…"), b(i.hi, "…"))
+        }
+        None => String::new(),
+    };
+    let undecided = if c.outcome == Outcome::Indeterminate {
+        ", indeterminate"
+    } else {
+        ""
+    };
     format!(
-        "{} {} (target {} {})",
+        "{} {}{interval} (target {} {}{undecided})",
         c.key,
         opt_fixed(c.measured, 1),
         c.bound.sign(),
@@ -77,7 +91,20 @@ pub fn probe_line(variant: &str, cell: &JudgedCell, meets_ceilings: bool) -> Str
     } else {
         format!("misses {}", missed_text(cell))
     };
-    format!("{variant}: {}: {what}", students(users))
+    // Targets whose value is on the right side but whose interval
+    // straddles the limit: the class meets them by its figures, not surely.
+    let unsure: Vec<String> = cell
+        .checks
+        .iter()
+        .filter(|c| c.met && c.outcome == Outcome::Indeterminate)
+        .map(check_text)
+        .collect();
+    let unsure = if unsure.is_empty() {
+        String::new()
+    } else {
+        format!("; too close to call: {}", unsure.join(", "))
+    };
+    format!("{variant}: {}: {what}{unsure}", students(users))
 }
 
 /// The server figures behind a limit, judged on the first failure.

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use crate::kinds::TokenSource;
 use crate::results::{ErrorGroup, LevelEnd, LevelSummary, RequestRecord};
-use crate::stats::dependence::percentile_interval_in_order;
+use crate::stats::dependence::{percentile_interval_in_order, percentile_interval_in_rounds};
 use crate::stats::interval::batch_count;
 use crate::stats::{batch_means, mean, mean_interval, percentile, sorted_finite, wilson, Interval};
 
@@ -129,6 +129,9 @@ pub fn summarize_level(
             intervals.insert(key.to_string(), i);
         }
     };
+    // A closed-loop level's requests come in rounds of its N slots: its
+    // percentiles read their dependence between rounds.
+    let round = basis.closed_n.map_or(1, |n| n as usize);
     for (key, values, p) in [
         ("ttft_p50_s", &ttft_in_order, 50.0),
         ("ttft_p95_s", &ttft_in_order, 95.0),
@@ -136,7 +139,7 @@ pub fn summarize_level(
         ("e2e_p50_s", &e2e_in_order, 50.0),
         ("e2e_p95_s", &e2e_in_order, 95.0),
     ] {
-        put(key, percentile_interval_in_order(values, p));
+        put(key, percentile_interval_in_rounds(values, p, round));
     }
     put("ttft_mean_s", mean_interval(&ttft_in_order));
     put("e2e_mean_s", mean_interval(&e2e_in_order));

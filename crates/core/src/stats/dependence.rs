@@ -26,17 +26,28 @@
 //! and repeated runs are the answer;
 //! `docs/validation.md` measures where the intervals hold and where not.
 
-use super::interval::{batch_count, percentile_interval, Interval, CONFIDENCE};
+use super::interval::{batch_count, percentile_interval, Interval, CONFIDENCE, MIN_BATCHES};
 use super::quantiles::{normal_quantile, t_quantile};
 use super::{percentile, sorted_finite};
 
 /// The variance inflation `τ` of the indicator "at or below the `p`-th
 /// percentile" over `values_in_order` (time order), and the batches it was
-/// estimated from: `(τ, b)`, `τ ≥ 1`. `None` with fewer than 8 values, or
-/// when every value lies on one side (nothing to estimate).
-pub fn variance_inflation(values_in_order: &[f64], p: f64) -> Option<(f64, usize)> {
+/// estimated from: `(τ, b)`, `τ ≥ 1`. Each batch holds at least `round`
+/// consecutive values (a closed-loop level's N: a round of the N slots, so
+/// the pattern every round repeats, the first requests of a burst answered
+/// first, is not taken for noise). `None` with fewer than
+/// [`MIN_BATCHES`] batches, or when every value lies on one side (nothing
+/// to estimate).
+pub fn variance_inflation(values_in_order: &[f64], p: f64, round: usize) -> Option<(f64, usize)> {
     let n = values_in_order.len();
-    let b = batch_count(n)?;
+    // Whole rounds a batch: the batch length of about √n batches, rounded
+    // up to a multiple of the round.
+    let round = round.max(1);
+    let per = (n / batch_count(n)?).div_ceil(round) * round;
+    let b = n / per;
+    if b < MIN_BATCHES {
+        return None;
+    }
     let sorted = sorted_finite(values_in_order.iter().copied());
     let at = percentile(&sorted, p)?;
     let below: Vec<f64> = values_in_order
@@ -48,7 +59,6 @@ pub fn variance_inflation(values_in_order: &[f64], p: f64) -> Option<(f64, usize
     if spread <= 0.0 {
         return None;
     }
-    let per = n / b;
     let means: Vec<f64> = (0..b)
         .map(|i| below[i * per..(i + 1) * per].iter().sum::<f64>() / per as f64)
         .collect();
@@ -60,8 +70,8 @@ pub fn variance_inflation(values_in_order: &[f64], p: f64) -> Option<(f64, usize
 /// How far a dependent series' percentile interval reaches beyond the
 /// independent one: `max(1, √τ · t(b − 1)/z)` (see the module
 /// documentation); 1 when `τ` cannot be estimated.
-pub fn stretch(values_in_order: &[f64], p: f64) -> f64 {
-    let Some((tau, b)) = variance_inflation(values_in_order, p) else {
+pub fn stretch(values_in_order: &[f64], p: f64, round: usize) -> f64 {
+    let Some((tau, b)) = variance_inflation(values_in_order, p, round) else {
         return 1.0;
     };
     if tau <= 1.0 {
@@ -79,6 +89,17 @@ pub fn stretch(values_in_order: &[f64], p: f64) -> f64 {
 /// is never below the smallest value, an upper never above the largest
 /// (the data give no support beyond them). `None` without values.
 pub fn percentile_interval_in_order(values_in_order: &[f64], p: f64) -> Option<Interval> {
+    percentile_interval_in_rounds(values_in_order, p, 1)
+}
+
+/// [`percentile_interval_in_order`] for values that come in rounds of
+/// `round` (a closed-loop level with `round` requests in flight): the
+/// dependence is read between rounds, not within one.
+pub fn percentile_interval_in_rounds(
+    values_in_order: &[f64],
+    p: f64,
+    round: usize,
+) -> Option<Interval> {
     let finite: Vec<f64> = values_in_order
         .iter()
         .copied()
@@ -86,7 +107,7 @@ pub fn percentile_interval_in_order(values_in_order: &[f64], p: f64) -> Option<I
         .collect();
     let sorted = sorted_finite(finite.iter().copied());
     let plain = percentile_interval(&sorted, p)?;
-    let k = stretch(&finite, p);
+    let k = stretch(&finite, p, round);
     let estimate = percentile(&sorted, p)?;
     let (min, max) = (*sorted.first()?, *sorted.last()?);
     Some(Interval {
@@ -103,10 +124,16 @@ mod tests {
     fn independent_values_keep_the_exact_interval() {
         // A scrambled ramp (no runs): τ near 1, the interval the exact one.
         let v: Vec<f64> = (0..400u64).map(|i| ((i * 7919) % 400) as f64).collect();
-        let (tau, b) = variance_inflation(&v, 50.0).expect("enough values");
+        let (tau, b) = variance_inflation(&v, 50.0, 1).expect("enough values");
         assert!(tau < 2.0 && b == 20, "{tau} {b}");
-        assert!(variance_inflation(&v[..5], 50.0).is_none());
-        assert_eq!(stretch(&v[..5], 50.0), 1.0);
+        assert!(variance_inflation(&v[..15], 50.0, 1).is_none());
+        assert_eq!(stretch(&v[..15], 50.0, 1), 1.0);
+        // Whole rounds a batch: rounds of 100 leave the fewest batches
+        // allowed, rounds of 101 too few.
+        assert_eq!(variance_inflation(&v, 50.0, 100).map(|x| x.1), Some(4));
+        assert!(variance_inflation(&v, 50.0, 101).is_none());
+        assert_eq!(variance_inflation(&v, 50.0, 20).map(|x| x.1), Some(20));
+        assert_eq!(variance_inflation(&v, 50.0, 25).map(|x| x.1), Some(16));
         let sorted = sorted_finite(v.iter().copied());
         let plain = percentile_interval(&sorted, 50.0).expect("values");
         let got = percentile_interval_in_order(&v, 50.0).expect("values");
@@ -117,12 +144,24 @@ mod tests {
     }
 
     #[test]
+    fn a_pattern_every_round_repeats_is_no_dependence() {
+        // Eight slots answered in order, round after round: within a round
+        // the values rise, between rounds nothing changes.
+        let v: Vec<f64> = (0..160u64).map(|i| (i % 8) as f64).collect();
+        assert!(
+            stretch(&v, 50.0, 1) > 1.0,
+            "read value by value it looks dependent"
+        );
+        assert_eq!(stretch(&v, 50.0, 8), 1.0, "read by rounds it is not");
+    }
+
+    #[test]
     fn long_runs_stretch_the_interval() {
         // Values in blocks of 40 alike: each block is nearly one draw.
         let v: Vec<f64> = (0..400u64)
             .map(|i| ((i / 40 * 7919) % 10) as f64 + (i % 40) as f64 * 1e-3)
             .collect();
-        let (tau, _) = variance_inflation(&v, 50.0).expect("enough values");
+        let (tau, _) = variance_inflation(&v, 50.0, 1).expect("enough values");
         assert!(tau > 5.0, "{tau}");
         let wide = percentile_interval_in_order(&v, 50.0).expect("values");
         let sorted = sorted_finite(v.iter().copied());

@@ -188,6 +188,10 @@ pub enum View {
     Compare,
     /// The table `bench` prints on stderr when it ends.
     Progress,
+    /// Its 95 % interval beside it in that stderr table (the figures
+    /// targets and SLOs name most; the table stays narrow enough for a
+    /// terminal).
+    ProgressInterval,
     /// The summary table of a class (its report and the table `classroom`
     /// prints on stderr).
     ClassSummary,

@@ -264,7 +264,7 @@ pub const LEVEL_METRICS: [LevelMetric; 48] = [
     })
     .with_interval(I::Wilson)
     .with_source(S::Requests)
-    .in_views(&[V::LevelTable, V::Compare, V::Progress])
+    .in_views(&[V::LevelTable, V::Compare, V::Progress, V::ProgressInterval])
     .sparse(),
     metric(
         "output_tok_per_s",
@@ -275,7 +275,13 @@ pub const LEVEL_METRICS: [LevelMetric; 48] = [
         |l| Some(l.output_tok_per_s),
     )
     .with_interval(I::BatchMeans)
-    .in_views(&[V::LevelTable, V::ThroughputTable, V::Compare, V::Progress]),
+    .in_views(&[
+        V::LevelTable,
+        V::ThroughputTable,
+        V::Compare,
+        V::Progress,
+        V::ProgressInterval,
+    ]),
     metric(
         "total_tok_per_s",
         "Total throughput",
@@ -306,7 +312,7 @@ pub const LEVEL_METRICS: [LevelMetric; 48] = [
         |l| l.ttft_p95_s,
     )
     .with_interval(I::OrderStatistics)
-    .in_views(TABLE_COMPARE_PROGRESS),
+    .in_views(&[V::LevelTable, V::Compare, V::Progress, V::ProgressInterval]),
     metric(
         "ttft_p99_s",
         "TTFT P99",

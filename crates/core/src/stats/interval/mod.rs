@@ -220,16 +220,22 @@ pub fn batch_means(batches: &[f64]) -> Option<(f64, Interval)> {
     Some((mean, Interval::closed(mean - half, mean + half)))
 }
 
+/// The fewest batches a batch-means interval is formed from: with fewer,
+/// the spread between batches says too little (Student's t at 2 degrees of
+/// freedom is already 4.3).
+pub const MIN_BATCHES: usize = 4;
+
 /// How many batches a window of `items` values is cut into for
-/// [`batch_means`]: about the square root of the count, between 2 and 20,
-/// and never fewer than 4 values a batch; `None` when there are fewer than
-/// 8 values (two batches of four).
+/// [`batch_means`]: about the square root of the count, between
+/// [`MIN_BATCHES`] and 20, and never fewer than 4 values a batch; `None`
+/// when there are fewer than 16 values (four batches of four).
 pub fn batch_count(items: usize) -> Option<usize> {
-    if items < 8 {
+    let most = items / 4;
+    if most < MIN_BATCHES {
         return None;
     }
     let root = (items as f64).sqrt().round() as usize;
-    Some(root.clamp(2, 20).min(items / 4))
+    Some(root.clamp(MIN_BATCHES, 20).min(most))
 }
 
 /// The interval of the mean of `values` taken in order (time order), by
@@ -252,7 +258,15 @@ pub fn mean_interval(values_in_order: &[f64]) -> Option<Interval> {
         })
         .collect();
     let all = values_in_order.iter().sum::<f64>() / values_in_order.len() as f64;
-    batch_means(&batches).map(|(centre, i)| i.shifted(all - centre))
+    let floor = values_in_order.iter().all(|v| *v >= 0.0).then_some(0.0);
+    batch_means(&batches).map(|(centre, i)| {
+        // The mean of values that are never negative is not either.
+        let i = i.shifted(all - centre);
+        Interval {
+            lo: i.lo.map(|lo| floor.map_or(lo, |f: f64| lo.max(f))),
+            hi: i.hi,
+        }
+    })
 }
 
 #[cfg(test)]

@@ -150,8 +150,8 @@ fn batch_means_cover_the_mean_of_independent_batches() {
     // t(0.975, 2) = 4.303; sd 1; half-width 4.303/√3.
     assert!((i.hi.unwrap_or(0.0) - (2.0 + 4.303 / 3f64.sqrt())).abs() < 1e-2);
     assert!(batch_means(&[1.0]).is_none());
-    assert_eq!(batch_count(7), None);
-    assert_eq!(batch_count(8), Some(2));
+    assert_eq!(batch_count(15), None);
+    assert_eq!(batch_count(16), Some(4));
     assert_eq!(batch_count(100), Some(10));
     assert_eq!(batch_count(10_000), Some(20));
     let mut rng = Rng(5);
