@@ -187,7 +187,12 @@ impl ProvenanceArgs {
 /// How a bench or classroom run starts and where it writes.
 #[derive(Debug, Args, Clone)]
 pub struct RunArgs {
-    /// Start even if the server has requests running or waiting.
+    /// Start even if /metrics shows requests running or waiting. When
+    /// /metrics cannot be read (usual from a workstation behind the lab's
+    /// proxy) the run goes on anyway, unchecked and without server figures,
+    /// saying how to get them (--metrics-url http://<gpu-host>:8000/metrics,
+    /// or a host recording passed with --server-timeline); this flag then
+    /// shortens that warning.
     #[arg(long)]
     pub allow_busy: bool,
     /// Do not ask for confirmation.

@@ -2,12 +2,14 @@
 
 use std::time::Duration;
 
-use codendum::app::bench::confirm_on_terminal;
 use codendum::app::signals::stop_on_signal;
 use codendum::connect::ConnectOptions;
 use codendum::connect::{BENCH_TIME_SCALE, CLASSROOM_TIME_SCALE};
+use codendum::events::Events;
 use codendum_core::error::{ConfigError, Error};
 use codendum_core::target::{Provenance, Target};
+
+use crate::terminal::{self, Terminal};
 
 use crate::cli::{
     BenchArgs, CaptureArgs, ClassroomArgs, Cli, Command, CompareArgs, EndpointArg, ExportTraceArgs,
@@ -15,20 +17,21 @@ use crate::cli::{
     TargetArgs, TraceFormatArg,
 };
 
-/// Runs one command.
+/// Runs one command, telling its events on the terminal.
 pub async fn run(cli: Cli) -> Result<(), Error> {
+    let events = Terminal::events();
     match cli.command {
-        Command::Metrics(args) => metrics(args).await,
-        Command::Serve(args) => serve(args).await,
-        Command::Bench(args) => bench(args).await,
-        Command::Classroom(args) => classroom(args).await,
+        Command::Metrics(args) => metrics(args, events).await,
+        Command::Serve(args) => serve(args, events).await,
+        Command::Bench(args) => bench(args, events).await,
+        Command::Classroom(args) => classroom(args, events).await,
         Command::Report(args) => report(args),
         Command::Compare(args) => compare(args),
-        Command::Plan(args) => plan(args).await,
-        Command::Calibrate(args) => calibrate(args),
-        Command::Capture(args) => capture(args).await,
-        Command::Replay(args) => replay(args).await,
-        Command::ExportTrace(args) => export_trace(args),
+        Command::Plan(args) => plan(args, events).await,
+        Command::Calibrate(args) => calibrate(args, &events),
+        Command::Capture(args) => capture(args, events).await,
+        Command::Replay(args) => replay(args, events).await,
+        Command::ExportTrace(args) => export_trace(args, &events),
     }
 }
 
@@ -43,7 +46,7 @@ fn positive_seconds(flag: &str, value: f64) -> Result<Duration, ConfigError> {
     }
 }
 
-async fn metrics(args: MetricsArgs) -> Result<(), Error> {
+async fn metrics(args: MetricsArgs, events: Events) -> Result<(), Error> {
     use codendum::app::metrics::{MetricsOptions, MetricsRun};
     let options = MetricsOptions {
         urls: metrics_urls(&args)?,
@@ -57,9 +60,10 @@ async fn metrics(args: MetricsArgs) -> Result<(), Error> {
     let run = MetricsRun {
         options,
         cacert: args.cacert.clone(),
-        stop: stop_on_signal(),
+        stop: stop_on_signal(events.clone()),
     };
-    codendum::app::metrics::run(run).await
+    let mut out = std::io::stdout();
+    codendum::app::metrics::run(run, &mut out, &events).await
 }
 
 /// `--metrics-url` (comma-separated), else the one next to `--base-url`.
@@ -81,7 +85,7 @@ fn metrics_urls(args: &MetricsArgs) -> Result<Vec<String>, Error> {
     }
 }
 
-async fn serve(args: ServeArgs) -> Result<(), Error> {
+async fn serve(args: ServeArgs, events: Events) -> Result<(), Error> {
     use codendum::app::serve::{ProxyLimits, ServeConfig};
     let profile = codendum_core::profile::Profile::load(&args.profile)?;
     let (fleet, note) = codendum::connect::resolve_fleet(
@@ -90,7 +94,7 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
         args.fleet.router.as_deref(),
     )?;
     if let Some(note) = note {
-        eprintln!("codendum: note: {note}");
+        events.note(note);
     }
     if !(args.time_scale.is_finite() && args.time_scale > 0.0) {
         return Err(ConfigError::invalid("--time-scale", "must be a positive number").into());
@@ -133,8 +137,9 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
         addr,
         seed: args.seed,
         faults,
-        stop: stop_on_signal(),
+        stop: stop_on_signal(events.clone()),
         fleet,
+        events,
     };
     codendum::app::serve::run(config).await
 }
@@ -149,7 +154,7 @@ fn prometheus(
         .transpose()
 }
 
-fn target(args: &TargetArgs) -> Result<Target, ConfigError> {
+fn target(args: &TargetArgs, events: &Events) -> Result<Target, ConfigError> {
     let t = Target::new(
         args.base_url.as_deref(),
         args.api_key.as_deref(),
@@ -160,10 +165,10 @@ fn target(args: &TargetArgs) -> Result<Target, ConfigError> {
     )?
     .with_router_metrics(args.router_metrics_url.as_deref())?;
     if t.sends_key_in_clear() {
-        eprintln!(
-            "codendum: warning: the API key goes in clear text over http:// to {}; use https://",
+        events.warn(format!(
+            "the API key goes in clear text over http:// to {}; use https://",
             t.display_url()
-        );
+        ));
     }
     Ok(t)
 }
@@ -259,9 +264,9 @@ fn open_loop(args: &BenchArgs) -> Result<Option<codendum::bench::config::OpenLoo
     }))
 }
 
-async fn bench(args: BenchArgs) -> Result<(), Error> {
+async fn bench(args: BenchArgs, events: Events) -> Result<(), Error> {
     use codendum::bench::{parse_concurrency, parse_shapes, BenchConfig};
-    let target = target(&args.target)?;
+    let target = target(&args.target, &events)?;
     let mut config = BenchConfig::new(target);
     config.provenance = provenance(&args.provenance);
     if let Some(levels) = &args.concurrency {
@@ -305,15 +310,15 @@ async fn bench(args: BenchArgs) -> Result<(), Error> {
         &args.provenance,
         &args.twin,
         &args.target,
-        args.run.seed,
-        BENCH_TIME_SCALE,
+        (args.run.seed, BENCH_TIME_SCALE),
+        &events,
     )?;
     let run = codendum::app::bench::BenchRun {
         config,
         connect,
-        confirm: &confirm_on_terminal,
-        stop: stop_on_signal(),
-        show_progress: true,
+        confirm: &terminal::confirm,
+        stop: stop_on_signal(events.clone()),
+        events,
         write_report: !args.run.no_report,
     };
     let outcome = codendum::app::bench::run(run).await?;
@@ -342,10 +347,9 @@ fn strict_check(
     }
 }
 
-async fn classroom(args: ClassroomArgs) -> Result<(), Error> {
+async fn classroom(args: ClassroomArgs, events: Events) -> Result<(), Error> {
     use codendum::classroom::{ClassroomConfig, PromptSet, Scenario};
-    use std::io::IsTerminal;
-    let target = target(&args.target)?;
+    let target = target(&args.target, &events)?;
     let mut config = ClassroomConfig::new(String::new(), args.context_limit);
     config.users = args.users as usize;
     config.scenario = match args.scenario {
@@ -387,8 +391,8 @@ async fn classroom(args: ClassroomArgs) -> Result<(), Error> {
         &args.provenance,
         &args.twin,
         &args.target,
-        args.run.seed,
-        CLASSROOM_TIME_SCALE,
+        (args.run.seed, CLASSROOM_TIME_SCALE),
+        &events,
     )?;
     let run = codendum::app::classroom::ClassroomRun {
         config,
@@ -409,9 +413,9 @@ async fn classroom(args: ClassroomArgs) -> Result<(), Error> {
             args.run.max_error_rate
         },
         yes: args.run.yes,
-        confirm: &confirm_on_terminal,
-        stop: stop_on_signal(),
-        show_progress: std::io::stderr().is_terminal(),
+        confirm: &terminal::confirm,
+        stop: stop_on_signal(events.clone()),
+        events,
         write_report: !args.run.no_report,
     };
     let result = codendum::app::classroom::run(run).await?;
@@ -428,7 +432,15 @@ fn report(args: ReportArgs) -> Result<(), Error> {
         folder: args.folder,
         server_timeline: args.server_timeline,
     };
-    codendum::app::report::report(&run).map(|_| ())
+    print_paths(&codendum::app::report::report(&run)?);
+    Ok(())
+}
+
+/// The files written, one a line on stdout (data for scripts).
+fn print_paths(paths: &[std::path::PathBuf]) {
+    for p in paths {
+        println!("{}", p.display());
+    }
 }
 
 fn compare(args: CompareArgs) -> Result<(), Error> {
@@ -441,7 +453,8 @@ fn compare(args: CompareArgs) -> Result<(), Error> {
         force: args.force,
         out,
     };
-    codendum::app::report::compare(&run).map(|_| ())
+    print_paths(&codendum::app::report::compare(&run)?);
+    Ok(())
 }
 
 fn number_list(flag: &str, raw: &str) -> Result<Vec<u32>, ConfigError> {
@@ -449,7 +462,7 @@ fn number_list(flag: &str, raw: &str) -> Result<Vec<u32>, ConfigError> {
 }
 
 /// `plan --rate`: each profile's highest rate within the SLO.
-fn plan_rate(args: &PlanArgs) -> Result<(), Error> {
+fn plan_rate(args: &PlanArgs, events: &Events) -> Result<(), Error> {
     if args.users.is_some() || args.max_users.is_some() {
         return Err(ConfigError::invalid(
             "--rate",
@@ -478,15 +491,15 @@ fn plan_rate(args: &PlanArgs) -> Result<(), Error> {
     };
     codendum::plan::rate::check(&plan)?;
     for answer in codendum::plan::rate::plan_rate(&plan)? {
-        eprintln!("{}: {}", answer.profile, answer.search.line());
+        events.line(format!("{}: {}", answer.profile, answer.search.line()));
         println!("{}", answer.folder.display());
     }
     Ok(())
 }
 
-async fn plan(args: PlanArgs) -> Result<(), Error> {
+async fn plan(args: PlanArgs, events: Events) -> Result<(), Error> {
     if args.rate {
-        return tokio::task::spawn_blocking(move || plan_rate(&args))
+        return tokio::task::spawn_blocking(move || plan_rate(&args, &events))
             .await
             .map_err(|e| Error::Failed(format!("the plan stopped: {e}")))?;
     }
@@ -528,7 +541,9 @@ async fn plan(args: PlanArgs) -> Result<(), Error> {
     if let Some(raw) = &args.router {
         config.routers = codendum::plan::fleet::parse_routers(raw)?;
     }
-    codendum::app::plan::run(config).await.map(|_| ())
+    let (_, folder) = codendum::app::plan::run(config, events).await?;
+    println!("{}", folder.join("plan.md").display());
+    Ok(())
 }
 
 /// How a run reaches its server or starts the twin: the twin's profile,
@@ -538,8 +553,8 @@ fn connect_options(
     provenance: &ProvenanceArgs,
     twin: &crate::cli::TwinArgs,
     target: &TargetArgs,
-    seed: u64,
-    default_scale: f64,
+    (seed, default_scale): (u64, f64),
+    events: &Events,
 ) -> Result<ConnectOptions, Error> {
     let mut connect = ConnectOptions::new(
         provenance.twin_profile().to_string(),
@@ -549,6 +564,7 @@ fn connect_options(
     connect.replicas = twin.fleet.replicas;
     connect.router = twin.fleet.router.clone();
     connect.prometheus = prometheus(target)?;
+    connect.events = events.clone();
     Ok(connect)
 }
 
@@ -563,7 +579,7 @@ fn block_size(value: u32) -> Result<u32, ConfigError> {
     }
 }
 
-async fn replay(args: ReplayArgs) -> Result<(), Error> {
+async fn replay(args: ReplayArgs, events: Events) -> Result<(), Error> {
     if !(args.speed.is_finite() && args.speed > 0.0 && args.speed <= 1.0e6) {
         return Err(ConfigError::invalid(
             "--speed",
@@ -575,13 +591,13 @@ async fn replay(args: ReplayArgs) -> Result<(), Error> {
         return Err(ConfigError::invalid("--sessions", "must be at least 1").into());
     }
     codendum_core::results::verdict::check_max_error_rate(args.run.max_error_rate)?;
-    let target = target(&args.target)?;
+    let target = target(&args.target, &events)?;
     let connect = connect_options(
         &args.provenance,
         &args.twin,
         &args.target,
-        args.run.seed,
-        CLASSROOM_TIME_SCALE,
+        (args.run.seed, CLASSROOM_TIME_SCALE),
+        &events,
     )?;
     let run = codendum::app::replay::ReplayRun {
         source: args.source.clone(),
@@ -600,9 +616,10 @@ async fn replay(args: ReplayArgs) -> Result<(), Error> {
         allow_busy: args.run.allow_busy,
         max_error_rate: args.run.max_error_rate,
         yes: args.run.yes,
-        confirm: &confirm_on_terminal,
-        stop: stop_on_signal(),
+        confirm: &terminal::confirm,
+        stop: stop_on_signal(events.clone()),
         write_report: !args.run.no_report,
+        events,
     };
     let result = codendum::app::replay::run(run).await?;
     codendum::app::replay::check_result(&result)?;
@@ -613,7 +630,7 @@ async fn replay(args: ReplayArgs) -> Result<(), Error> {
     )
 }
 
-fn export_trace(args: ExportTraceArgs) -> Result<(), Error> {
+fn export_trace(args: ExportTraceArgs, events: &Events) -> Result<(), Error> {
     use codendum::app::replay::TraceFormat;
     let format = match args.format {
         TraceFormatArg::Mooncake => TraceFormat::Mooncake,
@@ -624,26 +641,32 @@ fn export_trace(args: ExportTraceArgs) -> Result<(), Error> {
         block_size(args.block_size)?,
         format,
         &args.out,
+        &mut std::io::stdout(),
     )?;
     if args.out != std::path::Path::new("-") {
-        eprintln!("{calls} calls written to {}", args.out.display());
+        events.line(format!("{calls} calls written to {}", args.out.display()));
     }
     Ok(())
 }
 
-async fn capture(args: CaptureArgs) -> Result<(), Error> {
+async fn capture(args: CaptureArgs, events: Events) -> Result<(), Error> {
     let mut config =
         codendum::capture::CaptureConfig::new(&args.upstream, &args.listen, args.out.clone())?;
     config.cacert = args.cacert.clone();
     config.keep_text = !args.no_text;
-    codendum::app::capture::run(config, stop_on_signal())
+    config.events = events.clone();
+    codendum::app::capture::run(config, stop_on_signal(events))
         .await
         .map(|_| ())
 }
 
 /// `calibrate --check PROFILE RUN_DIR…`: the backtest table on stderr,
 /// exit 1 when a figure is beyond the tolerance.
-fn calibrate_check(profile: &str, args: &crate::cli::CalibrateArgs) -> Result<(), Error> {
+fn calibrate_check(
+    profile: &str,
+    args: &crate::cli::CalibrateArgs,
+    events: &Events,
+) -> Result<(), Error> {
     if !(args.tolerance.is_finite() && args.tolerance > 0.0) {
         return Err(ConfigError::invalid("--tolerance", "must be a positive percent").into());
     }
@@ -653,10 +676,7 @@ fn calibrate_check(profile: &str, args: &crate::cli::CalibrateArgs) -> Result<()
     })?;
     let tolerance = args.tolerance / 100.0;
     let checks = codendum::calibrate::check::check_runs(&profile, &args.runs, tolerance)?;
-    eprint!(
-        "{}",
-        codendum::calibrate::check::check_text(&checks, tolerance)
-    );
+    events.table(codendum::calibrate::check::check_text(&checks, tolerance));
     let beyond = checks
         .iter()
         .filter(|c| c.outcome == codendum_core::targets::Outcome::Missed)
@@ -670,10 +690,10 @@ fn calibrate_check(profile: &str, args: &crate::cli::CalibrateArgs) -> Result<()
     Ok(())
 }
 
-fn calibrate(args: crate::cli::CalibrateArgs) -> Result<(), Error> {
+fn calibrate(args: crate::cli::CalibrateArgs, events: &Events) -> Result<(), Error> {
     use codendum::calibrate::{CalibrateOptions, FactOverrides, FitOptions};
     if let Some(profile) = args.check.clone() {
-        return calibrate_check(&profile, &args);
+        return calibrate_check(&profile, &args, events);
     }
     if !(args.memory_bandwidth_gb_s.is_finite() && args.memory_bandwidth_gb_s > 0.0) {
         return Err(
@@ -707,9 +727,9 @@ fn calibrate(args: crate::cli::CalibrateArgs) -> Result<(), Error> {
         targets_from,
     };
     let (calibration, written) = codendum::app::calibrate::run(&options, args.out.as_deref())?;
-    eprint!("{}", codendum::calibrate::write::summary_text(&calibration));
-    eprintln!("Profile:  {}", written.profile.display());
-    eprintln!("Hardware: {}", written.hardware.display());
-    eprintln!("Fit:      {}", written.report.display());
+    events.table(codendum::calibrate::write::summary_text(&calibration));
+    events.line(format!("Profile:  {}", written.profile.display()));
+    events.line(format!("Hardware: {}", written.hardware.display()));
+    events.line(format!("Fit:      {}", written.report.display()));
     Ok(())
 }

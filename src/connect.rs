@@ -48,6 +48,8 @@ pub struct ConnectOptions {
     /// `--prometheus-url`: read the server figures through this Prometheus
     /// instead of scraping `/metrics` (a live fleet only).
     pub prometheus: Option<crate::scrape::PrometheusOptions>,
+    /// Where a note about the twin's fleet is told.
+    pub events: crate::events::Events,
 }
 
 impl ConnectOptions {
@@ -62,6 +64,7 @@ impl ConnectOptions {
             replicas: None,
             router: None,
             prometheus: None,
+            events: crate::events::Events::silent(),
         }
     }
 }
@@ -153,7 +156,7 @@ impl Connection {
         let profile = Profile::load(&opts.profile)?;
         let (spec, note) = resolve_fleet(&profile, opts.replicas, opts.router.as_deref())?;
         if let Some(note) = note {
-            eprintln!("codendum: note: {note}");
+            opts.events.note(note);
         }
         if !(opts.time_scale.is_finite() && opts.time_scale > 0.0 && opts.time_scale <= 10_000.0) {
             return Err(codendum_core::error::ConfigError::invalid(

@@ -31,6 +31,7 @@ pub mod capture;
 pub mod classroom;
 pub mod client;
 pub mod connect;
+pub mod events;
 pub mod plan;
 pub mod replay;
 pub mod scrape;

@@ -3,6 +3,7 @@
 
 mod cli;
 mod commands;
+mod terminal;
 
 use clap::error::ErrorKind;
 use clap::Parser;
@@ -10,7 +11,7 @@ use clap::Parser;
 fn main() {
     // .env fills in what neither the flags nor the environment set.
     if let Err(e) = load_dotenv() {
-        eprintln!("codendum: {e}");
+        terminal::error(e);
         std::process::exit(2);
     }
     let cli = match cli::Cli::try_parse() {
@@ -23,7 +24,7 @@ fn main() {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("codendum: cannot start the async runtime: {e}");
+            terminal::error(format!("cannot start the async runtime: {e}"));
             std::process::exit(1);
         }
     };
@@ -32,7 +33,7 @@ fn main() {
     match result {
         Ok(()) => {}
         Err(e) => {
-            eprintln!("codendum: {e}");
+            terminal::error(&e);
             std::process::exit(e.exit_code());
         }
     }
@@ -75,7 +76,7 @@ fn usage_error(e: clap::Error) -> ! {
     ) {
         e.exit();
     }
-    eprintln!("codendum: {}", usage_line(&e.render().to_string()));
+    terminal::error(usage_line(&e.render().to_string()));
     std::process::exit(2);
 }
 

@@ -27,10 +27,12 @@ fn main() -> ExitCode {
         let own = std::env::current_dir()
             .expect("a working directory")
             .join("cache");
-        let suite = Arc::new(Suite::from_env(own));
+        let suite = Arc::new(Suite::from_env(own).with_events(capacity_support::reporter()));
         return libtest_mimic::run(&args, codendum_capacity::trials(&suite)).exit_code();
     }
-    let suite = Arc::new(Suite::from_env(capacity_support::cache_dir()));
+    let suite = Arc::new(
+        Suite::from_env(capacity_support::cache_dir()).with_events(capacity_support::reporter()),
+    );
     let mut trials = codendum_capacity::trials(&suite);
     trials.extend(selftests());
     libtest_mimic::run(&args, trials).exit_code()

@@ -6,31 +6,14 @@ use tokio::sync::watch;
 
 use super::fleet_bench::BenchSampling;
 use super::seams::SampledMetrics;
-use crate::bench::{
-    preflight, resolve_model, run_bench, BenchConfig, BenchDeps, BenchOutcome, GuardVerdict,
-};
+use crate::bench::{preflight, resolve_model, run_bench, BenchConfig, BenchDeps, BenchOutcome};
 use crate::connect::{ConnectOptions, Connection};
+use crate::events::{Event, Events};
 use crate::server_match;
 use codendum_core::error::{Checked, Error};
 
 /// Asks the operator to go ahead with a plan; `false` refuses (exit 3).
 pub type Confirm = dyn Fn(&str) -> bool + Send + Sync;
-
-/// Asks on the terminal; without one, refuses.
-pub fn confirm_on_terminal(_plan: &str) -> bool {
-    use std::io::{BufRead, IsTerminal, Write};
-    if !std::io::stdin().is_terminal() {
-        eprintln!("codendum: no terminal to confirm on; pass --yes");
-        return false;
-    }
-    eprint!("Start? [y/N] ");
-    let _ = std::io::stderr().flush();
-    let mut line = String::new();
-    if std::io::stdin().lock().read_line(&mut line).is_err() {
-        return false;
-    }
-    matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes")
-}
 
 /// Everything `codendum bench` needs besides the benchmark's own config.
 pub struct BenchRun<'a> {
@@ -42,8 +25,8 @@ pub struct BenchRun<'a> {
     pub confirm: &'a Confirm,
     /// Becomes `true` on Ctrl-C / SIGTERM: stop starting requests.
     pub stop: watch::Receiver<bool>,
-    /// Progress bars and the final table on stderr.
-    pub show_progress: bool,
+    /// Where the run tells its progress, notes and results.
+    pub events: Events,
     /// Write `report.md` and `report.html` into the folder at the end.
     pub write_report: bool,
 }
@@ -59,14 +42,7 @@ pub async fn run(run: BenchRun<'_>) -> Result<BenchOutcome, Error> {
     conn.close().await;
     let outcome = result?;
     if run.write_report {
-        match codendum_report::files::write_report(&outcome.folder, None) {
-            Ok(paths) => {
-                for p in paths {
-                    eprintln!("Report: {}", p.display());
-                }
-            }
-            Err(e) => eprintln!("codendum: the report could not be written: {e}"),
-        }
+        super::report::write_report_at_end(&outcome.folder, &run.events);
     }
     if outcome.interrupted {
         return Err(Error::Interrupted(outcome.folder));
@@ -96,10 +72,10 @@ async fn run_connected(run: &BenchRun<'_>, conn: &Connection) -> Result<BenchOut
     let mut config = run.config.clone().into_inner();
     // Before any request through the base URL: the router's figures cover
     // every call of the command.
-    let router = super::router::watch(&config.target).await?;
+    let router = super::router::watch(&config.target, &run.events).await?;
     if conn.is_embedded() {
         // Nothing real is loaded: no busy guard and no confirmation.
-        eprintln!("Target: {}", conn.label);
+        run.events.emit(Event::Target(conn.label.clone()));
         if let Some(p) = &conn.profile {
             config.provenance.profile = Some(p.name.clone());
             config.stated_engine = Some(codendum_core::results::EngineSettings {
@@ -111,8 +87,13 @@ async fn run_connected(run: &BenchRun<'_>, conn: &Connection) -> Result<BenchOut
     }
     // Prometheus (a live fleet whose /metrics are out of reach) or the 1 s
     // sampler of every /metrics URL.
-    let sampling =
-        BenchSampling::start(run.connect.prometheus.as_ref(), &config.target, conn).await?;
+    let sampling = BenchSampling::start(
+        run.connect.prometheus.as_ref(),
+        &config.target,
+        conn,
+        &run.events,
+    )
+    .await?;
     let metrics = match (&conn.scraper, sampling.sampler()) {
         (Some(scraper), Some(sampler)) => Some(SampledMetrics::new(scraper, sampler)),
         _ => None,
@@ -123,14 +104,14 @@ async fn run_connected(run: &BenchRun<'_>, conn: &Connection) -> Result<BenchOut
     };
     let mut profile_check = None;
     if config.calibration.is_some() {
-        super::bench_calibration::plan_cells(&mut config, conn).await?;
+        super::bench_calibration::plan_cells(&mut config, conn, &run.events).await?;
     }
     if let Some(w) = conn
         .profile
         .as_ref()
         .and_then(|p| region_warning(&config, p))
     {
-        eprintln!("codendum: warning: {w}");
+        run.events.warn(w);
     }
     if !conn.is_embedded() {
         let model = resolve_model(&config, conn.client.as_ref()).await?;
@@ -143,15 +124,16 @@ async fn run_connected(run: &BenchRun<'_>, conn: &Connection) -> Result<BenchOut
                 config.provenance.profile.as_deref(),
                 &conn.client,
                 None,
-                &config.target
+                &config.target,
+                &run.events,
             ),
         );
         profile_check = check;
         let pre = pre?;
-        if let GuardVerdict::Allowed(msg) = &pre.guard {
-            eprintln!("codendum: {msg}");
+        if let Some(w) = pre.guard.warning() {
+            run.events.warn(w);
         }
-        eprintln!("{}", pre.plan);
+        run.events.emit(Event::Plan(pre.plan.clone()));
         if !config.yes && !(run.confirm)(&pre.plan) {
             return Err(Error::Refused(
                 "not confirmed: pass --yes to run without asking".into(),
@@ -164,11 +146,13 @@ async fn run_connected(run: &BenchRun<'_>, conn: &Connection) -> Result<BenchOut
         metrics: metrics_dyn,
         clock: conn.clock.clone(),
         stop: run.stop.clone(),
-        show_progress: run.show_progress,
+        events: run.events.clone(),
     };
     config.profile_check = profile_check;
     let mut outcome = run_bench(&config, deps).await;
-    sampling.finish(&mut outcome, &conn.clock).await?;
+    sampling
+        .finish(&mut outcome, &conn.clock, &run.events)
+        .await?;
     if let Ok(o) = outcome.as_mut() {
         let server_errors: u64 = o
             .summary
@@ -178,7 +162,7 @@ async fn run_connected(run: &BenchRun<'_>, conn: &Connection) -> Result<BenchOut
             .filter(|(kind, _)| super::router::is_server_error(kind))
             .map(|(_, g)| g.count)
             .sum();
-        o.summary.router = super::router::finish(router, server_errors).await;
+        o.summary.router = super::router::finish(router, server_errors, &run.events).await;
         if o.summary.router.is_some() {
             codendum_core::results::RunFolder::at(&o.folder).write_bench_summary(&o.summary)?;
         }

@@ -4,12 +4,17 @@
 use crate::bench::calibration::{calibration_plan, CalibrationInputs};
 use crate::bench::{plan_text, resolve_model, BenchConfig, ServerInfo, SpeedGuess};
 use crate::connect::Connection;
+use crate::events::{Event, Events};
 use codendum_core::error::Error;
 
 /// Fills `config.cells` (and the shapes they use) with the calibration
 /// workload; prints its notes, and for the embedded twin its plan (a live
 /// server's plan is printed by the preflight).
-pub async fn plan_cells(config: &mut BenchConfig, conn: &Connection) -> Result<(), Error> {
+pub async fn plan_cells(
+    config: &mut BenchConfig,
+    conn: &Connection,
+    events: &Events,
+) -> Result<(), Error> {
     let ladder = config.calibration.clone().unwrap_or_default();
     let model = resolve_model(config, conn.client.as_ref()).await?;
     let max_model_len = ServerInfo::max_model_len(conn.client.as_ref(), &model).await;
@@ -21,11 +26,15 @@ pub async fn plan_cells(config: &mut BenchConfig, conn: &Connection) -> Result<(
         output_tokens: config.output_tokens,
     });
     for note in &plan.notes {
-        eprintln!("codendum: calibration: {note}");
+        events.note(format!("calibration: {note}"));
     }
     config.set_cells(plan.cells);
     if conn.is_embedded() {
-        eprintln!("{}", plan_text(config, &model, Some(&speed_of(conn))));
+        events.emit(Event::Plan(plan_text(
+            config,
+            &model,
+            Some(&speed_of(conn)),
+        )));
     }
     Ok(())
 }

@@ -16,19 +16,20 @@ pub const STOP_GRACE: Duration = Duration::from_secs(5);
 pub async fn run(config: CaptureConfig, mut stop: watch::Receiver<bool>) -> Result<u64, Error> {
     let out = config.out.clone();
     let upstream = config.upstream.clone();
+    let events = config.events.clone();
     let handle = capture::start(config).await?;
-    eprintln!(
+    events.line(format!(
         "codendum capture: listening on {} (give OpenCode this base URL), forwarding to {}, writing {} (Ctrl-C stops)",
         handle.base_url(),
         strip_credentials(&upstream),
         out.display()
-    );
+    ));
     let _ = stop.wait_for(|s| *s).await;
     let calls = handle.shutdown(STOP_GRACE).await?;
-    eprintln!(
+    events.line(format!(
         "codendum capture: {calls} calls recorded in {}",
         out.display()
-    );
+    ));
     Ok(calls)
 }
 

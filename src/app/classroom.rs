@@ -17,6 +17,7 @@ use crate::classroom::{
     run_classroom_until, ClassroomConfig, ClassroomSummary, JsonlSink, LiveStatus, ServerFigures,
 };
 use crate::connect::{ConnectOptions, Connection};
+use crate::events::{Event, Events, Written};
 use crate::scrape::{Sampler, SamplerHandle, Scraper};
 use codendum_core::clock::Clock;
 use codendum_core::error::Error;
@@ -65,8 +66,8 @@ pub struct ClassroomRun<'a> {
     pub confirm: &'a Confirm,
     /// Becomes `true` on Ctrl-C / SIGTERM.
     pub stop: watch::Receiver<bool>,
-    /// The live status line on stderr (the final table is always printed).
-    pub show_progress: bool,
+    /// Where the class tells its status, notes and results.
+    pub events: Events,
     /// Write `report.md` / `report.html` at the end.
     pub write_report: bool,
 }
@@ -91,7 +92,7 @@ pub async fn run(run: ClassroomRun<'_>) -> Result<ClassroomResult, Error> {
     conn.close().await;
     let result = result?;
     if run.write_report {
-        super::report::write_report_at_end(&result.folder);
+        super::report::write_report_at_end(&result.folder, &run.events);
     }
     if result.summary.header.interrupted {
         return Err(Error::Interrupted(result.folder));
@@ -104,12 +105,12 @@ async fn run_connected(
     conn: &Connection,
 ) -> Result<ClassroomResult, Error> {
     let prometheus = match &run.connect.prometheus {
-        Some(p) => Some(open_prometheus(p, &run.target).await?),
+        Some(p) => Some(open_prometheus(p, &run.target, &run.events).await?),
         None => None,
     };
     // Before any request through the base URL: the router's figures cover
     // every call of the command.
-    let router = super::router::watch(&run.target).await?;
+    let router = super::router::watch(&run.target, &run.events).await?;
     let ready = super::classroom_prepare::prepare(run, conn).await?;
     let config = &ready.config;
     let clock = conn.clock.clone();
@@ -119,28 +120,31 @@ async fn run_connected(
     // and written as a flushed JSON line at once (`kill -9` loses nothing
     // finished).
     let sink = Arc::new(JsonlSink::in_folder(&folder)?);
-    let sampling = class_sampling(prometheus, conn, &folder, ready.metrics_reachable).await?;
+    let sampling = class_sampling(
+        prometheus,
+        conn,
+        &folder,
+        ready.metrics_reachable,
+        &run.events,
+    )
+    .await?;
     let status = Arc::new(LiveStatus::new(clock.clone()));
-    let status_task = run
-        .show_progress
-        .then(|| tokio::spawn(show_status(status.clone())));
+    let status_task = tokio::spawn(show_status(status.clone(), run.events.clone()));
 
     let origin = clock.now_secs();
     let stop = run.stop.clone();
     let outcome = run_until_stopped(config, conn, &clock, sink.clone(), status, stop).await;
-    if let Some(t) = status_task {
-        t.abort();
-        eprintln!();
-    }
+    status_task.abort();
+    run.events.emit(Event::StatusDone);
     sampling.mark_end().await;
     let span = clock.now_secs() - origin;
     let read = sampling
-        .finish(&clock, &folder, origin, origin + span)
+        .finish(&clock, &folder, (origin, origin + span), &run.events)
         .await;
     let (interrupted, mut summary, key_note) = match outcome {
         Some(Ok(o)) => (false, o.summary, o.key_note),
         Some(Err(Error::Io { context, source })) => {
-            eprintln!("codendum: {context}: {source}");
+            run.events.warn(format!("{context}: {source}"));
             (false, summary_from(config, &sink), None)
         }
         Some(Err(e)) => return Err(e),
@@ -162,11 +166,11 @@ async fn run_connected(
     let (figures_source, metrics_continuity) =
         fill_server_figures(run, config, &mut summary, &sink, (read, &name), window)?;
     let verdict = verdict.with_restarts(metrics_continuity.iter().flat_map(|m| m.restart_times()));
-    let router = super::router::finish_class(router, &summary.errors_by_kind).await;
+    let router = super::router::finish_class(router, &summary.errors_by_kind, &run.events).await;
     if let Some(p) = &conn.profile {
         let batch = summary.server.peak_running.map(|v| v.round() as u32);
         if let Some(w) = p.region_warning(summary.prompt_tokens_max, batch) {
-            eprintln!("codendum: warning: {w}");
+            run.events.warn(w);
         }
     }
     let server_version = if conn.is_embedded() {
@@ -202,23 +206,23 @@ async fn run_connected(
         metrics_continuity,
         router,
     };
-    write_summary(folder, run_summary)
+    write_summary(folder, run_summary, &run.events)
 }
 
 /// Writes `summary.json` and shows the final table.
-fn write_summary(
+pub(crate) fn write_summary(
     folder: RunFolder,
     run_summary: ClassroomRunSummary,
+    events: &Events,
 ) -> Result<ClassroomResult, Error> {
     folder.write_classroom_summary(&run_summary)?;
     let folder = folder.into_path();
-    // The final table is the human output of the run: always on stderr.
-    eprint!("{}", render_summary(&run_summary));
-    eprintln!("Results in {}", folder.display());
-    // A verdict that fails the run is the command's error, printed last
-    // by `main`; any other ends the output here.
+    events.table(render_summary(&run_summary));
+    events.written(Written::Results, &folder);
+    // A verdict that fails the run is the command's error, said last by
+    // the binary; any other ends the output here.
     if let Some(v) = run_summary.verdict.as_ref().filter(|v| v.exit_code() == 0) {
-        eprintln!("codendum: {}", v.line);
+        events.emit(Event::Verdict(v.line.clone()));
     }
     Ok(ClassroomResult {
         folder,
@@ -269,12 +273,11 @@ fn fill_server_figures(
         (t0, span),
         config,
         (name, sampled, successes),
+        &run.events,
     );
     if let Some(fleet) = &summary.server_fleet {
-        eprint!(
-            "{}",
-            super::fleet::class_fleet_table(&summary.server, fleet)
-        );
+        run.events
+            .table(super::fleet::class_fleet_table(&summary.server, fleet));
     }
     if let Some(split) = summary.server.time_split.as_mut() {
         let calls = sink.requests();
@@ -299,6 +302,7 @@ pub fn class_server_side(
     (t0, span): (f64, f64),
     config: &ClassroomConfig,
     (name, sampled, successes): (&str, bool, u64),
+    events: &Events,
 ) -> Vec<MetricsContinuity> {
     summary.server = server_figures(timeline, replicas, t0, span, config);
     let window = class_window(
@@ -326,7 +330,7 @@ pub fn class_server_side(
             span,
         );
         if let Some(note) = added {
-            eprintln!("codendum: {note}");
+            events.note(note);
         }
     }
     codendum_core::results::continuity::apply_to_class(summary, &continuity);
@@ -423,10 +427,11 @@ pub(crate) async fn class_sampling(
     conn: &Connection,
     folder: &RunFolder,
     reachable: Option<bool>,
+    events: &Events,
 ) -> Result<ClassSampling, Error> {
     Ok(match (prometheus, &conn.scraper) {
         (Some(p), _) => ClassSampling::Prometheus(p),
-        (None, Some(s)) => start_sampler(s, &conn.clock, folder, reachable)
+        (None, Some(s)) => start_sampler(s, &conn.clock, folder, reachable, events)
             .await?
             .map_or(ClassSampling::Off, ClassSampling::Sampler),
         (None, None) => ClassSampling::Off,
@@ -442,24 +447,32 @@ async fn start_sampler(
     clock: &Clock,
     folder: &RunFolder,
     reachable: Option<bool>,
+    events: &Events,
 ) -> Result<Option<SamplerHandle>, Error> {
     let reachable = match reachable {
-        Some(r) => r,
+        // The busy guard has said so already.
+        Some(false) => return Ok(None),
+        Some(true) => true,
         None => scraper.scrape().await.is_ok(),
     };
     if !reachable {
-        eprintln!(
-            "codendum: /metrics is out of reach ({}); server figures stay empty unless you fold in a host recording with --server-timeline",
+        events.warn(format!(
+            "/metrics is out of reach ({}); server figures stay empty unless you fold in a host recording with --server-timeline",
             scraper.urls().join(", ")
-        );
+        ));
         return Ok(None);
     }
     let file = folder.appender(results::SERVER_TIMELINE_JSONL)?;
-    Ok(Some(Sampler::start_recording(
+    let recording = crate::scrape::Recording {
+        fleet: Some(file),
+        replicas: None,
+    };
+    Ok(Some(Sampler::start_with(
         scraper.clone(),
         clock.clone(),
         Duration::from_secs(1),
-        file,
+        recording,
+        events.clone(),
     )))
 }
 

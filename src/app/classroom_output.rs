@@ -1,32 +1,26 @@
-//! What `codendum classroom` prints on stderr: the live status line while
-//! it runs and the seed's table at the end.
+//! What `codendum classroom` tells while it runs and at its end: the live
+//! status every second and the class table.
 
-use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::classroom::LiveStatus;
+use crate::events::{Event, Events};
 use codendum_core::results::metrics::class_summary_rows;
 use codendum_core::results::ClassroomRunSummary;
 use codendum_report::format::class_row;
 
-/// The live status line on stderr (nothing when stderr is not a terminal).
-pub async fn show_status(status: Arc<LiveStatus>) {
-    use std::io::IsTerminal;
-    if !std::io::stderr().is_terminal() {
-        return;
-    }
+/// The class's status every second (a reporter on a terminal redraws it
+/// in place), until the task is aborted.
+pub async fn show_status(status: Arc<LiveStatus>, events: Events) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     loop {
         tick.tick().await;
-        let line = status.snapshot().to_string();
-        let mut err = std::io::stderr();
-        let _ = write!(err, "\r\x1b[2K{line}");
-        let _ = err.flush();
+        events.emit(Event::Status(status.snapshot().to_string()));
     }
 }
 
-/// The final table on stderr: the class summary table of the report
+/// The final table: the class summary table of the report
 /// ([`class_summary_rows`]), one row per line.
 pub fn render_summary(s: &ClassroomRunSummary) -> String {
     let mut out = String::new();

@@ -3,10 +3,11 @@
 //! confirmation.
 
 use super::classroom::ClassroomRun;
-use crate::bench::{busy_guard, GuardVerdict};
+use crate::bench::{busy_guard, TimelineFlag};
 use crate::classroom::ClassroomConfig;
 use crate::client::ModelInfo;
 use crate::connect::Connection;
+use crate::events::Event;
 use crate::server_match::ProfileCheck;
 use codendum_core::error::Error;
 use codendum_core::target::Provenance;
@@ -40,7 +41,7 @@ pub(super) async fn prepare(run: &ClassroomRun<'_>, conn: &Connection) -> Result
     // The stated profile against the live server (`None`: not checked).
     let mut profile_check = None;
     if conn.is_embedded() {
-        eprintln!("Target: {}", conn.label);
+        run.events.emit(Event::Target(conn.label.clone()));
         if let Some(p) = &conn.profile {
             provenance.profile = Some(p.name.clone());
         }
@@ -49,7 +50,7 @@ pub(super) async fn prepare(run: &ClassroomRun<'_>, conn: &Connection) -> Result
         // while the busy guard reads /metrics.
         let guard_load = async {
             match (&run.connect.prometheus, &conn.scraper) {
-                (Some(p), _) => super::fleet::prometheus_load(p, &run.target).await,
+                (Some(p), _) => super::fleet::prometheus_load(p, &run.target, &run.events).await,
                 (None, Some(s)) => super::seams::load_now(s).await,
                 (None, None) => None,
             }
@@ -60,15 +61,17 @@ pub(super) async fn prepare(run: &ClassroomRun<'_>, conn: &Connection) -> Result
                 provenance.profile.as_deref(),
                 &conn.client,
                 Some(&models),
-                &run.target
+                &run.target,
+                &run.events,
             ),
         );
         profile_check = check;
         metrics_reachable = Some(load.is_some());
-        if let GuardVerdict::Allowed(msg) = busy_guard(load, run.allow_busy)? {
-            eprintln!("codendum: {msg}");
+        let guard = busy_guard(load, run.allow_busy, TimelineFlag::Run)?;
+        if let Some(w) = guard.warning() {
+            run.events.warn(w);
         }
-        let plan = format!(
+        let mut plan = format!(
             "Classroom: {} students ({} scenario) against {}, model {}, new requests for {:.0} s after a {:.0} s ramp-up; results in {}",
             config.users,
             config.scenario.name(),
@@ -78,7 +81,10 @@ pub(super) async fn prepare(run: &ClassroomRun<'_>, conn: &Connection) -> Result
             config.ramp_up.as_secs_f64(),
             run.results_dir.display()
         );
-        eprintln!("{plan}");
+        if !guard.checked() {
+            plan.push_str("; the server's load was not checked (/metrics could not be read)");
+        }
+        run.events.emit(Event::Plan(plan.clone()));
         if !run.yes && !(run.confirm)(&plan) {
             return Err(Error::Refused(
                 "not confirmed: pass --yes to run without asking".into(),
@@ -86,7 +92,7 @@ pub(super) async fn prepare(run: &ClassroomRun<'_>, conn: &Connection) -> Result
         }
     }
     if let Some(note) = config.key_sharing_note() {
-        eprintln!("codendum: {note}");
+        run.events.note(note);
     }
 
     Ok(Prepared {

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use crate::bench::ServerLoad;
+use crate::events::Events;
 use crate::scrape::api::{PromApiError, PromClient};
 use crate::scrape::replicas_render::{render_fleet_table, FleetRow};
 use crate::scrape::{PromSource, PromSourceError, PrometheusOptions};
@@ -36,6 +37,7 @@ pub struct OpenedPrometheus {
 pub async fn open_prometheus(
     opts: &PrometheusOptions,
     target: &Target,
+    events: &Events,
 ) -> Result<OpenedPrometheus, Error> {
     if target.base_url.is_none() {
         return Err(ConfigError::invalid(
@@ -60,7 +62,7 @@ pub async fn open_prometheus(
         .instances()
         .await
         .map_err(|e| source_error(opts, e))?;
-    eprintln!(
+    events.line(format!(
         "Server figures: Prometheus at {} ({} {{{}}})",
         source.url(),
         if instances.len() > 1 {
@@ -69,7 +71,7 @@ pub async fn open_prometheus(
             "instance"
         },
         source.selector()
-    );
+    ));
     Ok(OpenedPrometheus { source, instances })
 }
 
@@ -156,11 +158,17 @@ impl ClassSampling {
         }
     }
 
-    /// Stops sampling (or reads Prometheus over `[t0, t1]`, seconds on
+    /// Stops sampling (or reads Prometheus over `(t0, t1)`, seconds on
     /// `clock`) and writes what was read after the run and each replica's
     /// samples into `folder`. A Prometheus that cannot be read leaves the
     /// figures empty, with a note.
-    pub async fn finish(self, clock: &Clock, folder: &RunFolder, t0: f64, t1: f64) -> RunTimelines {
+    pub async fn finish(
+        self,
+        clock: &Clock,
+        folder: &RunFolder,
+        (t0, t1): (f64, f64),
+        events: &Events,
+    ) -> RunTimelines {
         let read = match self {
             ClassSampling::Sampler(s) => {
                 let (fleet, replicas) = s.stop_fleet().await;
@@ -187,7 +195,9 @@ impl ClassSampling {
                         lag_s,
                     },
                     Err(e) => {
-                        eprintln!("codendum: Prometheus could not be read ({e}); server figures stay empty");
+                        events.warn(format!(
+                            "Prometheus could not be read ({e}); server figures stay empty"
+                        ));
                         RunTimelines::default()
                     }
                 }
@@ -195,15 +205,19 @@ impl ClassSampling {
             ClassSampling::Off => RunTimelines::default(),
         };
         if let Err(e) = write_timelines(folder, &read) {
-            eprintln!("codendum: {e}");
+            events.warn(e.to_string());
         }
         read
     }
 }
 
 /// The busy guard's load through Prometheus; `None` when it cannot tell.
-pub async fn prometheus_load(opts: &PrometheusOptions, target: &Target) -> Option<ServerLoad> {
-    let opened = open_prometheus(opts, target).await.ok()?;
+pub async fn prometheus_load(
+    opts: &PrometheusOptions,
+    target: &Target,
+    events: &Events,
+) -> Option<ServerLoad> {
+    let opened = open_prometheus(opts, target, events).await.ok()?;
     let (running, waiting) = opened.source.load_now().await?;
     Some(ServerLoad { running, waiting })
 }

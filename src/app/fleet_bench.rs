@@ -11,6 +11,7 @@ use super::fleet::{
 };
 use crate::bench::{BenchOutcome, ServerLoad, ServerMetrics, ServerWindow};
 use crate::connect::Connection;
+use crate::events::Events;
 use crate::scrape::replicas_render::{render_fleet_table, FleetRow};
 use crate::scrape::{Sampler, SamplerHandle};
 use codendum_core::clock::Clock;
@@ -39,18 +40,23 @@ impl BenchSampling {
         prometheus: Option<&PrometheusOptions>,
         target: &Target,
         conn: &Connection,
+        events: &Events,
     ) -> Result<Self, Error> {
         if let Some(p) = prometheus {
-            let opened = open_prometheus(p, target).await?;
+            let opened = open_prometheus(p, target, events).await?;
             return Ok(BenchSampling::Prometheus(Box::new(PromMetrics::new(
                 opened,
                 conn.clock.clone(),
             ))));
         }
         Ok(match conn.scraper.clone() {
-            Some(s) => {
-                BenchSampling::Sampler(Sampler::start(s, conn.clock.clone(), SAMPLING_INTERVAL))
-            }
+            Some(s) => BenchSampling::Sampler(Sampler::start_with(
+                s,
+                conn.clock.clone(),
+                SAMPLING_INTERVAL,
+                crate::scrape::Recording::default(),
+                events.clone(),
+            )),
             None => BenchSampling::Off,
         })
     }
@@ -78,6 +84,7 @@ impl BenchSampling {
         self,
         outcome: &mut Result<BenchOutcome, Error>,
         clock: &Clock,
+        events: &Events,
     ) -> Result<(), Error> {
         let read = match self {
             BenchSampling::Sampler(s) => {
@@ -104,7 +111,7 @@ impl BenchSampling {
                         lag_s: p.step_s(),
                     },
                     Err(e) => {
-                        eprintln!("codendum: {e}; the server columns stay empty");
+                        events.warn(format!("{e}; the server columns stay empty"));
                         return Ok(());
                     }
                 }
@@ -112,7 +119,7 @@ impl BenchSampling {
             BenchSampling::Off => return Ok(()),
         };
         match outcome {
-            Ok(o) => finish_bench(o, clock, &read),
+            Ok(o) => finish_bench(o, clock, &read, events),
             Err(_) => Ok(()),
         }
     }
@@ -187,6 +194,7 @@ pub fn finish_bench(
     outcome: &mut BenchOutcome,
     clock: &Clock,
     read: &RunTimelines,
+    events: &Events,
 ) -> Result<(), Error> {
     if read.replicas.is_empty() && !read.read_after_run {
         return Ok(());
@@ -207,10 +215,7 @@ pub fn finish_bench(
         &outcome.summary.metrics_continuity,
     );
     outcome.levels = outcome.summary.levels.clone();
-    eprint!(
-        "{}",
-        bench_fleet_table(&outcome.summary.levels, read.source)
-    );
+    events.table(bench_fleet_table(&outcome.summary.levels, read.source));
     let folder = RunFolder::at(&outcome.folder);
     write_timelines(&folder, read)?;
     folder.write_bench_summary(&outcome.summary)

@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio::sync::watch;
 
+use crate::events::Events;
 use crate::scrape::render::{render_table, render_watch_line};
 use crate::scrape::replicas_render::{render_replica_readings, render_replica_watch};
 use crate::scrape::{sample_fleet, Scraper};
@@ -56,18 +57,21 @@ pub struct MetricsRun {
     pub stop: watch::Receiver<bool>,
 }
 
-/// Runs `codendum metrics` against the real clock, on stdout and stderr,
-/// until done or stopped (a stop is a normal end: `Ok`).
-pub async fn run(run: MetricsRun) -> Result<(), Error> {
+/// Runs `codendum metrics` against the real clock, writing its table,
+/// lines or JSON to `out` (the binary's stdout) and telling failed scrapes
+/// through `events`, until done or stopped (a stop is a normal end: `Ok`).
+pub async fn run(
+    run: MetricsRun,
+    out: &mut (dyn Write + Send),
+    events: &Events,
+) -> Result<(), Error> {
     run.options.validate()?;
     let client = crate::client::build_http_client(run.cacert.as_deref(), 4)?;
     let scraper = Scraper::new(client, run.options.urls.clone());
     let clock = Clock::real();
-    let mut out = std::io::stdout();
-    let mut err = std::io::stderr();
     let mut stop = run.stop;
     tokio::select! {
-        r = run_metrics(&run.options, &scraper, &clock, &mut out, &mut err) => r,
+        r = run_metrics(&run.options, &scraper, &clock, out, events) => r,
         // Ctrl-C (or SIGTERM) is how a watch ends: a normal stop.
         _ = stop.wait_for(|s| *s) => Ok(()),
     }
@@ -110,17 +114,17 @@ fn write_json(
 /// Runs `codendum metrics`. Once: a table (or one JSON line); an unreachable
 /// server or a non-Prometheus answer is an [`Error::Failed`] with a one-line
 /// message. With `watch`: a line per interval with gauges and rates; a failed
-/// scrape prints a one-line note on `err` (and, with `json`, an error sample
-/// on `out`) and sampling goes on.
+/// scrape is a warning event (and, with `json`, an error sample on `out`)
+/// and sampling goes on.
 pub async fn run_metrics(
     opts: &MetricsOptions,
     scraper: &Scraper,
     clock: &Clock,
     out: &mut (dyn Write + Send),
-    err: &mut (dyn Write + Send),
+    events: &Events,
 ) -> Result<(), Error> {
     match opts.watch {
-        Some(interval) => watch_loop(opts, interval, scraper, clock, out, err).await,
+        Some(interval) => watch_loop(opts, interval, scraper, clock, out, events).await,
         None => once(opts, scraper, clock, out).await,
     }
 }
@@ -156,7 +160,7 @@ async fn watch_loop(
     scraper: &Scraper,
     clock: &Clock,
     out: &mut (dyn Write + Send),
-    err: &mut (dyn Write + Send),
+    events: &Events,
 ) -> Result<(), Error> {
     let interval = interval.max(Duration::from_millis(1));
     let mut previous: Option<TimelineSample> = None;
@@ -167,13 +171,10 @@ async fn watch_loop(
         let (sample, replicas) = sample_fleet(scraper, clock).await;
         taken += 1;
         if let Some(reason) = &sample.error {
-            writeln!(
-                err,
+            events.warn(format!(
                 "metrics: scrape failed, trying again in {}s: {reason}",
                 interval.as_secs_f64()
-            )
-            .and_then(|()| err.flush())
-            .map_err(write_error)?;
+            ));
             if opts.json {
                 write_json(out, &sample, None, &replicas)?;
             }

@@ -1,52 +1,50 @@
 //! `codendum plan` end to end: simulate every cell of the plan on worker
-//! threads (a progress line per cell on stderr; in a search, one per probe
-//! of the bisection), write `plan.md`, `plan.json` and `plan.html`, print
-//! each variant's verdict on stderr and the path of `plan.md` on stdout.
+//! threads (a progress line per cell; in a search, one per probe of the
+//! bisection), write `plan.md`, `plan.json` and `plan.html`, and tell each
+//! variant's verdict and where the plan is.
 
 use std::path::PathBuf;
 
+use crate::events::{Events, Written};
 use crate::plan::search_text::probe_line;
-use crate::plan::{CellResult, JudgedCell, PlanConfig, PlanResults};
+use crate::plan::{CellResult, PlanConfig, PlanResults};
 use codendum_core::error::Error;
 
 /// Runs the plan (off the async runtime) and writes its folder; returns the
 /// results and the folder.
-pub async fn run(config: PlanConfig) -> Result<(PlanResults, PathBuf), Error> {
+pub async fn run(config: PlanConfig, events: Events) -> Result<(PlanResults, PathBuf), Error> {
     config.validate()?;
     if let Some(note) = crate::plan::fleet::router_note(&config) {
-        eprintln!("{note}");
+        events.line(note);
     }
+    let said = events.clone();
     let (results, folder) = tokio::task::spawn_blocking(move || {
         if config.max_users.is_some() {
-            crate::plan::plan_search(&config, &search_line)
+            crate::plan::plan_search(&config, &|variant, cell, meets_ceilings| {
+                said.line(format!("  {}", probe_line(variant, cell, meets_ceilings)));
+            })
         } else {
-            crate::plan::plan(&config, &progress_line)
+            crate::plan::plan(&config, &|cell| said.line(progress_line(cell)))
         }
     })
     .await
     .map_err(|e| Error::Failed(format!("the plan stopped: {e}")))??;
     for v in &results.verdicts {
-        eprintln!("{}", v.summary);
+        events.line(v.summary.clone());
     }
     for w in &results.region_warnings {
-        eprintln!("codendum: warning: {w}");
+        events.warn(w.clone());
     }
     for line in results.fleet.iter().flat_map(|f| &f.lines) {
-        eprintln!("{line}");
+        events.line(line.clone());
     }
-    eprintln!("Plan in {}", folder.display());
-    println!("{}", folder.join("plan.md").display());
+    events.written(Written::Plan, &folder);
     Ok((results, folder))
 }
 
-/// One line on stderr per probe of a search, in the bisection's order.
-fn search_line(variant: &str, cell: &JudgedCell, meets_ceilings: bool) {
-    eprintln!("  {}", probe_line(variant, cell, meets_ceilings));
-}
-
-/// One line on stderr as a cell finishes.
-fn progress_line(cell: &CellResult) {
-    eprintln!(
+/// The line told as a cell finishes.
+fn progress_line(cell: &CellResult) -> String {
+    format!(
         "  {} users, {} (max_num_seqs {}): {} tok/s, TTFT P95 {}, coding request P50 {}",
         cell.spec.users,
         cell.spec.profile,
@@ -56,5 +54,5 @@ fn progress_line(cell: &CellResult) {
         cell.ttft_p95_s.map_or("-".into(), |v| format!("{v:.1} s")),
         cell.coding_request_p50_s
             .map_or("-".into(), |v| format!("{:.1} min", v / 60.0)),
-    );
+    )
 }

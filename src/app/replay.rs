@@ -13,9 +13,10 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::bench::Confirm;
-use crate::bench::{busy_guard, GuardVerdict, ServerInfo};
+use crate::bench::{busy_guard, ServerInfo, TimelineFlag};
 use crate::classroom::{ClassroomConfig, ClassroomSummary, JsonlSink};
 use crate::connect::{ConnectOptions, Connection};
+use crate::events::{Event, Events};
 use crate::replay::{self, ReplayConfig, SourceKind};
 use codendum_core::error::{ConfigError, Error};
 use codendum_core::openai::{Endpoint, Transport};
@@ -61,6 +62,8 @@ pub struct ReplayRun<'a> {
     pub stop: watch::Receiver<bool>,
     /// Write `report.md` / `report.html` at the end.
     pub write_report: bool,
+    /// Where the replay tells its plan, notes and results.
+    pub events: Events,
 }
 
 /// What a replay produced.
@@ -108,7 +111,7 @@ pub async fn run(run: ReplayRun<'_>) -> Result<ReplayResult, Error> {
     conn.close().await;
     let result = result?;
     if run.write_report {
-        super::report::write_report_at_end(&result.folder);
+        super::report::write_report_at_end(&result.folder, &run.events);
     }
     if result.summary.header.interrupted {
         return Err(Error::Interrupted(result.folder));
@@ -124,7 +127,7 @@ async fn run_connected(
 ) -> Result<ReplayResult, Error> {
     // Before any request through the base URL: the router's figures cover
     // every call of the command.
-    let router = super::router::watch(&run.target).await?;
+    let router = super::router::watch(&run.target, &run.events).await?;
     let models = conn.client.models().await.map_err(|e| {
         Error::Failed(format!(
             "cannot list the server's models at /v1/models: {}",
@@ -139,7 +142,7 @@ async fn run_connected(
             .ok_or_else(|| Error::Failed("the server lists no model; pass --model".into()))?,
     };
     let recorded_span = trace.calls.last().map_or(0.0, |c| c.at_s) / run.speed;
-    let plan = format!(
+    let mut plan = format!(
         "Replay: {} calls of {} sessions from {} ({:.0} s recorded at speed {}) against {}, model {}; results in {}",
         trace.calls.len(),
         trace.sessions().len(),
@@ -150,7 +153,6 @@ async fn run_connected(
         model,
         run.results_dir.display()
     );
-    eprintln!("{plan}");
     let mut reachable = None;
     if !conn.is_embedded() {
         let load = match &conn.scraper {
@@ -158,14 +160,19 @@ async fn run_connected(
             None => None,
         };
         reachable = Some(load.is_some());
-        if let GuardVerdict::Allowed(msg) = busy_guard(load, run.allow_busy)? {
-            eprintln!("codendum: {msg}");
+        let guard = busy_guard(load, run.allow_busy, TimelineFlag::Report)?;
+        if let Some(w) = guard.warning() {
+            run.events.warn(w);
         }
-        if !run.yes && !(run.confirm)(&plan) {
-            return Err(Error::Refused(
-                "not confirmed: pass --yes to run without asking".into(),
-            ));
+        if !guard.checked() {
+            plan.push_str("; the server's load was not checked (/metrics could not be read)");
         }
+    }
+    run.events.emit(Event::Plan(plan.clone()));
+    if !conn.is_embedded() && !run.yes && !(run.confirm)(&plan) {
+        return Err(Error::Refused(
+            "not confirmed: pass --yes to run without asking".into(),
+        ));
     }
     let transport: Arc<dyn Transport> = conn.client.clone();
     let template = replay::template_tokens(transport.as_ref(), run.endpoint, &model).await;
@@ -181,7 +188,8 @@ async fn run_connected(
     let started_utc = clock.utc_now();
     let folder = RunFolder::create(&run.results_dir, FolderKind::Replay, started_utc)?;
     let sink = Arc::new(JsonlSink::in_folder(&folder)?);
-    let sampling = super::classroom::class_sampling(None, conn, &folder, reachable).await?;
+    let sampling =
+        super::classroom::class_sampling(None, conn, &folder, reachable, &run.events).await?;
     let origin = clock.now_secs();
     let outcome = replay::run_replay(
         trace,
@@ -196,7 +204,7 @@ async fn run_connected(
     sampling.mark_end().await;
     let span = clock.now_secs() - origin;
     let read = sampling
-        .finish(&clock, &folder, origin, origin + span)
+        .finish(&clock, &folder, (origin, origin + span), &run.events)
         .await;
     let mut summary =
         ClassroomSummary::from_records(outcome.users, &outcome.requests, &outcome.tasks);
@@ -239,9 +247,10 @@ async fn run_connected(
         (origin, answered_span),
         &window,
         (&name_of_metrics, figures_source == "sampler", successes),
+        &run.events,
     );
     let verdict = verdict.with_restarts(metrics_continuity.iter().flat_map(|m| m.restart_times()));
-    let router = super::router::finish_class(router, &summary.errors_by_kind).await;
+    let router = super::router::finish_class(router, &summary.errors_by_kind, &run.events).await;
     let server_version = if conn.is_embedded() {
         Some(format!("{} (twin)", codendum_twin::VLLM_VERSION))
     } else {
@@ -312,16 +321,10 @@ async fn run_connected(
             template_tokens: template.message_tokens,
         }),
     };
-    folder.write_classroom_summary(&run_summary)?;
-    let folder = folder.into_path();
-    eprint!("{}", super::classroom::render_summary(&run_summary));
-    eprintln!("Results in {}", folder.display());
-    if let Some(v) = run_summary.verdict.as_ref().filter(|v| v.exit_code() == 0) {
-        eprintln!("codendum: {}", v.line);
-    }
+    let written = super::classroom::write_summary(folder, run_summary, &run.events)?;
     Ok(ReplayResult {
-        folder,
-        summary: run_summary,
+        folder: written.folder,
+        summary: written.summary,
     })
 }
 
@@ -348,13 +351,14 @@ pub enum TraceFormat {
 }
 
 /// Writes the trace of `source` (a capture or a classroom/replay folder, or
-/// a trace file) as `format` into `out` (`-`: standard output); returns the
-/// calls written.
+/// a trace file) as `format` into `out` (`-`: into `stdout`, the binary's
+/// standard output); returns the calls written.
 pub fn export_trace(
     source: &Path,
     block_size: u32,
     format: TraceFormat,
     out: &Path,
+    stdout: &mut dyn Write,
 ) -> Result<usize, Error> {
     let (_, trace) = read_trace(source, block_size, None)?;
     let write = |w: &mut dyn Write| match format {
@@ -362,9 +366,9 @@ pub fn export_trace(
         TraceFormat::Aiperf => mooncake::write_aiperf_sessions(&trace, w),
     };
     if out == Path::new("-") {
-        let stdout = std::io::stdout();
-        let mut lock = stdout.lock();
-        write(&mut lock).map_err(|e| Error::io("cannot write the trace to stdout", e))?;
+        write(stdout)
+            .and_then(|()| stdout.flush())
+            .map_err(|e| Error::io("cannot write the trace to stdout", e))?;
     } else {
         let tmp = out.with_extension("tmp");
         let file = std::fs::File::create(&tmp)

@@ -1,9 +1,11 @@
 //! `codendum report` and `codendum compare` end to end: read results
 //! folders, write the report (or comparison) files with
-//! [`codendum_report::files`], and print their paths on stdout.
+//! [`codendum_report::files`] and return their paths (the binary prints
+//! them on stdout).
 
 use std::path::PathBuf;
 
+use crate::events::{Events, Written};
 use codendum_core::error::Error;
 use codendum_report::files::{write_comparison, write_report};
 
@@ -27,36 +29,25 @@ pub struct CompareRun {
     pub out: PathBuf,
 }
 
-/// Writes `report.md` and `report.html` and prints their paths.
+/// Writes `report.md` and `report.html`; returns their paths.
 pub fn report(run: &ReportRun) -> Result<Vec<PathBuf>, Error> {
-    let paths = write_report(&run.folder, run.server_timeline.as_deref())?;
-    print_paths(&paths);
-    Ok(paths)
+    write_report(&run.folder, run.server_timeline.as_deref())
 }
 
-/// Writes `compare.md` and `compare.html` and prints their paths.
+/// Writes `compare.md` and `compare.html`; returns their paths.
 pub fn compare(run: &CompareRun) -> Result<Vec<PathBuf>, Error> {
-    let paths = write_comparison(&run.folders, run.force, &run.out)?;
-    print_paths(&paths);
-    Ok(paths)
+    write_comparison(&run.folders, run.force, &run.out)
 }
 
-fn print_paths(paths: &[PathBuf]) {
-    for p in paths {
-        println!("{}", p.display());
-    }
-}
-
-/// Writes a run's `report.md` / `report.html` at its end, naming them on
-/// stderr; a report that cannot be written is said there and the run
-/// stands.
-pub fn write_report_at_end(folder: &std::path::Path) {
+/// Writes a run's `report.md` / `report.html` at its end, telling where;
+/// a report that cannot be written is said and the run stands.
+pub fn write_report_at_end(folder: &std::path::Path, events: &Events) {
     match write_report(folder, None) {
         Ok(paths) => {
             for p in paths {
-                eprintln!("Report: {}", p.display());
+                events.written(Written::Report, p);
             }
         }
-        Err(e) => eprintln!("codendum: the report could not be written: {e}"),
+        Err(e) => events.warn(format!("the report could not be written: {e}")),
     }
 }

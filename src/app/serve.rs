@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use crate::events::Events;
 use codendum_core::error::{ConfigError, Error};
 use codendum_core::profile::fleet::FleetSpec;
 use codendum_core::profile::Profile;
@@ -50,6 +51,8 @@ pub struct ServeConfig {
     /// Replicas and router (`--replicas`, `--router`, the profile's
     /// `[fleet]`); one replica is the single twin.
     pub fleet: FleetSpec,
+    /// Where the server says where it listens.
+    pub events: Events,
 }
 
 impl ServeConfig {
@@ -84,6 +87,7 @@ pub async fn run(config: ServeConfig) -> Result<(), Error> {
         faults,
         mut stop,
         fleet,
+        events,
     } = config;
     let profile_name = profile.name.clone();
     let mut opts = TwinOptions::new(profile);
@@ -104,16 +108,16 @@ pub async fn run(config: ServeConfig) -> Result<(), Error> {
     opts.faults = faults.map(Arc::new);
     let failed = |e: codendum_twin::TwinError| Error::Failed(e.to_string());
     let banner = |url: String, what: String, raised: bool| {
-        eprintln!(
+        events.line(format!(
             "codendum serve: {what} of vLLM {} on a GB10, profile {profile_name}, {}x real time, listening on {url} (Ctrl-C stops)",
             codendum_twin::vllm_series(),
             time_scale,
-        );
+        ));
         if !raised {
-            eprintln!(
-                "codendum serve: the engine threads run at normal priority (raising it to nice {} needs root or CAP_SYS_NICE): under load, steps may start late",
+            events.note(format!(
+                "the engine threads run at normal priority (raising it to nice {} needs root or CAP_SYS_NICE): under load, steps may start late",
                 codendum_twin::runner::ENGINE_NICENESS
-            );
+            ));
         }
     };
     if fleet.replicas > 1 {

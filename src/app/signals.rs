@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use crate::events::{Event, Events};
+
 /// How long a command may take to end after the first Ctrl-C or SIGTERM
 /// (real seconds): the 5 s grace for calls in flight, plus time to write the
 /// results and the report.
@@ -32,20 +34,18 @@ pub async fn next_signal() {
 /// A channel that turns true on the first Ctrl-C or SIGTERM; what the
 /// process does on a second one is described in the module docs. Call it
 /// inside a tokio runtime; the listener lives as long as that runtime.
-pub fn stop_on_signal() -> watch::Receiver<bool> {
+pub fn stop_on_signal(events: Events) -> watch::Receiver<bool> {
     let (tx, rx) = watch::channel(false);
     tokio::spawn(async move {
         next_signal().await;
-        eprintln!(
-            "\ncodendum: stopping: no new requests; writing what was measured (Ctrl-C again ends at once)"
-        );
+        events.emit(Event::Stopping);
         let _ = tx.send(true);
         tokio::select! {
-            _ = next_signal() => eprintln!("codendum: second interrupt: ending now"),
-            _ = tokio::time::sleep(STOP_DEADLINE) => eprintln!(
-                "codendum: still not finished {} s after the interrupt: ending now",
+            _ = next_signal() => events.emit(Event::EndingNow("second interrupt".into())),
+            _ = tokio::time::sleep(STOP_DEADLINE) => events.emit(Event::EndingNow(format!(
+                "still not finished {} s after the interrupt",
                 STOP_DEADLINE.as_secs()
-            ),
+            ))),
         }
         std::process::exit(130);
     });

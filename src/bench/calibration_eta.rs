@@ -96,7 +96,7 @@ pub fn progress_line(
         },
     );
     format!(
-        "codendum: calibration: {n} of {} cells done in {}; {left}",
+        "calibration: {n} of {} cells done in {}; {left}",
         cells.len(),
         took(elapsed_s)
     )

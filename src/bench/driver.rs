@@ -15,9 +15,9 @@ use super::config::BenchConfig;
 use super::level::{
     client_cpu_share, process_cpu_s, record_from_outcome, summarize_level, LevelFrame,
 };
-use super::progress::LevelProgress;
 use super::prompt::{load_session_id, request_body, LevelLoad, ShapePrompt};
 use super::seams::{ServerInfo, ServerMetrics};
+use crate::events::{Event, Events};
 use codendum_core::clock::Clock;
 use codendum_core::error::Error;
 use codendum_core::openai::{CallOutcome, CallRequest, Transport};
@@ -48,7 +48,8 @@ pub(crate) struct LevelContext<'a> {
     pub run_id: &'a str,
     /// Clock seconds at which the run started (records are relative to it).
     pub run_t0: f64,
-    pub show_progress: bool,
+    /// Where the level's progress is told.
+    pub events: Events,
 }
 
 /// A finished request: its index, when it started (when it was due, on a
@@ -65,7 +66,6 @@ struct LevelSink<'s> {
     requests: &'s mut JsonlFile<RequestRecord>,
     timeline: Option<&'s mut JsonlFile<serde_json::Value>>,
     timeline_written: f64,
-    progress: LevelProgress,
     records: Vec<RequestRecord>,
     errors: u64,
 }
@@ -89,7 +89,9 @@ impl LevelSink<'_> {
         if !record.ok {
             self.errors += 1;
         }
-        self.progress.finished_one(self.errors);
+        self.ctx.events.emit(Event::RequestFinished {
+            errors: self.errors,
+        });
         self.records.push(record);
         Ok(())
     }
@@ -111,6 +113,11 @@ pub(crate) async fn run_level(
     if let Some(m) = ctx.metrics {
         m.sample_now().await;
     }
+    ctx.events.emit(Event::LevelStarted {
+        shape: shape.to_string(),
+        concurrency: n,
+        planned,
+    });
     let mut sink = LevelSink {
         ctx,
         shape,
@@ -118,7 +125,6 @@ pub(crate) async fn run_level(
         requests,
         timeline,
         timeline_written: level_t0,
-        progress: LevelProgress::new(shape, n, planned, ctx.show_progress),
         records: Vec::new(),
         errors: 0,
     };
@@ -127,7 +133,7 @@ pub(crate) async fn run_level(
     let (ended_by, abandoned) =
         let_in_flight_finish(ctx, ended_by, &mut in_flight, &mut sink).await?;
     drop(in_flight);
-    sink.progress.finish();
+    ctx.events.emit(Event::LevelFinished);
     if let Some(m) = ctx.metrics {
         m.sample_now().await;
     }
@@ -190,6 +196,11 @@ pub(crate) async fn run_rate_level(
     if let Some(m) = ctx.metrics {
         m.sample_now().await;
     }
+    ctx.events.emit(Event::LevelStarted {
+        shape: shape.to_string(),
+        concurrency: n,
+        planned,
+    });
     let mut sink = LevelSink {
         ctx,
         shape,
@@ -197,7 +208,6 @@ pub(crate) async fn run_rate_level(
         requests,
         timeline,
         timeline_written: level_t0,
-        progress: LevelProgress::new(shape, n, planned, ctx.show_progress),
         records: Vec::new(),
         errors: 0,
     };
@@ -252,7 +262,7 @@ pub(crate) async fn run_rate_level(
     let (ended_by, abandoned) =
         let_in_flight_finish(ctx, ended_by, &mut in_flight, &mut sink).await?;
     drop(in_flight);
-    sink.progress.finish();
+    ctx.events.emit(Event::LevelFinished);
     if let Some(m) = ctx.metrics {
         m.sample_now().await;
     }

@@ -14,24 +14,63 @@ use codendum_core::error::Error;
 pub enum GuardVerdict {
     /// Nothing running or waiting.
     Idle,
-    /// Busy or unknown, but `--allow-busy` was given; the message says why
-    /// the figures may be disturbed (print it).
+    /// Busy, but `--allow-busy` was given; the warning says why the figures
+    /// may be disturbed.
     Allowed(String),
+    /// `/metrics` could not be read, so the load is unknown: the run goes
+    /// on (its plan says the server was not checked) and the warning says
+    /// how to reach the server's figures.
+    Unchecked(String),
 }
 
-/// The busy guard. `load` is a fresh `/metrics` reading (`None`: no
-/// `/metrics`). Running or waiting requests → refused (exit 3) unless
-/// `allow_busy`; no reading → treated as busy, with a message saying so.
-pub fn busy_guard(load: Option<ServerLoad>, allow_busy: bool) -> Result<GuardVerdict, Error> {
-    let problem = match load {
-        Some(l) if l.running > 0.0 || l.waiting > 0.0 => format!(
-            "the server is busy ({} running, {} waiting requests)",
-            l.running, l.waiting
-        ),
-        Some(_) => return Ok(GuardVerdict::Idle),
-        None => "/metrics could not be read, so codendum cannot tell whether the server is idle"
-            .to_string(),
+impl GuardVerdict {
+    /// The warning to show, if any.
+    pub fn warning(&self) -> Option<&str> {
+        match self {
+            GuardVerdict::Idle => None,
+            GuardVerdict::Allowed(w) | GuardVerdict::Unchecked(w) => Some(w),
+        }
+    }
+
+    /// Whether the server's load was read.
+    pub fn checked(&self) -> bool {
+        !matches!(self, GuardVerdict::Unchecked(_))
+    }
+}
+
+/// How a command takes in a server timeline recorded on the host, for the
+/// guard's advice when `/metrics` is out of reach.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimelineFlag {
+    /// The command reads it itself (`classroom --server-timeline`).
+    Run,
+    /// The report folds it in afterwards (`report --server-timeline`).
+    Report,
+}
+
+/// The busy guard. `load` is a fresh `/metrics` reading (`None`: it could
+/// not be read). Running or waiting requests: refused (exit 3) unless
+/// `allow_busy`. No reading: the run goes on unchecked, since a
+/// workstation behind the lab's proxy rarely reaches `/metrics`; the
+/// warning names the three ways to get the server's side (`timeline` says
+/// how this command takes a host recording).
+pub fn busy_guard(
+    load: Option<ServerLoad>,
+    allow_busy: bool,
+    timeline: TimelineFlag,
+) -> Result<GuardVerdict, Error> {
+    let Some(l) = load else {
+        return Ok(GuardVerdict::Unchecked(unreadable_metrics_warning(
+            allow_busy, timeline,
+        )));
     };
+    if l.running == 0.0 && l.waiting == 0.0 {
+        return Ok(GuardVerdict::Idle);
+    }
+    let problem = format!(
+        "the server is busy ({} running, {} waiting requests)",
+        l.running, l.waiting
+    );
     if allow_busy {
         Ok(GuardVerdict::Allowed(format!(
             "{problem}; going ahead because of --allow-busy (other load will disturb the figures)"
@@ -41,6 +80,28 @@ pub fn busy_guard(load: Option<ServerLoad>, allow_busy: bool) -> Result<GuardVer
             "{problem}; run benchmarks in a maintenance window, or pass --allow-busy"
         )))
     }
+}
+
+/// The plan's line for a server whose load could not be read.
+pub const UNCHECKED_PLAN_LINE: &str =
+    "server load:        not checked (/metrics could not be read; its figures will be empty)";
+
+/// The one line said when `/metrics` cannot be read: the load was not
+/// checked, the server figures stay empty, and what to do about it.
+fn unreadable_metrics_warning(allow_busy: bool, timeline: TimelineFlag) -> String {
+    let head = "/metrics could not be read, so the server's load was not checked and its figures stay empty";
+    if allow_busy {
+        return format!("{head}; going ahead because of --allow-busy");
+    }
+    let pass = match timeline {
+        TimelineFlag::Run => "pass the file with --server-timeline",
+        TimelineFlag::Report => "fold the file in with `codendum report --server-timeline`",
+    };
+    format!(
+        "{head}: point it at the GPU host with --metrics-url http://<gpu-host>:8000/metrics, \
+or record there with `codendum metrics --watch 5 --json > tl.jsonl` and {pass}, \
+or pass --allow-busy to acknowledge it"
+    )
 }
 
 /// Rough server speeds used to estimate a run's duration (GB10-like
@@ -257,7 +318,10 @@ mod tests {
             running: 0.0,
             waiting: 0.0,
         };
-        assert_eq!(busy_guard(Some(idle), false).unwrap(), GuardVerdict::Idle);
+        assert_eq!(
+            busy_guard(Some(idle), false, TimelineFlag::Run).unwrap(),
+            GuardVerdict::Idle
+        );
         for load in [
             ServerLoad {
                 running: 2.0,
@@ -268,25 +332,37 @@ mod tests {
                 waiting: 1.0,
             },
         ] {
-            let e = busy_guard(Some(load), false).unwrap_err();
+            let e = busy_guard(Some(load), false, TimelineFlag::Run).unwrap_err();
             assert_eq!(e.exit_code(), 3);
             assert!(e.to_string().contains("--allow-busy"));
             assert!(matches!(
-                busy_guard(Some(load), true),
+                busy_guard(Some(load), true, TimelineFlag::Run),
                 Ok(GuardVerdict::Allowed(_))
             ));
         }
     }
 
     #[test]
-    fn no_metrics_counts_as_busy() {
-        let e = busy_guard(None, false).unwrap_err();
-        assert_eq!(e.exit_code(), 3);
-        assert!(e.to_string().contains("/metrics"));
-        match busy_guard(None, true).unwrap() {
-            GuardVerdict::Allowed(m) => assert!(m.contains("/metrics")),
-            GuardVerdict::Idle => panic!("unknown load must not count as idle"),
+    fn unreadable_metrics_goes_on_unchecked_and_says_what_to_do() {
+        for timeline in [TimelineFlag::Run, TimelineFlag::Report] {
+            let verdict = busy_guard(None, false, timeline).expect("not refused");
+            assert!(!verdict.checked());
+            let w = verdict.warning().unwrap_or_default().to_string();
+            assert!(!w.contains('\n'), "one line: {w}");
+            for advice in [
+                "--metrics-url",
+                "codendum metrics --watch 5 --json",
+                "--server-timeline",
+                "--allow-busy",
+            ] {
+                assert!(w.contains(advice), "{advice}: {w}");
+            }
         }
+        let w = busy_guard(None, true, TimelineFlag::Run).expect("not refused");
+        assert!(
+            matches!(&w, GuardVerdict::Unchecked(m) if m.contains("/metrics") && m.contains("--allow-busy")),
+            "{w:?}"
+        );
     }
 
     #[test]

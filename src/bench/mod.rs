@@ -28,13 +28,16 @@ use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
 pub use self::config::{fit_shapes, parse_concurrency, parse_shapes, BenchConfig};
-pub use self::guard::{busy_guard, estimate_duration, plan_text, GuardVerdict, SpeedGuess};
+pub use self::guard::{
+    busy_guard, estimate_duration, plan_text, GuardVerdict, SpeedGuess, TimelineFlag,
+};
 pub use self::seams::{ServerInfo, ServerLoad, ServerMetrics, ServerWindow};
 pub use self::twin_facts::{run_on_twin, TwinFacts};
 
 use self::config::OpenLoop;
 use self::driver::{run_level, LevelContext};
 use self::prompt::{size_prompts, ShapePrompt, SizingContext};
+use crate::events::{Event, Events, Written};
 use codendum_core::clock::Clock;
 use codendum_core::error::Error;
 use codendum_core::openai::Transport;
@@ -57,8 +60,8 @@ pub struct BenchDeps<'a> {
     /// Becomes `true` to interrupt (Ctrl-C): no new requests start, those
     /// in flight get `config.cancel_grace`, then partial results are written.
     pub stop: watch::Receiver<bool>,
-    /// Draw progress bars and print the final table on stderr.
-    pub show_progress: bool,
+    /// Where the run's progress, notes and final table are told.
+    pub events: Events,
 }
 
 /// What a finished (or interrupted) run produced.
@@ -95,7 +98,7 @@ pub async fn preflight(
         Some(m) => m.load_now().await,
         None => None,
     };
-    let guard = busy_guard(load, config.allow_busy)?;
+    let guard = busy_guard(load, config.allow_busy, TimelineFlag::Report)?;
     let (fit, skipped) = fit_shapes(&config.shapes, config.output_tokens, max_model_len);
     let mut shown = config.clone();
     shown.shapes = fit;
@@ -105,6 +108,9 @@ pub async fn preflight(
     let mut plan = plan_text(&shown, model, speed.as_ref());
     for s in &skipped {
         plan.push_str(&format!("  {}\n", s.reason()));
+    }
+    if !guard.checked() {
+        plan.push_str(&format!("  {}\n", guard::UNCHECKED_PLAN_LINE));
     }
     Ok(Preflight { plan, guard })
 }
@@ -130,7 +136,7 @@ pub async fn run_bench(config: &BenchConfig, deps: BenchDeps<'_>) -> Result<Benc
     let max_model_len = deps.info.max_model_len(&model).await;
     let (shapes, skipped_shapes) = fit_shapes(&config.shapes, config.output_tokens, max_model_len);
     for s in &skipped_shapes {
-        eprintln!("codendum: {}", s.reason());
+        deps.events.note(s.reason());
     }
     let clock = deps.clock.clone();
     let run_t0 = clock.now_secs();
@@ -159,7 +165,7 @@ pub async fn run_bench(config: &BenchConfig, deps: BenchDeps<'_>) -> Result<Benc
         model: &model,
         run_id: &run_id,
         run_t0,
-        show_progress: deps.show_progress,
+        events: deps.events.clone(),
     };
     let (levels, interrupted, rate_search) = match &config.open_loop {
         Some(open) => run_open_loop(&ctx, &prompts, open, &mut requests, &mut timeline).await?,
@@ -192,7 +198,7 @@ pub async fn run_bench(config: &BenchConfig, deps: BenchDeps<'_>) -> Result<Benc
             now - run_t0,
         );
         if let Some(note) = added {
-            eprintln!("codendum: {note}");
+            deps.events.note(note);
         }
     }
     results::continuity::apply_to_levels(&mut levels, &metrics_continuity);
@@ -229,14 +235,12 @@ pub async fn run_bench(config: &BenchConfig, deps: BenchDeps<'_>) -> Result<Benc
     };
     folder.write_bench_summary(&summary)?;
     let folder = folder.into_path();
-    if deps.show_progress {
-        eprint!("{}", progress::render_table(&levels));
-        eprintln!("Results in {}", folder.display());
-        // A verdict that fails the run is the command's error, printed last
-        // by `main`; any other ends the output here.
-        if let Some(v) = summary.verdict.as_ref().filter(|v| v.exit_code() == 0) {
-            eprintln!("codendum: {}", v.line);
-        }
+    deps.events.table(progress::render_table(&levels));
+    deps.events.written(Written::Results, &folder);
+    // A verdict that fails the run is the command's error, said last by
+    // the binary; any other ends the output here.
+    if let Some(v) = summary.verdict.as_ref().filter(|v| v.exit_code() == 0) {
+        deps.events.emit(Event::Verdict(v.line.clone()));
     }
     Ok(BenchOutcome {
         folder,
@@ -290,7 +294,7 @@ async fn run_levels(
 ) -> Result<(Vec<LevelSummary>, bool), Error> {
     let mut levels = Vec::new();
     let cells = ctx.config.cells();
-    let eta = ctx.show_progress && ctx.config.calibration.is_some();
+    let eta = ctx.config.calibration.is_some();
     for cell in &cells {
         // A shape that did not fit has no prompt: its cells are not run.
         let Some(prompt) = prompts.iter().find(|p| p.shape == cell.shape) else {
@@ -316,19 +320,18 @@ async fn run_levels(
         }
         if eta {
             let elapsed = ctx.clock.now_secs() - ctx.run_t0;
-            eprintln!(
-                "{}",
-                calibration_eta::progress_line(ctx.config, &levels, &cells, elapsed)
-            );
+            ctx.events.note(calibration_eta::progress_line(
+                ctx.config, &levels, &cells, elapsed,
+            ));
         }
     }
     if eta {
         let elapsed = ctx.clock.now_secs() - ctx.run_t0;
-        eprintln!(
-            "codendum: calibration run took {} ({} cells)",
+        ctx.events.note(format!(
+            "calibration run took {} ({} cells)",
             calibration_eta::took(elapsed),
             levels.len()
-        );
+        ));
     }
     Ok((levels, false))
 }
@@ -352,9 +355,7 @@ async fn run_open_loop(
         let run = open_loop::run_shape(ctx, prompt, open, &mut out).await?;
         levels.extend(run.levels);
         if let Some(search) = run.search {
-            if ctx.show_progress {
-                eprintln!("{}", search.line());
-            }
+            ctx.events.line(search.line());
             searches.push(search);
         }
         if run.interrupted {

@@ -1,52 +1,13 @@
-//! Human output on stderr: a progress bar per level (hidden when stderr is
-//! not a terminal) and the final plain-text table.
+//! The final table of a bench run: one line per level, a column per
+//! figure. The progress of a level is told as events
+//! ([`crate::events::Event::LevelStarted`] and after) and drawn by the
+//! reporter.
 
 use std::fmt::Write as _;
-
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use codendum_core::results::metrics::{level_metrics_in, Unit, View};
 use codendum_core::results::LevelSummary;
 use codendum_report::format::level_cell_narrow;
-
-/// The progress bar of one level: finished requests out of those planned.
-#[derive(Debug)]
-pub struct LevelProgress {
-    bar: ProgressBar,
-}
-
-impl LevelProgress {
-    /// A bar on stderr (drawn only when stderr is a terminal), or a hidden
-    /// one when `visible` is false.
-    pub fn new(shape: &str, concurrency: u32, planned: u64, visible: bool) -> Self {
-        let target = if visible {
-            ProgressDrawTarget::stderr()
-        } else {
-            ProgressDrawTarget::hidden()
-        };
-        let bar = ProgressBar::with_draw_target(Some(planned), target);
-        let style =
-            ProgressStyle::with_template("{prefix:>14} [{bar:30}] {pos}/{len} requests {msg}")
-                .map(|s| s.progress_chars("=> "))
-                .unwrap_or_else(|_| ProgressStyle::default_bar());
-        bar.set_style(style);
-        bar.set_prefix(format!("{shape} N={concurrency}"));
-        LevelProgress { bar }
-    }
-
-    /// One request finished; `errors` is the level's error count so far.
-    pub fn finished_one(&self, errors: u64) {
-        self.bar.inc(1);
-        if errors > 0 {
-            self.bar.set_message(format!("({errors} errors)"));
-        }
-    }
-
-    /// The level is over.
-    pub fn finish(&self) {
-        self.bar.finish();
-    }
-}
 
 /// The final table: one line per level × shape, a column per level figure
 /// of [`View::Progress`] (header with its unit), the figures of

@@ -23,7 +23,7 @@ pub async fn run_on_twin(
         metrics: None,
         clock,
         stop,
-        show_progress: false,
+        events: crate::events::Events::silent(),
     };
     let outcome = run_bench(config, deps).await;
     transport.stop();

@@ -8,6 +8,7 @@
 //! answers uncompressed and the stream can be read. Everything else,
 //! `Authorization` included, is forwarded as it came (and never written).
 
+use crate::events::Events;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -36,6 +37,8 @@ pub struct Forwarder {
     pub origin: String,
     /// The records.
     pub store: Arc<Store>,
+    /// Where an unreachable upstream is told.
+    pub events: Events,
 }
 
 impl Forwarder {
@@ -121,10 +124,10 @@ pub async fn handle(State(fwd): State<Arc<Forwarder>>, request: Request) -> Resp
         Ok(r) => r,
         Err(e) => {
             let reason = codendum_core::error::one_line(&e);
-            eprintln!(
-                "codendum capture: upstream {} unreachable: {reason}",
+            fwd.events.warn(format!(
+                "capture: upstream {} unreachable: {reason}",
                 fwd.origin
-            );
+            ));
             let message = format!("upstream {} unreachable: {reason}", fwd.origin);
             fwd.store.finish(
                 call,

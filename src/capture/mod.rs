@@ -45,6 +45,7 @@ pub use crate::classroom::client_times::CAPTURE_HEADER_FILE;
 pub use files::{CaptureHeader, PROMPT_FILE};
 pub use store::{CallLine, Store, CALLS_FILE};
 
+use crate::events::Events;
 use codendum_core::error::{ConfigError, Error};
 use codendum_core::target::origin;
 
@@ -63,6 +64,9 @@ pub struct CaptureConfig {
     /// (`--no-text`): the folder holds no message text at all, only sizes,
     /// times, kinds, sessions and tool names.
     pub keep_text: bool,
+    /// Where the capture tells what it could not do (an upstream out of
+    /// reach, a write that failed).
+    pub events: Events,
 }
 
 impl CaptureConfig {
@@ -105,6 +109,7 @@ impl CaptureConfig {
             out,
             cacert: None,
             keep_text: true,
+            events: Events::silent(),
         })
     }
 }
@@ -180,17 +185,21 @@ pub async fn start(config: CaptureConfig) -> Result<CaptureHandle, Error> {
     let mut header = CaptureHeader::new(upstream.clone(), codendum_twin::base_url_at(addr));
     header.text = Some(config.keep_text);
     files::write_header(&config.out, &header)?;
-    let store = Arc::new(Store::open_keeping(
-        &config.out,
-        format!("codendum capture of {upstream}"),
-        config.keep_text,
-    )?);
+    let store = Arc::new(
+        Store::open_keeping(
+            &config.out,
+            format!("codendum capture of {upstream}"),
+            config.keep_text,
+        )?
+        .with_events(config.events.clone()),
+    );
     store.flush()?;
     let fwd = Arc::new(forward::Forwarder {
         http,
         base: config.upstream.clone(),
         origin: origin(&config.upstream),
         store: store.clone(),
+        events: config.events.clone(),
     });
     let app = Router::new().fallback(forward::handle).with_state(fwd);
     let (tx, rx) = oneshot::channel::<()>();

@@ -2,6 +2,7 @@
 //! call), the client time of each session, and the files derived from them
 //! (`prompt.json`, `client-times.json`), rewritten as samples arrive.
 
+use crate::events::Events;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
@@ -114,6 +115,8 @@ pub struct Store {
     /// holds. The file is written outside `inner`, so that no other call
     /// waits on the file system for its record.
     times_written: Mutex<u64>,
+    /// Where a failed write is told (once).
+    events: Events,
 }
 
 impl Store {
@@ -142,7 +145,14 @@ impl Store {
                 write_failed: false,
             }),
             times_written: Mutex::new(0),
+            events: Events::silent(),
         })
+    }
+
+    /// The store telling a failed write through `events`.
+    pub fn with_events(mut self, events: Events) -> Self {
+        self.events = events;
+        self
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -316,15 +326,15 @@ impl Store {
         Ok(())
     }
 
-    /// Says a write error once on stderr; the capture keeps passing traffic.
+    /// Says a write error once; the capture keeps passing traffic.
     fn note(&self, inner: &mut Inner, result: Result<(), Error>) {
         if let Err(e) = result {
             if !inner.write_failed {
                 inner.write_failed = true;
-                eprintln!(
-                    "codendum capture: cannot write into {}: {e}",
+                self.events.warn(format!(
+                    "capture: cannot write into {}: {e}",
                     self.folder.display()
-                );
+                ));
             }
         }
     }

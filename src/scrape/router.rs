@@ -50,27 +50,16 @@ pub struct RouterWatch {
 }
 
 impl RouterWatch {
-    /// Reads the router once now; says on stderr and returns `None` when
-    /// it cannot be read (the run goes on without router figures).
-    pub async fn start(reader: RouterReader) -> Option<RouterWatch> {
-        match reader.read().await {
-            Ok(start) => Some(RouterWatch { reader, start }),
-            Err(e) => {
-                eprintln!("codendum: {e}; no router figures for this run");
-                None
-            }
-        }
+    /// Reads the router once now; the error says why it could not be read
+    /// (the run then goes on without router figures).
+    pub async fn start(reader: RouterReader) -> Result<RouterWatch, ScrapeError> {
+        let start = reader.read().await?;
+        Ok(RouterWatch { reader, start })
     }
 
-    /// Reads it again and returns what it did since the start; `None`
-    /// (said on stderr) when the second read fails.
-    pub async fn finish(self) -> Option<RouterFigures> {
-        match self.reader.read().await {
-            Ok(end) => Some(router_figures(&self.start, &end)),
-            Err(e) => {
-                eprintln!("codendum: {e}; no router figures for this run");
-                None
-            }
-        }
+    /// Reads it again and returns what it did since the start.
+    pub async fn finish(self) -> Result<RouterFigures, ScrapeError> {
+        let end = self.reader.read().await?;
+        Ok(router_figures(&self.start, &end))
     }
 }

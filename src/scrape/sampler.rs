@@ -1,6 +1,7 @@
 //! Scraping `/metrics` over HTTP, and the sampler that records a timeline in
 //! the background (every second by default) during a run.
 
+use crate::events::Events;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -211,10 +212,12 @@ pub struct Sampler;
 struct Recorded {
     fleet: Vec<TimelineSample>,
     replicas: Vec<ReplicaSample>,
-    /// What the reads show about the server, said once on stderr as it shows.
+    /// What the reads show about the server, said once as it shows.
     tracker: RunTracker,
     /// The name of the server in those lines.
     name: String,
+    /// Where they are told.
+    events: Events,
 }
 
 /// A running sampler: read its timeline at any time, stop it at the end.
@@ -239,7 +242,7 @@ fn lock(recorded: &Mutex<Recorded>) -> MutexGuard<'_, Recorded> {
 fn file_by_time(recorded: &mut Recorded, sample: TimelineSample, replicas: Vec<ReplicaSample>) {
     let name = std::mem::take(&mut recorded.name);
     for line in recorded.tracker.observe(&sample, &replicas, &name) {
-        eprintln!("codendum: {line}");
+        recorded.events.note(line);
     }
     recorded.name = name;
     let at = recorded.fleet.partition_point(|s| s.t <= sample.t);
@@ -284,11 +287,25 @@ impl Sampler {
         scraper: Scraper,
         clock: Clock,
         interval: Duration,
+        recording: Recording,
+    ) -> SamplerHandle {
+        Self::start_with(scraper, clock, interval, recording, Events::silent())
+    }
+
+    /// Like [`Sampler::start_recording_fleet`], telling through `events`
+    /// what the reads show of the server (a restart, several servers
+    /// behind one URL) and a timeline file that could not be written.
+    pub fn start_with(
+        scraper: Scraper,
+        clock: Clock,
+        interval: Duration,
         mut recording: Recording,
+        events: Events,
     ) -> SamplerHandle {
         let interval = interval.max(Duration::from_millis(1));
         let recorded = Arc::new(Mutex::new(Recorded {
             name: fleet_name(&scraper),
+            events: events.clone(),
             ..Recorded::default()
         }));
         let (stop, mut stopped) = oneshot::channel();
@@ -307,7 +324,9 @@ impl Sampler {
                     _ = &mut stopped => break,
                     sample = step => sample,
                 };
-                recording.append(&sample, &replicas);
+                for lost in recording.append(&sample, &replicas) {
+                    events.warn(lost);
+                }
                 file_by_time(&mut lock(&shared), sample, replicas);
                 next += interval;
                 let now = clock.now();

@@ -3,6 +3,7 @@
 //! `classroom`, and recording the check in `summary.json`. The comparison
 //! itself is [`super::server_match`].
 
+use crate::events::Events;
 use std::path::Path;
 
 use super::{check, ProfileCheck, ServerAnswers, MODELS_LIMIT};
@@ -93,20 +94,23 @@ pub async fn check_target(
 
 /// For `bench` and `classroom` against a live server: when a profile was
 /// stated (`--profile` or `CODENDUM_PROFILE`; `None`: nothing is checked),
-/// compares it with the server and prints one line on stderr: the warning
-/// when they differ, a note when the profile does not load or the server
-/// states nothing. `models`: `/v1/models` when the caller has it already.
+/// compares it with the server and says one thing: the warning when they
+/// differ, a note when the profile does not load or the server states
+/// nothing. `models`: `/v1/models` when the caller has it already.
 pub async fn check_live(
     stated_profile: Option<&str>,
     client: &HttpClient,
     models: Option<&[ModelInfo]>,
     target: &Target,
+    events: &Events,
 ) -> Option<ProfileCheck> {
     let spec = stated_profile.map(str::trim).filter(|s| !s.is_empty())?;
     let profile = match Profile::load(spec) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("codendum: note: the server was not checked against profile {spec}: {e}");
+            events.note(format!(
+                "the server was not checked against profile {spec}: {e}"
+            ));
             return None;
         }
     };
@@ -119,13 +123,13 @@ pub async fn check_live(
     let (models, metrics) = tokio::join!(read_models, read_metrics_pages(target));
     let check = check(&profile, &ServerAnswers { models, metrics });
     if let Some(warning) = check.warning() {
-        eprintln!("{warning}");
+        events.warn(warning);
     } else if check.matched.is_empty() {
         let why = check.not_stated_text().unwrap_or_default();
-        eprintln!(
-            "codendum: note: cannot check that the server runs profile {}: {why}",
+        events.note(format!(
+            "cannot check that the server runs profile {}: {why}",
             check.profile
-        );
+        ));
     }
     Some(check)
 }

@@ -158,7 +158,7 @@ fn the_recorded_032_server_reads_and_differs_from_classroom_64k() {
     let warning = c.warning().expect("differs");
     assert_eq!(
         warning,
-        "codendum: warning: the server does not run profile classroom-64k: \
+        "the server does not run profile classroom-64k: \
          served_model_name smollm2 (profile qwen3-coder); max_model_len 8192 (profile 65536); \
          kv_cache_tokens 93184 (profile 1362640); block_size 128 (profile 16)"
     );

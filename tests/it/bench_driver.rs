@@ -171,7 +171,7 @@ pub(crate) async fn run(
         metrics,
         clock: server.clock.clone(),
         stop,
-        show_progress: false,
+        events: codendum::events::Events::silent(),
     };
     run_bench(c, deps).await.expect("run succeeds")
 }
@@ -447,8 +447,11 @@ async fn preflight_refuses_a_busy_server() {
     let e = preflight(&c, Some(&busy), "m", None).await.unwrap_err();
     assert!(matches!(e, Error::Refused(_)));
     assert_eq!(e.exit_code(), 3);
-    let e = preflight(&c, None, "m", None).await.unwrap_err();
-    assert_eq!(e.exit_code(), 3);
+    // Unreadable /metrics: not refused, and the plan says the load was not
+    // checked.
+    let unchecked = preflight(&c, None, "m", None).await.expect("goes on");
+    assert!(!unchecked.guard.checked());
+    assert!(unchecked.plan.contains("not checked"), "{}", unchecked.plan);
     c.allow_busy = true;
     let p = preflight(&c, Some(&busy), "m", None).await.unwrap();
     assert!(p.plan.contains("N=1: 1"), "{}", p.plan);

@@ -149,7 +149,7 @@ async fn twin_bench(c: &codendum::bench::BenchConfig) -> codendum::bench::BenchO
         metrics: None,
         clock: Clock::real(),
         stop: rx,
-        show_progress: false,
+        events: codendum::events::Events::silent(),
     };
     run_bench(&c, deps).await.expect("runs")
 }

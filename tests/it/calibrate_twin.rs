@@ -137,7 +137,7 @@ pub(crate) fn bench_twin(
             metrics: Some(&readings),
             clock,
             stop,
-            show_progress: false,
+            events: codendum::events::Events::silent(),
         };
         let outcome = run_bench(&config, deps).await.expect("bench runs");
         transport.stop();

@@ -113,7 +113,7 @@ async fn bench_with_faults(spec: &str) -> Run {
         metrics: None,
         clock: clock.clone(),
         stop,
-        show_progress: false,
+        events: codendum::events::Events::silent(),
     };
     // A hang would be a failure: bound the whole run generously (real time).
     let outcome = tokio::time::timeout(Duration::from_secs(300), run_bench(&config, deps))

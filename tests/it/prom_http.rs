@@ -4,6 +4,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use codendum::app::metrics::{run_metrics, MetricsOptions};
+use codendum::events::Events;
 use codendum::scrape::{Sampler, ScrapeError, Scraper};
 use codendum_core::clock::Clock;
 use codendum_core::error::Error;
@@ -97,13 +98,13 @@ async fn watch_json_prints_rates_from_counter_increases() {
     let server = advancing_server().await;
     let urls = vec![format!("{}/metrics", server.uri())];
     let clock = Clock::scaled(50.0);
-    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let (mut out, (events, said)) = (Vec::new(), Events::recording());
     run_metrics(
         &opts(&urls, Some(1.0), true, Some(3)),
         &scraper_for(&urls),
         &clock,
         &mut out,
-        &mut err,
+        &events,
     )
     .await
     .expect("watch runs");
@@ -113,7 +114,7 @@ async fn watch_json_prints_rates_from_counter_increases() {
         .map(|l| serde_json::from_str(l).expect("each line is JSON"))
         .collect();
     assert_eq!(lines.len(), 3, "{text}");
-    assert!(err.is_empty());
+    assert!(said.events().is_empty());
     assert!(
         lines[0].get("rates").is_none(),
         "no rate before the second sample"
@@ -155,13 +156,13 @@ async fn watch_human_lines_show_gauges_and_rates() {
     let server = advancing_server().await;
     let urls = vec![format!("{}/metrics", server.uri())];
     let clock = Clock::scaled(50.0);
-    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let (mut out, (events, _said)) = (Vec::new(), Events::recording());
     run_metrics(
         &opts(&urls, Some(1.0), false, Some(3)),
         &scraper_for(&urls),
         &clock,
         &mut out,
-        &mut err,
+        &events,
     )
     .await
     .expect("watch runs");
@@ -184,13 +185,13 @@ async fn watch_human_lines_show_gauges_and_rates() {
 async fn once_prints_a_table_of_the_busy_page() {
     let server = static_server(200, BUSY).await;
     let urls = vec![format!("{}/metrics", server.uri())];
-    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let (mut out, (events, _said)) = (Vec::new(), Events::recording());
     run_metrics(
         &opts(&urls, None, false, None),
         &scraper_for(&urls),
         &Clock::real(),
         &mut out,
-        &mut err,
+        &events,
     )
     .await
     .expect("once runs");
@@ -214,13 +215,13 @@ async fn once_prints_a_table_of_the_busy_page() {
 #[tokio::test]
 async fn once_against_a_dead_port_is_a_one_line_failure() {
     let urls = vec![dead_url()];
-    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let (mut out, (events, _said)) = (Vec::new(), Events::recording());
     let result = run_metrics(
         &opts(&urls, None, false, None),
         &scraper_for(&urls),
         &Clock::real(),
         &mut out,
-        &mut err,
+        &events,
     )
     .await;
     match result {
@@ -241,13 +242,13 @@ async fn once_against_a_dead_port_is_a_one_line_failure() {
 async fn once_rejects_html_and_http_errors() {
     let html = static_server(200, HTML).await;
     let urls = vec![format!("{}/metrics", html.uri())];
-    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let (mut out, (events, _said)) = (Vec::new(), Events::recording());
     let e = run_metrics(
         &opts(&urls, None, true, None),
         &scraper_for(&urls),
         &Clock::real(),
         &mut out,
-        &mut err,
+        &events,
     )
     .await
     .expect_err("HTML is not metrics");
@@ -268,19 +269,19 @@ async fn once_rejects_html_and_http_errors() {
 #[tokio::test]
 async fn watch_keeps_trying_when_the_server_is_down() {
     let urls = vec![dead_url()];
-    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let (mut out, (events, said)) = (Vec::new(), Events::recording());
     run_metrics(
         &opts(&urls, Some(1.0), true, Some(2)),
         &scraper_for(&urls),
         &Clock::scaled(50.0),
         &mut out,
-        &mut err,
+        &events,
     )
     .await
     .expect("watch never fails on a scrape");
-    let notes = String::from_utf8(err).expect("utf-8");
-    assert_eq!(notes.lines().count(), 2, "{notes}");
-    assert!(notes.lines().all(|l| l.contains("unreachable")), "{notes}");
+    let notes = said.warnings();
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    assert!(notes.iter().all(|l| l.contains("unreachable")), "{notes:?}");
     let timeline = parse_timeline(&String::from_utf8(out).expect("utf-8")).expect("timeline");
     assert_eq!(timeline.len(), 2);
     assert!(timeline

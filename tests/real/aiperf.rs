@@ -115,7 +115,14 @@ async fn compare() {
     // AIPerf of the exported trace.
     let exported = dir.path().join("aiperf.jsonl");
     assert_eq!(
-        export_trace(&source, 16, TraceFormat::Aiperf, &exported).expect("export"),
+        export_trace(
+            &source,
+            16,
+            TraceFormat::Aiperf,
+            &exported,
+            &mut std::io::sink()
+        )
+        .expect("export"),
         12
     );
     let second = twin(&Clock::scaled(TIME_SCALE)).await;

@@ -20,6 +20,7 @@
 //! (`NEXTEST_RUN_ID`), or when it finished within the reuse window
 //! (`CODENDUM_CAPACITY_REUSE_S`), and its folder still exists.
 
+use codendum::events::Events;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -127,6 +128,12 @@ impl RunCache {
     /// runtime is blocked and dropping the future (a timeout, Ctrl-C)
     /// leaves nothing waiting behind.
     pub async fn lock(&self, clock: &Clock) -> std::io::Result<RunLock> {
+        self.lock_telling(clock, &Events::silent()).await
+    }
+
+    /// [`RunCache::lock`], telling once through `events` that it waits and
+    /// for whom.
+    pub async fn lock_telling(&self, clock: &Clock, events: &Events) -> std::io::Result<RunLock> {
         let mut told = false;
         loop {
             if let Some(held) = self.try_lock()? {
@@ -138,10 +145,10 @@ impl RunCache {
                     .and_then(|t| t.trim().parse::<u32>().ok())
                     .map(|pid| format!(", held by pid {pid}"))
                     .unwrap_or_default();
-                eprintln!(
-                    "capacity: waiting for another process's workload ({}{holder})",
+                events.note(format!(
+                    "waiting for another process's workload ({}{holder})",
                     self.lock_path().display()
-                );
+                ));
                 told = true;
             }
             clock.sleep(LOCK_POLL.mul_f64(clock.scale())).await;

@@ -16,6 +16,7 @@ use super::workload::{bench_config, classroom_config, twin_time_scale, WorkloadK
 use codendum::app::bench::BenchRun;
 use codendum::app::classroom::ClassroomRun;
 use codendum::connect::ConnectOptions;
+use codendum::events::{Events, Written};
 use codendum_core::clock::Clock;
 use codendum_core::error::Error;
 use codendum_core::results::{BenchSummary, ClassroomRunSummary};
@@ -111,10 +112,9 @@ pub fn cache_key(
 /// report's path. `Err` is the message every trial of the workload fails with.
 pub fn run_workload(
     settings: &Settings,
-    p: &SuiteProfile,
-    targets: &ModeTargets,
-    kind: WorkloadKind,
+    (p, targets, kind): (&SuiteProfile, &ModeTargets, WorkloadKind),
     cache: &RunCache,
+    events: &Events,
 ) -> Result<WorkloadResults, String> {
     let _one_at_a_time = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
     if INTERRUPTED.load(Ordering::Relaxed) {
@@ -128,46 +128,45 @@ pub fn run_workload(
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start a tokio runtime: {e}"))?;
-    rt.block_on(run_locked(settings, p, targets, kind, cache))
+    rt.block_on(run_locked(settings, (p, targets, kind), cache, events))
 }
 
 async fn run_locked(
     settings: &Settings,
-    p: &SuiteProfile,
-    targets: &ModeTargets,
-    kind: WorkloadKind,
+    (p, targets, kind): (&SuiteProfile, &ModeTargets, WorkloadKind),
     cache: &RunCache,
+    events: &Events,
 ) -> Result<WorkloadResults, String> {
     let clock = Clock::real();
     let _lock = cache
-        .lock(&clock)
+        .lock_telling(&clock, events)
         .await
         .map_err(|e| format!("cannot take the run lock in {}: {e}", cache.dir.display()))?;
     let key = cache_key(settings, p, targets, kind);
     if let Some(record) = cache.lookup(&key, clock.utc_now().timestamp()) {
         let summary = load_summary(&record.folder, kind)?;
-        eprintln!(
-            "capacity: {} {} judged from the run in {}",
+        events.note(format!(
+            "{} {} judged from the run in {}",
             p.profile.name,
             kind.name(),
             record.folder.display()
-        );
+        ));
         return Ok(WorkloadResults {
             folder: record.folder,
             summary,
             reused: true,
         });
     }
-    eprintln!(
-        "capacity: running the {} {} workload of {} against {}",
+    events.note(format!(
+        "running the {} {} workload of {} against {}",
         settings.mode.name(),
         kind.name(),
         p.profile.name,
         settings.target.display_url()
-    );
+    ));
     // Ctrl-C or SIGTERM during a workload stops it as it stops the command:
     // its folder is written and every trial of it fails as interrupted.
-    let stop = codendum::app::signals::stop_on_signal();
+    let stop = codendum::app::signals::stop_on_signal(events.clone());
     let outcome = match kind {
         WorkloadKind::Bench => run_bench(settings, p, targets, stop.clone()).await,
         WorkloadKind::Classroom => run_classroom(settings, p, stop.clone()).await,
@@ -183,16 +182,16 @@ async fn run_locked(
     match codendum_report::files::write_report_with(&results.folder, None, &verdicts) {
         Ok(paths) => {
             for path in paths {
-                eprintln!("Report: {}", path.display());
+                events.written(Written::Report, path);
             }
         }
-        Err(e) => eprintln!("capacity: the report could not be written: {e}"),
+        Err(e) => events.warn(format!("the report could not be written: {e}")),
     }
     if let Err(e) = cache.store(&key, &results.folder, clock.utc_now().timestamp()) {
-        eprintln!(
-            "capacity: cannot record the run in {}: {e}",
+        events.warn(format!(
+            "cannot record the run in {}: {e}",
             cache.dir.display()
-        );
+        ));
     }
     Ok(results)
 }
@@ -234,7 +233,8 @@ async fn run_bench(
         connect: connect_options(p, WorkloadKind::Bench),
         confirm: &|_| true,
         stop,
-        show_progress: false,
+        // The suite says what it runs; the workload itself is silent.
+        events: Events::silent(),
         write_report: false,
     };
     let outcome = codendum::app::bench::run(run).await?;
@@ -269,7 +269,7 @@ async fn run_classroom(
         yes: true,
         confirm: &|_| true,
         stop,
-        show_progress: false,
+        events: Events::silent(),
         write_report: false,
     };
     let result = codendum::app::classroom::run(run).await?;

@@ -10,6 +10,7 @@
 //! server's `/v1/models` and `/metrics`, read once, against the profile's
 //! `[server]` (see [`super::server_match`]).
 
+use codendum::events::Events;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -100,6 +101,8 @@ pub struct Suite {
     runs: Mutex<HashMap<(usize, WorkloadKind), RunCell>>,
     checks: Mutex<HashMap<usize, CheckCell>>,
     cache: RunCache,
+    /// Where the suite says what it runs and reuses.
+    events: Events,
 }
 
 impl std::fmt::Debug for Suite {
@@ -125,8 +128,16 @@ impl Suite {
                 runs: Mutex::new(HashMap::new()),
                 checks: Mutex::new(HashMap::new()),
                 cache: RunCache::new(cache_dir, 0),
+                events: Events::silent(),
             },
         }
+    }
+
+    /// The suite telling what it runs, reuses and notes through `events`
+    /// (the test binary's reporter).
+    pub fn with_events(mut self, events: Events) -> Suite {
+        self.events = events;
+        self
     }
 
     /// The suite for given settings. Loads every profile; a profile that
@@ -184,6 +195,7 @@ impl Suite {
             runs: Mutex::new(HashMap::new()),
             checks: Mutex::new(HashMap::new()),
             cache,
+            events: Events::silent(),
         }
     }
 
@@ -295,7 +307,7 @@ impl Suite {
             .map(|s| s.target.display_url())
             .unwrap_or_default();
         if let Some(note) = check.verdict(&server)? {
-            eprintln!("capacity: {note}");
+            self.events.note(note);
         }
         Ok(())
     }
@@ -351,7 +363,7 @@ impl Suite {
         let settings = self.settings.as_ref().ok_or("no settings")?;
         let p = self.profiles.get(profile).ok_or("no such profile")?;
         let targets = self.mode_targets(profile).ok_or("no targets")?;
-        let results = run_workload(settings, p, targets, kind, &self.cache)?;
+        let results = run_workload(settings, (p, targets, kind), &self.cache, &self.events)?;
         Ok(Arc::new(results))
     }
 }

@@ -263,19 +263,24 @@ pub struct Recording {
 }
 
 impl Recording {
-    pub fn append(&mut self, fleet: &TimelineSample, replicas: &[ReplicaSample]) {
+    /// Appends a sample (and each replica's) to the files. A file that
+    /// cannot be written is dropped, and what was lost is returned (one
+    /// message per file, once), for the caller to tell; sampling goes on.
+    pub fn append(&mut self, fleet: &TimelineSample, replicas: &[ReplicaSample]) -> Vec<String> {
+        let mut lost = Vec::new();
         if let Some(writer) = self.fleet.as_mut() {
             if let Err(e) = writer.append(fleet) {
-                eprintln!("codendum: cannot write the server timeline: {e}");
+                lost.push(format!("cannot write the server timeline: {e}"));
                 self.fleet = None;
             }
         }
         if let Some(writer) = self.replicas.as_mut() {
             if let Err(e) = replicas.iter().try_for_each(|r| writer.append(r)) {
-                eprintln!("codendum: cannot write the replica timeline: {e}");
+                lost.push(format!("cannot write the replica timeline: {e}"));
                 self.replicas = None;
             }
         }
+        lost
     }
 }
 

@@ -118,11 +118,11 @@ impl ProfileCheck {
     }
 
     /// The one-line warning of `bench` and `classroom` when the server
-    /// differs: `codendum: warning: the server does not run profile P: …`.
+    /// differs (without the program's prefix): `the server does not run profile P: …`.
     pub fn warning(&self) -> Option<String> {
         (!self.differences.is_empty()).then(|| {
             format!(
-                "codendum: warning: the server does not run profile {}: {}",
+                "the server does not run profile {}: {}",
                 self.profile,
                 self.differences_text()
             )
