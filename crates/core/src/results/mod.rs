@@ -15,6 +15,7 @@ pub mod level;
 pub mod metrics;
 pub mod profile_check;
 pub mod records;
+pub mod repeat;
 pub mod replicas;
 pub mod router;
 pub mod schema;
