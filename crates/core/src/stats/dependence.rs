@@ -12,7 +12,8 @@
 //! series cut into about `√n` consecutive batches, [`batch_count`]).
 //!
 //! The interval of a dependent series is the independent order-statistic
-//! interval with each side's distance from the estimate stretched by
+//! interval with each side's distance from the estimate (at least to the
+//! next distinct value, where many values equal the estimate) stretched by
 //! `√τ · t/z` (the estimate's standard error grows by `√τ`, by the
 //! Bahadur representation of a sample quantile, and `τ` is itself
 //! estimated from `b` batches, hence Student's `t` over `b − 1` degrees of
@@ -110,9 +111,35 @@ pub fn percentile_interval_in_rounds(
     let k = stretch(&finite, p, round);
     let estimate = percentile(&sorted, p)?;
     let (min, max) = (*sorted.first()?, *sorted.last()?);
+    if k <= 1.0 {
+        return Some(plain);
+    }
+    // A bound on a value many share (the twin's steps make whole runs of
+    // equal TTFTs) is no distance from the estimate, and stretching nothing
+    // gives nothing: the side reaches at least to the next value beyond.
+    let below = sorted.iter().rev().copied().find(|v| *v < estimate);
+    let above = sorted.iter().copied().find(|v| *v > estimate);
+    let lo_base = |lo: f64| {
+        if lo < estimate {
+            lo
+        } else {
+            below.unwrap_or(lo)
+        }
+    };
+    let hi_base = |hi: f64| {
+        if hi > estimate {
+            hi
+        } else {
+            above.unwrap_or(hi)
+        }
+    };
     Some(Interval {
-        lo: plain.lo.map(|lo| (estimate - k * (estimate - lo)).max(min)),
-        hi: plain.hi.map(|hi| (estimate + k * (hi - estimate)).min(max)),
+        lo: plain
+            .lo
+            .map(|lo| (estimate - k * (estimate - lo_base(lo))).max(min)),
+        hi: plain
+            .hi
+            .map(|hi| (estimate + k * (hi_base(hi) - estimate)).min(max)),
     })
 }
 
@@ -153,6 +180,18 @@ mod tests {
             "read value by value it looks dependent"
         );
         assert_eq!(stretch(&v, 50.0, 8), 1.0, "read by rounds it is not");
+    }
+
+    #[test]
+    fn a_bound_on_a_shared_value_still_stretches() {
+        // Runs of forty equal values: the plain interval of P50 sits on one
+        // of them; stretched, it reaches the values either side.
+        let v: Vec<f64> = (0..400u64).map(|i| (i / 40 % 5) as f64).collect();
+        let sorted = sorted_finite(v.iter().copied());
+        let plain = percentile_interval(&sorted, 50.0).expect("values");
+        assert_eq!((plain.lo, plain.hi), (Some(2.0), Some(2.0)));
+        let got = percentile_interval_in_order(&v, 50.0).expect("values");
+        assert!(got.lo < Some(2.0) && got.hi > Some(2.0), "{got:?}");
     }
 
     #[test]
