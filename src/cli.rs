@@ -548,6 +548,11 @@ pub struct PlanArgs {
     /// Seed of every random choice (the same seed gives identical results).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Seeds a search runs (--seed, --seed + 1, …): the largest class is
+    /// answered as the range the seeds give and how many of them each class
+    /// meets the targets in. --users plans use --seed only.
+    #[arg(long, default_value_t = codendum::plan::config::DEFAULT_SEEDS, value_name = "N")]
+    pub seeds: u32,
     /// Threads to run cells on [default: the machine's cores].
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,

@@ -531,6 +531,7 @@ async fn plan(args: PlanArgs, events: Events) -> Result<(), Error> {
     };
     config.duration = positive_seconds("--duration", args.duration)?;
     config.seed = args.seed;
+    config.seeds = args.seeds;
     if let Some(j) = args.jobs {
         config.jobs = j;
     }

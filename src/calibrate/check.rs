@@ -307,6 +307,7 @@ fn check_class(
         max_num_seqs: profile.server.max_num_seqs,
         overridden: false,
         users: p.users,
+        seed: None,
     };
     let cell = std::thread::scope(|s| {
         s.spawn(|| crate::plan::cell::run_cell(&spec, profile, &config))

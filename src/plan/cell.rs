@@ -23,6 +23,10 @@ use codendum_twin::TwinOptions;
 /// How often the engine is sampled, simulated seconds (as the live sampler).
 pub const SAMPLE_INTERVAL: Duration = Duration::from_secs(1);
 
+/// Students simulated by every cell this process ran, summed (a cell of N
+/// students counts N): the work a plan did, for its benchmark.
+pub static STUDENTS_SIMULATED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// The figures of one cell. Times in simulated seconds; KV usage, shares
 /// and the hit rate are FRACTIONS 0..1.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -95,6 +99,7 @@ pub fn run_cell(
     profile: &Profile,
     config: &PlanConfig,
 ) -> Result<CellResult, Error> {
+    STUDENTS_SIMULATED.fetch_add(u64::from(spec.users), std::sync::atomic::Ordering::Relaxed);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .start_paused(true)
@@ -119,11 +124,12 @@ async fn simulate(
     classroom.scenario = config.scenario;
     classroom.duration = config.duration;
     classroom.ramp_up = config.ramp_up();
-    classroom.seed = config.seed;
+    let seed = spec.seed.unwrap_or(config.seed);
+    classroom.seed = seed;
     let mut opts = TwinOptions::new(profile);
     opts.clock = clock.clone();
-    opts.responder = Arc::new(AgentPersona::new(config.seed));
-    opts.seed = config.seed;
+    opts.responder = Arc::new(AgentPersona::new(seed));
+    opts.seed = seed;
     if opts.profile.fleet.replicas > 1 {
         return super::fleet_cell::simulate_fleet(spec, config, &classroom, opts).await;
     }

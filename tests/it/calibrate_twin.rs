@@ -249,6 +249,7 @@ fn class_check(file: &str, truth: &Profile, fitted: &Profile) -> String {
             max_num_seqs: p.server.max_num_seqs,
             overridden: false,
             users: 40,
+            seed: None,
         };
         run_cell(&spec, p, &config).expect("class runs")
     };
