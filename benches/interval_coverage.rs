@@ -11,7 +11,8 @@
 //!     cargo bench --bench interval_coverage             # one rate level, 100 seeds
 //! ```
 //!
-//! A workload is `class:PROFILE:USERS:DURATION_S:RAMP_UP_S:SEEDS` or
+//! A workload is `class:PROFILE:USERS:DURATION_S:RAMP_UP_S:SEEDS[:compact]` (`compact`: the
+//! short prompt of `codendum::plan::coverage::compact_prompt`) or
 //! `level:PROFILE:RATE:REQUESTS:OUTPUT_TOKENS:SEEDS`; several are separated
 //! by `,`. `PROFILE@N` runs the profile with N seats (`max_num_seqs`).
 
@@ -51,7 +52,8 @@ fn run(spec: &str, jobs: usize) -> Option<(String, Vec<Trial>, f64)> {
                 users: num(2)? as usize,
                 duration: Duration::from_secs_f64(num(3)?),
                 ramp_up: Duration::from_secs_f64(num(4)?),
-                prompt: None,
+                prompt: (parts.get(6) == Some(&"compact"))
+                    .then(codendum::plan::coverage::compact_prompt),
             },
             &seeds,
             jobs,

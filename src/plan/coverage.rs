@@ -71,6 +71,23 @@ pub struct ClassWorkload {
     pub prompt: Option<crate::classroom::PromptSet>,
 }
 
+/// The built-in tools with one-line descriptions and a one-line system
+/// prompt: each call carries a few hundred tokens of prompt instead of six
+/// thousand, so a hundred small classes run in seconds, while the queueing
+/// the intervals must cope with (students waiting for a few decode seats)
+/// is the same.
+pub fn compact_prompt() -> crate::classroom::PromptSet {
+    let mut p = crate::classroom::PromptSet::built_in();
+    p.system = "You are a coding agent working in the student's project.".into();
+    p.explore_system = "You explore the project and report what you find.".into();
+    for t in p.tools.iter_mut().chain(p.explore_tools.iter_mut()) {
+        if let Some(d) = t.pointer_mut("/function/description") {
+            *d = "A tool.".into();
+        }
+    }
+    p
+}
+
 /// A rate level to run under many seeds (short prompts, Poisson arrivals,
 /// no cap on requests in flight).
 #[derive(Debug, Clone)]

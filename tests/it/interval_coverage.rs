@@ -2,41 +2,32 @@
 //! under 100 seeds, each run's 95 % interval of its TTFT P95 holds the
 //! long-run value (the P95 of every run's values pooled) in 90–98 % of the
 //! runs. A class and a Poisson rate level, on the profile the interval
-//! methods were chosen on (classroom-64k) and on one they were not
-//! (classroom-64k-high-concurrency's engine), each narrowed to a few seats
-//! so that a small class queues as a full one does. The larger workloads
-//! of docs/validation.md run in `cargo bench --bench interval_coverage`.
+//! methods were chosen on (classroom-64k, the GB10) and on one they were not
+//! (a dense 8B coder on a fast GPU, `fixtures/calibration/dense-fast.toml`);
+//! the classes on a few seats with a compact prompt, so that a small class
+//! queues as a full one does and a hundred of them run quickly. The full
+//! classes and more levels of docs/validation.md run in
+//! `cargo bench --bench interval_coverage`.
 
 use std::time::Duration;
 
-use codendum::classroom::PromptSet;
 use codendum::plan::coverage::{
-    class_trials, coverage, level_trials, ClassWorkload, LevelWorkload, Trial,
+    class_trials, compact_prompt, coverage, level_trials, ClassWorkload, LevelWorkload, Trial,
 };
 use codendum_core::profile::Profile;
 
 /// Seeded runs per workload.
 const TRIALS: u64 = 100;
 
-fn profile(name: &str, seats: u32) -> Profile {
-    let mut p = Profile::load(name).expect("an embedded profile");
-    p.server.max_num_seqs = seats;
-    p
-}
+/// The held-out profile: a fitted dense 8B coder on a fast GPU.
+const HELD_OUT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/fixtures/calibration/dense-fast.toml"
+);
 
-/// The built-in tools with one-line descriptions and a one-line system
-/// prompt: each call carries a few hundred tokens instead of six thousand,
-/// so a hundred classes run in seconds; the queueing the intervals must
-/// cope with comes from the decode seats, not the prompt.
-fn short_prompt() -> PromptSet {
-    let mut p = PromptSet::built_in();
-    p.system = "You are a coding agent working in the student's project.".into();
-    p.explore_system = "You explore the project and report what you find.".into();
-    for t in p.tools.iter_mut().chain(p.explore_tools.iter_mut()) {
-        if let Some(d) = t.pointer_mut("/function/description") {
-            *d = "A tool.".into();
-        }
-    }
+fn profile(name: &str, seats: u32) -> Profile {
+    let mut p = Profile::load(name).expect("a profile");
+    p.server.max_num_seqs = seats;
     p
 }
 
@@ -68,16 +59,13 @@ fn assert_honest(what: &str, trials: &[Trial]) {
 #[test]
 fn class_ttft_p95_intervals_cover_the_long_run_value() {
     let seeds: Vec<u64> = (1..=TRIALS).collect();
-    for (name, seats, users) in [
-        ("classroom-64k", 2, 6),
-        ("classroom-64k-high-concurrency", 3, 9),
-    ] {
+    for (name, seats, users) in [("classroom-64k", 3, 8), (HELD_OUT, 1, 5)] {
         let w = ClassWorkload {
             profile: profile(name, seats),
             users,
             duration: Duration::from_secs(240),
             ramp_up: Duration::from_secs(30),
-            prompt: Some(short_prompt()),
+            prompt: Some(compact_prompt()),
         };
         let trials = class_trials(&w, &seeds, threads()).expect("classes run");
         assert_honest(
@@ -91,12 +79,9 @@ fn class_ttft_p95_intervals_cover_the_long_run_value() {
 fn level_ttft_p95_intervals_cover_the_long_run_value() {
     let seeds: Vec<u64> = (1..=TRIALS).collect();
     let scratch = tempfile::tempdir().expect("tempdir");
-    for (name, rate) in [
-        ("classroom-64k", 1.0),
-        ("classroom-64k-high-concurrency", 1.0),
-    ] {
+    for (name, rate, seats) in [("classroom-64k", 0.8, 16), (HELD_OUT, 3.0, 24)] {
         let w = LevelWorkload {
-            profile: profile(name, 16),
+            profile: profile(name, seats),
             rate_per_s: rate,
             requests: 200,
             output_tokens: 64,
