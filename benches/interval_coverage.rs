@@ -23,13 +23,22 @@ use codendum::plan::coverage::{
 };
 use codendum_core::profile::Profile;
 
-/// The workloads of docs/validation.md: tuned on classroom-64k, held out
-/// on the high-concurrency profile and the small CPU profile.
+/// The workloads of docs/validation.md: the full class and levels on
+/// classroom-64k (where the methods were chosen), the held-out profiles
+/// (classroom-64k-high-concurrency with 60 students, the fitted dense 8B
+/// coder), the small classes and levels `cargo test` runs, and two levels
+/// near saturation, where a single level cannot show its own memory.
 const TABLE: &str = "class:classroom-64k:40:900:120:100,\
 class:classroom-64k-high-concurrency:60:900:120:100,\
+class:classroom-64k@3:8:240:30:100:compact,\
+class:fixtures/calibration/dense-fast.toml@1:5:240:30:100:compact,\
+class:fixtures/calibration/dense-fast.toml@2:6:240:30:100:compact,\
 level:classroom-64k:0.2:300:256:100,\
+level:classroom-64k:0.8:200:64:100,\
+level:fixtures/calibration/dense-fast.toml:3:200:64:100,\
 level:classroom-64k-high-concurrency:0.3:300:256:100,\
-level:classroom-64k:0.5:300:256:100";
+level:classroom-64k:0.5:300:256:100,\
+level:classroom-64k:1.5:200:64:100";
 
 fn run(spec: &str, jobs: usize) -> Option<(String, Vec<Trial>, f64)> {
     let parts: Vec<&str> = spec.trim().split(':').collect();
