@@ -11,12 +11,16 @@
 //! - per-chunk delay: the client's arrival time of each token − the
 //!   server's stamp for it (same system clock).
 //!
+//! A third path goes through a capture whose disk never takes a write (a
+//! writer that blocks for good, with room for 8 records): what the capture
+//! adds when its disk stalls, which must be what it adds otherwise.
+//!
 //! `cargo bench --bench capture_latency` (`CODENDUM_ROUNDS=N` requests per
 //! path, default 60; 100 tokens each).
 
 use std::time::Instant;
 
-use codendum::capture::{self, CaptureConfig};
+use codendum::capture::{self, CaptureConfig, CaptureDisk};
 use codendum_core::openai::chunk::parse_chunk;
 use codendum_core::openai::sse::{SseDecoder, SseEvent};
 use codendum_core::stats::{percentile, sorted_finite};
@@ -104,6 +108,22 @@ async fn one(http: &reqwest::Client, base: &str, into: &mut Figures) {
     }
 }
 
+/// A disk whose every write blocks for good.
+struct StalledDisk;
+
+impl CaptureDisk for StalledDisk {
+    fn append_call(&mut self, _line: &[u8]) -> std::io::Result<()> {
+        loop {
+            std::thread::park();
+        }
+    }
+    fn replace(&mut self, _name: &str, _bytes: &[u8]) -> std::io::Result<()> {
+        loop {
+            std::thread::park();
+        }
+    }
+}
+
 fn ms(sorted: &[f64], p: f64) -> f64 {
     percentile(sorted, p).unwrap_or(f64::NAN) * 1e3
 }
@@ -130,21 +150,34 @@ fn main() {
         capture::start(config).await.expect("capture")
     });
     let through = cap.base_url();
+    let stalled_dir = dir.path().join("stalled");
+    std::fs::create_dir_all(&stalled_dir).expect("dir");
+    let upstream = direct.clone();
+    let stalled = on_own_thread(move || async move {
+        let mut config = CaptureConfig::new(&upstream, "127.0.0.1:0", stalled_dir).expect("config");
+        config.queue = 8;
+        capture::start_on(config, Box::new(StalledDisk))
+            .await
+            .expect("capture")
+    });
+    let stalled_url = stalled.base_url();
     let rt = thread_runtime();
-    let (d, c) = rt.block_on(async {
+    let (d, c, st) = rt.block_on(async {
         let http = reqwest::Client::builder()
             .no_proxy()
             .tcp_nodelay(true)
             .build()
             .expect("client");
-        let (mut d, mut c) = (Figures::default(), Figures::default());
-        one(&http, &direct, &mut Figures::default()).await; // warm both pools
+        let (mut d, mut c, mut st) = (Figures::default(), Figures::default(), Figures::default());
+        one(&http, &direct, &mut Figures::default()).await; // warm the pools
         one(&http, &through, &mut Figures::default()).await;
+        one(&http, &stalled_url, &mut Figures::default()).await;
         for _ in 0..rounds {
             one(&http, &direct, &mut d).await;
             one(&http, &through, &mut c).await;
+            one(&http, &stalled_url, &mut st).await;
         }
-        (d, c)
+        (d, c, st)
     });
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("capture_latency: {rounds} requests per path, {TOKENS} tokens each, paced 50 ms + 20 ms/token; load {}", load.trim());
@@ -155,6 +188,8 @@ fn main() {
     for (name, a, b) in [
         ("TTFT", &d.ttft, &c.ttft),
         ("per-chunk delay", &d.delay, &c.delay),
+        ("TTFT, disk stalled", &d.ttft, &st.ttft),
+        ("per-chunk delay, disk stalled", &d.delay, &st.delay),
     ] {
         let (a, b) = (
             sorted_finite(a.iter().copied()),
@@ -171,4 +206,11 @@ fn main() {
         );
     }
     println!("calls recorded by the capture: {}", cap.store().calls());
+    let lost = stalled.store().losses();
+    println!(
+        "through the stalled disk: {} calls passed on, {} records waiting, {} dropped",
+        stalled.store().calls(),
+        lost.unwritten,
+        lost.dropped
+    );
 }

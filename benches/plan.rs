@@ -8,20 +8,35 @@
 //!     cargo bench --bench plan -- --one-shot     # timings and figures of each plan
 //! cargo bench --bench plan -- --search           # one search: wall and CPU time, the answers
 //! ```
+//!
+//! `CODENDUM_CLASS` (a class name or file) and `CODENDUM_PLAN_SEED` set the
+//! class and the seed of the one-shot plans and of the records.
 
 use std::time::{Duration, Instant};
 
 use codendum::plan::{run_plan, PlanConfig};
 use criterion::{criterion_group, Criterion};
 
+/// A plan of one class size; `CODENDUM_CLASS` (a class name or file) and
+/// `CODENDUM_PLAN_SEED` change its class and seed.
 fn config(users: u32, duration_s: u64, profiles: &[String]) -> PlanConfig {
-    PlanConfig {
+    let mut c = PlanConfig {
         users: vec![users],
         profiles: profiles.to_vec(),
         duration: Duration::from_secs(duration_s),
         jobs: 1,
         ..PlanConfig::new()
+    };
+    if let Ok(class) = std::env::var("CODENDUM_CLASS") {
+        c.class = std::sync::Arc::new(codendum_core::class::Class::load(&class).expect("class"));
     }
+    if let Some(seed) = std::env::var("CODENDUM_PLAN_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
+        c.seed = seed;
+    }
+    c
 }
 
 fn small_cell(c: &mut Criterion) {
@@ -141,7 +156,9 @@ fn one_shot(cells: &str) {
 }
 
 /// Runs one 40-user java class against the in-process twin and writes its
-/// records (requests.jsonl, tasks.jsonl) to `dir`, for analysis.
+/// records (requests.jsonl, tasks.jsonl) to `dir`, for analysis; the class
+/// is `CODENDUM_CLASS` (a name or a class file) when set, else `lab`, and
+/// the seed `CODENDUM_PLAN_SEED` (default 1).
 fn records(dir: &str, profile: &str) {
     use codendum::classroom::{run_classroom, ClassroomConfig, JsonlSink, LiveStatus};
     use codendum_core::profile::Profile;
@@ -156,12 +173,25 @@ fn records(dir: &str, profile: &str) {
     rt.block_on(async {
         let clock = codendum_core::clock::Clock::scaled(1.0);
         let p = Profile::load(profile).expect("profile");
-        let mut cc = ClassroomConfig::new(p.server.served_model_name.clone(), Some(65_536));
-        cc.seed = 1;
+        let seed: u64 = std::env::var("CODENDUM_PLAN_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(1);
+        let class = std::env::var("CODENDUM_CLASS").unwrap_or_else(|_| "lab".into());
+        let class = Arc::new(codendum_core::class::Class::load(&class).expect("class"));
+        let mut cc = ClassroomConfig::new(
+            p.server.served_model_name.clone(),
+            Some(u64::from(p.server.max_model_len)),
+        );
+        cc.seed = seed;
+        cc.class = Arc::clone(&class);
         let mut opts = TwinOptions::new(p);
         opts.clock = clock.clone();
-        opts.responder = Arc::new(AgentPersona::new(1));
-        opts.seed = 1;
+        opts.responder = Arc::new(AgentPersona::with_spread(
+            seed,
+            Arc::new(class.agent.clone()),
+        ));
+        opts.seed = seed;
         let t = Arc::new(InProcTransport::start(opts));
         let open = |n: &str| std::fs::File::create(format!("{dir}/{n}")).expect("create");
         let sink = Arc::new(JsonlSink::new(open("requests.jsonl"), open("tasks.jsonl")));

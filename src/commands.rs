@@ -1,21 +1,32 @@
-//! Turns parsed arguments into the library's typed configs and runs them.
+//! Each command's one `resolve` step, from the parsed (already typed)
+//! flags to the library's settings, then the run. The checks here are the
+//! ones that need several flags at once (a mode's flags, the twin-only
+//! flags against a live server); single values were checked while parsed.
 
-use std::time::Duration;
+use std::path::PathBuf;
 
+use codendum::app::run::{exit_status, RunIo};
 use codendum::app::signals::stop_on_signal;
-use codendum::connect::ConnectOptions;
+use codendum::bench::arrival::Arrival;
+use codendum::bench::config::{OpenLoop, DEFAULT_OUTPUT_TOKENS};
+use codendum::bench::{BenchConfig, Load};
 use codendum::connect::{BENCH_TIME_SCALE, CLASSROOM_TIME_SCALE};
 use codendum::events::Events;
+use codendum::scrape::PrometheusOptions;
+use codendum::settings::env;
+use codendum::settings::{
+    twin_fleet, ClientSettings, LiveServer, RunSettings, Server, TwinSettings, DEFAULT_PROFILE,
+};
 use codendum_core::error::{ConfigError, Error};
-use codendum_core::target::{Provenance, Target};
-
-use crate::terminal::{self, Terminal};
+use codendum_core::profile::Profile;
+use codendum_core::target::{Provenance, Secret, Target};
 
 use crate::cli::{
-    BenchArgs, CaptureArgs, ClassroomArgs, Cli, Command, CompareArgs, EndpointArg, ExportTraceArgs,
-    MetricsArgs, PlanArgs, ProvenanceArgs, ReplayArgs, ReportArgs, ScenarioArg, ServeArgs,
-    TargetArgs, TraceFormatArg,
+    ArrivalArg, BenchArgs, CaptureArgs, CheckArgs, ClassroomArgs, Cli, Command, CompareArgs,
+    EndpointArg, ExportTraceArgs, LearnClassArgs, MetricsArgs, PlanArgs, ProvenanceArgs,
+    ReplayArgs, ReportArgs, RunArgs, ScenarioArg, ServeArgs, TargetArgs, TraceFormatArg, TwinArgs,
 };
+use crate::terminal::{self, Terminal};
 
 /// Runs one command, telling its events on the terminal.
 pub async fn run(cli: Cli) -> Result<(), Error> {
@@ -25,88 +36,434 @@ pub async fn run(cli: Cli) -> Result<(), Error> {
         Command::Serve(args) => serve(args, events).await,
         Command::Bench(args) => bench(args, events).await,
         Command::Classroom(args) => classroom(args, events).await,
-        Command::Report(args) => report(args),
+        Command::Report(args) => report(args, &events),
         Command::Compare(args) => compare(args),
         Command::Plan(args) => plan(args, events).await,
         Command::Calibrate(args) => calibrate(args, &events),
         Command::Capture(args) => capture(args, events).await,
         Command::Replay(args) => replay(args, events).await,
         Command::ExportTrace(args) => export_trace(args, &events),
+        Command::Check(args) => check(args, events).await,
+        Command::CliReference => print_stdout(&crate::cli_reference::page()),
+        Command::LearnClass(args) => learn_class(args),
     }
 }
 
-fn positive_seconds(flag: &str, value: f64) -> Result<Duration, ConfigError> {
-    if value.is_finite() && value > 0.0 && value < 1.0e7 {
-        Ok(Duration::from_secs_f64(value))
-    } else {
-        Err(ConfigError::invalid(
-            flag,
-            format!("{value} is not a positive number of seconds"),
-        ))
+/// What every run of a workload is given besides its settings.
+fn io(events: Events) -> RunIo<'static> {
+    RunIo {
+        stop: stop_on_signal(events.clone()),
+        events,
+        confirm: &terminal::confirm,
     }
+}
+
+/// `bench`, `classroom` and `replay`'s shared flags as the run's server and
+/// settings. `default_scale`: the twin's speed-up unless `--time-scale`.
+fn resolve_run(
+    (target, provenance, twin, run): (&TargetArgs, &ProvenanceArgs, &TwinArgs, &RunArgs),
+    default_scale: f64,
+    events: &Events,
+) -> Result<(Server, RunSettings), Error> {
+    let client = ClientSettings {
+        api_key: env::value(target.api_key.clone()).map(Secret::new),
+        model: env::value(target.model.clone()),
+        request_timeout: target.timeout.0,
+    };
+    let (server, fleet_note) = resolve_server(target, provenance, twin, (run.seed, default_scale))?;
+    if let Some(note) = fleet_note {
+        events.note(note);
+    }
+    if let Some(live) = server.live() {
+        if client.sends_key_in_clear(&live.target.base_url) {
+            events.warn(format!(
+                "the API key goes in clear text over http:// to {}; use https://",
+                live.target.display_url()
+            ));
+        }
+    }
+    let settings = RunSettings {
+        client,
+        provenance: resolve_provenance(provenance),
+        results_dir: run.results_dir.clone(),
+        allow_busy: run.allow_busy,
+        yes: run.yes,
+        write_report: !run.no_report,
+        max_error_rate: run.max_error_rate.0,
+        strict: run.strict,
+    };
+    Ok((server, settings))
+}
+
+/// A live server when `--base-url` names one (the twin-only flags are then
+/// refused), else the embedded twin running `--profile` (a fleet with
+/// `--replicas`), with the note for a router that has no effect.
+fn resolve_server(
+    target: &TargetArgs,
+    provenance: &ProvenanceArgs,
+    twin: &TwinArgs,
+    (seed, default_scale): (u64, f64),
+) -> Result<(Server, Option<String>), Error> {
+    let Some(base_url) = target.base_url.clone() else {
+        if target.prometheus_url.is_some() {
+            return Err(ConfigError::invalid(
+                "--prometheus-url",
+                "reads a live fleet's figures: give --base-url too (the embedded twin is in no Prometheus)",
+            )
+            .into());
+        }
+        let name = env::value(provenance.profile.clone());
+        let profile = Profile::load(name.as_deref().unwrap_or(DEFAULT_PROFILE))?;
+        let (fleet, note) = twin_fleet(
+            &profile,
+            twin.fleet.replicas.map(|r| r.get_u32()),
+            twin.fleet.router.map(|r| r.0),
+        );
+        let settings = TwinSettings {
+            profile,
+            time_scale: twin.time_scale.map_or(default_scale, |t| t.0),
+            seed,
+        };
+        return Ok((Server::embedded(settings, fleet), note));
+    };
+    for (flag, given) in [
+        ("--replicas", twin.fleet.replicas.is_some()),
+        ("--router", twin.fleet.router.is_some()),
+    ] {
+        if given {
+            return Err(ConfigError::invalid(
+                flag,
+                "applies to the embedded twin only: a live fleet is routed by its own router",
+            )
+            .into());
+        }
+    }
+    let mut t = Target::at(base_url);
+    t.cacert = target.cacert.clone().map(|c| c.0);
+    if let Some(urls) = &target.metrics_url {
+        t.metrics_urls = urls.0.clone();
+    }
+    t.router_metrics_url = target.router_metrics_url.clone().map(|u| u.0);
+    let prometheus = target.prometheus_url.as_ref().map(|url| PrometheusOptions {
+        url: url.0.clone(),
+        selector: target.prometheus_selector.clone().map(|s| s.0),
+    });
+    let live = LiveServer {
+        target: t,
+        prometheus,
+    };
+    Ok((Server::Live(live), None))
+}
+
+/// Only what the user stated: a live server's profile is unknown unless
+/// given (the embedded twin records the one it runs).
+fn resolve_provenance(args: &ProvenanceArgs) -> Provenance {
+    Provenance {
+        profile: env::value(args.profile.clone()),
+        image_digest: env::value(args.image_digest.clone()),
+        model_revision: env::value(args.model_revision.clone()),
+        dgx_os_version: env::value(args.dgx_os_version.clone()),
+        driver_version: env::value(args.driver_version.clone()),
+    }
+}
+
+async fn bench(args: BenchArgs, events: Events) -> Result<(), Error> {
+    let (server, settings) = resolve_run(
+        (&args.target, &args.provenance, &args.twin, &args.run),
+        BENCH_TIME_SCALE,
+        &events,
+    )?;
+    let config = resolve_bench(&args)?;
+    let outcome = codendum::app::bench::run(&server, &settings, &config, io(events)).await?;
+    exit_status(&outcome, &settings)
+}
+
+/// The bench's flags as its config: one mode (closed loop, calibration,
+/// rates, sweep, rate search), the flags that shape only open loops refused
+/// without one.
+fn resolve_bench(args: &BenchArgs) -> Result<BenchConfig, ConfigError> {
+    let mut config = BenchConfig {
+        load: resolve_load(args)?,
+        shapes: args.shapes.0.clone(),
+        requests_per_level: args.requests_per_level.map(|n| n.0),
+        level_duration: args.level_duration.map(|d| d.0),
+        output_tokens: args.output_tokens.map_or(
+            if args.calibration {
+                codendum::bench::calibration::CALIBRATION_OUTPUT_TOKENS
+            } else {
+                DEFAULT_OUTPUT_TOKENS
+            },
+            |n| n.get_u32(),
+        ),
+        endpoint: endpoint(args.endpoint),
+        seed: args.run.seed,
+        slo: args.slo.map(|s| s.0),
+        ..BenchConfig::default()
+    };
+    if let Some(levels) = &args.concurrency {
+        config.concurrency = levels.0.clone();
+    }
+    Ok(config)
+}
+
+/// The bench's mode. `--rate`, `--sweep` and `--find-rate` exclude each
+/// other, `--concurrency` and `--calibration`.
+fn resolve_load(args: &BenchArgs) -> Result<Load, ConfigError> {
+    let modes = [
+        ("--rate", args.rate.is_some()),
+        ("--sweep", args.sweep.is_some()),
+        ("--find-rate", args.find_rate),
+    ];
+    let given: Vec<&str> = modes.iter().filter(|m| m.1).map(|m| m.0).collect();
+    if given.is_empty() {
+        for (flag, given) in [
+            ("--max-concurrency", args.max_concurrency.is_some()),
+            ("--burstiness", args.burstiness.is_some()),
+            ("--stop-when-saturated", args.stop_when_saturated),
+        ] {
+            if given {
+                return Err(ConfigError::invalid(
+                    flag,
+                    "applies to rate levels: give --rate, --sweep or --find-rate",
+                ));
+            }
+        }
+        return Ok(if args.calibration {
+            Load::Calibration {
+                ladder_given: args.concurrency.is_some(),
+            }
+        } else {
+            Load::Closed
+        });
+    }
+    if given.len() > 1 {
+        return Err(ConfigError::invalid(
+            given[0],
+            format!(
+                "give one of --rate, --sweep and --find-rate, not {}",
+                given.join(" and ")
+            ),
+        ));
+    }
+    if args.rate.is_some() && args.concurrency.is_some() {
+        return Err(ConfigError::invalid(
+            "--rate",
+            "a rate level starts requests at a rate, not N in flight: give --rate or --concurrency, not both",
+        ));
+    }
+    if args.calibration {
+        return Err(ConfigError::invalid(
+            "--calibration",
+            "runs closed-loop cells only: not with --rate, --sweep or --find-rate",
+        ));
+    }
+    if args.find_rate && args.slo.is_none() {
+        return Err(ConfigError::invalid(
+            "--find-rate",
+            "needs --slo (what the highest rate must meet)",
+        ));
+    }
+    let arrival = match (args.arrival, args.burstiness) {
+        (ArrivalArg::Constant, None) => Arrival::Constant,
+        (ArrivalArg::Poisson, None) => Arrival::Poisson,
+        (ArrivalArg::Gamma, b) => Arrival::Gamma {
+            burstiness: b.map_or(1.0, |b| b.0),
+        },
+        (ArrivalArg::Constant | ArrivalArg::Poisson, Some(_)) => {
+            return Err(ConfigError::invalid(
+                "--burstiness",
+                "applies to --arrival gamma only",
+            ))
+        }
+    };
+    let open = OpenLoop {
+        arrival,
+        max_concurrency: args.max_concurrency.map(|c| c.get_u32()),
+    };
+    Ok(match (&args.rate, args.sweep) {
+        (Some(rates), _) => Load::Rates {
+            rates: rates.0.clone(),
+            closed_first: false,
+            open,
+        },
+        (None, Some(n)) => Load::Sweep {
+            rates: n.get_u32(),
+            stop_when_saturated: args.stop_when_saturated,
+            open,
+        },
+        (None, None) => Load::FindRate { open },
+    })
+}
+
+fn endpoint(arg: EndpointArg) -> codendum_core::openai::Endpoint {
+    match arg {
+        EndpointArg::Chat => codendum_core::openai::Endpoint::Chat,
+        EndpointArg::Completions => codendum_core::openai::Endpoint::Completions,
+    }
+}
+
+fn scenario(arg: ScenarioArg) -> codendum::classroom::Scenario {
+    match arg {
+        ScenarioArg::Java => codendum::classroom::Scenario::Java,
+        ScenarioArg::Python => codendum::classroom::Scenario::Python,
+    }
+}
+
+async fn classroom(args: ClassroomArgs, events: Events) -> Result<(), Error> {
+    let (server, settings) = resolve_run(
+        (&args.target, &args.provenance, &args.twin, &args.run),
+        CLASSROOM_TIME_SCALE,
+        &events,
+    )?;
+    let class = resolve_classroom(&args, &settings.client)?;
+    let result = codendum::app::classroom::run(&server, &settings, &class, io(events)).await?;
+    exit_status(&result, &settings)
+}
+
+/// The classroom's flags as its settings: the students, their keys, the
+/// captured prompt and client times, a host timeline.
+fn resolve_classroom(
+    args: &ClassroomArgs,
+    client: &ClientSettings,
+) -> Result<codendum::app::classroom::ClassroomSettings, Error> {
+    use codendum::classroom::{ClassroomConfig, ClientTimes, PromptSet};
+    let mut config = ClassroomConfig::new(String::new(), args.context_limit.map(|c| c.0));
+    config.users = args.users.get_usize();
+    config.scenario = scenario(args.scenario);
+    config.duration = args.duration.0;
+    config.ramp_up = args.ramp_up.0;
+    config.output_limit = args.output_limit.0;
+    config.seed = args.run.seed;
+    config.api_keys = match &args.api_keys_file {
+        Some(path) => codendum_core::target::read_api_keys(path)?,
+        None => client.api_key.iter().cloned().collect(),
+    };
+    if let Some(path) = &args.prompt_file {
+        config.prompt = PromptSet::from_file(path)?;
+    }
+    if let Some(path) = &args.client_times {
+        config.client_times = std::sync::Arc::new(ClientTimes::from_path(path)?);
+    }
+    if let Some(path) = &args.server_timeline {
+        if !path.is_file() {
+            return Err(ConfigError::invalid(
+                "--server-timeline",
+                format!("{} is not a readable file", path.display()),
+            )
+            .into());
+        }
+    }
+    if let Some(class) = &args.class {
+        config.class = std::sync::Arc::new(codendum_core::class::Class::load(class)?);
+    }
+    // The files are read first: each names its own problem.
+    if config.ramp_up > config.duration {
+        return Err(ConfigError::invalid("--ramp-up", "must not be longer than --duration").into());
+    }
+    // A pause flag replaces the class's pauses with a uniform range; the
+    // other end comes from the class.
+    if args.pause_min.is_some() || args.pause_max.is_some() {
+        let pause = &config.class.person.pause_s;
+        let min = args.pause_min.map_or(pause.min(), |p| p.0.as_secs_f64());
+        let max = args.pause_max.map_or(pause.max(), |p| p.0.as_secs_f64());
+        config.set_pauses(
+            std::time::Duration::from_secs_f64(min),
+            std::time::Duration::from_secs_f64(max),
+        )?;
+    }
+    if let Some(n) = args.follow_ups {
+        config.set_follow_ups(n);
+    }
+    Ok(codendum::app::classroom::ClassroomSettings {
+        config,
+        server_timeline: args.server_timeline.clone(),
+        prompt_file: args
+            .prompt_file
+            .as_ref()
+            .and_then(|p| p.file_name())
+            .map(|n| n.to_string_lossy().into_owned()),
+    })
+}
+
+/// The session schedule of `replay`'s flags.
+fn replay_schedule(args: &ReplayArgs) -> codendum::replay::Schedule {
+    use codendum::replay::{Schedule, Timing, TooLong};
+    Schedule {
+        users: args.users.map(|u| u.get_usize()),
+        timing: match args.timing {
+            crate::cli::TimingArg::AfterAnswer => Timing::AfterAnswer,
+            crate::cli::TimingArg::Original => Timing::Original,
+        },
+        max_think_s: args.max_think.map(|s| s.0.as_secs_f64()),
+        max_wait_s: args.max_wait.map(|s| s.0.as_secs_f64()),
+        start_part_way: args.start_part_way,
+        too_long: match args.too_long {
+            crate::cli::TooLongArg::Skip => TooLong::Skip,
+            crate::cli::TooLongArg::Shorten => TooLong::Shorten,
+        },
+    }
+}
+
+async fn replay(args: ReplayArgs, events: Events) -> Result<(), Error> {
+    let (server, settings) = resolve_run(
+        (&args.target, &args.provenance, &args.twin, &args.run),
+        CLASSROOM_TIME_SCALE,
+        &events,
+    )?;
+    let replay = codendum::app::replay::ReplaySettings {
+        source: args.source.clone(),
+        format: args.format.map(|f| f.0),
+        schedule: replay_schedule(&args),
+        block_size: args.block_size.get_u32(),
+        speed: args.speed.0,
+        sessions: args.sessions.map(|s| s.get_usize()),
+        endpoint: endpoint(args.endpoint),
+        seed: args.run.seed,
+    };
+    let result = codendum::app::replay::run(&server, &settings, &replay, io(events)).await?;
+    exit_status(&result, &settings)
 }
 
 async fn metrics(args: MetricsArgs, events: Events) -> Result<(), Error> {
     use codendum::app::metrics::{MetricsOptions, MetricsRun};
-    let options = MetricsOptions {
-        urls: metrics_urls(&args)?,
-        watch: args
-            .watch
-            .map(|w| positive_seconds("--watch", w))
-            .transpose()?,
-        json: args.json,
-        count: args.count,
-    };
+    let urls =
+        match (&args.metrics_url, &args.base_url) {
+            (Some(urls), _) => urls.0.clone(),
+            (None, Some(base)) => vec![base.metrics_url()],
+            (None, None) => return Err(ConfigError::invalid(
+                "--metrics-url",
+                "no server named: give --metrics-url or --base-url (or set CODENDUM_METRICS_URL)",
+            )
+            .into()),
+        };
     let run = MetricsRun {
-        options,
-        cacert: args.cacert.clone(),
+        options: MetricsOptions {
+            urls,
+            watch: args.watch.map(|w| w.0),
+            json: args.json,
+            count: args.count,
+        },
+        cacert: args.cacert.clone().map(|c| c.0),
         stop: stop_on_signal(events.clone()),
     };
     let mut out = std::io::stdout();
     codendum::app::metrics::run(run, &mut out, &events).await
 }
 
-/// `--metrics-url` (comma-separated), else the one next to `--base-url`.
-fn metrics_urls(args: &MetricsArgs) -> Result<Vec<String>, Error> {
-    match (&args.metrics_url, &args.base_url) {
-        (Some(m), _) if !m.trim().is_empty() => Ok(codendum_core::flags::list(m)
-            .map(|u| u.trim_end_matches('/').to_string())
-            .collect()),
-        (_, Some(b)) if !b.trim().is_empty() => {
-            Ok(vec![codendum_core::target::default_metrics_url(
-                &codendum_core::target::normalize_base_url(b)?,
-            )])
-        }
-        _ => Err(ConfigError::invalid(
-            "--metrics-url",
-            "no server named: give --metrics-url or --base-url (or set CODENDUM_METRICS_URL)",
-        )
-        .into()),
-    }
-}
-
 async fn serve(args: ServeArgs, events: Events) -> Result<(), Error> {
     use codendum::app::serve::{ProxyLimits, ServeConfig};
-    let profile = codendum_core::profile::Profile::load(&args.profile)?;
-    let (fleet, note) = codendum::connect::resolve_fleet(
+    let profile = Profile::load(&args.profile)?;
+    let (fleet, note) = twin_fleet(
         &profile,
-        args.fleet.replicas,
-        args.fleet.router.as_deref(),
-    )?;
+        args.fleet.replicas.map(|r| r.get_u32()),
+        args.fleet.router.map(|r| r.0),
+    );
     if let Some(note) = note {
         events.note(note);
     }
-    if !(args.time_scale.is_finite() && args.time_scale > 0.0) {
-        return Err(ConfigError::invalid("--time-scale", "must be a positive number").into());
-    }
     let mut keys = Vec::new();
-    if let Some(k) = args
-        .api_key
-        .as_deref()
-        .map(str::trim)
-        .filter(|k| !k.is_empty())
-    {
-        keys.push(codendum_core::target::Secret::new(k));
+    if let Some(k) = env::value(args.api_key.clone()) {
+        keys.push(Secret::new(k));
     }
     if let Some(path) = &args.api_keys_file {
         keys.extend(codendum_core::target::read_api_keys(path)?);
@@ -131,11 +488,15 @@ async fn serve(args: ServeArgs, events: Events) -> Result<(), Error> {
     };
     let config = ServeConfig {
         profile,
-        time_scale: args.time_scale,
+        time_scale: args.time_scale.0,
         keys,
         proxy,
         addr,
         seed: args.seed,
+        agent: std::sync::Arc::new(match &args.class {
+            Some(class) => codendum_core::class::Class::load(class)?.agent,
+            None => codendum_core::class::Class::lab().agent.clone(),
+        }),
         faults,
         stop: stop_on_signal(events.clone()),
         fleet,
@@ -144,300 +505,18 @@ async fn serve(args: ServeArgs, events: Events) -> Result<(), Error> {
     codendum::app::serve::run(config).await
 }
 
-/// `--prometheus-url` and `--prometheus-selector`, checked.
-fn prometheus(
-    args: &TargetArgs,
-) -> Result<Option<codendum::scrape::PrometheusOptions>, ConfigError> {
-    args.prometheus_url
-        .as_deref()
-        .map(|u| codendum::scrape::PrometheusOptions::new(u, args.prometheus_selector.as_deref()))
-        .transpose()
-}
-
-fn target(args: &TargetArgs, events: &Events) -> Result<Target, ConfigError> {
-    let t = Target::new(
-        args.base_url.as_deref(),
-        args.api_key.as_deref(),
-        args.cacert.as_deref(),
-        args.metrics_url.as_deref(),
-        args.model.as_deref(),
-        positive_seconds("--timeout", args.timeout)?,
-    )?
-    .with_router_metrics(args.router_metrics_url.as_deref())?;
-    if t.sends_key_in_clear() {
-        events.warn(format!(
-            "the API key goes in clear text over http:// to {}; use https://",
-            t.display_url()
-        ));
-    }
-    Ok(t)
-}
-
-fn provenance(args: &ProvenanceArgs) -> Provenance {
-    let clean = |v: &Option<String>| {
-        v.as_deref()
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(String::from)
-    };
-    Provenance {
-        // Only what the user stated: a live server's profile is unknown
-        // unless given (the embedded twin records the one it runs).
-        profile: clean(&args.profile),
-        image_digest: clean(&args.image_digest),
-        model_revision: clean(&args.model_revision),
-        dgx_os_version: clean(&args.dgx_os_version),
-        driver_version: clean(&args.driver_version),
-    }
-}
-
-fn time_scale(value: Option<f64>, default: f64) -> Result<f64, ConfigError> {
-    let v = value.unwrap_or(default);
-    if v.is_finite() && v > 0.0 && v <= 10_000.0 {
-        Ok(v)
-    } else {
-        Err(ConfigError::invalid(
-            "--time-scale",
-            format!("{v} is not a speed-up between 0 and 10000"),
-        ))
-    }
-}
-
-fn seconds_or_zero(flag: &str, value: f64) -> Result<Duration, ConfigError> {
-    if value == 0.0 {
-        Ok(Duration::ZERO)
-    } else {
-        positive_seconds(flag, value)
-    }
-}
-
-/// The open-loop flags as one setting; `None` without `--rate`, `--sweep`
-/// or `--find-rate` (the flags that only shape open loops are then refused).
-fn open_loop(args: &BenchArgs) -> Result<Option<codendum::bench::config::OpenLoop>, ConfigError> {
-    use codendum::bench::arrival::Arrival;
-    let open = args.rate.is_some() || args.sweep.is_some() || args.find_rate;
-    if !open {
-        for (flag, given) in [
-            ("--max-concurrency", args.max_concurrency.is_some()),
-            ("--burstiness", args.burstiness.is_some()),
-            ("--stop-when-saturated", args.stop_when_saturated),
-        ] {
-            if given {
-                return Err(ConfigError::invalid(
-                    flag,
-                    "applies to rate levels: give --rate, --sweep or --find-rate",
-                ));
-            }
-        }
-        return Ok(None);
-    }
-    if args.rate.is_some() && args.concurrency.is_some() {
-        return Err(ConfigError::invalid(
-            "--rate",
-            "a rate level starts requests at a rate, not N in flight: give --rate or --concurrency, not both",
-        ));
-    }
-    if args.calibration {
-        return Err(ConfigError::invalid(
-            "--calibration",
-            "runs closed-loop cells only: not with --rate, --sweep or --find-rate",
-        ));
-    }
-    let rates = match &args.rate {
-        Some(raw) => codendum_core::flags::parse_list("--rate", raw, |item| {
-            item.parse::<f64>()
-                .map_err(|_| format!("{item:?} is not a number (requests per second)"))
-        })?,
-        None => Vec::new(),
-    };
-    if args.rate.is_some() && rates.is_empty() {
-        return Err(ConfigError::invalid("--rate", "no rate given"));
-    }
-    Ok(Some(codendum::bench::config::OpenLoop {
-        rates,
-        arrival: Arrival::parse(&args.arrival, args.burstiness)?,
-        max_concurrency: args.max_concurrency,
-        sweep: args.sweep,
-        find_rate: args.find_rate,
-        stop_when_saturated: args.stop_when_saturated,
-        closed_levels_first: false,
-    }))
-}
-
-async fn bench(args: BenchArgs, events: Events) -> Result<(), Error> {
-    use codendum::bench::{parse_concurrency, parse_shapes, BenchConfig};
-    let target = target(&args.target, &events)?;
-    let mut config = BenchConfig::new(target);
-    config.provenance = provenance(&args.provenance);
-    if let Some(levels) = &args.concurrency {
-        config.concurrency = parse_concurrency(levels)?;
-    }
-    if args.calibration {
-        let ladder = args
-            .concurrency
-            .as_ref()
-            .map(|_| config.concurrency.clone());
-        config.calibration = Some(ladder.unwrap_or_default());
-    }
-    config.shapes = parse_shapes(&args.shapes)?;
-    config.requests_per_level = args.requests_per_level;
-    config.level_duration = args
-        .level_duration
-        .map(|d| positive_seconds("--level-duration", d))
-        .transpose()?;
-    config.output_tokens = args.output_tokens.unwrap_or(if args.calibration {
-        codendum::bench::calibration::CALIBRATION_OUTPUT_TOKENS
-    } else {
-        codendum::bench::config::DEFAULT_OUTPUT_TOKENS
-    });
-    config.endpoint = match args.endpoint {
-        EndpointArg::Chat => codendum_core::openai::Endpoint::Chat,
-        EndpointArg::Completions => codendum_core::openai::Endpoint::Completions,
-    };
-    config.seed = args.run.seed;
-    config.results_dir = args.run.results_dir.clone();
-    config.allow_busy = args.run.allow_busy;
-    config.yes = args.run.yes;
-    config.max_error_rate = args.run.max_error_rate;
-    config.slo = args
-        .slo
-        .as_deref()
-        .map(|raw| codendum_core::results::slo::Slo::parse("--slo", raw))
-        .transpose()?;
-    config.open_loop = open_loop(&args)?;
-    let config = codendum_core::error::Checked::new(config)?;
-    let connect = connect_options(
-        &args.provenance,
-        &args.twin,
-        &args.target,
-        (args.run.seed, BENCH_TIME_SCALE),
-        &events,
-    )?;
-    let run = codendum::app::bench::BenchRun {
-        config,
-        connect,
-        confirm: &terminal::confirm,
-        stop: stop_on_signal(events.clone()),
-        events,
-        write_report: !args.run.no_report,
-    };
-    let outcome = codendum::app::bench::run(run).await?;
-    codendum::app::bench::check_outcome(&outcome)?;
-    strict_check(
-        args.run.strict,
-        outcome.summary.verdict.as_ref(),
-        &outcome.folder,
-    )
-}
-
-/// `--strict`: a run whose figures are not valid as a capacity figure is
-/// the command's error (exit 1), naming why and where the results are.
-fn strict_check(
-    strict: bool,
-    verdict: Option<&codendum_core::results::Verdict>,
-    folder: &std::path::Path,
-) -> Result<(), Error> {
-    match verdict {
-        Some(v) if strict && v.strict_exit_code() != 0 => Err(Error::Failed(format!(
-            "not valid as a capacity figure (--strict): {}; results in {}",
-            v.not_valid.join("; "),
-            folder.display()
-        ))),
-        _ => Ok(()),
-    }
-}
-
-async fn classroom(args: ClassroomArgs, events: Events) -> Result<(), Error> {
-    use codendum::classroom::{ClassroomConfig, PromptSet, Scenario};
-    let target = target(&args.target, &events)?;
-    let mut config = ClassroomConfig::new(String::new(), args.context_limit);
-    config.users = args.users as usize;
-    config.scenario = match args.scenario {
-        ScenarioArg::Java => Scenario::Java,
-        ScenarioArg::Python => Scenario::Python,
-    };
-    config.duration = positive_seconds("--duration", args.duration)?;
-    config.ramp_up = seconds_or_zero("--ramp-up", args.ramp_up)?;
-    config.pause_min = seconds_or_zero("--pause-min", args.pause_min)?;
-    config.pause_max = seconds_or_zero("--pause-max", args.pause_max)?;
-    config.follow_ups = args.follow_ups as usize;
-    config.output_limit = u64::from(args.output_limit);
-    config.seed = args.run.seed;
-    if let Some(path) = &args.api_keys_file {
-        config.api_keys = codendum_core::target::read_api_keys(path)?;
-    } else if let Some(k) = &target.api_key {
-        config.api_keys = vec![k.clone()];
-    }
-    if let Some(path) = &args.prompt_file {
-        config.prompt = PromptSet::from_file(path)?;
-    }
-    if let Some(path) = &args.client_times {
-        config.client_times =
-            std::sync::Arc::new(codendum::classroom::ClientTimes::from_path(path)?);
-    }
-    if let Some(model) = &target.model {
-        config.model = model.clone();
-    }
-    if let Some(path) = &args.server_timeline {
-        if !path.is_file() {
-            return Err(ConfigError::invalid(
-                "--server-timeline",
-                format!("{} is not a readable file", path.display()),
-            )
-            .into());
-        }
-    }
-    let connect = connect_options(
-        &args.provenance,
-        &args.twin,
-        &args.target,
-        (args.run.seed, CLASSROOM_TIME_SCALE),
-        &events,
-    )?;
-    let run = codendum::app::classroom::ClassroomRun {
-        config,
-        target,
-        provenance: provenance(&args.provenance),
-        connect,
-        context_limit_given: args.context_limit.is_some(),
-        server_timeline: args.server_timeline.clone(),
-        prompt_file: args
-            .prompt_file
-            .as_ref()
-            .and_then(|p| p.file_name())
-            .map(|n| n.to_string_lossy().into_owned()),
-        results_dir: args.run.results_dir.clone(),
-        allow_busy: args.run.allow_busy,
-        max_error_rate: {
-            codendum_core::results::verdict::check_max_error_rate(args.run.max_error_rate)?;
-            args.run.max_error_rate
-        },
-        yes: args.run.yes,
-        confirm: &terminal::confirm,
-        stop: stop_on_signal(events.clone()),
-        events,
-        write_report: !args.run.no_report,
-    };
-    let result = codendum::app::classroom::run(run).await?;
-    codendum::app::classroom::check_result(&result)?;
-    strict_check(
-        args.run.strict,
-        result.summary.verdict.as_ref(),
-        &result.folder,
-    )
-}
-
-fn report(args: ReportArgs) -> Result<(), Error> {
+fn report(args: ReportArgs, events: &Events) -> Result<(), Error> {
     let run = codendum::app::report::ReportRun {
         folder: args.folder,
         server_timeline: args.server_timeline,
+        out: args.out,
     };
-    print_paths(&codendum::app::report::report(&run)?);
+    print_paths(&codendum::app::report::report(&run, events)?);
     Ok(())
 }
 
 /// The files written, one a line on stdout (data for scripts).
-fn print_paths(paths: &[std::path::PathBuf]) {
+fn print_paths(paths: &[PathBuf]) {
     for p in paths {
         println!("{}", p.display());
     }
@@ -457,10 +536,6 @@ fn compare(args: CompareArgs) -> Result<(), Error> {
     Ok(())
 }
 
-fn number_list(flag: &str, raw: &str) -> Result<Vec<u32>, ConfigError> {
-    codendum_core::flags::whole_numbers(flag, raw)
-}
-
 /// `plan --rate`: each profile's highest rate within the SLO.
 fn plan_rate(args: &PlanArgs, events: &Events) -> Result<(), Error> {
     if args.users.is_some() || args.max_users.is_some() {
@@ -470,22 +545,15 @@ fn plan_rate(args: &PlanArgs, events: &Events) -> Result<(), Error> {
         )
         .into());
     }
-    let slo = codendum_core::results::slo::Slo::parse("--slo", args.slo.as_deref().unwrap_or(""))?;
-    let shape = codendum_core::kinds::Shape::from_name(&args.shape).ok_or_else(|| {
-        ConfigError::invalid(
-            "--shape",
-            format!(
-                "unknown shape {:?} (known: short, long, or input tokens)",
-                args.shape
-            ),
-        )
-    })?;
+    let slo = args
+        .slo
+        .ok_or_else(|| ConfigError::invalid("--slo", "is needed with --rate"))?;
     let plan = codendum::plan::rate::RatePlan {
-        profiles: codendum_core::flags::names(&args.profile),
-        slo,
-        shape,
-        output_tokens: args.output_tokens,
-        requests_per_level: args.requests_per_level,
+        profiles: args.profile.0.clone(),
+        slo: slo.0,
+        shape: args.shape.0,
+        output_tokens: args.output_tokens.get_u32(),
+        requests_per_level: args.requests_per_level.map(|n| n.0),
         seed: args.seed,
         results_dir: args.results_dir.clone(),
     };
@@ -503,7 +571,6 @@ async fn plan(args: PlanArgs, events: Events) -> Result<(), Error> {
             .await
             .map_err(|e| Error::Failed(format!("the plan stopped: {e}")))?;
     }
-    use codendum::classroom::Scenario;
     use codendum::plan::PlanConfig;
     let mut config = PlanConfig::new();
     match (&args.users, args.max_users) {
@@ -514,121 +581,47 @@ async fn plan(args: PlanArgs, events: Events) -> Result<(), Error> {
             )
             .into())
         }
-        (Some(raw), None) => config.users = number_list("--users", raw)?,
+        (Some(users), None) => config.users = users.0.clone(),
         (None, max) => {
             config.users = Vec::new();
             config.max_users = Some(max.unwrap_or(codendum::plan::config::DEFAULT_MAX_USERS));
         }
     }
-    config.profiles = codendum_core::flags::names(&args.profile);
-    config.max_num_seqs = match &args.max_num_seqs {
-        Some(raw) => number_list("--max-num-seqs", raw)?,
-        None => Vec::new(),
-    };
-    config.scenario = match args.scenario {
-        ScenarioArg::Java => Scenario::Java,
-        ScenarioArg::Python => Scenario::Python,
-    };
-    config.duration = positive_seconds("--duration", args.duration)?;
+    config.profiles = args.profile.0.clone();
+    config.max_num_seqs = args.max_num_seqs.clone().map(|m| m.0).unwrap_or_default();
+    config.scenario = scenario(args.scenario);
+    config.duration = args.duration.0;
     config.seed = args.seed;
-    config.seeds = args.seeds;
+    config.seeds = args.seeds.get_u32();
+    if let Some(class) = &args.class {
+        config.class = std::sync::Arc::new(codendum_core::class::Class::load(class)?);
+    }
     if let Some(j) = args.jobs {
         config.jobs = j;
     }
     config.results_dir = args.results_dir.clone();
-    if let Some(raw) = &args.replicas {
-        config.replicas = number_list("--replicas", raw)?;
+    if let Some(replicas) = &args.replicas {
+        config.replicas = replicas.0.clone();
     }
-    if let Some(raw) = &args.router {
-        config.routers = codendum::plan::fleet::parse_routers(raw)?;
+    if let Some(routers) = &args.router {
+        config.routers = routers.0.clone();
     }
     let (_, folder) = codendum::app::plan::run(config, events).await?;
     println!("{}", folder.join("plan.md").display());
     Ok(())
 }
 
-/// How a run reaches its server or starts the twin: the twin's profile,
-/// speed-up (`default_scale` unless `--time-scale`), seed, fleet and
-/// Prometheus.
-fn connect_options(
-    provenance: &ProvenanceArgs,
-    twin: &crate::cli::TwinArgs,
-    target: &TargetArgs,
-    (seed, default_scale): (u64, f64),
-    events: &Events,
-) -> Result<ConnectOptions, Error> {
-    let mut connect = ConnectOptions::new(
-        provenance.twin_profile().to_string(),
-        time_scale(twin.time_scale, default_scale)?,
-    );
-    connect.seed = seed;
-    connect.replicas = twin.fleet.replicas;
-    connect.router = twin.fleet.router.clone();
-    connect.prometheus = prometheus(target)?;
-    connect.events = events.clone();
-    Ok(connect)
-}
-
-fn block_size(value: u32) -> Result<u32, ConfigError> {
-    if (1..=1_048_576).contains(&value) {
-        Ok(value)
-    } else {
-        Err(ConfigError::invalid(
-            "--block-size",
-            format!("{value} is not a block size between 1 and 1048576 tokens"),
-        ))
-    }
-}
-
-async fn replay(args: ReplayArgs, events: Events) -> Result<(), Error> {
-    if !(args.speed.is_finite() && args.speed > 0.0 && args.speed <= 1.0e6) {
-        return Err(ConfigError::invalid(
-            "--speed",
-            format!("{} is not a speed-up above 0", args.speed),
-        )
-        .into());
-    }
-    if args.sessions == Some(0) {
-        return Err(ConfigError::invalid("--sessions", "must be at least 1").into());
-    }
-    codendum_core::results::verdict::check_max_error_rate(args.run.max_error_rate)?;
-    let target = target(&args.target, &events)?;
-    let connect = connect_options(
-        &args.provenance,
-        &args.twin,
-        &args.target,
-        (args.run.seed, CLASSROOM_TIME_SCALE),
-        &events,
-    )?;
-    let run = codendum::app::replay::ReplayRun {
-        source: args.source.clone(),
-        block_size: block_size(args.block_size)?,
-        speed: args.speed,
-        sessions: args.sessions,
-        endpoint: match args.endpoint {
-            EndpointArg::Chat => codendum_core::openai::Endpoint::Chat,
-            EndpointArg::Completions => codendum_core::openai::Endpoint::Completions,
-        },
-        target,
-        provenance: provenance(&args.provenance),
-        connect,
-        results_dir: args.run.results_dir.clone(),
-        seed: args.run.seed,
-        allow_busy: args.run.allow_busy,
-        max_error_rate: args.run.max_error_rate,
-        yes: args.run.yes,
-        confirm: &terminal::confirm,
-        stop: stop_on_signal(events.clone()),
-        write_report: !args.run.no_report,
-        events,
+fn learn_class(args: LearnClassArgs) -> Result<(), Error> {
+    let config = codendum::class::LearnConfig {
+        sources: args.sources,
+        out: args.out,
+        name: args.name,
+        block_size: args.block_size.get_u32(),
+        defaults: std::sync::Arc::new(codendum_core::class::Class::load(&args.defaults)?),
     };
-    let result = codendum::app::replay::run(run).await?;
-    codendum::app::replay::check_result(&result)?;
-    strict_check(
-        args.run.strict,
-        result.summary.verdict.as_ref(),
-        &result.folder,
-    )
+    let learned = codendum::class::learn_class(&config)?;
+    print!("{}", codendum::class::render(&learned.report, &config.out));
+    Ok(())
 }
 
 fn export_trace(args: ExportTraceArgs, events: &Events) -> Result<(), Error> {
@@ -639,10 +632,12 @@ fn export_trace(args: ExportTraceArgs, events: &Events) -> Result<(), Error> {
     };
     let calls = codendum::app::replay::export_trace(
         &args.source,
-        block_size(args.block_size)?,
+        args.source_format.map(|f| f.0),
+        args.block_size.get_u32(),
         format,
         &args.out,
         &mut std::io::stdout(),
+        events,
     )?;
     if args.out != std::path::Path::new("-") {
         events.line(format!("{calls} calls written to {}", args.out.display()));
@@ -653,29 +648,29 @@ fn export_trace(args: ExportTraceArgs, events: &Events) -> Result<(), Error> {
 async fn capture(args: CaptureArgs, events: Events) -> Result<(), Error> {
     let mut config =
         codendum::capture::CaptureConfig::new(&args.upstream, &args.listen, args.out.clone())?;
-    config.cacert = args.cacert.clone();
+    config.cacert = args.cacert.clone().map(|c| c.0);
     config.keep_text = !args.no_text;
+    if let (Some(cert), Some(key)) = (args.tls_cert.clone(), args.tls_key.clone()) {
+        config.tls = Some(codendum::capture::TlsFiles { cert, key });
+    }
     config.events = events.clone();
     codendum::app::capture::run(config, stop_on_signal(events))
         .await
         .map(|_| ())
 }
 
-/// `calibrate --check PROFILE RUN_DIR…`: the backtest table on stderr,
-/// exit 1 when a figure is beyond the tolerance.
+/// `calibrate --check PROFILE RUN_DIR…`: the backtest table, exit 1 when a
+/// figure is beyond the tolerance.
 fn calibrate_check(
     profile: &str,
     args: &crate::cli::CalibrateArgs,
     events: &Events,
 ) -> Result<(), Error> {
-    if !(args.tolerance.is_finite() && args.tolerance > 0.0) {
-        return Err(ConfigError::invalid("--tolerance", "must be a positive percent").into());
-    }
-    let profile = codendum_core::profile::Profile::load(profile).map_err(|e| match e {
+    let profile = Profile::load(profile).map_err(|e| match e {
         ConfigError::Invalid { reason, .. } => ConfigError::invalid("--check", reason),
         other => other,
     })?;
-    let tolerance = args.tolerance / 100.0;
+    let tolerance = args.tolerance.0 / 100.0;
     let checks = codendum::calibrate::check::check_runs(&profile, &args.runs, tolerance)?;
     events.table(codendum::calibrate::check::check_text(&checks, tolerance));
     let beyond = checks
@@ -685,7 +680,7 @@ fn calibrate_check(
     if beyond > 0 {
         return Err(Error::Failed(format!(
             "{beyond} figures beyond {:.0} %: the profile does not predict these runs",
-            args.tolerance
+            args.tolerance.0
         )));
     }
     Ok(())
@@ -696,35 +691,24 @@ fn calibrate(args: crate::cli::CalibrateArgs, events: &Events) -> Result<(), Err
     if let Some(profile) = args.check.clone() {
         return calibrate_check(&profile, &args, events);
     }
-    if !(args.memory_bandwidth_gb_s.is_finite() && args.memory_bandwidth_gb_s > 0.0) {
-        return Err(
-            ConfigError::invalid("--memory-bandwidth-gb-s", "must be a positive number").into(),
-        );
-    }
-    if args.max_num_seqs == Some(0) || args.max_num_batched_tokens == Some(0) {
-        return Err(ConfigError::invalid(
-            "--max-num-seqs / --max-num-batched-tokens",
-            "must be at least 1",
-        )
-        .into());
-    }
     let targets_from = args
         .targets_from
         .as_deref()
-        .map(codendum_core::profile::Profile::load)
+        .map(Profile::load)
         .transpose()?;
     let options = CalibrateOptions {
         runs: args.runs,
         name: args.name.unwrap_or_default(),
         overrides: FactOverrides {
-            max_num_seqs: args.max_num_seqs,
-            max_num_batched_tokens: args.max_num_batched_tokens,
+            max_num_seqs: args.max_num_seqs.map(|n| n.get_u32()),
+            max_num_batched_tokens: args.max_num_batched_tokens.map(|n| n.get_u32()),
+            kv_cache_tokens: args.kv_cache_tokens.map(|n| n.0),
         },
         fit: FitOptions {
             bootstrap_rounds: args.bootstrap,
             seed: args.seed,
         },
-        memory_bandwidth_gb_s: args.memory_bandwidth_gb_s,
+        memory_bandwidth_gb_s: args.memory_bandwidth_gb_s.0,
         targets_from,
     };
     let (calibration, written) = codendum::app::calibrate::run(&options, args.out.as_deref())?;
@@ -733,4 +717,68 @@ fn calibrate(args: crate::cli::CalibrateArgs, events: &Events) -> Result<(), Err
     events.line(format!("Hardware: {}", written.hardware.display()));
     events.line(format!("Fit:      {}", written.report.display()));
     Ok(())
+}
+
+/// `codendum check`: the flags (each read from the suite's variable when
+/// not given) as the suite's settings, then the listing or the trials.
+async fn check(args: CheckArgs, events: Events) -> Result<(), Error> {
+    use codendum::acceptance::settings::{Given, Settings};
+    use codendum::acceptance::Suite;
+    use codendum::app::check::{self, Selection};
+
+    let selection = Selection {
+        filters: args.filters,
+        exact: args.exact,
+        include_ignored: args.include_ignored,
+    };
+    let provenance = resolve_provenance(&args.provenance);
+    let settings = Settings::resolve(Given {
+        base_url: args.base_url,
+        cacert: args.cacert,
+        metrics_url: args.metrics_url,
+        api_key: env::value(args.api_key),
+        api_keys_file: args.api_keys_file,
+        model: env::value(args.model),
+        profile: provenance.profile.clone(),
+        profiles: args.profiles,
+        mode: Some(args.mode),
+        allow_busy: args.allow_busy,
+        results_dir: Some(args.results_dir.clone()),
+        reuse_window_s: args.reuse_s,
+        provenance,
+    })?;
+    let suite = Suite::new(settings, check::cache_dir(&args.results_dir))
+        .with_events(events.clone())
+        .with_workload_events(events.clone());
+    if args.list {
+        check::check_configuration(&suite)?;
+        let mut text = String::new();
+        for trial in check::list(&suite, &selection) {
+            text.push_str(&trial.name);
+            text.push_str(if trial.ignored { " (ignored)\n" } else { "\n" });
+        }
+        return print_stdout(&text);
+    }
+    let told = events.clone();
+    let outcome = tokio::task::spawn_blocking(move || {
+        check::run(&suite, &selection, args.results_dir, &told)
+    })
+    .await
+    .map_err(|e| Error::Failed(format!("the suite's thread ended: {e}")))??;
+    outcome.conclude(&events)
+}
+
+/// Writes a listing to stdout. A reader that stops early (`| head`) closes
+/// the pipe; the listing then ends quietly, as other Unix tools' do, instead
+/// of panicking in `println!`.
+fn print_stdout(text: &str) -> Result<(), Error> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::Io {
+            context: "cannot write to stdout".into(),
+            source: e,
+        }),
+        _ => Ok(()),
+    }
 }

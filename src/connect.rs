@@ -1,11 +1,13 @@
 //! Reaching the model: a live server named by a [`Target`], or the embedded
-//! twin started in process on a loopback port when no server is named.
+//! twin (or a fleet of twins) started in process on a loopback port, as
+//! the run's [`Server`] says.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::client::{build_http_client, ClientOptions, HttpClient};
 use crate::scrape::Scraper;
+use crate::settings::{ClientSettings, Server, TwinSettings};
 use codendum_core::clock::Clock;
 use codendum_core::error::Error;
 use codendum_core::profile::fleet::FleetSpec;
@@ -23,50 +25,31 @@ pub const BENCH_TIME_SCALE: f64 = 4.0;
 /// and its drain take about a minute.
 pub const CLASSROOM_TIME_SCALE: f64 = 25.0;
 
-/// How to reach the model when the target is the embedded twin.
-#[derive(Debug, Clone)]
+/// Connections a run may keep open beside what it keeps in flight.
+pub const POOL_SLACK: usize = 8;
+/// Connections a run may keep open at least.
+pub const POOL_MIN: usize = 64;
+
+/// The connections a run may keep open when it keeps up to `in_flight`
+/// requests going: the one formula of every workload.
+pub fn pool_size(in_flight: usize) -> usize {
+    (in_flight + POOL_SLACK).max(POOL_MIN)
+}
+
+/// What a run needs of its connection besides the server.
+#[derive(Debug, Clone, Default)]
 pub struct ConnectOptions {
-    /// The twin's profile (a name in `profiles/` or a `.toml` path).
-    pub profile: String,
-    /// Speed-up of the embedded twin (ignored for a live server).
-    pub time_scale: f64,
-    /// Seed of the twin's answers.
-    pub seed: u64,
-    /// Connections the client may keep open (at least the concurrency).
+    /// Connections the client may keep open ([`pool_size`]).
     pub max_connections: usize,
     /// The students' keys. With keys, the embedded twin is fronted by the
     /// lab's proxy: each key is accepted and limited on its own, as in
     /// class. Against either server, the first one signs the side calls
     /// (`/v1/models`) when no `--api-key` is given.
     pub student_keys: Vec<Secret>,
-    /// Replicas of the embedded twin (`--replicas`); `None`: the profile's
-    /// `[fleet] replicas`, else 1. An error against a live server.
-    pub replicas: Option<u32>,
-    /// Router in front of the replicas (`--router`); `None`: the profile's
-    /// `[fleet] router`, else `round-robin`. An error against a live server.
-    pub router: Option<String>,
-    /// `--prometheus-url`: read the server figures through this Prometheus
-    /// instead of scraping `/metrics` (a live fleet only).
-    pub prometheus: Option<crate::scrape::PrometheusOptions>,
-    /// Where a note about the twin's fleet is told.
-    pub events: crate::events::Events,
-}
-
-impl ConnectOptions {
-    /// Options with the given profile and speed-up.
-    pub fn new(profile: impl Into<String>, time_scale: f64) -> Self {
-        ConnectOptions {
-            profile: profile.into(),
-            time_scale,
-            seed: 1,
-            max_connections: 64,
-            student_keys: Vec::new(),
-            replicas: None,
-            router: None,
-            prometheus: None,
-            events: crate::events::Events::silent(),
-        }
-    }
+    /// The agent spread the embedded twin's persona draws its calls and
+    /// output sizes from (a class's, `--class`); `None`: the `lab`
+    /// class's. A live server's model decides for itself.
+    pub agent: Option<Arc<codendum_core::class::AgentSpread>>,
 }
 
 /// A reachable model: the client, the `/metrics` scraper, the clock that
@@ -99,51 +82,42 @@ impl std::fmt::Debug for Connection {
 }
 
 impl Connection {
-    /// Connects to `target`, or starts the embedded twin when it names no
-    /// server.
-    pub async fn open(target: &Target, opts: &ConnectOptions) -> Result<Connection, Error> {
-        match &target.base_url {
-            Some(base) => Self::live(target, base, opts),
-            None => Self::embedded(target, opts).await,
+    /// Connects to the live server, or starts the embedded twin (or its
+    /// fleet) on a loopback port.
+    pub async fn open(
+        server: &Server,
+        client: &ClientSettings,
+        opts: &ConnectOptions,
+    ) -> Result<Connection, Error> {
+        match server {
+            Server::Live(live) => Self::live(&live.target, client, opts),
+            Server::Twin(twin) => Self::embedded(twin, None, client, opts).await,
+            Server::Fleet(twin, fleet) => Self::embedded(twin, Some(*fleet), client, opts).await,
         }
     }
 
-    fn live(target: &Target, base: &BaseUrl, opts: &ConnectOptions) -> Result<Connection, Error> {
-        for (flag, given) in [
-            ("--replicas", opts.replicas.is_some()),
-            ("--router", opts.router.is_some()),
-        ] {
-            if given {
-                return Err(codendum_core::error::ConfigError::invalid(
-                    flag,
-                    "applies to the embedded twin only: a live fleet is routed by its own router",
-                )
-                .into());
-            }
-        }
+    fn live(
+        target: &Target,
+        client: &ClientSettings,
+        opts: &ConnectOptions,
+    ) -> Result<Connection, Error> {
         let clock = Clock::real();
-        let client = HttpClient::new(
-            base,
+        let http_client = HttpClient::new(
+            &target.base_url,
             ClientOptions {
                 cacert: target.cacert.clone(),
-                timeout: target.request_timeout,
-                max_connections: opts.max_connections,
+                timeout: client.request_timeout,
+                max_connections: opts.max_connections.max(1),
                 clock: clock.clone(),
-                api_key: side_key(target, opts),
+                api_key: side_key(client, opts),
             },
         )?;
-        let scraper = if target.metrics_urls.is_empty() {
-            None
-        } else {
-            let http = build_http_client(target.cacert.as_deref(), 4)?;
-            Some(
-                Scraper::new(http, target.metrics_urls.clone())
-                    .with_timeout(Duration::from_secs(5)),
-            )
-        };
+        let http = build_http_client(target.cacert.as_deref(), 4)?;
+        let scraper =
+            Scraper::new(http, target.metrics_urls.clone()).with_timeout(Duration::from_secs(5));
         Ok(Connection {
-            client: Arc::new(client),
-            scraper,
+            client: Arc::new(http_client),
+            scraper: Some(scraper),
             clock,
             twin: None,
             fleet: None,
@@ -152,24 +126,21 @@ impl Connection {
         })
     }
 
-    async fn embedded(target: &Target, opts: &ConnectOptions) -> Result<Connection, Error> {
-        let profile = Profile::load(&opts.profile)?;
-        let (spec, note) = resolve_fleet(&profile, opts.replicas, opts.router.as_deref())?;
-        if let Some(note) = note {
-            opts.events.note(note);
-        }
-        if !(opts.time_scale.is_finite() && opts.time_scale > 0.0 && opts.time_scale <= 10_000.0) {
-            return Err(codendum_core::error::ConfigError::invalid(
-                "--time-scale",
-                format!("{} is not a speed-up between 0 and 10000", opts.time_scale),
-            )
-            .into());
-        }
-        let clock = Clock::scaled(opts.time_scale);
+    async fn embedded(
+        settings: &TwinSettings,
+        fleet: Option<FleetSpec>,
+        client: &ClientSettings,
+        opts: &ConnectOptions,
+    ) -> Result<Connection, Error> {
+        let profile = settings.profile.clone();
+        let clock = Clock::scaled(settings.time_scale);
         let mut twin_opts = TwinOptions::new(profile.clone());
         twin_opts.clock = clock.clone();
-        twin_opts.responder = Arc::new(AgentPersona::new(opts.seed));
-        twin_opts.seed = opts.seed;
+        twin_opts.responder = Arc::new(match &opts.agent {
+            Some(spread) => AgentPersona::with_spread(settings.seed, Arc::clone(spread)),
+            None => AgentPersona::new(settings.seed),
+        });
+        twin_opts.seed = settings.seed;
         if !opts.student_keys.is_empty() {
             twin_opts.proxy = Some(ProxyConfig {
                 keys: opts.student_keys.clone(),
@@ -182,51 +153,52 @@ impl Connection {
         let failed = |e: codendum_twin::TwinError| {
             Error::Failed(format!("cannot start the embedded twin: {e}"))
         };
-        let (twin, fleet, base_url, metrics_url) = if spec.replicas > 1 {
-            let f = start_fleet(twin_opts, spec, loopback)
-                .await
-                .map_err(failed)?;
-            let urls = (f.base_url(), f.metrics_url());
-            (None, Some(f), urls.0, urls.1)
-        } else {
-            let t = codendum_twin::start(twin_opts, loopback)
-                .await
-                .map_err(failed)?;
-            let urls = (t.base_url(), t.metrics_url());
-            (Some(t), None, urls.0, urls.1)
+        let (twin, fleet_handle, base_url, metrics_url) = match fleet {
+            Some(spec) => {
+                let f = start_fleet(twin_opts, spec, loopback)
+                    .await
+                    .map_err(failed)?;
+                let urls = (f.base_url(), f.metrics_url());
+                (None, Some(f), urls.0, urls.1)
+            }
+            None => {
+                let t = codendum_twin::start(twin_opts, loopback)
+                    .await
+                    .map_err(failed)?;
+                let urls = (t.base_url(), t.metrics_url());
+                (Some(t), None, urls.0, urls.1)
+            }
         };
-        let client = HttpClient::new(
+        let http_client = HttpClient::new(
             &BaseUrl::parse(&base_url)?,
             ClientOptions {
                 cacert: None,
-                timeout: target.request_timeout,
-                max_connections: opts.max_connections,
+                timeout: client.request_timeout,
+                max_connections: opts.max_connections.max(1),
                 clock: clock.clone(),
-                api_key: side_key(target, opts),
+                api_key: side_key(client, opts),
             },
         )?;
         let http = build_http_client(None, 4)?;
         let scraper = Scraper::new(http, vec![metrics_url]);
-        let fleet_label = if spec.replicas > 1 {
+        let fleet_label = fleet.map_or(String::new(), |spec| {
             format!(
                 ", {} replicas behind a {} router",
                 spec.replicas, spec.router
             )
-        } else {
-            String::new()
-        };
+        });
         let label = format!(
             "embedded twin (vLLM {} on a GB10, profile {}, {}x real time{fleet_label})",
             codendum_twin::vllm_series(),
             profile.name,
-            opts.time_scale
+            settings.time_scale
         );
         Ok(Connection {
-            client: Arc::new(client),
+            client: Arc::new(http_client),
             scraper: Some(scraper),
             clock,
             twin,
-            fleet,
+            fleet: fleet_handle,
             profile: Some(profile),
             label,
         })
@@ -248,35 +220,10 @@ impl Connection {
     }
 }
 
-/// The embedded twin's fleet: `--replicas` and `--router` when given, else
-/// the profile's `[fleet]` table. Errors name the flag (`--replicas 0`, an
-/// unknown router with the valid ones); a router given for one replica is
-/// no error but a note (returned, for stderr): one replica is the single
-/// server, whatever the router.
-pub fn resolve_fleet(
-    profile: &Profile,
-    replicas: Option<u32>,
-    router: Option<&str>,
-) -> Result<(FleetSpec, Option<String>), codendum_core::error::ConfigError> {
-    let n = replicas.unwrap_or(profile.fleet.replicas);
-    let policy = match router {
-        Some(name) => codendum_core::flags::router("--router", name)?,
-        None => profile.fleet.router,
-    };
-    let spec = FleetSpec {
-        replicas: n,
-        router: policy,
-    };
-    codendum_core::flags::replicas("--replicas", spec.replicas)?;
-    let note = (n == 1 && router.is_some())
-        .then(|| format!("--router {policy} has no effect with one replica (the single server)"));
-    Ok((spec, note))
-}
-
 /// The key of the side calls (`/v1/models`): `--api-key`, else the first
 /// student key (a proxy in front of the server accepts no other).
-fn side_key(target: &Target, opts: &ConnectOptions) -> Option<Secret> {
-    target
+fn side_key(client: &ClientSettings, opts: &ConnectOptions) -> Option<Secret> {
+    client
         .api_key
         .clone()
         .or_else(|| opts.student_keys.first().cloned())
@@ -288,23 +235,20 @@ mod tests {
 
     #[test]
     fn side_calls_use_the_api_key_else_the_first_student_key() {
-        let t = |key: Option<&str>| {
-            Target::new(
-                Some("http://127.0.0.1:9/v1"),
-                key,
-                None,
-                None,
-                None,
-                Duration::from_secs(5),
-            )
-            .expect("target")
-        };
-        let mut opts = ConnectOptions::new("classroom-64k", 1.0);
-        assert!(side_key(&t(None), &opts).is_none());
+        let mut client = ClientSettings::new(Duration::from_secs(5));
+        let mut opts = ConnectOptions::default();
+        assert!(side_key(&client, &opts).is_none());
         opts.student_keys = vec![Secret::new("student-1"), Secret::new("student-2")];
-        let key = side_key(&t(None), &opts).expect("a key");
+        let key = side_key(&client, &opts).expect("a key");
         assert_eq!(key.expose(), "student-1");
-        let key = side_key(&t(Some("operator")), &opts).expect("a key");
+        client.api_key = Some(Secret::new("operator"));
+        let key = side_key(&client, &opts).expect("a key");
         assert_eq!(key.expose(), "operator");
+    }
+
+    #[test]
+    fn one_pool_formula_for_every_workload() {
+        assert_eq!(pool_size(1), POOL_MIN);
+        assert_eq!(pool_size(200), 208);
     }
 }

@@ -2,6 +2,7 @@
 //! to exit codes. Everything else lives in the library.
 
 mod cli;
+mod cli_reference;
 mod commands;
 mod terminal;
 
@@ -9,8 +10,9 @@ use clap::error::ErrorKind;
 use clap::Parser;
 
 fn main() {
-    // .env fills in what neither the flags nor the environment set.
-    if let Err(e) = load_dotenv() {
+    // .env fills in what neither the flags nor the environment set; an
+    // empty CODENDUM_* setting is an unset one.
+    if let Err(e) = codendum::settings::env::load_dotenv() {
         terminal::error(e);
         std::process::exit(2);
     }
@@ -37,32 +39,6 @@ fn main() {
             std::process::exit(e.exit_code());
         }
     }
-}
-
-/// Loads `./.env` without overriding variables already set, then drops
-/// every `CODENDUM_*` setting that is empty: an empty setting is an unset
-/// one (`.env.example` leaves the server, key and CA empty for the embedded
-/// twin), not a value a flag must parse. Called before any thread starts.
-fn load_dotenv() -> Result<(), String> {
-    let loaded = match dotenvy::dotenv() {
-        Ok(_) => Ok(()),
-        Err(e) if e.not_found() => Ok(()),
-        Err(dotenvy::Error::LineParse(_, index)) => {
-            Err(format!(".env: cannot parse the line at byte {index}"))
-        }
-        Err(e) => Err(format!(".env: {e}")),
-    };
-    let empty: Vec<std::ffi::OsString> = std::env::vars_os()
-        .filter(|(k, v)| {
-            k.to_str().is_some_and(|k| k.starts_with("CODENDUM_"))
-                && v.to_str().is_some_and(|v| v.trim().is_empty())
-        })
-        .map(|(k, _)| k)
-        .collect();
-    for key in empty {
-        std::env::remove_var(key);
-    }
-    loaded
 }
 
 /// Help and version go out as clap writes them; a usage mistake becomes one

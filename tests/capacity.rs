@@ -13,7 +13,7 @@ mod capacity_support;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use codendum_capacity::Suite;
+use codendum::acceptance::Suite;
 use libtest_mimic::{Arguments, Trial};
 
 fn main() -> ExitCode {
@@ -28,12 +28,12 @@ fn main() -> ExitCode {
             .expect("a working directory")
             .join("cache");
         let suite = Arc::new(Suite::from_env(own).with_events(capacity_support::reporter()));
-        return libtest_mimic::run(&args, codendum_capacity::trials(&suite)).exit_code();
+        return libtest_mimic::run(&args, codendum::acceptance::trials(&suite)).exit_code();
     }
     let suite = Arc::new(
         Suite::from_env(capacity_support::cache_dir()).with_events(capacity_support::reporter()),
     );
-    let mut trials = codendum_capacity::trials(&suite);
+    let mut trials = codendum::acceptance::trials(&suite);
     trials.extend(selftests());
     libtest_mimic::run(&args, trials).exit_code()
 }

@@ -19,6 +19,14 @@ pub struct Written {
     pub report: PathBuf,
 }
 
+/// A scratch folder for the twin's throw-away benchmark folders.
+fn scratch_folder() -> Result<PathBuf, Error> {
+    let scratch = std::env::temp_dir().join(format!("codendum-targets-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch)
+        .map_err(|e| Error::io(format!("cannot create {}", scratch.display()), e))?;
+    Ok(scratch)
+}
+
 /// A profile name from a served model name: `calibrated-` and the name's
 /// letters, digits, `-`, `_` and `.`.
 pub fn default_name(served_model_name: &str) -> String {
@@ -68,7 +76,6 @@ pub fn run(
         move |e| Error::io(format!("cannot write {what}"), e)
     };
     std::fs::create_dir_all(dir.join("hardware")).map_err(io(&dir.join("hardware")))?;
-    let targets = options.targets_from.as_ref().map(|p| &p.targets);
     let file_name = |p: &Path| {
         p.file_name()
             .and_then(|n| n.to_str())
@@ -78,10 +85,20 @@ pub fn run(
     let folder = RunFolder::at(dir);
     RunFolder::at(dir.join("hardware"))
         .write_text(&file_name(&hardware), &write::hardware_toml(&calibration))?;
-    folder.write_text(
-        &file_name(&profile),
-        &write::profile_toml(&calibration, targets),
-    )?;
+    folder.write_text(&file_name(&profile), &write::profile_toml(&calibration))?;
+    if let Some(required) = &options.targets_from {
+        // The suite's workloads on the fitted twin, as written.
+        let fitted = codendum_core::profile::Profile::load(&profile.display().to_string())?;
+        let scratch = scratch_folder()?;
+        let derived = crate::calibrate::targets::derive(&fitted, Some(required), &scratch);
+        let _ = std::fs::remove_dir_all(&scratch);
+        let derived = derived?;
+        calibration.notes.extend(derived.notes);
+        folder.write_text(
+            &file_name(&profile),
+            &(write::profile_toml(&calibration) + &derived.toml),
+        )?;
+    }
     folder.write_json(&file_name(&report), &calibration)?;
     Ok((
         calibration,

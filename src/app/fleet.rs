@@ -39,13 +39,6 @@ pub async fn open_prometheus(
     target: &Target,
     events: &Events,
 ) -> Result<OpenedPrometheus, Error> {
-    if target.base_url.is_none() {
-        return Err(ConfigError::invalid(
-            "--prometheus-url",
-            "reads a live fleet's figures: give --base-url too (the embedded twin is in no Prometheus)",
-        )
-        .into());
-    }
     let http = crate::client::build_http_client(target.cacert.as_deref(), 4)?;
     let expected = target
         .metrics_urls
@@ -137,89 +130,21 @@ pub fn write_timelines(folder: &RunFolder, read: &RunTimelines) -> Result<(), Er
     Ok(())
 }
 
-/// How a class reads its server: the 1 s sampler during the class, or
-/// Prometheus once it is over.
-#[derive(Debug)]
-pub enum ClassSampling {
-    /// The sampler of every `/metrics` URL.
-    Sampler(crate::scrape::SamplerHandle),
-    /// Prometheus, read after the class.
-    Prometheus(OpenedPrometheus),
-    /// No server figures.
-    Off,
-}
-
-impl ClassSampling {
-    /// Takes a last reading now, at the class's end, so that its counters
-    /// are whole (the sampler's; Prometheus is read one step later anyway).
-    pub async fn mark_end(&self) {
-        if let ClassSampling::Sampler(s) = self {
-            s.sample_now().await;
-        }
-    }
-
-    /// Stops sampling (or reads Prometheus over `(t0, t1)`, seconds on
-    /// `clock`) and writes what was read after the run and each replica's
-    /// samples into `folder`. A Prometheus that cannot be read leaves the
-    /// figures empty, with a note.
-    pub async fn finish(
-        self,
-        clock: &Clock,
-        folder: &RunFolder,
-        (t0, t1): (f64, f64),
-        events: &Events,
-    ) -> RunTimelines {
-        let read = match self {
-            ClassSampling::Sampler(s) => {
-                let (fleet, replicas) = s.stop_fleet().await;
-                RunTimelines {
-                    fleet,
-                    replicas,
-                    source: codendum_core::results::replicas::SOURCE_SCRAPE,
-                    read_after_run: false,
-                    lag_s: 0.0,
-                }
-            }
-            ClassSampling::Prometheus(p) => {
-                let lag_s = p.source.step().as_secs_f64();
-                match p
-                    .source
-                    .fetch(&p.instances, clock, t0.floor(), t1 + 2.0 * lag_s)
-                    .await
-                {
-                    Ok((fleet, replicas)) => RunTimelines {
-                        fleet,
-                        replicas,
-                        source: codendum_core::results::replicas::SOURCE_PROMETHEUS,
-                        read_after_run: true,
-                        lag_s,
-                    },
-                    Err(e) => {
-                        events.warn(format!(
-                            "Prometheus could not be read ({e}); server figures stay empty"
-                        ));
-                        RunTimelines::default()
-                    }
-                }
-            }
-            ClassSampling::Off => RunTimelines::default(),
-        };
-        if let Err(e) = write_timelines(folder, &read) {
-            events.warn(e.to_string());
-        }
-        read
-    }
-}
-
-/// The busy guard's load through Prometheus; `None` when it cannot tell.
+/// The busy guard's load through Prometheus; `Ok(None)` when Prometheus
+/// answers but cannot tell. A Prometheus that cannot be used at all (out
+/// of reach, not Prometheus, no series under the filter) is the command's
+/// error before anything runs, as the sampling would fail on it anyway.
 pub async fn prometheus_load(
     opts: &PrometheusOptions,
     target: &Target,
     events: &Events,
-) -> Option<ServerLoad> {
-    let opened = open_prometheus(opts, target, events).await.ok()?;
-    let (running, waiting) = opened.source.load_now().await?;
-    Some(ServerLoad { running, waiting })
+) -> Result<Option<ServerLoad>, Error> {
+    let opened = open_prometheus(opts, target, events).await?;
+    Ok(opened
+        .source
+        .load_now()
+        .await
+        .map(|(running, waiting)| ServerLoad { running, waiting }))
 }
 
 /// The per-replica table of a class (the fleet row from `server`).

@@ -1,8 +1,8 @@
-//! `codendum replay` end to end: read the trace, connect (or start the
-//! twin), guard and confirm against a live server, sample `/metrics`, send
-//! the calls again, write a classroom-like folder (`replay-<UTC>/`:
-//! `requests.jsonl`, `tasks.jsonl`, `server-timeline.jsonl`,
-//! `summary.json` of kind `replay`) and its report. And `codendum
+//! `codendum replay` as a workload of the run lifecycle ([`super::run`]):
+//! the trace read before connecting, its calls sent again with their sizes,
+//! prefix sharing and timing, a classroom-like folder written
+//! (`replay-<UTC>/`: `requests.jsonl`, `tasks.jsonl`,
+//! `server-timeline.jsonl`, `summary.json` of kind `replay`). And `codendum
 //! export-trace`: a capture or a classroom run as a trace file.
 
 use std::io::Write;
@@ -10,27 +10,30 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::watch;
-
-use super::bench::Confirm;
-use crate::bench::{busy_guard, ServerInfo, TimelineFlag};
+use super::class_side::{class_server, class_server_side, write_class_summary, ClassResult};
+use super::guard::TimelineFlag;
+use super::run::{Ctx, RunIo, Started, Workload};
 use crate::classroom::{ClassroomConfig, ClassroomSummary, JsonlSink};
-use crate::connect::{ConnectOptions, Connection};
-use crate::events::{Event, Events};
-use crate::replay::{self, ReplayConfig, SourceKind};
+use crate::events::Events;
+use crate::replay::{self, ReplayConfig, Schedule};
+use crate::settings::{RunSettings, Server};
 use codendum_core::error::{ConfigError, Error};
 use codendum_core::openai::{Endpoint, Transport};
 use codendum_core::results::{
-    self, ClassroomParameters, ClassroomRunSummary, FolderKind, ReplayParameters, RunFolder,
-    RunHeader, ServerDescription,
+    self, ClassroomParameters, ClassroomRunSummary, FolderKind, RunHeader,
 };
-use codendum_core::target::{Provenance, Target};
-use codendum_core::trace::{mooncake, timing, Trace};
+use codendum_core::trace::detect::ImportOptions;
+use codendum_core::trace::{mooncake, timing, SourceFormat, Trace};
 
-/// Everything `codendum replay` needs.
-pub struct ReplayRun<'a> {
-    /// The capture folder, results folder or trace file.
+/// What a replay was asked to do besides the run settings.
+#[derive(Debug, Clone)]
+pub struct ReplaySettings {
+    /// The capture folder, results folder, store, conversations or trace file.
     pub source: PathBuf,
+    /// Its format (`None`: detected).
+    pub format: Option<SourceFormat>,
+    /// How sessions are started and paced (`--users`, `--timing`, …).
+    pub schedule: Schedule,
     /// Tokens per block of a trace file's `hash_ids` (and of the blocks
     /// rebuilt for a folder).
     pub block_size: u32,
@@ -40,49 +43,34 @@ pub struct ReplayRun<'a> {
     pub sessions: Option<usize>,
     /// Chat or completions.
     pub endpoint: Endpoint,
-    /// The server (no base URL: the embedded twin).
-    pub target: Target,
-    /// Provenance recorded with the results.
-    pub provenance: Provenance,
-    /// How to start the embedded twin.
-    pub connect: ConnectOptions,
-    /// Results root.
-    pub results_dir: PathBuf,
     /// Seed of the synthetic text.
     pub seed: u64,
-    /// Start on a busy server.
-    pub allow_busy: bool,
-    /// `--max-error-rate` (a fraction).
-    pub max_error_rate: f64,
-    /// Do not ask.
-    pub yes: bool,
-    /// Asked before a live run without `--yes`.
-    pub confirm: &'a Confirm,
-    /// Becomes `true` on Ctrl-C / SIGTERM.
-    pub stop: watch::Receiver<bool>,
-    /// Write `report.md` / `report.html` at the end.
-    pub write_report: bool,
-    /// Where the replay tells its plan, notes and results.
-    pub events: Events,
 }
 
-/// What a replay produced.
-#[derive(Debug)]
-pub struct ReplayResult {
-    /// The results folder.
-    pub folder: PathBuf,
-    /// `summary.json` as written.
-    pub summary: ClassroomRunSummary,
-}
+/// What a replay produced (`summary.json` and its folder).
+pub type ReplayResult = ClassResult;
 
 /// Reads the trace a replay or an export starts from, with `sessions`
-/// root sessions when given.
+/// root sessions when given; what could not be read of the source is a
+/// warning each (the trace keeps the rest).
 pub fn read_trace(
     source: &Path,
+    format: Option<SourceFormat>,
     block_size: u32,
     sessions: Option<usize>,
-) -> Result<(SourceKind, Trace), Error> {
-    let (kind, trace) = replay::load(source, block_size)?;
+    events: &Events,
+) -> Result<Trace, Error> {
+    let trace = replay::source::read(
+        source,
+        format,
+        ImportOptions {
+            block_size,
+            max_sessions: sessions,
+        },
+    )?;
+    for u in &trace.unread {
+        events.warn(u.to_string());
+    }
     if trace.calls.is_empty() {
         return Err(ConfigError::BadFile {
             what: "replay source",
@@ -91,105 +79,135 @@ pub fn read_trace(
         }
         .into());
     }
-    let trace = match sessions {
+    Ok(match sessions {
         Some(n) => timing::resize_sessions(&trace, n),
         None => trace,
-    };
-    Ok((kind, trace))
+    })
 }
 
-/// Runs the replay; an interrupted one writes its folder and returns
-/// [`Error::Interrupted`].
-pub async fn run(run: ReplayRun<'_>) -> Result<ReplayResult, Error> {
-    let (kind, trace) = read_trace(&run.source, run.block_size, run.sessions)?;
-    let mut connect = run.connect.clone();
-    let sessions = trace.sessions().len().max(1);
-    connect.max_connections = connect.max_connections.max(sessions * 2 + 8);
-    let conn = Connection::open(&run.target, &connect).await?;
-    let steady = replay::source::steady_window(&run.source, kind);
-    let result = run_connected(&run, &conn, (kind, steady), &trace).await;
-    conn.close().await;
-    let result = result?;
-    if run.write_report {
-        super::report::write_report_at_end(&result.folder, &run.events);
-    }
-    if result.summary.header.interrupted {
-        return Err(Error::Interrupted(result.folder));
-    }
-    Ok(result)
-}
-
-async fn run_connected(
-    run: &ReplayRun<'_>,
-    conn: &Connection,
-    (kind, steady): (SourceKind, Option<(f64, f64)>),
-    trace: &Trace,
+/// Runs the replay against `server`; an interrupted one writes its folder
+/// and returns [`Error::Interrupted`].
+pub async fn run(
+    server: &Server,
+    settings: &RunSettings,
+    replay: &ReplaySettings,
+    io: RunIo<'_>,
 ) -> Result<ReplayResult, Error> {
-    // Before any request through the base URL: the router's figures cover
-    // every call of the command.
-    let router = super::router::watch(&run.target, &run.events).await?;
-    let models = conn.client.models().await.map_err(|e| {
-        Error::Failed(format!(
-            "cannot list the server's models at /v1/models: {}",
-            e.message
-        ))
-    })?;
-    let model = match &run.target.model {
-        Some(m) => m.clone(),
-        None => models
-            .first()
-            .map(|m| m.id.clone())
-            .ok_or_else(|| Error::Failed("the server lists no model; pass --model".into()))?,
+    let trace = read_trace(
+        &replay.source,
+        replay.format,
+        replay.block_size,
+        replay.sessions,
+        &io.events,
+    )?;
+    let kind = trace
+        .source
+        .as_ref()
+        .map_or(SourceFormat::Mooncake, |s| s.format);
+    let steady = replay::source::steady_window(&replay.source, kind, &trace);
+    let workload = Replay {
+        replay,
+        kind,
+        steady,
+        trace,
     };
-    let recorded_span = trace.calls.last().map_or(0.0, |c| c.at_s) / run.speed;
-    let mut plan = format!(
-        "Replay: {} calls of {} sessions from {} ({:.0} s recorded at speed {}) against {}, model {}; results in {}",
-        trace.calls.len(),
-        trace.sessions().len(),
-        run.source.display(),
-        recorded_span * run.speed,
-        run.speed,
-        conn.label,
-        model,
-        run.results_dir.display()
-    );
-    let mut reachable = None;
-    if !conn.is_embedded() {
-        let load = match &conn.scraper {
-            Some(s) => super::seams::load_now(s).await,
-            None => None,
-        };
-        reachable = Some(load.is_some());
-        let guard = busy_guard(load, run.allow_busy, TimelineFlag::Report)?;
-        if let Some(w) = guard.warning() {
-            run.events.warn(w);
-        }
-        if !guard.checked() {
-            plan.push_str("; the server's load was not checked (/metrics could not be read)");
-        }
+    super::run::run(server, settings, &workload, io).await
+}
+
+/// The replay workload: the trace, read before connecting.
+struct Replay<'a> {
+    replay: &'a ReplaySettings,
+    kind: SourceFormat,
+    /// The source's steady window (its ramp-up and its window for new
+    /// coding requests), when it is a class.
+    steady: Option<(f64, f64)>,
+    trace: Trace,
+}
+
+impl Workload for Replay<'_> {
+    /// The model to request.
+    type Prepared = String;
+    type Output = ClassResult;
+    const TIMELINE: TimelineFlag = TimelineFlag::Report;
+    const KIND: FolderKind = FolderKind::Replay;
+
+    fn max_in_flight(&self) -> usize {
+        // A session's call and its subagent's, for every session that can
+        // run at once.
+        let sessions = self.trace.sessions().len().max(1);
+        self.replay
+            .schedule
+            .users
+            .map_or(sessions, |u| u.min(sessions))
+            * 2
     }
-    run.events.emit(Event::Plan(plan.clone()));
-    if !conn.is_embedded() && !run.yes && !(run.confirm)(&plan) {
-        return Err(Error::Refused(
-            "not confirmed: pass --yes to run without asking".into(),
-        ));
+
+    fn plan_on_twin(&self) -> bool {
+        true
     }
+
+    async fn prepare(&self, ctx: &Ctx<'_>) -> Result<(String, String), Error> {
+        let (replay, trace) = (self.replay, &self.trace);
+        let model = ctx.facts.model.clone();
+        let recorded_span = trace.calls.last().map_or(0.0, |c| c.at_s);
+        let plan = format!(
+            "Replay: {} calls of {} sessions from {} ({}, {:.0} s recorded at speed {}{}) against {}, model {}; results in {}",
+            trace.calls.len(),
+            trace.sessions().len(),
+            replay.source.display(),
+            self.kind.as_str(),
+            recorded_span,
+            replay.speed,
+            replay
+                .schedule
+                .users
+                .map_or(String::new(), |u| format!(", {u} users at once")),
+            ctx.facts.label,
+            model,
+            ctx.run.results_dir.display()
+        );
+        Ok((model, plan))
+    }
+
+    async fn execute(
+        &self,
+        model: String,
+        ctx: &Ctx<'_>,
+        started: Started,
+    ) -> Result<ClassResult, Error> {
+        run_replay(self, model, ctx, started).await
+    }
+}
+
+async fn run_replay(
+    workload: &Replay<'_>,
+    model: String,
+    ctx: &Ctx<'_>,
+    started: Started,
+) -> Result<ClassResult, Error> {
+    let (replay, steady, trace) = (workload.replay, workload.steady, &workload.trace);
+    let (conn, events) = (ctx.conn, ctx.events);
+    let recorded_span = trace.calls.last().map_or(0.0, |c| c.at_s) / replay.speed;
     let transport: Arc<dyn Transport> = conn.client.clone();
-    let template = replay::template_tokens(transport.as_ref(), run.endpoint, &model).await;
+    let template = replay::template_tokens(transport.as_ref(), replay.endpoint, &model).await;
     let config = ReplayConfig {
         model: model.clone(),
-        speed: run.speed,
-        salt: run.seed,
-        endpoint: run.endpoint,
-        api_key: run.target.api_key.clone(),
+        speed: replay.speed,
+        salt: replay.seed,
+        endpoint: replay.endpoint,
+        api_key: ctx.run.client.api_key.clone(),
         template,
+        schedule: replay.schedule,
+        max_model_len: ctx.facts.max_model_len,
     };
     let clock = conn.clock.clone();
-    let started_utc = clock.utc_now();
-    let folder = RunFolder::create(&run.results_dir, FolderKind::Replay, started_utc)?;
+    let Started {
+        folder,
+        started_utc,
+        sampling,
+        router,
+    } = started;
     let sink = Arc::new(JsonlSink::in_folder(&folder)?);
-    let sampling =
-        super::classroom::class_sampling(None, conn, &folder, reachable, &run.events).await?;
     let origin = clock.now_secs();
     let outcome = replay::run_replay(
         trace,
@@ -197,29 +215,29 @@ async fn run_connected(
         transport,
         clock.clone(),
         sink.clone(),
-        Some(run.stop.clone()),
+        Some(ctx.stop.clone()),
     )
     .await;
-    let interrupted = *run.stop.borrow();
+    let interrupted = *ctx.stop.borrow();
     sampling.mark_end().await;
     let span = clock.now_secs() - origin;
     let read = sampling
-        .finish(&clock, &folder, (origin, origin + span), &run.events)
+        .finish(&clock, &folder, (origin, origin + span), events)
         .await;
     let mut summary =
         ClassroomSummary::from_records(outcome.users, &outcome.requests, &outcome.tasks);
     let verdict = codendum_core::results::verdict::class_verdict(
         &outcome.requests,
         &outcome.tasks,
-        run.max_error_rate,
+        ctx.run.max_error_rate,
     );
     let answered = verdict.answered_until_s.map_or(span, |t| t.min(span));
-    // The steady window: a classroom source's own (its ramp-up to the end
-    // of its window for new coding requests, at the replay's speed), so a
-    // class and its replay measure the same stretch; else the whole replay
-    // (no ramp-up is known).
+    // The steady window: the recorded class's own (or, as users, the
+    // replay's), so a class and its replay measure the same stretch; else
+    // the whole replay.
+    let steady = replay::summary::steady_stretch(steady, &config, &outcome);
     let (ramp_up_s, window_s) = match steady {
-        Some((ramp, window)) => (ramp / run.speed, (window / run.speed).min(answered)),
+        Some((ramp, window)) => (ramp, window.min(answered)),
         None => (0.0, answered),
     };
     let mut window = ClassroomConfig::new(model.clone(), None);
@@ -241,29 +259,20 @@ async fn run_connected(
         .iter()
         .filter(|r| r.error_kind.is_none())
         .count() as u64;
-    let metrics_continuity = super::classroom::class_server_side(
+    let metrics_continuity = class_server_side(
         &mut summary,
         (&read.fleet, &read.replicas, read.source),
         (origin, answered_span),
         &window,
         (&name_of_metrics, figures_source == "sampler", successes),
-        &run.events,
+        events,
     );
-    let verdict = verdict.with_restarts(metrics_continuity.iter().flat_map(|m| m.restart_times()));
-    let router = super::router::finish_class(router, &summary.errors_by_kind, &run.events).await;
-    let server_version = if conn.is_embedded() {
-        Some(format!("{} (twin)", codendum_twin::VLLM_VERSION))
-    } else {
-        ServerInfo::server_version(conn.client.as_ref()).await
-    };
-    let mut provenance = run.provenance.clone();
-    if let (true, Some(p)) = (conn.is_embedded(), &conn.profile) {
-        provenance.profile = Some(p.name.clone());
+    let mut verdict =
+        verdict.with_restarts(metrics_continuity.iter().flat_map(|m| m.restart_times()));
+    if let Some(note) = replay::summary::verdict_note(trace, &config, &outcome) {
+        verdict.line = format!("{}; {note}", verdict.line);
     }
-    let name = run.source.file_name().map_or_else(
-        || run.source.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    );
+    let router = super::router_watch::finish_class(router, &summary.errors_by_kind, events).await;
     let run_summary = ClassroomRunSummary {
         header: RunHeader {
             schema_version: results::CLASSROOM_SCHEMA_VERSION,
@@ -286,23 +295,17 @@ async fn run_connected(
             pause_min_s: 0.0,
             pause_max_s: 0.0,
             follow_ups: 0,
+            class: None,
             context_limit: None,
             output_limit: 0,
-            seed: run.seed,
+            seed: replay.seed,
             prompt_file: None,
             client_times: None,
-            api_keys: usize::from(run.target.api_key.is_some()),
+            api_keys: usize::from(ctx.run.client.api_key.is_some()),
             clock_scale: clock.scale(),
         },
-        server: ServerDescription {
-            url: conn.label.clone(),
-            model,
-            server_version,
-            metrics: figures_source != "none",
-            max_model_len: None,
-            engine: None,
-        },
-        provenance,
+        server: class_server(conn, ctx.facts, &model, figures_source != "none"),
+        provenance: ctx.facts.provenance(&ctx.run.provenance),
         server_figures_source: figures_source.into(),
         key_note: None,
         summary,
@@ -310,35 +313,19 @@ async fn run_connected(
         verdict: Some(verdict),
         metrics_continuity,
         router,
-        replay: Some(ReplayParameters {
-            source: name,
-            source_kind: kind.as_str().into(),
-            block_size: trace.block_size,
-            speed: run.speed,
-            sessions: trace.sessions().len(),
-            calls: trace.calls.len(),
-            shared_block_fraction: trace.shared_block_fraction(),
-            template_tokens: template.message_tokens,
-        }),
+        replay: Some(replay::summary::parameters(
+            &replay.source,
+            trace,
+            &config,
+            &outcome,
+        )),
     };
-    let written = super::classroom::write_summary(folder, run_summary, &run.events)?;
-    Ok(ReplayResult {
-        folder: written.folder,
-        summary: written.summary,
-    })
-}
-
-/// The command's answer for a finished replay: `Ok` unless its verdict
-/// asks for exit 1.
-pub fn check_result(result: &ReplayResult) -> Result<(), Error> {
-    match &result.summary.verdict {
-        Some(v) if v.exit_code() != 0 => Err(Error::Failed(format!(
-            "{}; results in {}",
-            v.line,
-            result.folder.display()
-        ))),
-        _ => Ok(()),
-    }
+    events.line(replay::summary::sizes_line(&outcome.sizes));
+    events.line(replay::summary::hit_rate_line(
+        outcome.theoretical_hit_rate(),
+        run_summary.summary.server.prefix_cache_hit_rate,
+    ));
+    write_class_summary(folder, run_summary)
 }
 
 /// The formats `codendum export-trace` writes.
@@ -350,17 +337,20 @@ pub enum TraceFormat {
     Aiperf,
 }
 
-/// Writes the trace of `source` (a capture or a classroom/replay folder, or
-/// a trace file) as `format` into `out` (`-`: into `stdout`, the binary's
-/// standard output); returns the calls written.
+/// Writes the trace of `source` (any source `replay` reads, its format
+/// `source_format` or detected) as `format` into `out` (`-`: into `stdout`,
+/// the binary's standard output); returns the calls written, what could
+/// not be read of the source said through `events`.
 pub fn export_trace(
     source: &Path,
+    source_format: Option<SourceFormat>,
     block_size: u32,
     format: TraceFormat,
     out: &Path,
     stdout: &mut dyn Write,
+    events: &Events,
 ) -> Result<usize, Error> {
-    let (_, trace) = read_trace(source, block_size, None)?;
+    let trace = read_trace(source, source_format, block_size, None, events)?;
     let write = |w: &mut dyn Write| match format {
         TraceFormat::Mooncake => mooncake::write_mooncake(&trace, w),
         TraceFormat::Aiperf => mooncake::write_aiperf_sessions(&trace, w),

@@ -2,8 +2,6 @@
 //! client answers [`ServerInfo`], the `/metrics` sampler answers
 //! [`ServerMetrics`].
 
-use std::sync::Mutex;
-
 use futures::future::BoxFuture;
 
 use crate::bench::{ServerInfo, ServerLoad, ServerMetrics, ServerWindow};
@@ -76,28 +74,23 @@ impl ServerInfo for HttpClient {
 }
 
 /// The 1 s sampler seen as the bench driver's [`ServerMetrics`]: a fresh
-/// scrape for the busy guard, windows over the recorded timeline, and the new
-/// samples for `server-timeline.jsonl`.
+/// scrape, windows over the recorded timeline (the sampler writes
+/// `server-timeline.jsonl` itself, as it samples).
 pub struct SampledMetrics<'a> {
     scraper: &'a Scraper,
     sampler: &'a SamplerHandle,
-    written: Mutex<usize>,
 }
 
 impl<'a> SampledMetrics<'a> {
     /// Wraps a scraper (for fresh readings) and a running sampler.
     pub fn new(scraper: &'a Scraper, sampler: &'a SamplerHandle) -> Self {
-        SampledMetrics {
-            scraper,
-            sampler,
-            written: Mutex::new(0),
-        }
+        SampledMetrics { scraper, sampler }
     }
 }
 
 impl ServerMetrics for SampledMetrics<'_> {
     fn load_now(&self) -> BoxFuture<'_, Option<ServerLoad>> {
-        Box::pin(async move { load_now(self.scraper).await })
+        Box::pin(async move { super::run::load_now(self.scraper).await })
     }
 
     fn window(&self, t0: f64, t1: f64) -> ServerWindow {
@@ -126,25 +119,4 @@ impl ServerMetrics for SampledMetrics<'_> {
     fn requests_finished(&self, t0: f64, t1: f64) -> Option<f64> {
         self.sampler.window(t0, t1).requests_finished
     }
-
-    fn drain_timeline(&self) -> Vec<serde_json::Value> {
-        let timeline = self.sampler.timeline();
-        let mut written = self.written.lock().unwrap_or_else(|e| e.into_inner());
-        let start = (*written).min(timeline.len());
-        *written = timeline.len();
-        timeline[start..]
-            .iter()
-            .filter_map(|s| serde_json::to_value(s).ok())
-            .collect()
-    }
-}
-
-/// One scrape's running and waiting requests; `None` when `/metrics` could not
-/// be read or has no vLLM gauges.
-pub async fn load_now(scraper: &Scraper) -> Option<ServerLoad> {
-    let snapshot = scraper.scrape().await.ok()?;
-    Some(ServerLoad {
-        running: snapshot.running?,
-        waiting: snapshot.waiting.unwrap_or(0.0),
-    })
 }

@@ -34,7 +34,7 @@ pub struct ProxyLimits {
 pub struct ServeConfig {
     /// The server profile the twin runs.
     pub profile: Profile,
-    /// Speed-up over real time (positive).
+    /// Speed-up over real time (typed when parsed: above 0).
     pub time_scale: f64,
     /// Accepted API keys (none: any request is accepted).
     pub keys: Vec<Secret>,
@@ -44,6 +44,9 @@ pub struct ServeConfig {
     pub addr: SocketAddr,
     /// Seed for the twin's text and agent persona.
     pub seed: u64,
+    /// The agent spread the persona draws its calls and output sizes from
+    /// (`--class`; the `lab` class's by default).
+    pub agent: Arc<codendum_core::class::AgentSpread>,
     /// Faults to inject (already seeded).
     pub faults: Option<FaultPlan>,
     /// Becomes `true` on Ctrl-C / SIGTERM: the normal end.
@@ -56,14 +59,8 @@ pub struct ServeConfig {
 }
 
 impl ServeConfig {
-    /// Checks the speed-up and that a proxy has keys to check.
+    /// Checks that a proxy has keys to check.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if !(self.time_scale.is_finite() && self.time_scale > 0.0) {
-            return Err(ConfigError::invalid(
-                "--time-scale",
-                "must be a positive number",
-            ));
-        }
         if self.proxy.is_some() && self.keys.is_empty() {
             return Err(ConfigError::invalid(
                 "--proxy",
@@ -84,6 +81,7 @@ pub async fn run(config: ServeConfig) -> Result<(), Error> {
         proxy,
         addr,
         seed,
+        agent,
         faults,
         mut stop,
         fleet,
@@ -92,7 +90,7 @@ pub async fn run(config: ServeConfig) -> Result<(), Error> {
     let profile_name = profile.name.clone();
     let mut opts = TwinOptions::new(profile);
     opts.clock = codendum_core::clock::Clock::scaled(time_scale);
-    opts.responder = Arc::new(AgentPersona::new(seed));
+    opts.responder = Arc::new(AgentPersona::with_spread(seed, agent));
     opts.seed = seed;
     match proxy {
         Some(limits) => {

@@ -3,7 +3,7 @@
 //! the measured levels, scaled by how far the same guess was off on them.
 
 use super::config::{BenchConfig, Cell};
-use super::guard::{about_duration, estimate_level, SpeedGuess};
+use super::preview::{about_duration, estimate_level, SpeedGuess};
 use codendum_core::results::LevelSummary;
 
 /// The server's speeds as the finished levels show them; `None` before a
@@ -116,8 +116,6 @@ pub fn took(seconds: f64) -> String {
 mod tests {
     use super::*;
     use codendum_core::kinds::Shape;
-    use codendum_core::target::Target;
-    use std::time::Duration;
 
     fn level(n: u32, input: f64, tpot: f64, ttft: f64, out: f64, wall: f64) -> LevelSummary {
         LevelSummary {
@@ -142,9 +140,7 @@ mod tests {
 
     #[test]
     fn nothing_is_estimated_before_a_cell_alone_has_run() {
-        let config = BenchConfig::new(
-            Target::new(None, None, None, None, None, Duration::from_secs(60)).unwrap(),
-        );
+        let config = BenchConfig::default();
         let cells = [cell(256, 4, 8), cell(256, 1, 8)];
         let line = progress_line(
             &config,
@@ -169,9 +165,7 @@ mod tests {
 
     #[test]
     fn a_slow_server_gets_a_long_estimate() {
-        let config = BenchConfig::new(
-            Target::new(None, None, None, None, None, Duration::from_secs(60)).unwrap(),
-        );
+        let config = BenchConfig::default();
         // A CPU: 5 tok/s alone, prefill 200 tok/s; 8 requests of 128 tokens
         // one at a time took 210 s.
         let done = [level(1, 256.0, 0.2, 1.3, 4.9, 210.0)];

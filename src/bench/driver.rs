@@ -38,6 +38,10 @@ pub(crate) async fn stopped(mut stop: watch::Receiver<bool>) {
 /// What one level needs from the run.
 pub(crate) struct LevelContext<'a> {
     pub config: &'a BenchConfig,
+    /// The run's cells and the shapes that fit.
+    pub plan: &'a super::BenchPlan,
+    /// The key every request carries.
+    pub api_key: Option<codendum_core::target::Secret>,
     pub transport: &'a dyn Transport,
     /// `/tokenize`, for streams that carry no usage.
     pub info: &'a dyn ServerInfo,
@@ -50,6 +54,8 @@ pub(crate) struct LevelContext<'a> {
     pub run_t0: f64,
     /// Where the level's progress is told.
     pub events: Events,
+    /// Whether the client's CPU is measured ([`super::BenchDeps`]).
+    pub measure_client_cpu: bool,
 }
 
 /// A finished request: its index, when it started (when it was due, on a
@@ -157,9 +163,7 @@ pub(crate) async fn run_level(
 /// The process's CPU time at a level's start, against a live server only:
 /// the embedded twin runs in this process, so its CPU is not the client's.
 fn own_cpu(ctx: &LevelContext<'_>) -> Option<f64> {
-    (!ctx.config.target.is_embedded())
-        .then(process_cpu_s)
-        .flatten()
+    ctx.measure_client_cpu.then(process_cpu_s).flatten()
 }
 
 /// Runs one rate level × shape: `planned` requests started at their due
@@ -177,8 +181,8 @@ pub(crate) async fn run_rate_level(
 ) -> Result<LevelSummary, Error> {
     let open = ctx
         .config
-        .open_loop
-        .as_ref()
+        .load
+        .open_loop()
         .ok_or_else(|| Error::Failed("a rate level without open-loop settings".into()))?;
     let shape_name = prompt.shape.name();
     let shape: &str = &shape_name;
@@ -464,7 +468,7 @@ fn start_request_at<'a>(
             &text,
             ctx.config.output_tokens,
         ),
-        api_key: ctx.config.target.api_key.clone(),
+        api_key: ctx.api_key.clone(),
         headers: vec![(
             "x-session-id".to_string(),
             load_session_id(prompt.shape, load, index),

@@ -1,8 +1,11 @@
-//! `codendum bench`: the closed-loop capacity benchmark.
+//! `codendum bench`: the capacity benchmark (closed loop, rates, sweeps,
+//! the rate search, the calibration workload).
 //!
-//! Order of use (the CLI's job is parsing flags and asking for confirmation):
-//! 1. build and [`BenchConfig::validate`] a config;
-//! 2. [`preflight`]: busy guard + plan text (print it, confirm unless `--yes`);
+//! Order of use (the app's run lifecycle does the rest: the server, the
+//! busy guard, the confirmation, the report):
+//! 1. a [`BenchConfig`], typed and checked when the command line was read;
+//! 2. the server's [`ServerFacts`], read once, and the [`BenchPlan`] of the
+//!    config against them ([`plan_text`] shows it);
 //! 3. [`run_bench`]: prompts sized, levels run, results folder written.
 //!
 //! The driver reaches the server only through [`codendum_core::openai::Transport`],
@@ -11,11 +14,12 @@
 pub mod arrival;
 pub mod calibration;
 pub mod calibration_eta;
+pub mod cells;
 pub mod config;
 mod driver;
-pub mod guard;
 pub mod level;
 pub mod open_loop;
+pub mod preview;
 pub mod progress;
 pub mod prompt;
 pub mod seams;
@@ -27,17 +31,16 @@ use std::path::PathBuf;
 use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
-pub use self::config::{fit_shapes, parse_concurrency, parse_shapes, BenchConfig};
-pub use self::guard::{
-    busy_guard, estimate_duration, plan_text, GuardVerdict, SpeedGuess, TimelineFlag,
-};
-pub use self::seams::{ServerInfo, ServerLoad, ServerMetrics, ServerWindow};
+pub use self::cells::BenchPlan;
+pub use self::config::{fit_shapes, BenchConfig, Load};
+pub use self::preview::{estimate_duration, plan_text, SpeedGuess};
+pub use self::seams::{ServerFacts, ServerInfo, ServerLoad, ServerMetrics, ServerWindow};
 pub use self::twin_facts::{run_on_twin, TwinFacts};
 
-use self::config::OpenLoop;
 use self::driver::{run_level, LevelContext};
 use self::prompt::{size_prompts, ShapePrompt, SizingContext};
-use crate::events::{Event, Events, Written};
+use crate::events::Events;
+use crate::settings::RunSettings;
 use codendum_core::clock::Clock;
 use codendum_core::error::Error;
 use codendum_core::openai::Transport;
@@ -62,6 +65,10 @@ pub struct BenchDeps<'a> {
     pub stop: watch::Receiver<bool>,
     /// Where the run's progress, notes and final table are told.
     pub events: Events,
+    /// Whether each level measures the client's CPU (the process's CPU
+    /// time over the level): only against a server outside this process,
+    /// whose work is then not counted as the client's, on a real clock.
+    pub measure_client_cpu: bool,
 }
 
 /// What a finished (or interrupted) run produced.
@@ -77,86 +84,64 @@ pub struct BenchOutcome {
     pub summary: BenchSummary,
 }
 
-/// The checks before a run, for the CLI to print.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Preflight {
-    /// The plan for the confirmation prompt.
-    pub plan: String,
-    /// The busy guard's verdict (a warning to print when `Allowed`).
-    pub guard: GuardVerdict,
-}
-
-/// Busy guard and plan. Fails with [`Error::Refused`] (exit 3) on a busy or
-/// unreadable server unless `--allow-busy`, and on a bad config (exit 2).
-pub async fn preflight(
+/// Reads the server's facts through `deps.info` (the model `run` asks
+/// for, else its first), plans `config` against them and runs it: the
+/// whole bench for a caller without a run lifecycle (the twin in process,
+/// tests).
+pub async fn run_reading_facts(
     config: &BenchConfig,
-    metrics: Option<&dyn ServerMetrics>,
-    model: &str,
-    max_model_len: Option<u64>,
-) -> Result<Preflight, Error> {
-    let load = match metrics {
-        Some(m) => m.load_now().await,
-        None => None,
-    };
-    let guard = busy_guard(load, config.allow_busy, TimelineFlag::Report)?;
-    let (fit, skipped) = fit_shapes(&config.shapes, config.output_tokens, max_model_len);
-    let mut shown = config.clone();
-    shown.shapes = fit;
-    // A calibration run's length depends on the server it measures: it is
-    // estimated from its first cells, on the progress line.
-    let speed = config.calibration.is_none().then(SpeedGuess::default);
-    let mut plan = plan_text(&shown, model, speed.as_ref());
-    for s in &skipped {
-        plan.push_str(&format!("  {}\n", s.reason()));
-    }
-    if !guard.checked() {
-        plan.push_str(&format!("  {}\n", guard::UNCHECKED_PLAN_LINE));
-    }
-    Ok(Preflight { plan, guard })
+    run: &RunSettings,
+    deps: BenchDeps<'_>,
+) -> Result<BenchOutcome, Error> {
+    let facts = ServerFacts::read(
+        deps.info,
+        run.client.model.as_deref(),
+        "embedded twin".into(),
+    )
+    .await?;
+    let plan = BenchPlan::new(config, &facts);
+    let folder = RunFolder::create(
+        &run.results_dir,
+        codendum_core::results::FolderKind::Bench,
+        deps.clock.utc_now(),
+    )?;
+    run_bench(config, (&plan, &facts), run, folder, deps).await
 }
 
-/// The model to request: `--model`, else the server's first model.
-pub async fn resolve_model(config: &BenchConfig, info: &dyn ServerInfo) -> Result<String, Error> {
-    match &config.target.model {
-        Some(m) => Ok(m.clone()),
-        None => info
-            .model_id()
-            .await
-            .map_err(|e| Error::Failed(format!("cannot find out the model (pass --model): {e}"))),
-    }
-}
-
-/// Runs the benchmark and writes the results folder
-/// (`<results_dir>/<UTC timestamp>/`). An interrupted run still writes
+/// Runs the benchmark's `plan` against the server `facts` describe and
+/// writes its results `folder`. An interrupted run still writes
 /// everything, with `interrupted: true`, and returns `Ok` with
 /// [`BenchOutcome::interrupted`] set; the caller maps that to exit 130.
-pub async fn run_bench(config: &BenchConfig, deps: BenchDeps<'_>) -> Result<BenchOutcome, Error> {
-    let model = resolve_model(config, deps.info).await?;
-    let server_version = deps.info.server_version().await;
-    let max_model_len = deps.info.max_model_len(&model).await;
-    let (shapes, skipped_shapes) = fit_shapes(&config.shapes, config.output_tokens, max_model_len);
-    for s in &skipped_shapes {
+pub async fn run_bench(
+    config: &BenchConfig,
+    (plan, facts): (&BenchPlan, &ServerFacts),
+    run: &RunSettings,
+    folder: RunFolder,
+    deps: BenchDeps<'_>,
+) -> Result<BenchOutcome, Error> {
+    let model = facts.model.clone();
+    for s in &plan.skipped {
         deps.events.note(s.reason());
     }
     let clock = deps.clock.clone();
+    // The start on the clock and in UTC are taken together: the figures
+    // filled in after the run find each level's window from the UTC start.
     let run_t0 = clock.now_secs();
     let started_utc = clock.utc_now();
     let run_id = run_id_for(config, started_utc);
-    let folder = RunFolder::create(
-        &config.results_dir,
-        codendum_core::results::FolderKind::Bench,
-        started_utc,
-    )?;
     let mut requests = folder.appender::<RequestRecord>(results::REQUESTS_JSONL)?;
     let mut timeline = match deps.metrics {
         Some(_) => Some(folder.appender::<serde_json::Value>(results::SERVER_TIMELINE_JSONL)?),
         None => None,
     };
 
-    let (prompt_sizing, prompts) = size_run_prompts(config, &deps, &model, &run_id, &shapes).await;
+    let sizing = (run.client.api_key.clone(), run_id.as_str());
+    let (prompt_sizing, prompts) = size_run_prompts(config, &deps, &model, sizing, &plan.fit).await;
 
     let ctx = LevelContext {
         config,
+        plan,
+        api_key: run.client.api_key.clone(),
         transport: deps.transport,
         info: deps.info,
         metrics: deps.metrics,
@@ -166,9 +151,10 @@ pub async fn run_bench(config: &BenchConfig, deps: BenchDeps<'_>) -> Result<Benc
         run_id: &run_id,
         run_t0,
         events: deps.events.clone(),
+        measure_client_cpu: deps.measure_client_cpu,
     };
-    let (levels, interrupted, rate_search) = match &config.open_loop {
-        Some(open) => run_open_loop(&ctx, &prompts, open, &mut requests, &mut timeline).await?,
+    let (levels, interrupted, rate_search) = match config.load.open_loop() {
+        Some(_) => run_open_loop(&ctx, &prompts, &mut requests, &mut timeline).await?,
         None => {
             let (levels, interrupted) =
                 run_levels(&ctx, &prompts, &mut requests, &mut timeline).await?;
@@ -203,7 +189,7 @@ pub async fn run_bench(config: &BenchConfig, deps: BenchDeps<'_>) -> Result<Benc
     }
     results::continuity::apply_to_levels(&mut levels, &metrics_continuity);
     let verdict =
-        results::verdict::bench_verdict(&records, &levels, &skipped_shapes, config.max_error_rate)
+        results::verdict::bench_verdict(&records, &levels, &plan.skipped, run.max_error_rate)
             .with_restarts(metrics_continuity.iter().flat_map(|m| m.restart_times()));
     let summary = BenchSummary {
         header: RunHeader {
@@ -214,20 +200,20 @@ pub async fn run_bench(config: &BenchConfig, deps: BenchDeps<'_>) -> Result<Benc
             finished_utc: clock.utc_now(),
             interrupted,
         },
-        parameters: parameters(config, &clock),
+        parameters: parameters(config, plan, run, &clock),
         server: ServerDescription {
-            url: config.target.display_url(),
+            url: recorded_url(facts),
             model,
-            server_version,
+            server_version: facts.server_version.clone(),
             metrics: deps.metrics.is_some(),
-            max_model_len,
-            engine: config.stated_engine,
+            max_model_len: facts.max_model_len,
+            engine: facts.stated_engine,
         },
-        provenance: config.provenance.clone(),
+        provenance: facts.provenance(&run.provenance),
         prompt_sizing,
         levels: levels.clone(),
-        skipped_shapes,
-        profile_check: config.profile_check.clone(),
+        skipped_shapes: plan.skipped.clone(),
+        profile_check: facts.profile_check.clone(),
         verdict: Some(verdict),
         rate_search,
         metrics_continuity,
@@ -235,13 +221,6 @@ pub async fn run_bench(config: &BenchConfig, deps: BenchDeps<'_>) -> Result<Benc
     };
     folder.write_bench_summary(&summary)?;
     let folder = folder.into_path();
-    deps.events.table(progress::render_table(&levels));
-    deps.events.written(Written::Results, &folder);
-    // A verdict that fails the run is the command's error, said last by
-    // the binary; any other ends the output here.
-    if let Some(v) = summary.verdict.as_ref().filter(|v| v.exit_code() == 0) {
-        deps.events.emit(Event::Verdict(v.line.clone()));
-    }
     Ok(BenchOutcome {
         folder,
         levels,
@@ -250,12 +229,21 @@ pub async fn run_bench(config: &BenchConfig, deps: BenchDeps<'_>) -> Result<Benc
     })
 }
 
+/// How a bench's results name its server: the base URL, or for the
+/// embedded twin just that (its profile and speed-up are recorded beside).
+fn recorded_url(facts: &ServerFacts) -> String {
+    match facts.twin_profile {
+        Some(_) => "embedded twin".to_string(),
+        None => facts.label.clone(),
+    }
+}
+
 /// Sizes the prompt of each shape that fits, for the run's model.
 async fn size_run_prompts(
     config: &BenchConfig,
     deps: &BenchDeps<'_>,
     model: &str,
-    run_id: &str,
+    (api_key, run_id): (Option<codendum_core::target::Secret>, &str),
     shapes: &[codendum_core::kinds::Shape],
 ) -> (PromptSizing, Vec<ShapePrompt>) {
     let sizing_ctx = SizingContext {
@@ -265,7 +253,7 @@ async fn size_run_prompts(
         model,
         seed: config.seed,
         run_id,
-        api_key: config.target.api_key.clone(),
+        api_key,
     };
     size_prompts(&sizing_ctx, shapes).await
 }
@@ -293,9 +281,9 @@ async fn run_levels(
     timeline: &mut Option<JsonlFile<serde_json::Value>>,
 ) -> Result<(Vec<LevelSummary>, bool), Error> {
     let mut levels = Vec::new();
-    let cells = ctx.config.cells();
-    let eta = ctx.config.calibration.is_some();
-    for cell in &cells {
+    let cells = &ctx.plan.cells;
+    let eta = matches!(ctx.config.load, Load::Calibration { .. });
+    for cell in cells {
         // A shape that did not fit has no prompt: its cells are not run.
         let Some(prompt) = prompts.iter().find(|p| p.shape == cell.shape) else {
             continue;
@@ -320,8 +308,8 @@ async fn run_levels(
         }
         if eta {
             let elapsed = ctx.clock.now_secs() - ctx.run_t0;
-            ctx.events.note(calibration_eta::progress_line(
-                ctx.config, &levels, &cells, elapsed,
+            ctx.events.line(calibration_eta::progress_line(
+                ctx.config, &levels, cells, elapsed,
             ));
         }
     }
@@ -341,18 +329,17 @@ async fn run_levels(
 async fn run_open_loop(
     ctx: &LevelContext<'_>,
     prompts: &[ShapePrompt],
-    open: &OpenLoop,
     requests: &mut JsonlFile<RequestRecord>,
     timeline: &mut Option<JsonlFile<serde_json::Value>>,
 ) -> Result<(Vec<LevelSummary>, bool, Vec<RateSearch>), Error> {
     let mut levels = Vec::new();
     let mut searches = Vec::new();
     let mut out = open_loop::Outputs { requests, timeline };
-    for shape in &ctx.config.shapes {
+    for shape in &ctx.plan.fit {
         let Some(prompt) = prompts.iter().find(|p| p.shape == *shape) else {
             continue;
         };
-        let run = open_loop::run_shape(ctx, prompt, open, &mut out).await?;
+        let run = open_loop::run_shape(ctx, prompt, &mut out).await?;
         levels.extend(run.levels);
         if let Some(search) = run.search {
             ctx.events.line(search.line());
@@ -378,25 +365,30 @@ pub(crate) fn drain_timeline(
 }
 
 /// The parameters block of `summary.json`.
-fn parameters(config: &BenchConfig, clock: &Clock) -> BenchParameters {
+fn parameters(
+    config: &BenchConfig,
+    plan: &BenchPlan,
+    run: &RunSettings,
+    clock: &Clock,
+) -> BenchParameters {
     BenchParameters {
-        concurrency: config.concurrency.clone(),
-        shapes: config.shapes.iter().map(|s| s.name().to_string()).collect(),
+        concurrency: plan.levels.clone(),
+        shapes: plan.shapes.iter().map(|s| s.name().to_string()).collect(),
         output_tokens: config.output_tokens,
         requests_per_level: config.requests_per_level,
-        requests_by_concurrency: config
-            .concurrency
+        requests_by_concurrency: plan
+            .levels
             .iter()
             .map(|&n| (n, config.requests_for(n)))
             .collect::<BTreeMap<_, _>>(),
         level_duration_s: config.level_duration.map(|d| d.as_secs_f64()),
         endpoint: config.endpoint,
         seed: config.seed,
-        allow_busy: config.allow_busy,
-        yes: config.yes,
-        timeout_s: config.target.request_timeout.as_secs_f64(),
+        allow_busy: run.allow_busy,
+        yes: run.yes,
+        timeout_s: run.client.request_timeout.as_secs_f64(),
         cancel_grace_s: config.cancel_grace.as_secs_f64(),
         clock_scale: clock.scale(),
-        calibration: config.calibration.is_some(),
+        calibration: matches!(config.load, Load::Calibration { .. }),
     }
 }

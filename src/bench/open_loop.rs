@@ -5,7 +5,7 @@
 //! run's folder; the search's steps and answer go to `summary.json` as
 //! `rate_search`.
 
-use super::config::{default_rate_requests, OpenLoop, FIND_RATE_MAX_STEPS, FIND_RATE_PRECISION};
+use super::config::{default_rate_requests, Load, FIND_RATE_MAX_STEPS, FIND_RATE_PRECISION};
 use super::driver::{run_level, run_rate_level, LevelContext};
 use super::prompt::ShapePrompt;
 use codendum_core::error::Error;
@@ -38,11 +38,6 @@ fn requests_at(ctx: &LevelContext<'_>, rate: f64) -> u64 {
         .unwrap_or_else(|| default_rate_requests(rate))
 }
 
-/// The closed-loop level of a sweep's top end: the largest `--concurrency`.
-fn top_concurrency(ctx: &LevelContext<'_>) -> u32 {
-    ctx.config.concurrency.iter().copied().max().unwrap_or(40)
-}
-
 /// `n` rates spread evenly strictly between `low` and `high`.
 pub fn spread(low: f64, high: f64, n: u32) -> Vec<f64> {
     let (low, high) = (low.min(high), low.max(high));
@@ -55,7 +50,6 @@ pub fn spread(low: f64, high: f64, n: u32) -> Vec<f64> {
 pub(crate) async fn run_shape(
     ctx: &LevelContext<'_>,
     prompt: &ShapePrompt,
-    open: &OpenLoop,
     out: &mut Outputs<'_>,
 ) -> Result<ShapeRun, Error> {
     let mut run = ShapeRun {
@@ -63,15 +57,20 @@ pub(crate) async fn run_shape(
         search: None,
         interrupted: false,
     };
-    if !open.rates.is_empty() {
-        if open.closed_levels_first {
-            for &n in &ctx.config.concurrency {
+    if let Load::Rates {
+        rates,
+        closed_first,
+        ..
+    } = &ctx.config.load
+    {
+        if *closed_first {
+            for &n in &ctx.plan.levels {
                 if step_closed(ctx, prompt, n, out, &mut run).await?.is_none() {
                     return Ok(run);
                 }
             }
         }
-        for &rate in &open.rates {
+        for &rate in rates {
             if !step_rate(ctx, prompt, rate, out, &mut run).await? {
                 break;
             }
@@ -83,7 +82,7 @@ pub(crate) async fn run_shape(
     let Some(single) = step_closed(ctx, prompt, 1, out, &mut run).await? else {
         return Ok(run);
     };
-    let top = top_concurrency(ctx);
+    let top = ctx.config.top_concurrency();
     let Some(full) = step_closed(ctx, prompt, top, out, &mut run).await? else {
         return Ok(run);
     };
@@ -96,7 +95,12 @@ pub(crate) async fn run_shape(
             "no request succeeded one at a time: no rate to sweep or search from".into(),
         ));
     }
-    if let Some(n) = open.sweep {
+    if let Load::Sweep {
+        rates: n,
+        stop_when_saturated,
+        ..
+    } = ctx.config.load
+    {
         for rate in spread(low, high, n) {
             if !step_rate(ctx, prompt, rate, out, &mut run).await? {
                 break;
@@ -106,13 +110,14 @@ pub(crate) async fn run_shape(
                 .last()
                 .and_then(|l| l.rate.as_ref())
                 .is_some_and(|r| r.saturated);
-            if saturated && open.stop_when_saturated {
+            if saturated && stop_when_saturated {
                 break;
             }
         }
         return Ok(run);
     }
-    if let Some(slo) = ctx.config.slo.as_ref().filter(|_| open.find_rate) {
+    let searching = matches!(ctx.config.load, Load::FindRate { .. });
+    if let Some(slo) = ctx.config.slo.as_ref().filter(|_| searching) {
         run.search = Some(find_rate(ctx, prompt, slo, (low, high), out, &mut run).await?);
     }
     Ok(run)

@@ -9,7 +9,8 @@
 //!
 //! Errors cross these seams as plain messages: the driver only reports them.
 //!
-//! Glue the lead writes (sketch, with the real types' names):
+//! The glue that implements them for the real client and sampler lives in
+//! `crate::app::seams` (sketch, with the real types' names):
 //!
 //! ```text
 //! impl ServerInfo for openai::client::HttpClient {
@@ -23,8 +24,12 @@
 //! }
 //! ```
 
+pub use crate::client::ModelInfo;
+use codendum_core::error::Error;
 use codendum_core::openai::Endpoint;
 pub use codendum_core::results::level::ServerWindow;
+use codendum_core::results::profile_check::ProfileCheck;
+use codendum_core::results::EngineSettings;
 use futures::future::BoxFuture;
 
 /// Facts about the server apart from generating text.
@@ -32,6 +37,17 @@ pub trait ServerInfo: Send + Sync {
     /// The model to use when none was configured (the first id of
     /// `/v1/models`).
     fn model_id(&self) -> BoxFuture<'_, Result<String, String>>;
+
+    /// The served models with their context limits (`/v1/models`), read in
+    /// one request. The default asks [`Self::model_id`] and
+    /// [`Self::max_model_len`].
+    fn models(&self) -> BoxFuture<'_, Result<Vec<ModelInfo>, String>> {
+        Box::pin(async move {
+            let id = self.model_id().await?;
+            let max_model_len = self.max_model_len(&id).await;
+            Ok(vec![ModelInfo { id, max_model_len }])
+        })
+    }
 
     /// Tokens the server counts for `prompt` with `model` (vLLM's
     /// `/tokenize`). `Ok(None)`: the server has no such endpoint.
@@ -123,5 +139,104 @@ pub trait ServerMetrics: Send + Sync {
     /// URLs together, as its `/metrics` counted them; `None` when unknown.
     fn requests_finished(&self, _t0: f64, _t1: f64) -> Option<f64> {
         None
+    }
+}
+
+/// What a run learns from its server before it starts, read once (one
+/// `/v1/models`, one `/version`) and kept apart from what the run was asked
+/// to do: nothing here is written back into the settings.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ServerFacts {
+    /// How results name the server: its base URL without credentials, or
+    /// the embedded twin's description.
+    pub label: String,
+    /// The served models, as `/v1/models` lists them.
+    pub models: Vec<ModelInfo>,
+    /// The model requested: the one asked for, else the server's first.
+    pub model: String,
+    /// The context limit the server states for that model, tokens.
+    pub max_model_len: Option<u64>,
+    /// The server's version (`/version`), when it tells.
+    pub server_version: Option<String>,
+    /// The engine settings the server states (the embedded twin's
+    /// profile), recorded for `codendum calibrate`.
+    pub stated_engine: Option<EngineSettings>,
+    /// The embedded twin's profile name (recorded as provenance).
+    pub twin_profile: Option<String>,
+    /// A stated profile checked against the live server.
+    pub profile_check: Option<ProfileCheck>,
+}
+
+impl ServerFacts {
+    /// Reads the server's models and version once; `model` is the one
+    /// asked for (`None`: the server's first). Fails when the server lists
+    /// no model or cannot be asked.
+    pub async fn read(
+        info: &dyn ServerInfo,
+        model: Option<&str>,
+        label: String,
+    ) -> Result<ServerFacts, Error> {
+        let models = match (info.models().await, model) {
+            (Ok(m), _) => m,
+            // A server that cannot list its models still runs a named one.
+            (Err(_), Some(_)) => Vec::new(),
+            (Err(e), None) => {
+                return Err(Error::Failed(format!(
+                    "cannot list the server's models at /v1/models (pass --model): {e}"
+                )))
+            }
+        };
+        let model = match model {
+            Some(m) => m.to_string(),
+            None => models
+                .first()
+                .map(|m| m.id.clone())
+                .ok_or_else(|| Error::Failed("the server lists no model; pass --model".into()))?,
+        };
+        let max_model_len = match models.iter().find(|m| m.id == model) {
+            Some(listed) => listed.max_model_len,
+            // A model the list does not name: ask for it by name.
+            None => info.max_model_len(&model).await,
+        };
+        Ok(ServerFacts {
+            label,
+            models,
+            model,
+            max_model_len,
+            server_version: info.server_version().await,
+            stated_engine: None,
+            twin_profile: None,
+            profile_check: None,
+        })
+    }
+
+    /// The facts of the embedded twin running `profile`: its settings are
+    /// stated, its profile recorded.
+    pub fn with_twin_profile(mut self, profile: &codendum_core::profile::Profile) -> Self {
+        self.stated_engine = Some(EngineSettings {
+            max_num_seqs: profile.server.max_num_seqs,
+            max_num_batched_tokens: profile.server.max_num_batched_tokens,
+            enable_prefix_caching: profile.server.enable_prefix_caching,
+        });
+        self.twin_profile = Some(profile.name.clone());
+        self
+    }
+
+    /// What results record of the server's provenance: what was `stated`,
+    /// with the embedded twin's own profile.
+    pub fn provenance(
+        &self,
+        stated: &codendum_core::target::Provenance,
+    ) -> codendum_core::target::Provenance {
+        let mut provenance = stated.clone();
+        if let Some(p) = &self.twin_profile {
+            provenance.profile = Some(p.clone());
+        }
+        provenance
+    }
+
+    /// The server's seats (`max_num_seqs`), when it states them.
+    pub fn seats(&self) -> Option<u32> {
+        self.stated_engine.map(|e| e.max_num_seqs)
     }
 }

@@ -3,15 +3,16 @@
 
 use futures::future::BoxFuture;
 
-use super::{run_bench, BenchConfig, BenchDeps, BenchOutcome, ServerInfo};
+use super::{run_reading_facts, BenchConfig, BenchDeps, BenchOutcome, ServerInfo};
+use crate::settings::RunSettings;
 use codendum_core::clock::Clock;
 use codendum_core::error::Error;
 use codendum_twin::inproc::InProcTransport;
 
-/// Runs `config` against the twin in process (no `/metrics`, no progress,
+/// Runs `config` against the twin in process (no `/metrics`, silent,
 /// never interrupted), then stops the twin.
 pub async fn run_on_twin(
-    config: &BenchConfig,
+    (config, run): (&BenchConfig, &RunSettings),
     transport: &InProcTransport,
     info: &TwinFacts,
     clock: Clock,
@@ -24,8 +25,9 @@ pub async fn run_on_twin(
         clock,
         stop,
         events: crate::events::Events::silent(),
+        measure_client_cpu: false,
     };
-    let outcome = run_bench(config, deps).await;
+    let outcome = run_reading_facts(config, run, deps).await;
     transport.stop();
     outcome
 }

@@ -14,23 +14,18 @@
 //! without an interval is judged by its value.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::bench::config::Cell;
-use crate::bench::{run_on_twin, BenchConfig, TwinFacts};
-use codendum_core::clock::Clock;
+use crate::bench::config::{Cell, Load, OpenLoop};
+use crate::bench::BenchConfig;
 use codendum_core::error::{ConfigError, Error};
 use codendum_core::kinds::Shape;
 use codendum_core::profile::Profile;
 use codendum_core::results::{self, BenchSummary, LevelSummary};
 use codendum_core::stats::Interval;
-use codendum_core::target::Target;
 use codendum_core::targets::{Bound, Outcome};
-use codendum_twin::inproc::InProcTransport;
-use codendum_twin::TwinOptions;
 
 /// One figure of one level: measured, predicted, and the error.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -99,74 +94,58 @@ fn cell_of(l: &LevelSummary) -> Cell {
     }
 }
 
-/// Replays `levels` on the twin of `profile` in virtual time, on a thread
-/// of its own (its paused runtime must not nest in the caller's); the
-/// predicted levels in the same order. The closed-loop levels run as one
-/// bench; each rate level as a bench of its own on a fresh twin, with the
-/// run's seed, so its arrivals are the measured level's.
+/// Replays `levels` on the twin of `profile` in virtual time, with the
+/// run's output tokens, endpoint and seed; the predicted levels in the same
+/// order. The closed-loop levels run as one bench; each rate level as a
+/// bench of its own on a fresh twin, with the run's seed, so its arrivals
+/// are the measured level's.
 fn replay(
     profile: &Profile,
     summary: &BenchSummary,
     levels: &[&LevelSummary],
     scratch: &Path,
 ) -> Result<Vec<LevelSummary>, Error> {
-    std::thread::scope(|s| {
-        s.spawn(|| replay_here(profile, summary, levels, scratch))
-            .join()
-            .unwrap_or_else(|_| Err(Error::Failed("the replay stopped".into())))
-    })
-}
-
-fn replay_here(
-    profile: &Profile,
-    summary: &BenchSummary,
-    levels: &[&LevelSummary],
-    scratch: &Path,
-) -> Result<Vec<LevelSummary>, Error> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .start_paused(true)
-        .build()
-        .map_err(|e| Error::Failed(format!("cannot start a runtime: {e}")))?;
-    runtime.block_on(async {
-        let closed: Vec<Cell> = levels
-            .iter()
-            .filter(|l| l.rate.is_none())
-            .map(|l| cell_of(l))
-            .collect();
-        let mut closed_out = if closed.is_empty() {
-            Vec::new()
-        } else {
-            replay_bench(profile, summary, scratch, |c| c.set_cells(closed)).await?
-        }
-        .into_iter();
-        let mut out = Vec::with_capacity(levels.len());
-        for l in levels {
-            let Some(rate) = &l.rate else {
-                out.extend(closed_out.next());
-                continue;
-            };
-            let arrival = rate_arrival(&rate.arrival)?;
-            let cell = cell_of(l);
-            let predicted = replay_bench(profile, summary, scratch, |c| {
-                c.shapes = vec![cell.shape];
-                c.concurrency = Vec::new();
-                c.requests_per_level = Some(cell.requests);
-                c.open_loop = Some(crate::bench::config::OpenLoop {
-                    rates: vec![rate.rate_per_s],
-                    arrival,
-                    max_concurrency: rate.max_concurrency,
-                    sweep: None,
-                    find_rate: false,
-                    stop_when_saturated: false,
-                    closed_levels_first: false,
-                });
-            })
-            .await?;
-            out.extend(predicted);
-        }
-        Ok(out)
-    })
+    let bench = |load: Load, shapes: Vec<Shape>, requests: Option<u64>| {
+        let config = BenchConfig {
+            load,
+            shapes,
+            requests_per_level: requests,
+            output_tokens: summary.parameters.output_tokens,
+            endpoint: summary.parameters.endpoint,
+            seed: summary.parameters.seed,
+            ..BenchConfig::default()
+        };
+        crate::virtual_time::bench_on_twin(profile, config, scratch)
+    };
+    let closed: Vec<Cell> = levels
+        .iter()
+        .filter(|l| l.rate.is_none())
+        .map(|l| cell_of(l))
+        .collect();
+    let mut closed_out = if closed.is_empty() {
+        Vec::new()
+    } else {
+        bench(Load::Cells(closed), Vec::new(), None)?
+    }
+    .into_iter();
+    let mut out = Vec::with_capacity(levels.len());
+    for l in levels {
+        let Some(rate) = &l.rate else {
+            out.extend(closed_out.next());
+            continue;
+        };
+        let cell = cell_of(l);
+        let load = Load::Rates {
+            rates: vec![rate.rate_per_s],
+            closed_first: false,
+            open: OpenLoop {
+                arrival: rate_arrival(&rate.arrival)?,
+                max_concurrency: rate.max_concurrency,
+            },
+        };
+        out.extend(bench(load, vec![cell.shape], Some(cell.requests))?);
+    }
+    Ok(out)
 }
 
 /// The arrival process a rate level names (`poisson`, `constant`,
@@ -181,35 +160,6 @@ fn rate_arrival(name: &str) -> Result<crate::bench::arrival::Arrival, Error> {
     };
     crate::bench::arrival::Arrival::parse(kind, burstiness)
         .map_err(|e| ConfigError::invalid("RUN_DIR", format!("a rate level's arrival: {e}")).into())
-}
-
-/// One bench of the run's settings on a fresh twin of `profile`, the
-/// levels set by `levels`; its level summaries.
-async fn replay_bench(
-    profile: &Profile,
-    summary: &BenchSummary,
-    scratch: &Path,
-    levels: impl FnOnce(&mut BenchConfig),
-) -> Result<Vec<LevelSummary>, Error> {
-    let clock = Clock::scaled(1.0);
-    let mut opts = TwinOptions::new(profile.clone());
-    opts.clock = clock.clone();
-    let transport = Arc::new(InProcTransport::start(opts));
-    let target = Target::new(None, None, None, None, None, Duration::from_secs(3_600))?;
-    let mut config = BenchConfig::new(target);
-    config.target.model = Some(profile.server.served_model_name.clone());
-    levels(&mut config);
-    config.output_tokens = summary.parameters.output_tokens;
-    config.endpoint = summary.parameters.endpoint;
-    config.seed = summary.parameters.seed;
-    config.results_dir = scratch.to_path_buf();
-    config.yes = true;
-    let info = TwinFacts {
-        model: profile.server.served_model_name.clone(),
-        max_model_len: Some(u64::from(profile.server.max_model_len)),
-        tokenize: true,
-    };
-    Ok(run_on_twin(&config, &transport, &info, clock).await?.levels)
 }
 
 /// Backtests `profile` on each bench run: every figure of every level,

@@ -51,6 +51,8 @@ pub struct FactOverrides {
     pub max_num_seqs: Option<u32>,
     /// `--max-num-batched-tokens`.
     pub max_num_batched_tokens: Option<u32>,
+    /// `--kv-cache-tokens`.
+    pub kv_cache_tokens: Option<u64>,
 }
 
 /// vLLM's token budget per step when nothing says otherwise, tokens.
@@ -118,15 +120,17 @@ pub fn server_facts(runs: &[RunInput], overrides: FactOverrides) -> ServerFacts 
         .find_map(|s| number(s, "block_size"))
         .map(|b| fact(b as u32, "read: block_size of vllm:cache_config_info"))
         .unwrap_or_else(|| fact(DEFAULT_BLOCK_SIZE, "default: /metrics not read"));
-    let kv_cache_tokens = snapshots(runs)
+    let read_kv = snapshots(runs)
         .find_map(|s| number(s, "kv_capacity_tokens"))
-        .map(|t| fact(t as u64, "read: KV capacity of vllm:cache_config_info"))
-        .unwrap_or_else(|| {
-            fact(
-                u64::from(max_num_seqs.value) * max_model_len.value,
-                "default: /metrics not read; seats × max_model_len",
-            )
-        });
+        .map(|t| fact(t as u64, "read: KV capacity of vllm:cache_config_info"));
+    let kv_cache_tokens = match (overrides.kv_cache_tokens, read_kv) {
+        (Some(n), _) => fact(n, "given: --kv-cache-tokens"),
+        (None, Some(read)) => read,
+        (None, None) => fact(
+            u64::from(max_num_seqs.value) * max_model_len.value,
+            "default: /metrics not read; seats × max_model_len (pass --kv-cache-tokens: `codendum metrics` on the GPU host shows it)",
+        ),
+    };
     let caching = match engine {
         Some(e) => fact(e.enable_prefix_caching, stated),
         None if snapshots(runs).any(|s| number(s, "prefix_cache_queries").unwrap_or(0.0) > 0.0) => {
@@ -154,27 +158,59 @@ pub fn server_facts(runs: &[RunInput], overrides: FactOverrides) -> ServerFacts 
     }
 }
 
-/// Seats from the timeline: the most requests ever running, when requests
-/// waited while that many ran; else that many, marked as a lower bound.
+/// Seats from the timeline, read only where seats are what limits: the
+/// levels of the smallest prompts (the decode ladder), where the step's
+/// token budget admits every request at once, so a request waits only for
+/// a seat. A level of N in flight whose readings never showed more than
+/// R < N running while requests waited says the server has R seats (the
+/// largest such R, as a reading can miss the peak). Elsewhere requests also
+/// wait for the budget (a long prompt's prefill), which says nothing of the
+/// seats. Without such a level, the most seen running (or the largest
+/// level), marked as a lower bound.
 fn inferred_seats(runs: &[RunInput]) -> Fact<u32> {
-    let readings: Vec<(f64, f64)> = snapshots(runs)
-        .filter_map(|s| Some((number(s, "running")?, number(s, "waiting")?)))
-        .collect();
-    let top = readings.iter().map(|r| r.0).fold(0.0, f64::max);
-    if top >= 1.0 && readings.iter().any(|&(run, wait)| run >= top && wait > 0.0) {
-        return fact(
-            top as u32,
-            format!("inferred: running stayed at {top:.0} while requests waited"),
-        );
+    let mut seats: Option<(u32, u32)> = None;
+    let mut most_running = 0.0f64;
+    let mut most_in_flight = 1u32;
+    for r in runs {
+        let levels = &r.summary.levels;
+        let t0 = levels.first().map_or(0.0, |l| l.started_at_s);
+        let smallest = levels
+            .iter()
+            .filter_map(|l| l.mean_input_tokens)
+            .fold(f64::INFINITY, f64::min);
+        for l in levels {
+            most_in_flight = most_in_flight.max(l.concurrency);
+            let (from, to) = (l.started_at_s - t0, l.started_at_s - t0 + l.wall_time_s);
+            let inside: Vec<(f64, f64)> = r
+                .sampled_at_s
+                .iter()
+                .zip(&r.timeline)
+                .filter(|(t, _)| **t >= from && **t <= to)
+                .filter_map(|(_, s)| Some((number(s, "running")?, number(s, "waiting")?)))
+                .collect();
+            let top = inside.iter().map(|p| p.0).fold(0.0, f64::max);
+            most_running = most_running.max(top);
+            let ladder = l.mean_input_tokens.is_some_and(|t| t <= smallest * 1.5);
+            let waited_at_top = inside.iter().any(|&(run, wait)| run >= top && wait > 0.0);
+            if ladder && top >= 1.0 && (top as u32) < l.concurrency && waited_at_top {
+                let found = (top as u32, l.concurrency);
+                seats = Some(seats.map_or(found, |s: (u32, u32)| s.max(found)));
+            }
+        }
     }
-    let level = runs
-        .iter()
-        .flat_map(|r| r.summary.levels.iter().map(|l| l.concurrency))
-        .max()
-        .unwrap_or(1);
-    let seen = (top as u32).max(level);
-    fact(
-        seen,
-        format!("lower bound: {seen} ran at once and none waited for a seat; pass --max-num-seqs"),
-    )
+    match seats {
+        Some((n, level)) if f64::from(n) >= most_running => fact(
+            n,
+            format!("inferred: at {level} in flight with short prompts, running stayed at {n} while requests waited"),
+        ),
+        _ => {
+            let seen = (most_running as u32).max(most_in_flight);
+            fact(
+                seen,
+                format!(
+                    "lower bound: {seen} ran at once and none waited for a seat; pass --max-num-seqs (the server's vLLM flag)"
+                ),
+            )
+        }
+    }
 }

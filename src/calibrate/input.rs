@@ -22,6 +22,9 @@ pub struct RunInput {
     pub requests: Vec<RequestRecord>,
     /// Its server timeline readings (`snapshot` of each line), if any.
     pub timeline: Vec<Value>,
+    /// When each reading of `timeline` was taken, seconds since the run
+    /// started (the lines' `t`).
+    pub sampled_at_s: Vec<f64>,
 }
 
 /// A level (cell) of an input run.
@@ -77,18 +80,21 @@ pub fn read_run(folder: &Path) -> Result<RunInput, ConfigError> {
     let requests = results::read_bench_requests(folder)
         .map_err(|e| bad(folder, e.to_string()))?
         .items;
-    let timeline = read_timeline(&folder.join(results::SERVER_TIMELINE_JSONL));
+    let (sampled_at_s, timeline) = read_timeline(&folder.join(results::SERVER_TIMELINE_JSONL))
+        .into_iter()
+        .unzip();
     Ok(RunInput {
         folder: folder.to_path_buf(),
         summary,
         requests,
         timeline,
+        sampled_at_s,
     })
 }
 
-/// The `snapshot` of every readable line of a server timeline (missing
-/// file: none).
-fn read_timeline(path: &Path) -> Vec<Value> {
+/// The time (`t`) and `snapshot` of every readable line of a server
+/// timeline that has both (missing file: none).
+fn read_timeline(path: &Path) -> Vec<(f64, Value)> {
     let Ok(file) = std::fs::File::open(path) else {
         return Vec::new();
     };
@@ -96,7 +102,7 @@ fn read_timeline(path: &Path) -> Vec<Value> {
         .lines()
         .map_while(Result::ok)
         .filter_map(|l| serde_json::from_str::<Value>(&l).ok())
-        .filter_map(|v| v.get("snapshot").cloned())
+        .filter_map(|v| Some((v.get("t")?.as_f64()?, v.get("snapshot")?.clone())))
         .collect()
 }
 

@@ -6,8 +6,9 @@
 //! refusal), [`observe`] turns each timed request into an equation of the
 //! model ([`model`]), [`fit`] solves them ([`lsq`]), [`quality`] checks the
 //! fit level by level and on held-out levels, [`facts`] reads the server's
-//! settings, [`write`] renders the profile, its hardware TOML and the fit
-//! report.
+//! settings, [`mod@write`] renders the profile, its hardware TOML and the fit
+//! report; with `--targets-from`, [`targets`] runs the capacity suite's
+//! workloads on the fitted twin and writes the profile's `[targets]`.
 
 pub mod check;
 mod design;
@@ -18,6 +19,7 @@ pub mod lsq;
 pub mod model;
 pub mod observe;
 pub mod quality;
+pub mod targets;
 pub mod write;
 
 use std::path::PathBuf;

@@ -158,8 +158,9 @@ fn sources_line(c: &Calibration) -> String {
         .join(", ")
 }
 
-/// The profile TOML naming the hardware TOML `hardware/<name>.toml`.
-pub fn profile_toml(c: &Calibration, targets: Option<&toml::Table>) -> String {
+/// The profile TOML naming the hardware TOML `hardware/<name>.toml`
+/// (without `[targets]`: [`super::targets`] writes those).
+pub fn profile_toml(c: &Calibration) -> String {
     let s = &c.server;
     let mut t = String::new();
     let _ = writeln!(
@@ -250,12 +251,6 @@ pub fn profile_toml(c: &Calibration, targets: Option<&toml::Table>) -> String {
         "# prompt lengths, tokens\nmin_prompt_tokens = {}\nmax_prompt_tokens = {}",
         r.min_prompt_tokens, r.max_prompt_tokens
     );
-    if let Some(targets) = targets {
-        let mut outer = toml::Table::new();
-        outer.insert("targets".into(), toml::Value::Table(targets.clone()));
-        let _ = writeln!(t, "\n# Targets copied from --targets-from.");
-        t.push_str(&toml::to_string(&outer).unwrap_or_default());
-    }
     t
 }
 

@@ -15,55 +15,15 @@
 //!   tools and two short user messages).
 
 use axum::http::HeaderMap;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+pub use codendum_core::capture::{CaptureKind, RequestInfo};
 
 use crate::classroom::client_times::ClientTimeKind;
 
 /// A tool-less request whose messages hold more characters than this is a
 /// compaction when nothing else says what it is.
 pub const COMPACTION_MIN_CHARS: usize = 16_000;
-
-/// Why the client made a call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CaptureKind {
-    /// The session title (no tools).
-    Title,
-    /// A step of the main agent (tools, no parent session).
-    Agent,
-    /// A step of a subagent (tools, `x-parent-session-id`).
-    Subagent,
-    /// A compaction (summary) request (no tools; see the module rule).
-    Compaction,
-    /// Anything else (`/v1/models`, a body that is not JSON, …).
-    Other,
-}
-
-/// What the capture reads off a request before forwarding it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RequestInfo {
-    /// `x-session-id`.
-    pub session: Option<String>,
-    /// `x-parent-session-id` (`parent_session` in `calls.jsonl`).
-    #[serde(rename = "parent_session")]
-    pub parent: Option<String>,
-    /// See the module rule.
-    pub kind: CaptureKind,
-    /// Whether the body parsed as JSON (an empty body counts as JSON-less
-    /// but not as bad: `false` only for a non-empty body that is not JSON).
-    pub body_json: bool,
-    /// `stream` of the body.
-    pub stream: Option<bool>,
-    /// `model` of the body.
-    pub model: Option<String>,
-    /// `max_tokens` (or `max_completion_tokens`) of the body, tokens.
-    pub max_tokens: Option<u64>,
-    /// Tool definitions offered.
-    pub tools_offered: usize,
-    /// Messages sent.
-    pub messages: usize,
-}
 
 fn header(headers: &HeaderMap, name: &str) -> Option<String> {
     headers

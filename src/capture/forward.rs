@@ -8,7 +8,6 @@
 //! answers uncompressed and the stream can be read. Everything else,
 //! `Authorization` included, is forwarded as it came (and never written).
 
-use crate::events::Events;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -19,6 +18,7 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 
 use super::classify;
+use super::notice::{CaptureNotice, Notifier};
 use super::observe::Answer;
 use super::store::Store;
 use super::tap::Tap;
@@ -37,8 +37,8 @@ pub struct Forwarder {
     pub origin: String,
     /// The records.
     pub store: Arc<Store>,
-    /// Where an unreachable upstream is told.
-    pub events: Events,
+    /// Where the operator's notices go.
+    pub notices: Notifier,
 }
 
 impl Forwarder {
@@ -97,21 +97,19 @@ pub async fn handle(State(fwd): State<Arc<Forwarder>>, request: Request) -> Resp
         .path_and_query()
         .map_or(path.clone(), |p| p.as_str().to_string());
     let (info, parsed) = classify::inspect(&parts.headers, &path, &body);
+    let key = parts
+        .headers
+        .get(header::AUTHORIZATION)
+        .map(HeaderValue::as_bytes);
+    let student = fwd.store.student(key);
     let call = fwd.store.begin(
         (parts.method.as_str(), &path),
-        &info,
+        (&info, student),
         parsed.as_ref(),
         body.len(),
         received,
     );
     drop(parsed);
-    if call.took_sample() {
-        // `client-times.json` is rewritten off the async worker (a file
-        // write and rename that can wait on the disk), and before the
-        // request goes on, so that the file holds the sample by then.
-        let store = fwd.store.clone();
-        let _ = tokio::task::spawn_blocking(move || store.write_samples()).await;
-    }
     let mut req = fwd
         .http
         .request(parts.method.clone(), fwd.url_for(&path_and_query));
@@ -124,10 +122,10 @@ pub async fn handle(State(fwd): State<Arc<Forwarder>>, request: Request) -> Resp
         Ok(r) => r,
         Err(e) => {
             let reason = codendum_core::error::one_line(&e);
-            fwd.events.warn(format!(
-                "capture: upstream {} unreachable: {reason}",
-                fwd.origin
-            ));
+            fwd.notices.send(CaptureNotice::UpstreamUnreachable {
+                origin: fwd.origin.clone(),
+                reason: reason.clone(),
+            });
             let message = format!("upstream {} unreachable: {reason}", fwd.origin);
             fwd.store.finish(
                 call,

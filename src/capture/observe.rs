@@ -5,8 +5,9 @@
 
 use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+pub use codendum_core::capture::ToolCallLine;
 
 use codendum_core::openai::chunk::{parse_chunk, Assembler};
 use codendum_core::openai::sse::{SseDecoder, SseEvent};
@@ -14,16 +15,6 @@ use codendum_core::openai::sse::{SseDecoder, SseEvent};
 /// The most bytes of a non-streaming body kept to read its usage and tool
 /// calls (the body itself always passes in full).
 pub const JSON_COPY_LIMIT: usize = 16 << 20;
-
-/// One tool call of an answer, as recorded: its name and the size of its
-/// arguments (never their content).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ToolCallLine {
-    /// The tool's name.
-    pub name: String,
-    /// Bytes of the JSON arguments.
-    pub argument_bytes: usize,
-}
 
 /// What was read off a finished response.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -1,91 +1,34 @@
-//! The capture's records: `calls.jsonl` (one flushed line per finished
-//! call), the client time of each session, and the files derived from them
-//! (`prompt.json`, `client-times.json`), rewritten as samples arrive.
+//! The capture's records: a line per finished call, the client time of
+//! each session, each key's student ordinal, and the files derived from
+//! them (`prompt.json`, `client-times.json`, rewritten as samples arrive).
+//! The store keeps them in memory and hands every write to its
+//! [`Recorder`], so no call waits on the disk.
 
-use crate::events::Events;
+use std::collections::hash_map::RandomState;
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
-use std::time::Instant;
+use std::hash::BuildHasher;
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
+use chrono::Utc;
 use serde_json::Value;
 
 use super::classify::{after_answer, After, CaptureKind, RequestInfo};
-use super::files;
-use super::observe::{tool_lines, Answer, ToolCallLine};
+use super::notice::Notifier;
+use super::observe::{tool_lines, Answer};
+use super::recorder::{CaptureDisk, ClientTimesSource, FolderDisk, Losses, Recorder};
 use crate::classroom::client_times::{ClientTimeKind, ClientTimes};
 use codendum_core::error::Error;
 use codendum_core::kinds::TokenSource;
-use codendum_core::results::{JsonlFile, RunFolder};
 
-/// The file of per-call records in a capture folder.
-pub const CALLS_FILE: &str = "calls.jsonl";
-
-/// One line of `calls.jsonl`. Times are seconds; nothing of the request or
-/// answer text is kept beyond tool names (and never a key).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CallLine {
-    /// 1, 2, … in the order requests arrived.
-    pub seq: u64,
-    /// When the request arrived, seconds since the capture started.
-    pub started_at_s: f64,
-    /// When the request arrived, UTC.
-    pub started_utc: DateTime<Utc>,
-    /// HTTP method.
-    pub method: String,
-    /// Request path (without the query).
-    pub path: String,
-    /// What the request said of itself: session and parent session, kind,
-    /// and the body's `stream`, `model`, `max_tokens`, tools and messages
-    /// (flattened: one level of fields in `calls.jsonl`).
-    #[serde(flatten)]
-    pub request: RequestInfo,
-    /// Request body, bytes.
-    pub request_bytes: usize,
-    /// The upstream's status (502: the upstream could not be reached).
-    pub status: u16,
-    /// Prompt tokens, from the usage.
-    pub prompt_tokens: Option<u64>,
-    /// Output tokens: the usage's, else the chunks carrying text.
-    pub output_tokens: Option<u64>,
-    /// Who counted `output_tokens`: `server` (usage) or `client` (chunks).
-    pub tokens_counted_by: Option<TokenSource>,
-    /// Request arrived → first chunk carrying generated text, seconds.
-    pub ttft_s: Option<f64>,
-    /// Request arrived → last byte of the answer passed on, seconds.
-    pub duration_s: f64,
-    /// `finish_reason` of choice 0.
-    pub finish_reason: Option<String>,
-    /// The answer's tool calls: names and argument sizes.
-    pub tool_calls: Vec<ToolCallLine>,
-    /// End of this session's previous answer → this request, seconds.
-    pub client_time_s: Option<f64>,
-    /// What the client did in that time (a client-time kind, `task` or
-    /// `retry`).
-    pub client_time_kind: Option<String>,
-    /// Response body passed on, bytes.
-    pub response_bytes: u64,
-    /// What went wrong, if anything (upstream unreachable, stream cut, …).
-    pub error: Option<String>,
-}
+pub use codendum_core::capture::{CallLine, CALLS_FILE};
 
 /// A call whose answer is still passing through.
 #[derive(Debug)]
 pub struct OpenCall {
     line: CallLine,
     received: Instant,
-    sampled: bool,
-}
-
-impl OpenCall {
-    /// Whether the request gave its session a client-time sample:
-    /// [`Store::write_samples`] is then due (it is left to the caller so
-    /// that the file system is not touched on an async worker).
-    pub fn took_sample(&self) -> bool {
-        self.sampled
-    }
 }
 
 #[derive(Debug, Default)]
@@ -94,29 +37,25 @@ struct Session {
     last: Option<(Instant, After)>,
 }
 
+type Samples = BTreeMap<ClientTimeKind, Vec<f64>>;
+
 struct Inner {
-    calls: Option<JsonlFile<CallLine>>,
     seq: u64,
     sessions: HashMap<String, Session>,
-    samples: BTreeMap<ClientTimeKind, Vec<f64>>,
-    /// Samples taken so far (the generation of `samples`).
-    samples_taken: u64,
+    /// Each key's student ordinal, by a hash of the key made with this
+    /// capture's own random state (the key itself is never kept).
+    students: HashMap<u64, u32>,
     prompt_written: bool,
-    write_failed: bool,
 }
 
-/// The capture's state, shared by every request.
+/// The capture's state, shared by every request. It holds memory only:
+/// every file is written by its [`Recorder`], off the calls' path.
 pub struct Store {
-    folder: PathBuf,
-    source: String,
     origin: Instant,
     inner: Mutex<Inner>,
-    /// Held while `client-times.json` is written: the `samples_taken` it
-    /// holds. The file is written outside `inner`, so that no other call
-    /// waits on the file system for its record.
-    times_written: Mutex<u64>,
-    /// Where a failed write is told (once).
-    events: Events,
+    samples: Arc<Mutex<Samples>>,
+    key_hasher: RandomState,
+    recorder: Recorder,
 }
 
 impl Store {
@@ -129,44 +68,74 @@ impl Store {
     /// [`Store::open`] that writes `prompt.json` only when `keep_text`
     /// (`capture --no-text` keeps no message text at all).
     pub fn open_keeping(folder: &Path, source: String, keep_text: bool) -> Result<Self, Error> {
-        let calls = RunFolder::at(folder).appender::<CallLine>(CALLS_FILE)?;
-        Ok(Store {
-            folder: folder.to_path_buf(),
-            source,
-            origin: Instant::now(),
-            inner: Mutex::new(Inner {
-                calls: Some(calls),
-                seq: 0,
-                sessions: HashMap::new(),
-                samples: BTreeMap::new(),
-                samples_taken: 0,
-                // Without text the prompt is never written.
-                prompt_written: !keep_text,
-                write_failed: false,
-            }),
-            times_written: Mutex::new(0),
-            events: Events::silent(),
-        })
+        let disk = FolderDisk::open(folder)
+            .map_err(|e| Error::io(format!("cannot write into {}", folder.display()), e))?;
+        let notifier = Notifier::default();
+        Self::with_disk(
+            Box::new(disk),
+            StoreOptions {
+                folder: folder.display().to_string(),
+                source,
+                keep_text,
+                queue: super::recorder::DEFAULT_QUEUE,
+            },
+            notifier,
+        )
     }
 
-    /// The store telling a failed write through `events`.
-    pub fn with_events(mut self, events: Events) -> Self {
-        self.events = events;
-        self
+    /// A store writing to `disk` through a writer thread.
+    pub fn with_disk(
+        disk: Box<dyn CaptureDisk>,
+        options: StoreOptions,
+        notices: Notifier,
+    ) -> Result<Self, Error> {
+        let samples: Arc<Mutex<Samples>> = Arc::default();
+        let times: ClientTimesSource = {
+            let (samples, source) = (samples.clone(), options.source.clone());
+            Box::new(move || {
+                let samples = samples.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                let file = ClientTimes::from_samples(samples).to_file(&source);
+                pretty(&file)
+            })
+        };
+        let recorder = Recorder::start(disk, options.queue, times, options.folder, notices)
+            .map_err(|e| Error::io("cannot start the capture's writer", e))?;
+        Ok(Store {
+            origin: Instant::now(),
+            inner: Mutex::new(Inner {
+                seq: 0,
+                sessions: HashMap::new(),
+                students: HashMap::new(),
+                // Without text the prompt is never written.
+                prompt_written: !options.keep_text,
+            }),
+            samples,
+            key_hasher: RandomState::new(),
+            recorder,
+        })
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A request arrived at `received`: numbers it, measures its session's
-    /// client time, and keeps the first agent request's prompt. A new
-    /// client-time sample is written by [`Store::write_samples`]
-    /// ([`OpenCall::took_sample`]).
+    /// The student a request's API key (the `Authorization` header's
+    /// value) stands for: 1 for the first key seen, 2 for the next, …;
+    /// `None` without a key.
+    pub fn student(&self, key: Option<&[u8]>) -> Option<u32> {
+        let hash = self.key_hasher.hash_one(key?);
+        let mut inner = self.lock();
+        let next = inner.students.len() as u32 + 1;
+        Some(*inner.students.entry(hash).or_insert(next))
+    }
+
+    /// A request of `student` arrived at `received`: numbers it, measures
+    /// its session's client time, and keeps the first agent request's
+    /// prompt. Files are queued for the writer, never written here.
     pub fn begin(
         &self,
         (method, path): (&str, &str),
-        info: &RequestInfo,
+        (info, student): (&RequestInfo, Option<u32>),
         body: Option<&Value>,
         request_bytes: usize,
         received: Instant,
@@ -182,6 +151,7 @@ impl Store {
             started_utc: Utc::now(),
             method: method.to_string(),
             path: path.to_string(),
+            student,
             request: info.clone(),
             request_bytes,
             status: 0,
@@ -206,8 +176,12 @@ impl Store {
                         line.client_time_s = Some(secs);
                         line.client_time_kind = Some(after.as_str().to_string());
                         if let After::Kind(k) = after {
-                            inner.samples.entry(k).or_default().push(secs);
-                            inner.samples_taken += 1;
+                            self.samples
+                                .lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .entry(k)
+                                .or_default()
+                                .push(secs);
                             sampled = true;
                         }
                     }
@@ -220,22 +194,23 @@ impl Store {
                 }
             }
         }
+        let mut prompt = None;
         if info.kind == CaptureKind::Agent && !inner.prompt_written {
-            if let Some(prompt) = body.and_then(super::classify::prompt_of) {
-                inner.prompt_written = true;
-                let result = files::write_json(&self.folder.join(files::PROMPT_FILE), &prompt);
-                self.note(&mut inner, result);
-            }
+            prompt = body.and_then(super::classify::prompt_of);
+            inner.prompt_written = prompt.is_some();
         }
-        OpenCall {
-            line,
-            received,
-            sampled,
+        drop(inner);
+        if let Some(bytes) = prompt.as_ref().and_then(pretty) {
+            self.recorder.file(super::files::PROMPT_FILE, bytes);
         }
+        if sampled {
+            self.recorder.client_times_due();
+        }
+        OpenCall { line, received }
     }
 
     /// The answer of `call` ended at `end` with `status` (`error`: what
-    /// went wrong): writes its line and what follows for its session.
+    /// went wrong): queues its line and notes what follows for its session.
     pub fn finish(
         &self,
         call: OpenCall,
@@ -264,7 +239,7 @@ impl Store {
         line.tool_calls = tool_lines(&answer.tool_calls);
         line.response_bytes = answer.bytes;
         line.error = error;
-        let ok = (200..300).contains(&status) && line.error.is_none();
+        let ok = line.is_ok();
         let mut inner = self.lock();
         if tracks_session(line.request.kind) {
             if let Some(s) = line
@@ -277,67 +252,73 @@ impl Store {
                 s.last = after_answer(line.request.kind, ok, &answer.tool_calls).map(|a| (end, a));
             }
         }
-        let result = match inner.calls.as_mut() {
-            Some(w) => w.append(&line).map_err(Error::from),
-            None => Ok(()),
-        };
-        self.note(&mut inner, result);
+        drop(inner);
+        self.recorder.call(line);
     }
 
     /// The samples measured so far, as the classroom reads them.
     pub fn client_times(&self) -> ClientTimes {
-        ClientTimes::from_samples(self.lock().samples.clone())
+        ClientTimes::from_samples(
+            self.samples
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
+        )
     }
 
-    /// Calls recorded so far.
+    /// Calls seen so far (recorded or not).
     pub fn calls(&self) -> u64 {
         self.lock().seq
     }
 
-    /// Rewrites `client-times.json` (also at the end of the capture).
-    pub fn flush(&self) -> Result<(), Error> {
-        self.write_client_times(true)
+    /// Students (distinct API keys) seen so far.
+    pub fn students(&self) -> usize {
+        self.lock().students.len()
     }
 
-    /// Rewrites `client-times.json` after [`Store::begin`] took a sample
-    /// (blocking file-system work: the handler runs it on tokio's blocking
-    /// pool); a write error is said once on stderr.
-    pub fn write_samples(&self) {
-        let result = self.write_client_times(false);
-        self.note(&mut self.lock(), result);
+    /// Queues `client-times.json` (also at the end of the capture) and
+    /// waits up to `within` for everything queued to reach the disk;
+    /// whether it did.
+    pub async fn flush(&self, within: Duration) -> bool {
+        self.recorder.client_times_due();
+        self.recorder.settle(within).await
     }
 
-    /// Writes `client-times.json` with every sample taken so far, unless
-    /// (`always` false) the file already holds them: a call that waited
-    /// here while another wrote finds its sample written. Either way the
-    /// file holds the caller's sample when this returns.
-    fn write_client_times(&self, always: bool) -> Result<(), Error> {
-        let mut written = self.times_written.lock().unwrap_or_else(|p| p.into_inner());
-        let (taken, samples) = {
-            let inner = self.lock();
-            (inner.samples_taken, inner.samples.clone())
-        };
-        if !always && taken <= *written {
-            return Ok(());
-        }
-        let file = ClientTimes::from_samples(samples).to_file(&self.source);
-        files::write_json(&self.folder.join(files::CLIENT_TIMES_FILE), &file)?;
-        *written = taken;
-        Ok(())
+    /// Waits up to `within` for everything queued so far to reach the disk
+    /// (or fail); whether it did.
+    pub async fn settle(&self, within: Duration) -> bool {
+        self.recorder.settle(within).await
     }
 
-    /// Says a write error once; the capture keeps passing traffic.
-    fn note(&self, inner: &mut Inner, result: Result<(), Error>) {
-        if let Err(e) = result {
-            if !inner.write_failed {
-                inner.write_failed = true;
-                self.events.warn(format!(
-                    "capture: cannot write into {}: {e}",
-                    self.folder.display()
-                ));
-            }
-        }
+    /// Queues a whole file of the folder (the header at the end).
+    pub fn write_file(&self, name: &'static str, bytes: Vec<u8>) {
+        self.recorder.file(name, bytes);
     }
+
+    /// What could not be recorded so far.
+    pub fn losses(&self) -> Losses {
+        self.recorder.losses()
+    }
+}
+
+/// What a [`Store`] is opened with.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// The folder, as said in notices.
+    pub folder: String,
+    /// Names the upstream in `client-times.json`.
+    pub source: String,
+    /// Write `prompt.json` (not with `--no-text`).
+    pub keep_text: bool,
+    /// Records that may wait for the disk.
+    pub queue: usize,
+}
+
+/// Pretty JSON with a trailing newline, as every whole file of a folder.
+pub fn pretty<T: serde::Serialize + ?Sized>(value: &T) -> Option<Vec<u8>> {
+    let mut bytes = serde_json::to_vec_pretty(value).ok()?;
+    bytes.push(b'\n');
+    Some(bytes)
 }
 
 /// Whether calls of this kind take part in their session's client time

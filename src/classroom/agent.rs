@@ -136,7 +136,8 @@ pub(crate) fn run_loop<'a>(
                 Some(u) => u.prompt_tokens + u.completion_tokens,
                 None => estimate + record.output_tokens,
             };
-            let compact_now = needs_compaction(total, config.context_limit, config.output_limit);
+            let compact_now = needs_compaction(total, config.context_limit, config.output_limit)
+                || conv.compact_at.is_some_and(|at| total >= at);
             if calls.is_empty() {
                 if compact_now {
                     if let Err(k) = compact(shared, st, conv, acc, None).await {
@@ -222,6 +223,8 @@ async fn run_tool_calls(
     acc: &mut TaskAcc,
     calls: Vec<(String, String, String)>,
 ) -> Option<()> {
+    let first = conv.messages.len();
+    let mut results_len = 0;
     for (id, name, args) in calls {
         let result = run_tool(shared, st, conv, acc, &name, &args).await?;
         acc.tool_calls += 1;
@@ -229,8 +232,25 @@ async fn run_tool_calls(
         if !result.elapsed.is_zero() {
             shared.clock.sleep(result.elapsed).await;
         }
+        results_len += result.content.len();
         conv.messages
             .push(json!({"role": "tool", "tool_call_id": id, "content": result.content}));
+    }
+    // The class's appended tokens: the step's results grow by notes up to
+    // the drawn size (never shrink: the agent needs what its tools said).
+    if let Some(d) = &shared.config.class.agent.appended_tokens {
+        let target = d.sample(&mut st.rng).max(0.0) as u64;
+        let have = super::sizes::estimate(results_len);
+        // Notes of another offset for each step, as tool output differs.
+        let offset = conv.messages.len();
+        if let Some(last) = conv.messages[first..].last_mut().filter(|_| target > have) {
+            let padded = format!(
+                "{}\n\n{}",
+                last["content"].as_str().unwrap_or(""),
+                super::sizes::notes(target - have, offset)
+            );
+            last["content"] = json!(padded);
+        }
     }
     Some(())
 }

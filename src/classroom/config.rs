@@ -6,6 +6,7 @@ use std::time::Duration;
 use super::client_times::ClientTimes;
 use super::prompt::PromptSet;
 use super::scenario::Scenario;
+use codendum_core::class::{Class, Distribution};
 use codendum_core::error::{Check, ConfigError};
 use codendum_core::target::Secret;
 
@@ -17,6 +18,12 @@ use codendum_core::target::Secret;
 /// 57,344 tokens) uses 8,192, so that is the default here; pass 32000 to
 /// mimic an unconfigured client.
 pub const DEFAULT_OUTPUT_LIMIT: u64 = 8_192;
+/// Simulated students (`--users`).
+pub const DEFAULT_USERS: usize = 40;
+/// Window for new coding requests (`--duration`).
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(900);
+/// Students start within this time (`--ramp-up`).
+pub const DEFAULT_RAMP_UP: Duration = Duration::from_secs(120);
 
 /// Everything a classroom run needs besides the transport and the clock.
 #[derive(Debug, Clone)]
@@ -32,13 +39,12 @@ pub struct ClassroomConfig {
     pub duration: Duration,
     /// Students start uniformly (seeded) within this time (default 120 s).
     pub ramp_up: Duration,
-    /// Shortest pause between a student's coding requests (default 20 s).
-    pub pause_min: Duration,
-    /// Longest pause between a student's coding requests (default 90 s).
-    pub pause_max: Duration,
-    /// Follow-up requests after the exercise, 0–3 (default 3): up to
-    /// `1 + follow_ups` coding requests per student.
-    pub follow_ups: usize,
+    /// What the students and their agent draw from (`--class`; default the
+    /// `lab` class): the pause between a student's coding requests, the
+    /// follow-ups per student, how long a student works, the tool times
+    /// and the share of sessions whose first test run fails. Against the
+    /// embedded twin its agent spread drives the persona too.
+    pub class: Arc<Class>,
     /// The client's context limit, tokens: the server's `max_model_len`,
     /// passed in by the caller. `None` never compacts (as OpenCode).
     pub context_limit: Option<u64>,
@@ -56,9 +62,11 @@ pub struct ClassroomConfig {
     /// Client time per tool call: built in, or measured by `codendum
     /// capture` (`--client-times`).
     pub client_times: Arc<ClientTimes>,
-    /// Most model steps of one agent loop before it is cut off (default 60).
+    /// Most model steps of one agent loop before it is cut off (default
+    /// 200: a guard against a model that never stops, above what a class
+    /// draws; OpenCode sets none).
     pub step_cap: usize,
-    /// Most steps of one subagent loop (default 30).
+    /// Most steps of one subagent loop (default 100).
     pub subagent_step_cap: usize,
     /// After `duration`, coding requests still running this much longer are
     /// cut off; `None` (default) lets them finish.
@@ -66,69 +74,37 @@ pub struct ClassroomConfig {
 }
 
 impl ClassroomConfig {
-    /// The defaults of the seed's simulator for a model and context limit.
+    /// The defaults of every classroom flag (the command line's, defined
+    /// once here) for a model and context limit.
     pub fn new(model: impl Into<String>, context_limit: Option<u64>) -> Self {
         ClassroomConfig {
             model: model.into(),
-            users: 40,
+            users: DEFAULT_USERS,
             scenario: Scenario::Java,
-            duration: Duration::from_secs(900),
-            ramp_up: Duration::from_secs(120),
-            pause_min: Duration::from_secs(20),
-            pause_max: Duration::from_secs(90),
-            follow_ups: 3,
+            duration: DEFAULT_DURATION,
+            ramp_up: DEFAULT_RAMP_UP,
+            class: Class::lab(),
             context_limit,
             output_limit: DEFAULT_OUTPUT_LIMIT,
             api_keys: Vec::new(),
-            seed: 42,
+            seed: crate::settings::DEFAULT_SEED,
             prompt: PromptSet::built_in(),
             client_times: Arc::default(),
-            step_cap: 60,
-            subagent_step_cap: 30,
+            step_cap: 200,
+            subagent_step_cap: 100,
             drain_limit: None,
         }
     }
 }
 
 impl Check for ClassroomConfig {
-    /// Checks the values; errors name the flag.
+    /// Checks what only the server can make wrong: a model to send, and a
+    /// context limit (the server's, unless given) that leaves room for
+    /// prompts beside the output reserve. The flags themselves were typed
+    /// and checked when the command line was read.
     fn check(&self) -> Result<(), ConfigError> {
         if self.model.trim().is_empty() {
             return Err(ConfigError::invalid("--model", "is empty"));
-        }
-        if self.users == 0 || self.users > 10_000 {
-            return Err(ConfigError::invalid(
-                "--users",
-                "must be between 1 and 10000",
-            ));
-        }
-        if self.duration.is_zero() {
-            return Err(ConfigError::invalid("--duration", "must be more than 0 s"));
-        }
-        if self.ramp_up > self.duration {
-            return Err(ConfigError::invalid(
-                "--ramp-up",
-                "must not be longer than --duration",
-            ));
-        }
-        if self.pause_min > self.pause_max {
-            return Err(ConfigError::invalid(
-                "--pause",
-                "the shortest pause is longer than the longest",
-            ));
-        }
-        let most = self.scenario.follow_ups().len();
-        if self.follow_ups > most {
-            return Err(ConfigError::invalid(
-                "--follow-ups",
-                format!("must be between 0 and {most}"),
-            ));
-        }
-        if self.output_limit == 0 {
-            return Err(ConfigError::invalid(
-                "--output-limit",
-                "must be at least 1 token",
-            ));
         }
         if let Some(limit) = self.context_limit {
             let reserve = self.output_limit.min(32_000);
@@ -139,14 +115,41 @@ impl Check for ClassroomConfig {
                 ));
             }
         }
-        if self.step_cap == 0 || self.subagent_step_cap == 0 {
-            return Err(ConfigError::invalid("--step-cap", "must be at least 1"));
-        }
         Ok(())
     }
 }
 
 impl ClassroomConfig {
+    /// Every student waits between `min` and `max` (uniformly) before a
+    /// next coding request, whatever the class says (`--pause-min`,
+    /// `--pause-max`). Errors name the flag when `min` is above `max`.
+    pub fn set_pauses(&mut self, min: Duration, max: Duration) -> Result<(), ConfigError> {
+        if min > max {
+            return Err(ConfigError::invalid(
+                "--pause-min",
+                format!(
+                    "{} s is longer than --pause-max {} s",
+                    min.as_secs_f64(),
+                    max.as_secs_f64()
+                ),
+            ));
+        }
+        Arc::make_mut(&mut self.class).person.pause_s = Distribution::uniform(
+            "--pause-min/--pause-max",
+            min.as_secs_f64(),
+            max.as_secs_f64(),
+        );
+        Ok(())
+    }
+
+    /// Every student sends the exercise and `n` follow-ups (the window
+    /// permitting), whatever the class says (`--follow-ups`); past the
+    /// scenario's follow-ups they are asked again in turn.
+    pub fn set_follow_ups(&mut self, n: usize) {
+        Arc::make_mut(&mut self.class).person.follow_ups =
+            Distribution::value("--follow-ups", n as f64);
+    }
+
     /// The key of student `user` (round-robin over the keys), if any.
     pub fn key_for_user(&self, user: usize) -> Option<&Secret> {
         if self.api_keys.is_empty() {
@@ -178,16 +181,15 @@ mod tests {
     fn defaults_validate_and_errors_name_the_flag() {
         let c = ClassroomConfig::new("qwen", Some(65_536));
         c.check().unwrap();
+        assert_eq!(c.seed, crate::settings::DEFAULT_SEED);
         let mut bad = c.clone();
-        bad.ramp_up = Duration::from_secs(1000);
-        assert!(bad.check().unwrap_err().to_string().contains("--ramp-up"));
+        bad.model = " ".into();
+        assert!(bad.check().unwrap_err().to_string().contains("--model"));
         let mut bad = c.clone();
-        bad.follow_ups = 4;
-        assert!(bad
-            .check()
-            .unwrap_err()
-            .to_string()
-            .contains("--follow-ups"));
+        let e = bad
+            .set_pauses(Duration::from_secs(30), Duration::from_secs(20))
+            .unwrap_err();
+        assert!(e.to_string().contains("--pause-min"), "{e}");
         let mut bad = c.clone();
         bad.context_limit = Some(8_000);
         assert!(bad

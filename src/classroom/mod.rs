@@ -30,14 +30,17 @@ pub mod scenario;
 mod session;
 pub mod shell;
 mod shell_files;
+mod sizes;
 pub mod status;
-pub mod summary;
 pub mod tools;
 mod tools_search;
 pub mod workspace;
 
 pub use calls::{retry_delay, MAX_RETRIES};
 pub use client_times::{ClientTimeKind, ClientTimes};
+/// A class's figures: a plain function of its records, in
+/// [`codendum_core::results::classroom_summary`].
+pub use codendum_core::results::classroom_summary::{ClassroomSummary, ServerFigures};
 pub use config::{ClassroomConfig, DEFAULT_OUTPUT_LIMIT};
 pub use driver::{run_classroom, run_classroom_until, ClassroomOutcome};
 pub use prompt::{PromptSet, PromptSource};
@@ -46,7 +49,6 @@ pub use records::{
 };
 pub use scenario::Scenario;
 pub use status::{LiveStatus, StatusSnapshot};
-pub use summary::{ClassroomSummary, ServerFigures};
 
 #[cfg(test)]
 mod tools_tests;

@@ -19,6 +19,8 @@ use codendum_core::target::Secret;
 /// What every student shares during a run.
 pub(crate) struct Shared {
     pub config: ClassroomConfig,
+    /// The class's tool times, shared by every student's shell.
+    pub tool_s: std::sync::Arc<codendum_core::class::ToolTimes>,
     pub transport: std::sync::Arc<dyn Transport>,
     pub clock: Clock,
     pub sink: std::sync::Arc<dyn RecordSink>,
@@ -108,6 +110,9 @@ pub(crate) struct Conversation {
     pub offered: Vec<String>,
     pub messages: Vec<Value>,
     pub step_cap: usize,
+    /// Prompt tokens at which this session compacts (the class's draw);
+    /// `None`: only at the context limit.
+    pub compact_at: Option<u64>,
 }
 
 impl Conversation {
@@ -121,6 +126,7 @@ impl Conversation {
             tools: config.prompt.tools.clone(),
             messages: Vec::new(),
             step_cap: config.step_cap,
+            compact_at: None,
         }
     }
 
@@ -134,6 +140,7 @@ impl Conversation {
             tools: config.prompt.explore_tools.clone(),
             messages: vec![json!({"role": "user", "content": task})],
             step_cap: config.subagent_step_cap,
+            compact_at: None,
         }
     }
 }

@@ -11,15 +11,10 @@ use super::buildlog::{self, build_log, test_log};
 use super::client_times::{ClientTimeKind, ClientTimes};
 use super::scenario::Scenario;
 use super::workspace::Workspace;
+use codendum_core::class::ToolTimes;
 
-/// Fraction of sessions whose first test run fails.
-pub const FIRST_TEST_FAILURE_RATE: f64 = 0.30;
-/// Shortest and longest simulated build or test run, seconds.
-pub const BUILD_SECONDS: (f64, f64) = (3.0, 12.0);
-/// Simulated time of a simple file command, seconds.
-pub const SIMPLE_COMMAND_SECONDS: f64 = 0.05;
-
-/// Per-session shell state: whether the first test run is to fail.
+/// Per-session shell state: whether the first test run is to fail, and
+/// where tool times come from.
 #[derive(Debug, Clone)]
 pub struct ShellState {
     /// The project's language and build tool.
@@ -28,20 +23,46 @@ pub struct ShellState {
     pub first_test_fails: bool,
     /// Test runs so far in this session.
     pub test_runs: u32,
-    /// Where build, test and simple-command times come from (built in, or
-    /// measured by `codendum capture`).
+    /// Measured client times (`--client-times`, from `codendum capture`):
+    /// a kind with samples is drawn from them.
     pub client_times: Arc<ClientTimes>,
+    /// The class's tool times, for the kinds without measured samples.
+    pub tool_s: Arc<ToolTimes>,
 }
 
 impl ShellState {
-    /// A session's state; draws whether its first test run fails (30 %).
-    pub fn new(scenario: Scenario, rng: &mut impl Rng) -> Self {
+    /// A session's state with the class's tool times; draws whether its
+    /// first test run fails (`first_test_fails`, a fraction 0..1).
+    pub fn new(
+        scenario: Scenario,
+        first_test_fails: f64,
+        tool_s: Arc<ToolTimes>,
+        rng: &mut impl Rng,
+    ) -> Self {
         ShellState {
             scenario,
-            first_test_fails: rng.gen_bool(FIRST_TEST_FAILURE_RATE),
+            first_test_fails: rng.gen_bool(first_test_fails.clamp(0.0, 1.0)),
             test_runs: 0,
             client_times: Arc::default(),
+            tool_s,
         }
+    }
+
+    /// The client's time for a tool call of `kind`, seconds: a measured
+    /// sample when there are some for the kind, else a draw from the
+    /// class.
+    pub fn tool_time(&self, kind: ClientTimeKind, rng: &mut impl Rng) -> f64 {
+        if let Some(measured) = self.client_times.draw(kind, rng) {
+            return measured.as_secs_f64();
+        }
+        let class = match kind {
+            ClientTimeKind::FileTool => &self.tool_s.file_tool,
+            ClientTimeKind::AfterEdit => &self.tool_s.after_edit,
+            ClientTimeKind::BuildTest => &self.tool_s.build_test,
+            ClientTimeKind::Bash => &self.tool_s.bash,
+            _ => &self.tool_s.other_tool,
+        };
+        class.sample(rng).max(0.0)
     }
 }
 
@@ -244,14 +265,10 @@ fn run_one(
     let Some(first) = words.first() else {
         return (String::new(), 0, 0.0);
     };
-    let built_in = rng.gen_range(BUILD_SECONDS.0..=BUILD_SECONDS.1);
     let kind = classify(words);
     let secs = match kind {
-        Some(Kind::Test | Kind::Build) => state
-            .client_times
-            .draw(ClientTimeKind::BuildTest, rng)
-            .map_or(built_in, |d| d.as_secs_f64()),
-        _ => built_in,
+        Some(Kind::Test | Kind::Build) => state.tool_time(ClientTimeKind::BuildTest, rng),
+        _ => 0.0,
     };
     let quiet = words[1..].iter().any(|w| w == "-q" || w == "--quiet");
     match kind {
@@ -286,10 +303,7 @@ fn run_one(
     } else {
         code
     };
-    let simple = state
-        .client_times
-        .draw(ClientTimeKind::Bash, rng)
-        .map_or(SIMPLE_COMMAND_SECONDS, |d| d.as_secs_f64());
+    let simple = state.tool_time(ClientTimeKind::Bash, rng);
     (text, code, simple)
 }
 
@@ -306,6 +320,7 @@ mod tests {
             first_test_fails: fails,
             test_runs: 0,
             client_times: Arc::default(),
+            tool_s: Arc::new(codendum_core::class::Class::lab().agent.tool_s.clone()),
         };
         (Workspace::new(Scenario::Java), state, rng)
     }

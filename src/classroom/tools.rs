@@ -127,33 +127,17 @@ pub fn execute<R: Rng>(ctx: &mut ToolContext<'_, R>, name: &str, arguments: &str
     ToolStep::Done(r)
 }
 
-/// Simulated seconds (low, high) that OpenCode spends on a file tool call
-/// before it sends the next step: reading or searching the project.
-pub const FILE_TOOL_SECONDS: (f64, f64) = (0.05, 0.5);
-
-/// Simulated seconds (low, high) after an edit or a write: OpenCode formats
-/// the file and waits for the language server's diagnostics before it sends
-/// the next step.
-pub const CHANGE_TOOL_SECONDS: (f64, f64) = (1.0, 4.0);
-
 /// The client-side time of a tool call that did not simulate its own (bash
-/// simulates builds, tests and simple commands itself): drawn from the
-/// session's measured samples of the tool's kind when there are some
-/// (`--client-times`), else from the built-in ranges above.
+/// simulates builds, tests and simple commands itself): the session's
+/// measured samples of the tool's kind when there are some
+/// (`--client-times`), else the class's distribution for it.
 fn client_time(name: &str, shell: &ShellState, rng: &mut impl Rng) -> Duration {
     let kind = match name {
         "edit" | "write" => ClientTimeKind::AfterEdit,
         "read" | "glob" | "grep" | "list" => ClientTimeKind::FileTool,
         _ => ClientTimeKind::OtherTool,
     };
-    if let Some(measured) = shell.client_times.draw(kind, rng) {
-        return measured;
-    }
-    let (low, high) = match kind {
-        ClientTimeKind::AfterEdit => CHANGE_TOOL_SECONDS,
-        _ => FILE_TOOL_SECONDS,
-    };
-    Duration::from_secs_f64(rng.gen_range(low..=high))
+    Duration::from_secs_f64(shell.tool_time(kind, rng))
 }
 
 fn parse_args(name: &str, arguments: &str) -> Result<Map<String, Value>, String> {

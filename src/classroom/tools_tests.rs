@@ -37,6 +37,9 @@ impl World {
                 first_test_fails: false,
                 test_runs: 0,
                 client_times: Default::default(),
+                tool_s: std::sync::Arc::new(
+                    codendum_core::class::Class::lab().agent.tool_s.clone(),
+                ),
             },
             rng: ChaCha8Rng::seed_from_u64(1),
             offered: offered.iter().map(|s| s.to_string()).collect(),
@@ -166,7 +169,11 @@ fn bash_builds_take_simulated_time_and_file_commands_answer() {
     assert_eq!(r.content, "(no output)\n");
     assert!((3.0..=12.0).contains(&r.elapsed.as_secs_f64()));
     let r = w.call("read", json!({"filePath": "pom.xml"}));
-    let (low, high) = super::tools::FILE_TOOL_SECONDS;
+    let lab = codendum_core::class::Class::lab();
+    let (low, high) = (
+        lab.agent.tool_s.file_tool.min(),
+        lab.agent.tool_s.file_tool.max(),
+    );
     assert!(
         (low..=high).contains(&r.elapsed.as_secs_f64()),
         "file tools take client time"

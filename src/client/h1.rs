@@ -16,9 +16,10 @@ use std::sync::Mutex;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use codendum_core::target::BaseUrl;
+
 use super::h1_wire::{parse_response_head, BodyDecoder, Piece, ResponseHead};
 use codendum_core::clock::Clock;
-use codendum_core::error::ConfigError;
 use codendum_core::openai::http_error::{error_message, retry_after};
 use codendum_core::openai::stream::{Flow, StreamMeter};
 use codendum_core::openai::{CallError, CallRequest, ErrorKind};
@@ -44,28 +45,24 @@ pub struct H1Pool {
 }
 
 impl H1Pool {
-    /// A pool for `base_url` if it is `http://` (`None` for https).
-    pub fn for_base_url(base_url: &str, max_idle: usize) -> Result<Option<Self>, ConfigError> {
-        let url = reqwest::Url::parse(base_url)
-            .map_err(|e| ConfigError::invalid("--base-url", e.to_string()))?;
-        if url.scheme() != "http" {
-            return Ok(None);
+    /// A pool for `base_url` if it is `http://` (`None` for https): host,
+    /// port and path as the base URL was parsed.
+    pub fn for_base_url(base_url: &BaseUrl, max_idle: usize) -> Option<Self> {
+        if !base_url.is_http() {
+            return None;
         }
-        let host = url
-            .host_str()
-            .ok_or_else(|| ConfigError::invalid("--base-url", "has no host"))?;
-        let port = url.port_or_known_default().unwrap_or(80);
-        let authority = match url.port() {
+        let (host, port) = (base_url.host(), base_url.port());
+        let authority = match base_url.url().port() {
             Some(p) => format!("{host}:{p}"),
-            None => host.to_string(),
+            None => host.clone(),
         };
-        Ok(Some(H1Pool {
+        Some(H1Pool {
             connect_to: format!("{host}:{port}"),
             authority,
-            base_path: url.path().trim_end_matches('/').to_string(),
+            base_path: base_url.path().trim_end_matches('/').to_string(),
             idle: Mutex::new(Vec::new()),
             max_idle: max_idle.max(1),
-        }))
+        })
     }
 
     fn checkout(&self) -> Option<TcpStream> {

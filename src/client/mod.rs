@@ -26,7 +26,7 @@ use codendum_core::error::ConfigError;
 use codendum_core::openai::http_error::{error_message, retry_after};
 use codendum_core::openai::stream::{truncate_message, Flow, StreamMeter};
 use codendum_core::openai::{CallError, CallOutcome, CallRequest, ErrorKind, Transport};
-use codendum_core::target::{origin, read_pem_bundle, BaseUrl, Secret};
+use codendum_core::target::{read_pem_bundle, BaseUrl, Secret};
 
 /// How long to keep reading after `[DONE]` so the connection can go back to
 /// the pool (simulated time; vLLM ends the body right after `[DONE]`).
@@ -121,16 +121,12 @@ pub struct HttpClient {
 impl HttpClient {
     /// A client for `base_url` (checked once, where it was parsed).
     pub fn new(base_url: &BaseUrl, opts: ClientOptions) -> Result<Self, ConfigError> {
-        let base_url = base_url.to_string();
-        if opts.timeout.is_zero() {
-            return Err(ConfigError::invalid("--timeout", "must be more than 0 s"));
-        }
         let http = build_http_client(opts.cacert.as_deref(), opts.max_connections)?;
-        let h1 = H1Pool::for_base_url(&base_url, opts.max_connections)?.map(std::sync::Arc::new);
+        let h1 = H1Pool::for_base_url(base_url, opts.max_connections).map(std::sync::Arc::new);
         Ok(Self {
             h1,
-            origin: origin(&base_url),
-            base_url,
+            origin: base_url.origin(),
+            base_url: base_url.as_str().to_string(),
             http,
             timeout: opts.timeout,
             clock: opts.clock,

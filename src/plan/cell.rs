@@ -2,26 +2,20 @@
 //! server variant, in virtual time on its own current-thread runtime.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use super::config::{CellSpec, PlanConfig};
-use crate::classroom::{
-    run_classroom, CallRecord, ClassroomConfig, ClassroomSummary, LiveStatus, RecordSink,
-    ServerFigures, TaskRecord,
-};
+use crate::classroom::{ClassroomConfig, ClassroomSummary, ServerFigures};
 use codendum_core::clock::Clock;
 use codendum_core::error::Error;
 use codendum_core::profile::Profile;
 use codendum_core::prom::{window_stats, TimelineSample};
 use codendum_core::results::classroom_summary::{server_output_interval, ClassWindow};
-use codendum_twin::inproc::{InProcTransport, StatsSampler};
 use codendum_twin::persona::AgentPersona;
 use codendum_twin::TwinOptions;
 
-/// How often the engine is sampled, simulated seconds (as the live sampler).
-pub const SAMPLE_INTERVAL: Duration = Duration::from_secs(1);
+pub use crate::virtual_time::SAMPLE_INTERVAL;
 
 /// Students simulated by every cell this process ran, summed (a cell of N
 /// students counts N): the work a plan did, for its benchmark.
@@ -77,17 +71,7 @@ pub struct CellResult {
     pub summary: ClassroomSummary,
 }
 
-/// Keeps nothing: the classroom already collects its records.
-pub(super) struct NoSink;
-
-impl RecordSink for NoSink {
-    fn request(&self, _record: &CallRecord) -> std::io::Result<()> {
-        Ok(())
-    }
-    fn task(&self, _record: &TaskRecord) -> std::io::Result<()> {
-        Ok(())
-    }
-}
+pub(super) use crate::virtual_time::NoRecords as NoSink;
 
 /// Runs one cell on a fresh current-thread tokio runtime whose time is
 /// paused, so every wait (engine steps, builds, pauses) passes at once.
@@ -122,38 +106,28 @@ async fn simulate(
     );
     classroom.users = spec.users as usize;
     classroom.scenario = config.scenario;
+    classroom.class = Arc::clone(&config.class);
     classroom.duration = config.duration;
     classroom.ramp_up = config.ramp_up();
     let seed = spec.seed.unwrap_or(config.seed);
     classroom.seed = seed;
     let mut opts = TwinOptions::new(profile);
     opts.clock = clock.clone();
-    opts.responder = Arc::new(AgentPersona::new(seed));
+    opts.responder = Arc::new(AgentPersona::with_spread(
+        seed,
+        Arc::new(config.class.agent.clone()),
+    ));
     opts.seed = seed;
     if opts.profile.fleet.replicas > 1 {
         return super::fleet_cell::simulate_fleet(spec, config, &classroom, opts).await;
     }
-    let transport = Arc::new(InProcTransport::start(opts));
-    let sampler = StatsSampler::spawn(Arc::clone(&transport), SAMPLE_INTERVAL);
-    let origin = clock.now_secs();
-    let status = Arc::new(LiveStatus::new(clock.clone()));
-    let run = run_classroom(
-        &classroom,
-        transport.clone(),
-        clock.clone(),
-        Arc::new(NoSink),
-        status,
-    )
-    .await;
-    let timeline = sampler.finish();
-    transport.stop();
-    let outcome = run?;
+    let class = crate::virtual_time::class_against(&classroom, opts, clock).await?;
     let window = Window {
-        origin,
+        origin: class.origin,
         ramp_up: config.ramp_up().as_secs_f64(),
         duration: config.duration.as_secs_f64(),
     };
-    Ok(figures(spec, outcome.summary, &timeline, window))
+    Ok(figures(spec, class.summary, &class.timeline, window))
 }
 
 /// Where a run sits on the clock: its origin, ramp-up and window, seconds.

@@ -10,11 +10,11 @@ use crate::classroom::Scenario;
 use codendum_core::error::ConfigError;
 use codendum_core::profile::Profile;
 
-/// The seed's ramp-up: students start within two minutes.
+/// The lab's ramp-up: students start within two minutes.
 pub const RAMP_UP: Duration = Duration::from_secs(120);
 
 /// Upper end of the search for the largest class when `--max-users` is
-/// not given, students: five times the seed's class of forty.
+/// not given, students: five times the lab's class of forty.
 pub const DEFAULT_MAX_USERS: u32 = 200;
 
 /// Seeds a search runs by default (`--seeds`): enough for its answer to be
@@ -36,6 +36,9 @@ pub struct PlanConfig {
     pub max_num_seqs: Vec<u32>,
     /// The project the students work on (`--scenario`, default java).
     pub scenario: Scenario,
+    /// What the students and the twin's persona draw from (`--class`;
+    /// default the `lab` class).
+    pub class: std::sync::Arc<codendum_core::class::Class>,
     /// Window for new coding requests (`--duration`, default 900 s);
     /// requests in flight at its end still finish.
     pub duration: Duration,
@@ -73,6 +76,7 @@ impl PlanConfig {
             profiles: vec!["classroom-64k".to_string()],
             max_num_seqs: Vec::new(),
             scenario: Scenario::Java,
+            class: codendum_core::class::Class::lab(),
             duration: Duration::from_secs(900),
             seed: 1,
             seeds: DEFAULT_SEEDS,

@@ -27,16 +27,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::bench::arrival::Arrival;
-use crate::bench::config::OpenLoop;
+use crate::bench::config::{Load, OpenLoop};
 use crate::bench::{run_on_twin, BenchConfig, TwinFacts};
 use crate::classroom::{run_classroom, ClassroomConfig, LiveStatus, MemorySink};
+use crate::settings::{ClientSettings, RunSettings};
 use codendum_core::clock::Clock;
 use codendum_core::error::Error;
 use codendum_core::kinds::Shape;
 use codendum_core::profile::Profile;
 use codendum_core::results::{read_bench_requests, ClassroomSummary};
 use codendum_core::stats::{percentile, sorted_finite, Interval};
-use codendum_core::target::Target;
 use codendum_twin::inproc::InProcTransport;
 use codendum_twin::persona::AgentPersona;
 use codendum_twin::TwinOptions;
@@ -264,31 +264,32 @@ pub fn level_trials(
             opts.clock = clock.clone();
             opts.seed = seed;
             let transport = Arc::new(InProcTransport::start(opts));
-            let target = Target::new(None, None, None, None, None, Duration::from_secs(3_600))?;
-            let mut config = BenchConfig::new(target);
-            config.target.model = Some(p.server.served_model_name.clone());
-            config.shapes = vec![Shape::Short];
-            config.concurrency = Vec::new();
-            config.requests_per_level = Some(w.requests);
-            config.output_tokens = w.output_tokens;
-            config.seed = seed;
-            config.results_dir = scratch.join(format!("seed-{seed}"));
-            config.yes = true;
-            config.open_loop = Some(OpenLoop {
-                rates: vec![w.rate_per_s],
-                arrival: Arrival::Poisson,
-                max_concurrency: None,
-                sweep: None,
-                find_rate: false,
-                stop_when_saturated: false,
-                closed_levels_first: false,
-            });
+            let config = BenchConfig {
+                load: Load::Rates {
+                    rates: vec![w.rate_per_s],
+                    closed_first: false,
+                    open: OpenLoop {
+                        arrival: Arrival::Poisson,
+                        max_concurrency: None,
+                    },
+                },
+                shapes: vec![Shape::Short],
+                requests_per_level: Some(w.requests),
+                output_tokens: w.output_tokens,
+                seed,
+                ..BenchConfig::default()
+            };
+            let mut client = ClientSettings::new(Duration::from_secs(3_600));
+            client.model = Some(p.server.served_model_name.clone());
+            let mut run = RunSettings::new(client);
+            run.results_dir = scratch.join(format!("seed-{seed}"));
+            run.yes = true;
             let info = TwinFacts {
                 model: p.server.served_model_name.clone(),
                 max_model_len: None,
                 tokenize: false,
             };
-            let outcome = run_on_twin(&config, &transport, &info, clock).await?;
+            let outcome = run_on_twin((&config, &run), &transport, &info, clock).await?;
             let level = outcome
                 .levels
                 .first()

@@ -11,15 +11,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::bench::arrival::Arrival;
-use crate::bench::config::OpenLoop;
+use crate::bench::config::{Load, OpenLoop};
 use crate::bench::{run_on_twin, BenchConfig, TwinFacts};
+use crate::settings::{ClientSettings, RunSettings};
 use codendum_core::clock::Clock;
 use codendum_core::error::{ConfigError, Error};
 use codendum_core::kinds::Shape;
 use codendum_core::profile::Profile;
 use codendum_core::results::slo::Slo;
 use codendum_core::results::RateSearch;
-use codendum_core::target::Target;
 use codendum_twin::inproc::InProcTransport;
 use codendum_twin::TwinOptions;
 
@@ -88,29 +88,28 @@ async fn search_profile(
     opts.clock = clock.clone();
     opts.seed = plan.seed;
     let transport = Arc::new(InProcTransport::start(opts));
-    let target = Target::new(None, None, None, None, None, Duration::from_secs(3_600))?;
-    let mut config = BenchConfig::new(target);
-    config.target.model = Some(profile.server.served_model_name.clone());
-    config.provenance.profile = Some(profile.name.clone());
-    config.shapes = vec![plan.shape];
-    // The sweep's top: the profile's seats, every one busy.
-    config.concurrency = vec![profile.server.max_num_seqs];
-    config.output_tokens = plan.output_tokens;
-    config.requests_per_level = plan.requests_per_level;
-    config.seed = plan.seed;
-    config.results_dir = plan.results_dir.clone();
-    config.yes = true;
-    config.slo = Some(plan.slo);
-    config.open_loop = Some(OpenLoop {
-        rates: Vec::new(),
-        arrival: Arrival::Poisson,
-        max_concurrency: None,
-        sweep: None,
-        find_rate: true,
-        stop_when_saturated: false,
-        closed_levels_first: false,
-    });
-    codendum_core::error::Check::check(&config)?;
+    let mut client = ClientSettings::new(Duration::from_secs(3_600));
+    client.model = Some(profile.server.served_model_name.clone());
+    let mut run = RunSettings::new(client);
+    run.provenance.profile = Some(profile.name.clone());
+    run.results_dir = plan.results_dir.clone();
+    run.yes = true;
+    let config = BenchConfig {
+        load: Load::FindRate {
+            open: OpenLoop {
+                arrival: Arrival::Poisson,
+                max_concurrency: None,
+            },
+        },
+        shapes: vec![plan.shape],
+        // The sweep's top: the profile's seats, every one busy.
+        concurrency: vec![profile.server.max_num_seqs],
+        output_tokens: plan.output_tokens,
+        requests_per_level: plan.requests_per_level,
+        seed: plan.seed,
+        slo: Some(plan.slo),
+        ..BenchConfig::default()
+    };
     // The twin in process states its model and no `/tokenize`: prompts are
     // sized from a probe's usage, as against a server without `/tokenize`.
     let info = TwinFacts {
@@ -118,7 +117,7 @@ async fn search_profile(
         max_model_len: None,
         tokenize: false,
     };
-    run_on_twin(&config, &transport, &info, clock).await
+    run_on_twin((&config, &run), &transport, &info, clock).await
 }
 
 /// Checks `plan --rate`'s own values.

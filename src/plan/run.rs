@@ -48,6 +48,10 @@ pub struct PlanParameters {
     /// Routers asked for (`--router`), names; empty: the profiles' own.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub routers: Vec<String>,
+    /// The class the students and the persona drew from (its name; `lab`
+    /// by default). Absent in plans written before class files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<String>,
 }
 
 fn one_seed() -> u32 {
@@ -228,6 +232,7 @@ pub(super) fn parameters(config: &PlanConfig) -> PlanParameters {
             .iter()
             .map(|r| r.name().to_string())
             .collect(),
+        class: Some(config.class.name.clone()),
     }
 }
 

@@ -108,12 +108,13 @@ pub fn markdown(results: &PlanResults) -> String {
     let _ = writeln!(s, "# Class plan: the classroom in virtual time\n");
     let _ = writeln!(
         s,
-        "Scenario {}, {} s window for new coding requests ({} s ramp-up), {}. \
+        "Scenario {}, class {}, {} s window for new coding requests ({} s ramp-up), {}. \
          Every cell is a simulated class against the embedded twin (vLLM's scheduler, \
          KV cache and step-time model in software, on each profile's hardware: the GB10 \
          or a fitted server), run in virtual time. These are predictions of a model, \
          not measurements.\n",
         p.scenario,
+        p.class.as_deref().unwrap_or("lab"),
         fixed(p.duration_s, 0),
         fixed(p.ramp_up_s, 0),
         if p.seeds > 1 {

@@ -1,33 +1,89 @@
-//! Sends a trace again: every call with a prompt of its recorded size built
-//! from its blocks ([`codendum_core::trace::text`]), its recorded output
-//! length (`max_tokens` = `min_tokens`, `ignore_eos`), its session headers,
-//! and its timing: a call with a dependency waits for that call's answer
-//! plus the recorded gap, the others start at their recorded arrival;
-//! `speed` divides both.
+//! Sends a trace again, session by session: every call with a prompt of its
+//! recorded size built from its blocks ([`codendum_core::trace::text`]), its
+//! recorded output length (`max_tokens` = `min_tokens`, `ignore_eos`), its
+//! session headers and its timing ([`super::call`]).
 //!
-//! A session's conversation is carried forward as an agent carries it: a
-//! chat call that shares the whole prompt of its session's previous call
-//! (its blocks say so, [`Trace::conversations`]) sends that call's
-//! messages, the answer the server gave it as an `assistant` message, and
-//! a new `user` message for the rest of its recorded length, whatever the
-//! call waited for (a main agent's step after a subagent waits for the
-//! subagent's answer but carries on its own conversation). So the server's
-//! prefix cache sees the answer again, as it does in a real session (vLLM
-//! caches the blocks of generated tokens too).
+//! Sessions are a trace's root sessions (a session with its subagents; a
+//! call without a session is a root of its own). They start either
+//! - at their recorded offsets (the default): the class as it was, every
+//!   session at the time it started in the recording, `speed` dividing the
+//!   timeline; or
+//! - as users (`users` = N): N sessions run at once from the start, and
+//!   when one finishes (every call of it answered) the next of the trace
+//!   starts, until the trace is done. With `start_part_way`, the first N
+//!   start part-way through their calls (the i-th at i/N of them), so the
+//!   server sees sessions at every stage from the start, as in a class
+//!   that has been going for a while; the calls before a session's start
+//!   are not sent, and the first call sent is sent whole (its history is
+//!   not in the server's cache, as after an eviction).
+//!
+//! What the run learns besides the records: the theoretical prefix-cache
+//! hit rate of what it sent ([`codendum_core::trace::theory`], fed in the
+//! order the calls went out), and the calls the server's context could not
+//! hold (skipped, or shortened from the front).
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
 
+use super::call::{self, Sent};
+use super::template::Template;
 use crate::classroom::{CallRecord, RecordSink, TaskOutcome, TaskRecord};
 use codendum_core::clock::Clock;
-use codendum_core::openai::{CallRequest, Endpoint, Transport};
+use codendum_core::openai::{Endpoint, Transport};
 use codendum_core::results::classroom_records::CallKind;
 use codendum_core::target::Secret;
-use codendum_core::trace::text::prompt_text;
-use codendum_core::trace::Trace;
+use codendum_core::trace::theory::TheoreticalCache;
+use codendum_core::trace::{Carry, Trace, TraceCall};
+
+/// When a call that waited for another is sent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Timing {
+    /// The recorded wait after the replayed answer it waited for ends: a
+    /// slower server stretches the session as it would have.
+    #[default]
+    AfterAnswer,
+    /// At its recorded offset from its session's start, whatever the
+    /// server does (a conversation is carried on only when the answer it
+    /// continues is back by then).
+    Original,
+}
+
+/// What is done with a call the server's context cannot hold (its prompt
+/// and output above `max_model_len`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TooLong {
+    /// Not sent; its dependents go on after its recorded wait.
+    #[default]
+    Skip,
+    /// Sent shortened from the front (whole blocks dropped), as a fresh
+    /// prompt.
+    Shorten,
+}
+
+/// How sessions are started and paced, and what is done with calls the
+/// server cannot hold: what `--users`, `--timing`, `--max-think`,
+/// `--max-wait`, `--start-part-way` and `--too-long` ask.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Schedule {
+    /// Sessions kept running at once (`None`: every session at its
+    /// recorded offset).
+    pub users: Option<usize>,
+    /// When a call that waited for another is sent.
+    pub timing: Timing,
+    /// The longest a person's recorded wait is kept, seconds (recorded
+    /// seconds, before `speed`).
+    pub max_think_s: Option<f64>,
+    /// The longest any recorded wait is kept (a tool's too), seconds
+    /// (recorded seconds, before `speed`).
+    pub max_wait_s: Option<f64>,
+    /// With `users`: the first sessions start part-way through their calls.
+    pub start_part_way: bool,
+    /// What is done with calls beyond `max_model_len`.
+    pub too_long: TooLong,
+}
 
 /// How a trace is sent.
 #[derive(Debug, Clone)]
@@ -46,80 +102,225 @@ pub struct ReplayConfig {
     /// What the server's chat template adds, taken off each recorded
     /// prompt length.
     pub template: Template,
+    /// How sessions are started and paced.
+    pub schedule: Schedule,
+    /// The server's context, tokens (prompt and output together), when
+    /// known.
+    pub max_model_len: Option<u64>,
 }
 
-/// Tokens a server's chat template adds around the messages of a prompt,
-/// measured by [`template_tokens`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Template {
-    /// Around a one-message prompt (its role header, end marker and the
-    /// generation prompt), tokens.
-    pub message_tokens: u64,
-    /// Around a turn added to a conversation: the end of the `assistant`
-    /// answer and the new `user` message's own, tokens.
-    pub turn_tokens: u64,
+impl ReplayConfig {
+    /// A replay of `model` at the recorded pace and offsets, chat, no key,
+    /// salt 0, the server's template `template`.
+    pub fn new(model: impl Into<String>, template: Template) -> Self {
+        ReplayConfig {
+            model: model.into(),
+            speed: 1.0,
+            salt: 0,
+            endpoint: Endpoint::Chat,
+            api_key: None,
+            template,
+            schedule: Schedule::default(),
+            max_model_len: None,
+        }
+    }
 }
 
-/// What a replay returns: every call's record and every coding request's.
+/// What a replay returns: every call's record and every coding request's,
+/// and what the run learnt.
 #[derive(Debug, Clone, Default)]
 pub struct ReplayOutcome {
     /// The calls, in the order they finished.
     pub requests: Vec<CallRecord>,
     /// The coding requests (where the trace tells them).
     pub tasks: Vec<TaskRecord>,
-    /// Root sessions (the `user` of the records).
+    /// Users: the sessions run at once (`users`), else the root sessions
+    /// (calls without a session counting as one).
     pub users: usize,
+    /// Root sessions started.
+    pub sessions_started: usize,
+    /// Prompt tokens a cache that keeps everything serves of what was sent
+    /// (the theoretical hit), and the prompt tokens sent, as recorded.
+    pub theoretical_tokens: (u64, u64),
+    /// Calls beyond the server's context: skipped, and shortened.
+    pub too_long: (usize, usize),
+    /// Calls not sent because their session started part-way.
+    pub before_part_way: usize,
+    /// The prompts the server counted against their recorded size.
+    pub sizes: SizeCheck,
+    /// As users: the stretch the server saw a steady load (seconds since
+    /// the replay started): from the start when the first sessions started
+    /// part-way, else from when the first session was replaced, to when
+    /// the last session started (after it, fewer sessions run); `None` when
+    /// no session was replaced (the whole replay).
+    pub steady_s: Option<(f64, f64)>,
 }
 
-/// What a sent call leaves for the calls that wait for it.
-#[derive(Debug)]
-struct Sent {
-    /// When its answer ended, seconds since the replay started.
-    end: f64,
-    /// Whether it succeeded.
-    ok: bool,
-    /// The messages it sent.
-    messages: Vec<serde_json::Value>,
-    /// The answer's text.
-    answer: String,
+/// The prompt sizes a server counted against the recorded ones (as sent:
+/// a shortened call's shortened size).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SizeCheck {
+    /// Calls whose prompt the server counted.
+    pub calls: usize,
+    /// Of which within 1 % of the recorded size.
+    pub within_1_pct: usize,
+    /// The largest difference, a fraction of the recorded size.
+    pub max_error: f64,
 }
 
-/// The request body of one call.
-pub fn call_body(config: &ReplayConfig, prompt: &str, output_tokens: u64) -> serde_json::Value {
-    crate::bench::prompt::request_body(
-        config.endpoint,
-        &config.model,
-        prompt,
-        output_tokens.clamp(1, u64::from(u32::MAX)) as u32,
-    )
-}
-
-/// The `user` index of every call: its root session's place among the
-/// roots in order of their first call; calls without a session share one
-/// index after the roots. Returns the indices and the number of users.
-fn users_of(trace: &Trace) -> (Vec<usize>, usize) {
-    let roots = trace.roots();
-    let mut index: HashMap<String, usize> = HashMap::new();
-    for r in roots.iter().flatten() {
-        let n = index.len();
-        index.entry(r.clone()).or_insert(n);
+impl SizeCheck {
+    /// Adds a call of `recorded` prompt tokens the server counted as
+    /// `counted`.
+    pub fn add(&mut self, recorded: u64, counted: u64) {
+        let error = (counted as f64 - recorded as f64).abs() / recorded.max(1) as f64;
+        self.calls += 1;
+        if error <= 0.01 {
+            self.within_1_pct += 1;
+        }
+        self.max_error = self.max_error.max(error);
     }
-    let lone = index.len();
-    let users = roots
-        .iter()
-        .map(|r| r.as_ref().map_or(lone, |r| index[r]))
-        .collect::<Vec<_>>();
-    let count = if users.contains(&lone) {
-        lone + 1
-    } else {
-        lone
-    };
-    (users, count.max(1))
+}
+
+impl ReplayOutcome {
+    /// The theoretical prefix-cache hit rate of what was sent (fraction
+    /// 0–1); `None` when nothing was.
+    pub fn theoretical_hit_rate(&self) -> Option<f64> {
+        let (hit, all) = self.theoretical_tokens;
+        (all > 0).then(|| hit as f64 / all as f64)
+    }
+}
+
+/// The trace's root sessions: each call's root, each root's calls (in
+/// arrival order) and first arrival, and each root's `user` index (calls
+/// without a session share one after the named roots).
+pub(super) struct Roots {
+    pub of_call: Vec<usize>,
+    pub calls: Vec<Vec<usize>>,
+    pub at_s: Vec<f64>,
+    pub user: Vec<usize>,
+}
+
+impl Roots {
+    fn of(trace: &Trace) -> Roots {
+        let names = trace.roots();
+        let mut index: HashMap<&str, usize> = HashMap::new();
+        let mut roots = Roots {
+            of_call: Vec::with_capacity(names.len()),
+            calls: Vec::new(),
+            at_s: Vec::new(),
+            user: Vec::new(),
+        };
+        let named = names
+            .iter()
+            .flatten()
+            .filter(|n| index.insert(n.as_str(), usize::MAX).is_none())
+            .count();
+        index.clear();
+        for (i, name) in names.iter().enumerate() {
+            let found = name.as_deref().and_then(|n| index.get(n).copied());
+            let r = found.unwrap_or_else(|| {
+                let r = roots.calls.len();
+                roots.calls.push(Vec::new());
+                roots.at_s.push(trace.calls[i].at_s);
+                roots
+                    .user
+                    .push(if name.is_some() { index.len() } else { named });
+                if let Some(n) = name.as_deref() {
+                    index.insert(n, r);
+                }
+                r
+            });
+            roots.of_call.push(r);
+            roots.calls[r].push(i);
+        }
+        roots
+    }
+
+    /// Users of the records: one per named root, one for all calls
+    /// without a session.
+    fn user_count(&self) -> usize {
+        self.user.iter().max().map_or(1, |m| m + 1)
+    }
+}
+
+/// Everything the calls of a replay share.
+pub(super) struct Shared {
+    pub calls: Vec<TraceCall>,
+    pub carries: Vec<Option<Carry>>,
+    pub block_size: u32,
+    pub roots: Roots,
+    pub config: ReplayConfig,
+    pub transport: Arc<dyn Transport>,
+    pub clock: Clock,
+    pub origin: f64,
+    pub sink: Arc<dyn RecordSink>,
+    pub stop: Option<watch::Receiver<bool>>,
+    pub sent: Vec<watch::Sender<Option<Arc<Sent>>>>,
+    pub theory: Mutex<TheoreticalCache>,
+    pub records: Mutex<Vec<(bool, CallRecord)>>,
+    pub sizes: Mutex<SizeCheck>,
+    pub skipped: AtomicUsize,
+    pub shortened: AtomicUsize,
+    pub before_part_way: AtomicUsize,
+}
+
+impl Shared {
+    /// Seconds since the replay started.
+    pub fn now(&self) -> f64 {
+        self.clock.now_secs() - self.origin
+    }
+
+    /// Whether the run was asked to stop.
+    pub fn stopped(&self) -> bool {
+        self.stop.as_ref().is_some_and(|s| *s.borrow())
+    }
+
+    /// Publishes what call `i` left for the calls that wait for it.
+    pub fn publish(&self, i: usize, sent: Sent) {
+        self.sent[i].send_replace(Some(Arc::new(sent)));
+    }
+
+    /// What call `i` left, once it has ended.
+    pub async fn answer_of(&self, i: usize) -> Option<Arc<Sent>> {
+        let mut rx = self.sent[i].subscribe();
+        rx.wait_for(Option::is_some)
+            .await
+            .ok()
+            .and_then(|v| v.clone())
+    }
+
+    /// What call `i` left, if it has ended.
+    pub fn answered(&self, i: usize) -> Option<Arc<Sent>> {
+        self.sent[i].borrow().clone()
+    }
+}
+
+/// Runs root session `r` from `start_s` (seconds since the replay
+/// started), its first `from` calls not sent.
+async fn run_root(shared: Arc<Shared>, r: usize, start_s: f64, from: usize) {
+    let mut set = tokio::task::JoinSet::new();
+    for (pos, &i) in shared.roots.calls[r].iter().enumerate() {
+        if pos < from {
+            shared.before_part_way.fetch_add(1, Ordering::Relaxed);
+            shared.publish(i, Sent::not_sent(start_s));
+            continue;
+        }
+        set.spawn(call::send(shared.clone(), i, r, start_s));
+    }
+    while set.join_next().await.is_some() {}
+    // Nobody else waits for this session's calls: let their text go.
+    for &i in &shared.roots.calls[r] {
+        shared.sent[i].send_modify(|v| {
+            if let Some(s) = v {
+                *v = Some(Arc::new(s.without_text()));
+            }
+        });
+    }
 }
 
 /// Replays `trace` through `transport` on `clock`; records go to `sink` as
-/// calls finish. Once `stop` turns true no further call is sent (those in
-/// flight finish).
+/// calls finish. Once `stop` turns true no further call is sent and no
+/// further session started (those in flight finish).
 pub async fn run_replay(
     trace: &Trace,
     config: &ReplayConfig,
@@ -128,156 +329,67 @@ pub async fn run_replay(
     sink: Arc<dyn RecordSink>,
     stop: Option<watch::Receiver<bool>>,
 ) -> ReplayOutcome {
-    let origin = clock.now_secs();
-    let speed = if config.speed > 0.0 {
-        config.speed
-    } else {
-        1.0
-    };
-    let (users, user_count) = users_of(trace);
-    let mut senders = Vec::with_capacity(trace.calls.len());
-    let mut receivers = Vec::with_capacity(trace.calls.len());
-    for _ in &trace.calls {
-        let (tx, rx) = watch::channel(None::<Arc<Sent>>);
-        senders.push(tx);
-        receivers.push(rx);
+    let mut config = config.clone();
+    if config.speed.is_nan() || config.speed <= 0.0 {
+        config.speed = 1.0;
     }
-    let records = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let mut tasks = tokio::task::JoinSet::new();
-    let conversations = trace.conversations();
-    for (i, (call, done)) in trace.calls.iter().cloned().zip(senders).enumerate() {
-        let wait_for = call.after.map(|d| (receivers[d.call].clone(), d.gap_s));
-        // The earlier call whose conversation this call carries on, with the
-        // tokens it covered (its prompt and answer).
-        let carries = conversations[i]
-            .filter(|_| config.endpoint == Endpoint::Chat)
-            .map(|j| {
-                let previous = &trace.calls[j];
-                (
-                    receivers[j].clone(),
-                    previous.input_tokens + previous.output_tokens,
-                )
-            });
-        let transport = transport.clone();
-        let clock = clock.clone();
-        let sink = sink.clone();
-        let records = records.clone();
-        let stop = stop.clone();
-        let user = users[i];
-        let template = config.template;
-        let block_size = trace.block_size;
-        let salt = config.salt;
-        let fresh_body = move |covered: Option<u64>| {
-            // The recorded prompt less what the history already holds and
-            // what the template adds (around a lone message, or a new turn).
-            let (covered, added) = match covered {
-                Some(c) => (c, template.turn_tokens),
-                None => (0, template.message_tokens),
-            };
-            let tokens = call
-                .input_tokens
-                .saturating_sub(covered)
-                .saturating_sub(added)
-                .max(1);
-            let skip = (covered / u64::from(block_size.max(1))) as usize;
-            let ids = call.hash_ids.get(skip..).unwrap_or(&[]);
-            prompt_text(ids, tokens, block_size, salt, i as u64)
-        };
-        let base_body = call_body(config, "", call.output_tokens);
-        let api_key = config.api_key.clone();
-        let endpoint = config.endpoint;
-        tasks.spawn(async move {
-            let start = match wait_for {
-                Some((rx, gap)) => {
-                    // A dependency that never ends (its task is gone): go now.
-                    let end = match answer_of(rx).await {
-                        Some(p) => p.end,
-                        None => clock.now_secs() - origin,
-                    };
-                    end + gap / speed
-                }
-                None => call.at_s / speed,
-            };
-            // The carried call has ended before the call it waits for in
-            // any recording; waiting for it anyway costs nothing then.
-            let previous = match carries {
-                Some((rx, covered)) => answer_of(rx).await.map(|p| (p, covered)),
-                None => None,
-            };
-            let mut messages = Vec::new();
-            let covered = match &previous {
-                Some((p, covered)) if p.ok => {
-                    messages.extend(p.messages.iter().cloned());
-                    messages.push(serde_json::json!({"role": "assistant", "content": p.answer}));
-                    Some(*covered)
-                }
-                _ => None,
-            };
-            messages.push(serde_json::json!({"role": "user", "content": fresh_body(covered)}));
-            let mut body = base_body;
-            match endpoint {
-                Endpoint::Chat => body["messages"] = serde_json::Value::Array(messages.clone()),
-                Endpoint::Completions => {
-                    body["prompt"] = messages[messages.len() - 1]["content"].clone()
+    let roots = Roots::of(trace);
+    let user_count = roots.user_count();
+    let shared = Arc::new(Shared {
+        calls: trace.calls.clone(),
+        carries: trace.conversations(),
+        block_size: trace.block_size,
+        sent: trace.calls.iter().map(|_| watch::channel(None).0).collect(),
+        roots,
+        theory: Mutex::new(TheoreticalCache::new(trace.block_size)),
+        records: Mutex::new(Vec::new()),
+        sizes: Mutex::new(SizeCheck::default()),
+        skipped: AtomicUsize::new(0),
+        shortened: AtomicUsize::new(0),
+        before_part_way: AtomicUsize::new(0),
+        origin: clock.now_secs(),
+        config,
+        transport,
+        clock,
+        sink: sink.clone(),
+        stop,
+    });
+    let n_roots = shared.roots.calls.len();
+    let mut running = tokio::task::JoinSet::new();
+    let mut started = 0usize;
+    let mut replaced: Option<(f64, f64)> = None;
+    match shared.config.schedule.users {
+        None => {
+            let speed = shared.config.speed;
+            for r in 0..n_roots {
+                running.spawn(run_root(shared.clone(), r, shared.roots.at_s[r] / speed, 0));
+            }
+            started = n_roots;
+        }
+        Some(n) => {
+            let n = n.max(1);
+            while started < n.min(n_roots) {
+                let from = if shared.config.schedule.start_part_way {
+                    shared.roots.calls[started].len() * started / n
+                } else {
+                    0
+                };
+                running.spawn(run_root(shared.clone(), started, 0.0, from));
+                started += 1;
+            }
+            while running.join_next().await.is_some() {
+                if started < n_roots && !shared.stopped() {
+                    let now = shared.now();
+                    running.spawn(run_root(shared.clone(), started, now, 0));
+                    started += 1;
+                    replaced = Some(replaced.map_or((now, now), |(first, _)| (first, now)));
                 }
             }
-            clock
-                .sleep_until(Duration::from_secs_f64(origin + start.max(0.0)))
-                .await;
-            if stop.as_ref().is_some_and(|s| *s.borrow()) {
-                return;
-            }
-            let mut headers = Vec::new();
-            if let Some(s) = &call.session {
-                headers.push(("x-session-id".to_string(), s.clone()));
-            }
-            if let Some(p) = &call.parent {
-                headers.push(("x-parent-session-id".to_string(), p.clone()));
-            }
-            let started_at = clock.now_secs() - origin;
-            let outcome = transport
-                .call(CallRequest {
-                    endpoint,
-                    body,
-                    api_key,
-                    headers,
-                    record_gaps: false,
-                })
-                .await;
-            let ended = clock.now_secs() - origin;
-            let (output_tokens, token_source) = outcome.output_tokens();
-            let record = CallRecord {
-                user,
-                session: call.session.clone().unwrap_or_else(|| format!("call-{i}")),
-                task: call.task.unwrap_or(0),
-                kind: call.kind.unwrap_or(CallKind::Agent),
-                started_at,
-                prompt_tokens: outcome.input_tokens(),
-                output_tokens,
-                token_source,
-                ttft_s: outcome.ttft,
-                duration_s: outcome.e2e,
-                wait_s: ended - started_at,
-                retries: 0,
-                retried_kinds: Vec::new(),
-                error_kind: outcome.error.as_ref().map(|e| e.kind),
-                tool_calls: outcome.message.tool_calls.len(),
-            };
-            let _ = sink.request(&record);
-            if let Ok(mut v) = records.lock() {
-                v.push((call.task.is_some(), record));
-            }
-            let _ = done.send(Some(Arc::new(Sent {
-                end: ended,
-                ok: outcome.is_ok(),
-                messages,
-                answer: outcome.message.content.clone(),
-            })));
-        });
+        }
     }
-    drop(receivers);
-    while tasks.join_next().await.is_some() {}
-    let done: Vec<(bool, CallRecord)> = records.lock().map(|v| v.clone()).unwrap_or_default();
+    while running.join_next().await.is_some() {}
+    let done: Vec<(bool, CallRecord)> =
+        shared.records.lock().map(|v| v.clone()).unwrap_or_default();
     let with_task: Vec<CallRecord> = done
         .iter()
         .filter(|(t, _)| *t)
@@ -287,71 +399,34 @@ pub async fn run_replay(
     for t in &task_records {
         let _ = sink.task(t);
     }
+    let theory = shared
+        .theory
+        .lock()
+        .map(|t| (t.hit_tokens(), t.prompt_tokens()))
+        .unwrap_or_default();
     ReplayOutcome {
         requests: done.into_iter().map(|(_, r)| r).collect(),
         tasks: task_records,
-        users: user_count,
-    }
-}
-
-/// What a sent call left, once it ended (`None`: its task is gone).
-async fn answer_of(mut rx: watch::Receiver<Option<Arc<Sent>>>) -> Option<Arc<Sent>> {
-    rx.wait_for(Option::is_some)
-        .await
-        .ok()
-        .and_then(|v| v.clone())
-}
-
-/// The prompt tokens the server counts for `messages` (or, for
-/// completions, the last message's text), by a call of one output token.
-async fn probe_prompt(
-    transport: &dyn Transport,
-    endpoint: Endpoint,
-    model: &str,
-    messages: serde_json::Value,
-) -> Option<u64> {
-    let mut body = crate::bench::prompt::request_body(endpoint, model, "hello", 1);
-    if endpoint == Endpoint::Chat {
-        body["messages"] = messages;
-    }
-    transport
-        .call(CallRequest {
-            endpoint,
-            body,
-            api_key: None,
-            headers: Vec::new(),
-            record_gaps: false,
-        })
-        .await
-        .input_tokens()
-}
-
-/// The tokens the server's chat template adds ([`Template`]), by probe
-/// calls of one output token: a one-word user message (its prompt's count
-/// less the word) and, for chat, that message answered by one word and
-/// followed by another one-word message (what the second turn adds less its
-/// two words). Unanswered probes count 0.
-pub async fn template_tokens(
-    transport: &dyn Transport,
-    endpoint: Endpoint,
-    model: &str,
-) -> Template {
-    let user = serde_json::json!({"role": "user", "content": "hello"});
-    let one = probe_prompt(transport, endpoint, model, serde_json::json!([user])).await;
-    let message_tokens = one.map_or(0, |n| n.saturating_sub(1));
-    let turn_tokens = match (endpoint, one) {
-        (Endpoint::Chat, Some(one)) => {
-            let answer = serde_json::json!({"role": "assistant", "content": "hello"});
-            let conversation = serde_json::json!([user, answer, user]);
-            probe_prompt(transport, endpoint, model, conversation)
-                .await
-                .map_or(message_tokens, |two| two.saturating_sub(one + 2))
-        }
-        _ => message_tokens,
-    };
-    Template {
-        message_tokens,
-        turn_tokens,
+        users: match shared.config.schedule.users {
+            Some(n) => n.clamp(1, n_roots.max(1)),
+            None => user_count,
+        },
+        sessions_started: started,
+        theoretical_tokens: theory,
+        too_long: (
+            shared.skipped.load(Ordering::Relaxed),
+            shared.shortened.load(Ordering::Relaxed),
+        ),
+        before_part_way: shared.before_part_way.load(Ordering::Relaxed),
+        sizes: shared.sizes.lock().map(|s| *s).unwrap_or_default(),
+        steady_s: replaced.map(|(first, last)| {
+            let from = if shared.config.schedule.start_part_way {
+                0.0
+            } else {
+                first
+            };
+            (from, last)
+        }),
     }
 }
 
@@ -374,11 +449,7 @@ pub fn tasks_of(records: &[CallRecord]) -> Vec<TaskRecord> {
                     .iter()
                     .map(|r| r.started_at + r.wait_s)
                     .fold(0.0, f64::max),
-                model_time_s: calls
-                    .iter()
-                    .filter(|r| r.kind != CallKind::Title)
-                    .map(|r| r.wait_s)
-                    .sum(),
+                model_time_s: TaskRecord::model_time_of(calls.iter().copied()),
                 calls: calls.len(),
                 output_tokens: calls.iter().map(|r| r.output_tokens).sum(),
                 tool_calls: 0,

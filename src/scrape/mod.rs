@@ -4,7 +4,7 @@
 //!
 //! - [`sampler`]: [`Scraper`] (HTTP) and the background [`Sampler`].
 //! - [`api`] and [`remote`]: `query_range` against Prometheus.
-//! - [`router`]: the vLLM Router's own page, read at a run's start and end.
+//! - [`router_reader`]: the vLLM Router's own page, read at a run's start and end.
 //! - [`render`]: the table and `--watch` line of `codendum metrics` (the
 //!   command itself is `codendum metrics`).
 
@@ -12,7 +12,7 @@ pub mod api;
 pub mod remote;
 pub mod render;
 pub mod replicas_render;
-pub mod router;
+pub mod router_reader;
 pub mod sampler;
 
 pub use remote::{PromSource, PromSourceError, PrometheusOptions};

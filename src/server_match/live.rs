@@ -4,6 +4,7 @@
 //! itself is [`super::server_match`].
 
 use crate::events::Events;
+use crate::settings::{ClientSettings, LiveServer, Server};
 use std::path::Path;
 
 use super::{check, ProfileCheck, ServerAnswers, MODELS_LIMIT};
@@ -72,19 +73,23 @@ async fn read_page(client: &reqwest::Client, url: &str) -> Result<String, String
 }
 
 /// Checks `profile` against the live server `target` (side calls signed
-/// with `--api-key`, else the first of `keys`). `Err`: the target is not a
-/// live server or no client could be built.
+/// with the client's `--api-key`, else the first of `keys`). `Err`: no
+/// client could be built.
 pub async fn check_target(
     profile: &Profile,
-    target: &Target,
+    (target, client): (&Target, &ClientSettings),
     keys: &[Secret],
 ) -> Result<ProfileCheck, String> {
-    if target.is_embedded() {
-        return Err("no live server to check (CODENDUM_BASE_URL is not set)".into());
-    }
-    let mut opts = ConnectOptions::new(profile.name.clone(), 1.0);
-    opts.student_keys = keys.to_vec();
-    let conn = Connection::open(target, &opts)
+    let opts = ConnectOptions {
+        max_connections: 4,
+        student_keys: keys.to_vec(),
+        ..ConnectOptions::default()
+    };
+    let server = Server::Live(LiveServer {
+        target: target.clone(),
+        prometheus: None,
+    });
+    let conn = Connection::open(&server, client, &opts)
         .await
         .map_err(|e| format!("cannot reach {}: {e}", target.display_url()))?;
     let (models, metrics) = tokio::join!(read_models(&conn.client), read_metrics_pages(target));

@@ -106,7 +106,8 @@ fn python_bool(text: &str) -> Option<bool> {
 /// The outcome of [`compare`]: every field is in exactly one list.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Comparison {
-    /// Fields the server states differently, in [`FIELDS`] order.
+    /// Fields the server states differently, in
+    /// [`FIELDS`](codendum_core::results::profile_check::FIELDS) order.
     pub differences: Vec<Difference>,
     /// Fields the server states as the profile says.
     pub matched: Vec<String>,

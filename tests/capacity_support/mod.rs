@@ -7,7 +7,7 @@ pub mod selftest;
 
 /// Where runs are shared between processes: `target/capacity-cache/`.
 pub fn cache_dir() -> std::path::PathBuf {
-    codendum_capacity::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR")))
+    codendum::acceptance::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR")))
 }
 
 /// The harness's voice: what the suite runs, reuses and notes, one line

@@ -8,16 +8,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use codendum::app::guard::{busy_guard, TimelineFlag};
 use codendum::bench::{
-    preflight, run_bench, BenchConfig, BenchDeps, BenchOutcome, ServerInfo, ServerLoad,
-    ServerMetrics, ServerWindow,
+    plan_text, run_reading_facts, BenchConfig, BenchDeps, BenchOutcome, BenchPlan, ServerFacts,
+    ServerInfo, ServerLoad, ServerMetrics, ServerWindow,
 };
+use codendum::events::{Event, Events};
+use codendum::settings::{ClientSettings, RunSettings};
 use codendum_core::clock::Clock;
 use codendum_core::error::Error;
 use codendum_core::openai::{CallError, CallOutcome, CallRequest, ErrorKind, Transport, Usage};
 use codendum_core::results::{self, LevelEnd, SizingMethod};
 use codendum_core::stats::{percentile, sorted_finite};
-use codendum_core::target::Target;
 use futures::future::BoxFuture;
 use tokio::sync::watch;
 
@@ -146,24 +148,57 @@ impl ServerMetrics for FakeMetrics {
     }
 }
 
-pub(crate) fn config(dir: &std::path::Path, levels: &[u32], per_level: u64) -> BenchConfig {
-    let target = Target::new(None, None, None, None, None, Duration::from_secs(60)).unwrap();
-    let mut c = BenchConfig::new(target);
-    c.concurrency = levels.to_vec();
-    c.shapes = vec![Shape::Short];
-    c.requests_per_level = Some(per_level);
-    c.results_dir = dir.to_path_buf();
-    c.run_id = "test-run".into();
-    c.seed = 42;
-    c
+/// A bench as a test runs it: what it asks (`config`, reached through
+/// `Deref`) and how it starts (`run`: where it writes).
+#[derive(Debug, Clone)]
+pub(crate) struct TestBench {
+    pub config: BenchConfig,
+    pub run: RunSettings,
+}
+
+impl std::ops::Deref for TestBench {
+    type Target = BenchConfig;
+    fn deref(&self) -> &BenchConfig {
+        &self.config
+    }
+}
+
+impl std::ops::DerefMut for TestBench {
+    fn deref_mut(&mut self) -> &mut BenchConfig {
+        &mut self.config
+    }
+}
+
+pub(crate) fn config(dir: &std::path::Path, levels: &[u32], per_level: u64) -> TestBench {
+    let mut run = RunSettings::new(ClientSettings::new(Duration::from_secs(60)));
+    run.results_dir = dir.to_path_buf();
+    let config = BenchConfig {
+        concurrency: levels.to_vec(),
+        shapes: vec![Shape::Short],
+        requests_per_level: Some(per_level),
+        run_id: "test-run".into(),
+        seed: 42,
+        ..BenchConfig::default()
+    };
+    TestBench { config, run }
 }
 
 pub(crate) async fn run(
-    c: &BenchConfig,
+    c: &TestBench,
     server: &FakeServer,
     info: &FakeInfo,
     metrics: Option<&dyn ServerMetrics>,
     stop: watch::Receiver<bool>,
+) -> BenchOutcome {
+    run_telling(c, (server, info, metrics), stop, Events::silent()).await
+}
+
+/// [`run`], telling its events through `events`.
+pub(crate) async fn run_telling(
+    c: &TestBench,
+    (server, info, metrics): (&FakeServer, &FakeInfo, Option<&dyn ServerMetrics>),
+    stop: watch::Receiver<bool>,
+    events: Events,
 ) -> BenchOutcome {
     let deps = BenchDeps {
         transport: server,
@@ -171,9 +206,12 @@ pub(crate) async fn run(
         metrics,
         clock: server.clock.clone(),
         stop,
-        events: codendum::events::Events::silent(),
+        events,
+        measure_client_cpu: false,
     };
-    run_bench(c, deps).await.expect("run succeeds")
+    run_reading_facts(&c.config, &c.run, deps)
+        .await
+        .expect("run succeeds")
 }
 
 /// Parses `n=` and `i=` out of a prompt's tag.
@@ -435,31 +473,88 @@ async fn prompt_sizing_falls_back_from_tokenize_to_probe_to_estimate() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn preflight_refuses_a_busy_server() {
+async fn the_guard_refuses_a_busy_server_and_the_plan_fits_the_server() {
     let dir = tempfile::tempdir().unwrap();
-    let mut c = config(dir.path(), &[1], 1);
+    let c = config(dir.path(), &[1], 1);
     let busy = FakeMetrics {
         load: Some(ServerLoad {
             running: 3.0,
             waiting: 1.0,
         }),
     };
-    let e = preflight(&c, Some(&busy), "m", None).await.unwrap_err();
+    let e = busy_guard(busy.load_now().await, false, TimelineFlag::Report).unwrap_err();
     assert!(matches!(e, Error::Refused(_)));
     assert_eq!(e.exit_code(), 3);
-    // Unreadable /metrics: not refused, and the plan says the load was not
-    // checked.
-    let unchecked = preflight(&c, None, "m", None).await.expect("goes on");
-    assert!(!unchecked.guard.checked());
-    assert!(unchecked.plan.contains("not checked"), "{}", unchecked.plan);
-    c.allow_busy = true;
-    let p = preflight(&c, Some(&busy), "m", None).await.unwrap();
-    assert!(p.plan.contains("N=1: 1"), "{}", p.plan);
+    // Unreadable /metrics: not refused, the load not checked.
+    let unchecked = busy_guard(None, false, TimelineFlag::Report).expect("goes on");
+    assert!(!unchecked.checked());
+    assert!(busy_guard(busy.load_now().await, true, TimelineFlag::Report).is_ok());
     let idle = FakeMetrics {
         load: Some(ServerLoad::default()),
     };
-    c.allow_busy = false;
-    assert!(preflight(&c, Some(&idle), "m", None).await.is_ok());
+    assert!(busy_guard(idle.load_now().await, false, TimelineFlag::Report).is_ok());
+    // The plan is the config against what the server said: its model, and
+    // the long shape left out where it cannot fit.
+    let info = FakeInfo { tokenize: true };
+    let facts = ServerFacts::read(&info, None, "http://gpu:8000/v1".into())
+        .await
+        .expect("facts");
+    let mut both = c.config.clone();
+    both.shapes = Shape::ALL.to_vec();
+    let plan = BenchPlan::new(
+        &both,
+        &ServerFacts {
+            max_model_len: Some(8_192),
+            ..facts.clone()
+        },
+    );
+    let text = plan_text(&both, &plan, (&facts.label, &facts.model), None);
+    assert!(
+        text.contains("N=1: 1") && text.contains("http://gpu:8000/v1"),
+        "{text}"
+    );
+    assert!(text.contains(&facts.model), "{text}");
+    assert!(
+        text.contains("long") && text.contains("8192"),
+        "the skipped shape: {text}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_run_tells_its_levels_and_requests_as_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::real();
+    let server = FakeServer::new(&clock, &[1.0]);
+    let info = FakeInfo { tokenize: true };
+    let (_tx, rx) = watch::channel(false);
+    let c = config(dir.path(), &[1, 2], 3);
+    let (events, said) = Events::recording();
+    let out = run_telling(&c, (&server, &info, None), rx, events).await;
+    assert_eq!(out.levels.len(), 2);
+    let said = said.events();
+    let started: Vec<(u32, u64)> = said
+        .iter()
+        .filter_map(|e| match e {
+            Event::LevelStarted {
+                concurrency,
+                planned,
+                ..
+            } => Some((*concurrency, *planned)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(started, vec![(1, 3), (2, 3)]);
+    let finished = said
+        .iter()
+        .filter(|e| matches!(e, Event::RequestFinished { .. }))
+        .count();
+    assert_eq!(finished, 6, "one event per request");
+    assert_eq!(
+        said.iter()
+            .filter(|e| matches!(e, Event::LevelFinished))
+            .count(),
+        2
+    );
 }
 
 #[tokio::test(start_paused = true)]

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use codendum::bench::arrival::Arrival;
 use codendum::bench::config::OpenLoop;
-use codendum::bench::{run_bench, BenchDeps};
+use codendum::bench::{run_reading_facts, BenchDeps, Load};
 use codendum_core::clock::Clock;
 use codendum_core::profile::Profile;
 use codendum_core::results::slo::Slo;
@@ -15,18 +15,17 @@ use codendum_twin::inproc::InProcTransport;
 use codendum_twin::TwinOptions;
 use tokio::sync::watch;
 
-use crate::bench_driver::{config, run, FakeInfo, FakeServer};
+use crate::bench_driver::{config, run, FakeInfo, FakeServer, TestBench};
 use crate::cli_support::{assert_one_line_error, codendum, only_folder, read_json, run_in};
 
-fn rates(r: &[f64], arrival: Arrival, cap: Option<u32>) -> OpenLoop {
-    OpenLoop {
+fn rates(r: &[f64], arrival: Arrival, cap: Option<u32>) -> Load {
+    Load::Rates {
         rates: r.to_vec(),
-        arrival,
-        max_concurrency: cap,
-        sweep: None,
-        find_rate: false,
-        stop_when_saturated: false,
-        closed_levels_first: false,
+        closed_first: false,
+        open: OpenLoop {
+            arrival,
+            max_concurrency: cap,
+        },
     }
 }
 
@@ -42,7 +41,7 @@ async fn a_request_the_client_sent_late_counts_from_its_scheduled_start() {
     let info = FakeInfo { tokenize: true };
     let (_tx, rx) = watch::channel(false);
     let mut c = config(dir.path(), &[1], 8);
-    c.open_loop = Some(rates(&[4.0], Arrival::Constant, Some(1)));
+    c.load = rates(&[4.0], Arrival::Constant, Some(1));
     let out = run(&c, &server, &info, None, rx).await;
     let level = &out.levels[0];
     let rate = level.rate.as_ref().expect("a rate level");
@@ -94,7 +93,7 @@ async fn requests_start_on_schedule_whatever_the_server_does() {
     let info = FakeInfo { tokenize: true };
     let (_tx, rx) = watch::channel(false);
     let mut c = config(dir.path(), &[1], 12);
-    c.open_loop = Some(rates(&[2.0], Arrival::Constant, None));
+    c.load = rates(&[2.0], Arrival::Constant, None);
     let out = run(&c, &server, &info, None, rx).await;
     let rate = out.levels[0].rate.clone().expect("rate");
     assert!(rate.send_lag_max_s.unwrap() < 1e-3, "{rate:?}");
@@ -136,10 +135,10 @@ fn twin() -> InProcTransport {
     InProcTransport::start(opts)
 }
 
-async fn twin_bench(c: &codendum::bench::BenchConfig) -> codendum::bench::BenchOutcome {
+async fn twin_bench(c: &TestBench) -> codendum::bench::BenchOutcome {
     let mut c = c.clone();
     let profile = Profile::load("classroom-64k").expect("profile");
-    c.target.model = Some(profile.server.served_model_name.clone());
+    c.run.client.model = Some(profile.server.served_model_name.clone());
     let transport = Arc::new(twin());
     let info = FakeInfo { tokenize: true };
     let (_tx, rx) = watch::channel(false);
@@ -150,8 +149,11 @@ async fn twin_bench(c: &codendum::bench::BenchConfig) -> codendum::bench::BenchO
         clock: Clock::real(),
         stop: rx,
         events: codendum::events::Events::silent(),
+        measure_client_cpu: false,
     };
-    run_bench(&c, deps).await.expect("runs")
+    run_reading_facts(&c.config, &c.run, deps)
+        .await
+        .expect("runs")
 }
 
 #[tokio::test(start_paused = true)]
@@ -170,7 +172,7 @@ async fn against_the_twin_queueing_follows_its_capacity() {
     assert!(mu > 0.0);
     let mut c = config(dir.path(), &[1], 96);
     c.output_tokens = 64;
-    c.open_loop = Some(rates(&[0.5 * mu, 2.0 * mu], Arrival::Poisson, None));
+    c.load = rates(&[0.5 * mu, 2.0 * mu], Arrival::Poisson, None);
     let open = twin_bench(&c).await;
     let (under, over) = (&open.levels[0], &open.levels[1]);
     let (ru, ro) = (under.rate.clone().unwrap(), over.rate.clone().unwrap());
@@ -198,10 +200,12 @@ async fn find_rate_brackets_the_highest_rate_meeting_the_slo() {
     let mut c = config(dir.path(), &[16], 32);
     c.output_tokens = 32;
     c.slo = Some(Slo::parse("--slo", "ttft_p90=2s").unwrap());
-    c.open_loop = Some(OpenLoop {
-        find_rate: true,
-        ..rates(&[], Arrival::Constant, None)
-    });
+    c.load = Load::FindRate {
+        open: OpenLoop {
+            arrival: Arrival::Constant,
+            max_concurrency: None,
+        },
+    };
     let out = twin_bench(&c).await;
     let search = &out.summary.rate_search[0];
     assert!(search.levels >= 3 && search.levels <= 14, "{search:?}");

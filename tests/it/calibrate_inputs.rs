@@ -280,7 +280,7 @@ fn fit_and_check_real(
     (Profile::load(out_s).expect("loads"), fit_err, check_err)
 }
 
-/// Issue 28's real-server bar on recorded data: a real vLLM 0.32 on CPU
+/// The bar a fit must clear on a real server, on recorded data: a real vLLM 0.32 on CPU
 /// (8 seats, 2,048-token budget; `fixtures/vllm-0.32/cpu8-calibration/`,
 /// one `bench --calibration` run) fitted, then backtested on a run the fit
 /// never saw (`cpu8-beyond-seats/`: 1,500-token prompts, not a calibration
@@ -306,7 +306,7 @@ fn a_real_vllm_fit_predicts_a_queue_beyond_its_seats() {
 /// The same bar on a second configuration of the real server (4 seats, a
 /// 1,024-token budget, 6,144-token contexts; `cpu4-calibration/` and
 /// `cpu4-beyond-seats/`: 3,000-token prompts at 6 and 8 in flight), checked
-/// figure by figure against issue 28's tolerances: output tok/s and TPOT
+/// figure by figure against its own tolerances: output tok/s and TPOT
 /// within 10 %, TTFT P50 within 15 %. Recorded 2026-12-02: output −8.9 %,
 /// TPOT +9.8 %, TTFT P50 +12.7 % at 8 in flight (the margins are thin; the
 /// machine's own speed moved by a few percent between the two runs).

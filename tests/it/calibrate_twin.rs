@@ -21,16 +21,17 @@ use codendum::app::calibrate::run as calibrate_run;
 use codendum::bench::calibration::{calibration_plan, CalibrationInputs};
 use codendum::bench::config::Cell;
 use codendum::bench::{
-    run_bench, BenchConfig, BenchDeps, ServerInfo, ServerLoad, ServerMetrics, ServerWindow,
+    run_bench, BenchConfig, BenchDeps, BenchPlan, Load, ServerFacts, ServerInfo, ServerLoad,
+    ServerMetrics, ServerWindow,
 };
 use codendum::calibrate::{CalibrateOptions, FactOverrides, FitOptions, DEFAULT_BANDWIDTH_GB_S};
 use codendum::plan::cell::run_cell;
 use codendum::plan::config::{CellSpec, PlanConfig};
+use codendum::settings::{ClientSettings, RunSettings};
 use codendum_core::clock::Clock;
 use codendum_core::profile::Profile;
 use codendum_core::prom::TimelineSample;
-use codendum_core::results::{EngineSettings, LevelSummary};
-use codendum_core::target::Target;
+use codendum_core::results::{FolderKind, LevelSummary, RunFolder};
 use codendum_twin::inproc::InProcTransport;
 use codendum_twin::TwinOptions;
 
@@ -117,19 +118,22 @@ pub(crate) fn bench_twin(
             transport: Arc::clone(&transport),
             pending: Mutex::new(Vec::new()),
         };
-        let target =
-            Target::new(None, None, None, None, None, Duration::from_secs(3_600)).expect("target");
-        let mut config = BenchConfig::new(target);
-        config.set_cells(cells);
-        config.calibration = Some(Vec::new());
-        config.output_tokens = output_tokens;
-        config.results_dir = root.to_path_buf();
-        config.provenance.profile = Some(profile.name.clone());
-        config.stated_engine = Some(EngineSettings {
-            max_num_seqs: profile.server.max_num_seqs,
-            max_num_batched_tokens: profile.server.max_num_batched_tokens,
-            enable_prefix_caching: profile.server.enable_prefix_caching,
-        });
+        let mut run = RunSettings::new(ClientSettings::new(Duration::from_secs(3_600)));
+        run.results_dir = root.to_path_buf();
+        let config = BenchConfig {
+            load: Load::Cells(cells),
+            output_tokens,
+            ..BenchConfig::default()
+        };
+        // The twin states its engine settings and profile, as a server
+        // running the profile would.
+        let facts = ServerFacts::read(&info, None, "embedded twin".into())
+            .await
+            .expect("facts")
+            .with_twin_profile(profile);
+        let plan = BenchPlan::new(&config, &facts);
+        let folder = RunFolder::create(&run.results_dir, FolderKind::Bench, clock.utc_now())
+            .expect("folder");
         let (_tx, stop) = tokio::sync::watch::channel(false);
         let deps = BenchDeps {
             transport: transport.as_ref(),
@@ -138,8 +142,11 @@ pub(crate) fn bench_twin(
             clock,
             stop,
             events: codendum::events::Events::silent(),
+            measure_client_cpu: false,
         };
-        let outcome = run_bench(&config, deps).await.expect("bench runs");
+        let outcome = run_bench(&config, (&plan, &facts), &run, folder, deps)
+            .await
+            .expect("bench runs");
         transport.stop();
         (outcome.folder, outcome.levels)
     })
@@ -195,6 +202,19 @@ fn unseen_cells(seats: u32) -> Vec<Cell> {
     ]
 }
 
+/// A `bench --calibration` run of `truth`'s twin in virtual time (the
+/// calibration plan for its seats and context, 128 output tokens), under
+/// `root`; its folder.
+pub(crate) fn calibration_run(truth: &Profile, root: &Path) -> PathBuf {
+    let plan = calibration_plan(&CalibrationInputs {
+        ladder: Vec::new(),
+        seats: Some(truth.server.max_num_seqs),
+        max_model_len: Some(u64::from(truth.server.max_model_len)),
+        output_tokens: 128,
+    });
+    bench_twin(truth, plan.cells, 128, root).0
+}
+
 fn ratio(fitted: Option<f64>, truth: Option<f64>) -> f64 {
     fitted.expect("fitted figure") / truth.expect("true figure") - 1.0
 }
@@ -202,13 +222,7 @@ fn ratio(fitted: Option<f64>, truth: Option<f64>) -> f64 {
 fn check_profile(file: &str) -> Vec<String> {
     let truth = Profile::load(&format!("{FIXTURES}/{file}")).expect("fixture loads");
     let dir = tempfile::tempdir().expect("tempdir");
-    let plan = calibration_plan(&CalibrationInputs {
-        ladder: Vec::new(),
-        seats: Some(truth.server.max_num_seqs),
-        max_model_len: Some(u64::from(truth.server.max_model_len)),
-        output_tokens: 128,
-    });
-    let (run, _) = bench_twin(&truth, plan.cells, 128, dir.path());
+    let run = calibration_run(&truth, dir.path());
     let fitted = fitted_profile(&truth, &run, dir.path());
     let region = fitted
         .calibration

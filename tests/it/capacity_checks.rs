@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use codendum_capacity::{Settings, Suite};
+use codendum::acceptance::{Settings, Suite};
 use libtest_mimic::Arguments;
 
 /// The `[server]` part of the shipped classroom-64k profile.
@@ -20,7 +20,8 @@ fn server_section() -> String {
     text[..end].to_string()
 }
 
-fn write_profile(dir: &Path, name: &str, targets: &str) -> PathBuf {
+/// A profile `name` in `dir`: the shipped `[server]` with `targets`.
+pub(crate) fn write_profile(dir: &Path, name: &str, targets: &str) -> PathBuf {
     let path = dir.join(format!("{name}.toml"));
     std::fs::write(&path, format!("{}\n[targets]\n{targets}", server_section())).expect("write");
     path
@@ -82,7 +83,7 @@ errors = 0
     ]);
     let suite = Arc::new(Suite::new(
         s,
-        codendum_capacity::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
+        codendum::acceptance::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
     ));
     let names: Vec<String> = suite.trials().into_iter().map(|t| t.name).collect();
     assert_eq!(
@@ -93,7 +94,7 @@ errors = 0
             "impossible::bench-short-c1::errors"
         ]
     );
-    let conclusion = libtest_mimic::run(&one_thread(), codendum_capacity::trials(&suite));
+    let conclusion = libtest_mimic::run(&one_thread(), codendum::acceptance::trials(&suite));
     assert_eq!(
         (conclusion.num_passed, conclusion.num_failed),
         (2, 1),
@@ -145,7 +146,7 @@ errors = 0
     ]);
     let suite = Arc::new(Suite::new(
         s,
-        codendum_capacity::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
+        codendum::acceptance::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
     ));
     let names: Vec<String> = suite.trials().into_iter().map(|t| t.name).collect();
     assert_eq!(
@@ -155,7 +156,7 @@ errors = 0
             "at-a-rate::bench-short-r2::errors"
         ]
     );
-    let conclusion = libtest_mimic::run(&one_thread(), codendum_capacity::trials(&suite));
+    let conclusion = libtest_mimic::run(&one_thread(), codendum::acceptance::trials(&suite));
     assert_eq!(
         (conclusion.num_passed, conclusion.num_failed),
         (1, 1),
@@ -208,7 +209,7 @@ server_errors = 0
     ]);
     let suite = Arc::new(Suite::new(
         s,
-        codendum_capacity::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
+        codendum::acceptance::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
     ));
     let judged: Vec<String> = suite
         .trials()
@@ -220,7 +221,7 @@ server_errors = 0
     assert_eq!(judged.len(), 5, "{judged:?}");
     assert_eq!(judged[0], "busy-box::server::matches_profile");
     assert!(judged.iter().all(|n| n.starts_with("busy-box::")));
-    let conclusion = libtest_mimic::run(&one_thread(), codendum_capacity::trials(&suite));
+    let conclusion = libtest_mimic::run(&one_thread(), codendum::acceptance::trials(&suite));
     assert_eq!(conclusion.num_failed, 5, "{conclusion:?}");
     assert!(
         conclusion.num_ignored > 0,
@@ -257,7 +258,7 @@ fn a_live_suite_without_a_profile_lists_offline_and_says_what_is_missing() {
     let s = settings(&[("CODENDUM_BASE_URL", "http://127.0.0.1:9/v1")]);
     let suite = Suite::new(
         s,
-        codendum_capacity::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
+        codendum::acceptance::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
     );
     let trials = suite.trials();
     assert_eq!(trials[0].name, "capacity::profile");
@@ -271,7 +272,7 @@ fn a_live_suite_without_a_profile_lists_offline_and_says_what_is_missing() {
     ]);
     let suite = Suite::new(
         s,
-        codendum_capacity::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
+        codendum::acceptance::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
     );
     for t in suite.trials() {
         let judged = t.name.starts_with("classroom-64k-high-concurrency::");
@@ -289,7 +290,7 @@ fn a_profile_with_a_bad_target_becomes_a_failing_trial() {
     )]);
     let suite = Suite::new(
         s,
-        codendum_capacity::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
+        codendum::acceptance::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
     );
     let trials = suite.trials();
     assert_eq!(trials.len(), 1);
@@ -301,19 +302,13 @@ fn a_profile_with_a_bad_target_becomes_a_failing_trial() {
     );
 }
 
+/// A server whose `/metrics` shows requests running and waiting is not
+/// loaded without `CODENDUM_ALLOW_BUSY=1` (one whose `/metrics` cannot be
+/// read is: the suite then runs with the server figures empty).
 #[test]
-fn a_server_that_cannot_be_seen_idle_is_refused_without_allow_busy() {
-    use wiremock::matchers::any;
-    use wiremock::{Mock, MockServer, ResponseTemplate};
+fn a_busy_server_is_refused_without_allow_busy() {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let server = rt.block_on(async {
-        let server = MockServer::start().await;
-        Mock::given(any())
-            .respond_with(ResponseTemplate::new(503))
-            .mount(&server)
-            .await;
-        server
-    });
+    let server = rt.block_on(busy_server());
     let dir = tempfile::tempdir().expect("tempdir");
     let profile = write_profile(
         dir.path(),
@@ -330,13 +325,34 @@ fn a_server_that_cannot_be_seen_idle_is_refused_without_allow_busy() {
     ]);
     let suite = Suite::new(
         s,
-        codendum_capacity::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
+        codendum::acceptance::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
     );
     let msg = failure_of(&suite, "guarded::bench-short-c1::errors");
     assert!(
-        msg.contains("did not start") && msg.contains("CODENDUM_ALLOW_BUSY=1"),
+        msg.contains("did not start")
+            && msg.contains("busy")
+            && msg.contains("CODENDUM_ALLOW_BUSY=1"),
         "{msg}"
     );
     assert!(!results.exists(), "nothing ran");
     drop(server);
+}
+
+/// A server whose `/metrics` shows 16 requests running and 12 waiting, and
+/// which answers 503 to everything else.
+pub(crate) async fn busy_server() -> wiremock::MockServer {
+    use wiremock::matchers::{any, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let server = MockServer::start().await;
+    Mock::given(path("/metrics"))
+        .respond_with(ResponseTemplate::new(200).set_body_string(include_str!(
+            "../../fixtures/metrics/vllm-0.30-metrics-busy.txt"
+        )))
+        .mount(&server)
+        .await;
+    Mock::given(any())
+        .respond_with(ResponseTemplate::new(503))
+        .mount(&server)
+        .await;
+    server
 }

@@ -1,4 +1,4 @@
-//! The capacity run-cache lock (issue 14.5): an OS file lock on
+//! The capacity run-cache lock: an OS file lock on
 //! `run.lock`, held by one open file at a time, whether the contenders are
 //! two threads of one process (each with its own open of the file) or two
 //! processes. The second waits until the first lets go; a holder killed
@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use codendum_capacity::reuse::{RunCache, LOCK_FILE};
+use codendum::acceptance::reuse::{RunCache, LOCK_FILE};
 use codendum_core::clock::Clock;
 
 /// Set for the child: the folder with `cache/` (the run cache) and the

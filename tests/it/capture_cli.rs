@@ -110,13 +110,14 @@ fn an_unreachable_upstream_is_one_stderr_line_per_call() {
     running.signal("INT");
     let f = running.wait(Duration::from_secs(20));
     assert_eq!(f.code, Some(0), "{}", f.both());
-    let lines: Vec<&str> = f
-        .stderr
-        .lines()
-        .filter(|l| l.contains("unreachable"))
-        .collect();
+    let lines = lines_with(&f.stderr, "unreachable");
     assert_eq!(lines.len(), 1, "{}", f.both());
     assert!(lines[0].contains(&format!("127.0.0.1:{port}")) && !f.stderr.contains("panicked"));
+}
+
+/// The lines of `text` that contain `needle`.
+fn lines_with<'a>(text: &'a str, needle: &str) -> Vec<&'a str> {
+    text.lines().filter(|l| l.contains(needle)).collect()
 }
 
 fn bad(dir: &Path, args: &[&str], culprit: &str) {
@@ -221,4 +222,103 @@ fn bad_client_times_files_are_named() {
     classroom("cap2", "schema_version 3");
     classroom("missing.json", "missing.json");
     assert!(!d.join("r").exists(), "no run started");
+}
+
+#[test]
+fn bad_tls_files_are_named() {
+    let dir = tempfile::tempdir().expect("dir");
+    let d = dir.path();
+    let key_pair = |name: &str| {
+        let key = rcgen::KeyPair::generate().expect("key");
+        let cert = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])
+            .expect("params")
+            .self_signed(&key)
+            .expect("cert");
+        write_file(d, &format!("{name}.pem"), &cert.pem());
+        write_file(d, &format!("{name}-key.pem"), &key.serialize_pem());
+    };
+    key_pair("a");
+    key_pair("b");
+    write_file(d, "junk.pem", "not a certificate");
+    for (cert, key, culprit) in [
+        ("junk.pem", "a-key.pem", "--tls-cert"),
+        ("a.pem", "junk.pem", "--tls-key"),
+        ("a.pem", "b-key.pem", "does not go with"),
+        ("missing.pem", "a-key.pem", "missing.pem"),
+    ] {
+        let args = [
+            "capture",
+            "--upstream",
+            "http://127.0.0.1:9/v1",
+            "--listen",
+            "127.0.0.1:0",
+            "--out",
+            "c",
+            "--tls-cert",
+            cert,
+            "--tls-key",
+            key,
+        ];
+        bad(d, &args, culprit);
+    }
+    bad(
+        d,
+        &[
+            "capture",
+            "--upstream",
+            "http://127.0.0.1:9/v1",
+            "--out",
+            "c",
+            "--tls-cert",
+            "a.pem",
+        ],
+        "--tls-key",
+    );
+    assert!(
+        !d.join("c").join("capture.json").exists(),
+        "nothing captured"
+    );
+}
+
+#[test]
+fn plain_http_on_every_interface_is_one_warning_line() {
+    let rt = runtime();
+    let twin = rt.block_on(twin());
+    let dir = tempfile::tempdir().expect("dir");
+    let mut cmd = codendum(dir.path());
+    cmd.args([
+        "capture",
+        "--upstream",
+        &twin.base_url(),
+        "--listen",
+        "0.0.0.0:0",
+        "--out",
+        "cap",
+    ]);
+    let running = Running::spawn(cmd, dir.path(), "capture");
+    let base = listening(dir.path(), "capture").replace("0.0.0.0", "127.0.0.1");
+    let r = rt.block_on(async {
+        post(
+            &reqwest::Client::new(),
+            &base,
+            "ses_lan",
+            None,
+            &step_body(&[json!({"role": "user", "content": "go"})], true),
+        )
+        .await
+    });
+    assert_eq!(r.status, 200);
+    running.signal("TERM");
+    let f = running.wait(Duration::from_secs(20));
+    assert_eq!(f.code, Some(0), "{}", f.both());
+    let warnings = lines_with(&f.stderr, "plain HTTP");
+    assert_eq!(warnings.len(), 1, "{}", f.both());
+    assert!(warnings[0].contains("--tls-cert"), "{}", warnings[0]);
+    assert!(
+        f.stderr
+            .contains("1 call of 1 student passed on, every one recorded"),
+        "{}",
+        f.both()
+    );
+    rt.block_on(twin.shutdown());
 }

@@ -135,19 +135,10 @@ fn the_classroom_binary_runs_with_a_captured_folder() {
             .expect("times")
     });
     assert!(calls.len() >= 3, "{} calls", calls.len());
-    for w in calls.windows(2) {
-        let end =
-            w[0]["started_at"].as_f64().expect("start") + w[0]["wait_s"].as_f64().expect("wait");
-        let gap = w[1]["started_at"].as_f64().expect("start") - end;
-        // Measured: at most 0.3 s per tool call (a few calls per step);
-        // the built-in model spends 3–12 s on every build or test. At 5x a
-        // gap of 2.5 simulated seconds takes a client 0.4 s late; at 50x
-        // 50 ms of lateness on a loaded machine made 4.3 s.
-        assert!(
-            gap < 2.5,
-            "a {gap:.2} s gap between calls: the built-in times were used"
-        );
-    }
+    // That the students spend exactly the captured times is held on a
+    // paused clock above (a_captured_distribution_drives_the_students_pauses);
+    // on this scaled wall clock a loaded machine adds lateness to every
+    // gap, so here the run only has to name the files it used.
     // The run says which client times it used.
     let summary = crate::cli_support::read_json(&run.join("summary.json"));
     let named = summary["parameters"]["client_times"].as_str().unwrap_or("");
@@ -157,4 +148,9 @@ fn the_classroom_binary_runs_with_a_captured_folder() {
         summary["parameters"]["client_times"]
     );
     assert!(!named.is_empty());
+    let prompt = summary["parameters"]["prompt_file"].as_str().unwrap_or("");
+    assert!(
+        prompt.ends_with("prompt.json"),
+        "parameters.prompt_file: {prompt:?}"
+    );
 }

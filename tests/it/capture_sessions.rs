@@ -133,7 +133,11 @@ async fn client_times_are_written_as_they_are_measured() {
     let dir = tempfile::tempdir().expect("dir");
     let cap = capture(&twin.base_url(), dir.path()).await;
     session(&cap.base_url(), "ses_live", &[0.05, 0.05, 0.05]).await;
-    // Before any shutdown: the files are already there.
+    // Before any shutdown: the files are there once the writer caught up.
+    assert!(
+        cap.flushed(Duration::from_secs(10)).await,
+        "the disk took them"
+    );
     let times = ClientTimes::from_path(&dir.path().join("client-times.json"))
         .expect("written incrementally");
     assert_eq!(times.samples(ClientTimeKind::BuildTest).len(), 1);

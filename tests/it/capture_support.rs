@@ -68,6 +68,26 @@ pub async fn twin() -> TwinHandle {
         .expect("twin starts")
 }
 
+/// A twin with the step script for a class: one key per student, at
+/// `scale` times real time, with `faults` (the `--faults` grammar).
+pub async fn class_twin(keys: &[&str], scale: f64, faults: Option<&str>) -> TwinHandle {
+    let mut opts = TwinOptions::new(Profile::load("classroom-64k").expect("profile"));
+    opts.clock = Clock::scaled(scale);
+    opts.api_keys = keys.iter().map(|k| Secret::new(*k)).collect();
+    opts.responder = Arc::new(StepResponder);
+    opts.seed = 5;
+    opts.faults = faults.map(|f| {
+        Arc::new(
+            codendum_twin::faults::FaultPlan::parse(f)
+                .expect("fault spec")
+                .with_seed(5),
+        )
+    });
+    start(opts, "127.0.0.1:0".parse().expect("addr"))
+        .await
+        .expect("twin starts")
+}
+
 /// A capture on 127.0.0.1:0 in front of `upstream`, writing into `out`.
 pub async fn capture(upstream: &str, out: &Path) -> CaptureHandle {
     let config = CaptureConfig::new(upstream, "127.0.0.1:0", out.to_path_buf()).expect("config");
@@ -108,9 +128,20 @@ pub async fn post(
     parent: Option<&str>,
     body: &Value,
 ) -> Streamed {
+    post_as(http, base, KEY, (session, parent), body).await
+}
+
+/// [`post`] with another student's key.
+pub async fn post_as(
+    http: &reqwest::Client,
+    base: &str,
+    key: &str,
+    (session, parent): (&str, Option<&str>),
+    body: &Value,
+) -> Streamed {
     let mut req = http
         .post(format!("{base}/chat/completions"))
-        .bearer_auth(KEY)
+        .bearer_auth(key)
         .header("x-session-id", session)
         .json(body);
     if let Some(p) = parent {
@@ -145,6 +176,19 @@ pub fn step_body(messages: &[Value], with_tools: bool) -> Value {
         b["tool_choice"] = json!("auto");
     }
     b
+}
+
+/// Adds the assistant's tool calls and a result for each, as the agent
+/// sends them with its next step.
+fn answer_tools(messages: &mut Vec<Value>, calls: &[codendum_core::openai::ToolCall]) {
+    let tc: Vec<Value> = calls
+        .iter()
+        .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+        .collect();
+    messages.push(json!({"role": "assistant", "content": null, "tool_calls": tc}));
+    for c in calls {
+        messages.push(json!({"role": "tool", "tool_call_id": c.id, "content": "ok"}));
+    }
 }
 
 /// Plays one agent session through `base`: steps until a final answer,
@@ -185,18 +229,53 @@ pub async fn timed_session(
         if calls.is_empty() {
             break;
         }
-        let tc: Vec<Value> = calls
-            .iter()
-            .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
-            .collect();
-        messages.push(json!({"role": "assistant", "content": null, "tool_calls": tc}));
-        for c in &calls {
-            messages.push(json!({"role": "tool", "tool_call_id": c.id, "content": "ok"}));
-        }
+        answer_tools(&mut messages, &calls);
         let pause = pauses.get(i).copied().unwrap_or(0.0);
         tokio::time::sleep(Duration::from_secs_f64(pause)).await;
     }
     (names, times)
+}
+
+/// One student's OpenCode session through `base` with its own `key`:
+/// `requests` coding requests, each stepped to its final answer (a 429 or
+/// 5xx is retried after `pause_s`, as OpenCode's back-off does), `pause_s`
+/// between steps and before each new message. Returns the answers' HTTP
+/// statuses in order.
+pub async fn opencode_session(
+    base: &str,
+    key: &str,
+    id: &str,
+    requests: usize,
+    pause_s: f64,
+) -> Vec<u16> {
+    let http = reqwest::Client::builder()
+        .tls_built_in_root_certs(false)
+        .build()
+        .expect("client");
+    let pause = Duration::from_secs_f64(pause_s);
+    let mut statuses = Vec::new();
+    let mut messages = vec![json!({"role": "system", "content": SYSTEM})];
+    for n in 0..requests {
+        messages.push(json!({"role": "user", "content": format!("Coding request {n}: add a method and test it")}));
+        for _ in 0..20 {
+            let r = post_as(&http, base, key, (id, None), &step_body(&messages, true)).await;
+            statuses.push(r.status);
+            if r.status == 429 || r.status >= 500 {
+                tokio::time::sleep(pause).await;
+                continue;
+            }
+            assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+            let calls = r.assembler.message.tool_calls.clone();
+            if calls.is_empty() {
+                messages.push(json!({"role": "assistant", "content": r.assembler.message.content}));
+                break;
+            }
+            answer_tools(&mut messages, &calls);
+            tokio::time::sleep(pause).await;
+        }
+        tokio::time::sleep(pause).await;
+    }
+    statuses
 }
 
 /// Every line of the capture's `calls.jsonl`.

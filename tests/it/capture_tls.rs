@@ -96,3 +96,102 @@ async fn an_https_upstream_needs_its_ca() {
         }
     }
 }
+
+/// A private CA and a certificate it signed for 127.0.0.1, as PEM files in
+/// `dir`: (CA, certificate, key).
+fn lab_pki(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf, std::path::PathBuf) {
+    let ca_key = KeyPair::generate().expect("ca key");
+    let mut ca = CertificateParams::new(Vec::<String>::new()).expect("ca params");
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name.push(DnType::CommonName, "lab CA");
+    let ca_cert = ca.self_signed(&ca_key).expect("ca cert");
+    let key = KeyPair::generate().expect("key");
+    let params = CertificateParams::new(vec!["127.0.0.1".to_string()]).expect("params");
+    let cert = params.signed_by(&key, &ca_cert, &ca_key).expect("cert");
+    let paths = (
+        dir.join("lab-ca.pem"),
+        dir.join("capture.pem"),
+        dir.join("capture-key.pem"),
+    );
+    std::fs::write(&paths.0, ca_cert.pem()).expect("ca");
+    std::fs::write(&paths.1, cert.pem()).expect("cert");
+    std::fs::write(&paths.2, key.serialize_pem()).expect("key");
+    (paths.0, paths.1, paths.2)
+}
+
+#[tokio::test]
+async fn the_capture_listens_with_the_labs_certificate() {
+    let twin = crate::capture_support::twin().await;
+    let dir = tempfile::tempdir().expect("dir");
+    let (ca, cert, key) = lab_pki(dir.path());
+    let out = dir.path().join("cap");
+    let mut config =
+        CaptureConfig::new(&twin.base_url(), "127.0.0.1:0", out.clone()).expect("config");
+    config.tls = Some(capture::TlsFiles { cert, key });
+    let cap = capture::start(config).await.expect("capture starts");
+    assert_eq!(cap.plain_http_warning(), None);
+    assert!(
+        cap.base_url().starts_with("https://127.0.0.1:"),
+        "{}",
+        cap.base_url()
+    );
+    // A student whose OpenCode trusts the lab's CA.
+    let trusting = reqwest::Client::builder()
+        .use_rustls_tls()
+        .tls_built_in_root_certs(false)
+        .add_root_certificate(
+            reqwest::Certificate::from_pem(&std::fs::read(&ca).expect("ca")).expect("pem"),
+        )
+        .build()
+        .expect("client");
+    let messages = [serde_json::json!({"role": "user", "content": "hello"})];
+    let body = step_body(&messages, true);
+    let r = post(&trusting, &cap.base_url(), "ses_tls_in", None, &body).await;
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    // One that does not: its handshake fails, the capture goes on.
+    let stranger = reqwest::Client::builder()
+        .use_rustls_tls()
+        .tls_built_in_root_certs(false)
+        .build()
+        .expect("client");
+    let refused = stranger
+        .post(format!("{}/chat/completions", cap.base_url()))
+        .json(&body)
+        .send()
+        .await;
+    assert!(refused.is_err(), "an unknown CA is refused by the client");
+    let again = post(&trusting, &cap.base_url(), "ses_tls_in", None, &body).await;
+    assert_eq!(again.status, 200);
+    let summary = cap.finish(Duration::from_secs(2)).await;
+    twin.shutdown().await;
+    assert_eq!(summary.calls, 2, "the refused client never reached a call");
+    assert_eq!(summary.tls_failures, 1);
+    assert!(summary.line(&out).contains("1 TLS handshake failed"));
+    assert_eq!(calls(&out).len(), 2);
+    let header: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("capture.json")).expect("header"))
+            .expect("json");
+    assert!(header["listen"]
+        .as_str()
+        .is_some_and(|l| l.starts_with("https://")));
+}
+
+#[test]
+fn plain_http_beyond_loopback_is_warned_about() {
+    let warn = |listen: &str, tls: bool| {
+        capture::plain_http_warning(listen.parse().expect("address"), tls)
+    };
+    assert_eq!(warn("127.0.0.1:8001", false), None);
+    assert_eq!(warn("[::1]:8001", false), None);
+    assert_eq!(warn("0.0.0.0:8001", true), None, "with TLS");
+    for listen in ["0.0.0.0:8001", "10.1.2.3:8001", "[::]:8001"] {
+        let w = warn(listen, false).expect("a warning");
+        assert!(
+            w.contains("plain HTTP")
+                && w.contains(listen)
+                && w.contains("--tls-cert")
+                && !w.contains('\n'),
+            "{w}"
+        );
+    }
+}

@@ -21,8 +21,9 @@ async fn a_small_class_produces_task_and_request_records_and_a_summary() {
     config.users = 3;
     config.duration = Duration::from_secs(240);
     config.ramp_up = Duration::from_secs(60);
-    config.pause_min = Duration::from_secs(20);
-    config.pause_max = Duration::from_secs(30);
+    config
+        .set_pauses(Duration::from_secs(20), Duration::from_secs(30))
+        .expect("pauses");
     config.api_keys = vec![Secret::new("sk-a"), Secret::new("sk-b")];
     config.seed = 7;
     let sink = Arc::new(JsonlSink::new(Vec::new(), Vec::new()));

@@ -113,9 +113,10 @@ async fn a_final_answer_past_the_threshold_compacts_without_continue() {
     fake.big_prompt = Some(("T E S T S", 60_000));
     let model = Arc::new(fake);
     let mut config = one_student(Some(65_536));
-    config.follow_ups = 1;
-    config.pause_min = Duration::from_secs(1);
-    config.pause_max = Duration::from_secs(1);
+    config.set_follow_ups(1);
+    config
+        .set_pauses(Duration::from_secs(1), Duration::from_secs(1))
+        .expect("pauses");
     let (outcome, _) = run(&config, model.clone(), clock).await;
     assert_eq!(outcome.tasks.len(), 2);
     assert_eq!(outcome.tasks[0].compactions, 1);

@@ -1,4 +1,4 @@
-//! Bad input (issue 10.4): every mistake is a one-line error on stderr that
+//! Bad input: every mistake is a one-line error on stderr that
 //! names the culprit, exit code 2, never a panic. None of these commands
 //! reaches the network: validation fails first (the base URLs point at
 //! loopback port 9 or at a documentation address that is never contacted).
@@ -215,16 +215,16 @@ fn credentials_in_a_base_url_never_reach_stderr() {
 }
 
 /// A key over plain http:// to a host that is not loopback earns a warning,
-/// not an error. Validation of `--concurrency` fails right after the
-/// target is checked, so nothing is ever sent to 203.0.113.1.
+/// not an error. `--max-concurrency` without a rate mode is refused right
+/// after the server is resolved, so nothing is ever sent to 203.0.113.1.
 #[test]
 fn clear_text_key_off_loopback_is_a_warning() {
     let dir = tempfile::tempdir().expect("tempdir");
     let f = bench(
         dir.path(),
         &[
-            "--concurrency",
-            "0",
+            "--max-concurrency",
+            "4",
             "--timeout",
             "1",
             "--base-url",
@@ -241,7 +241,7 @@ fn clear_text_key_off_loopback_is_a_warning() {
         "{}",
         lines[0]
     );
-    assert!(lines[1].contains("--concurrency"), "{}", lines[1]);
+    assert!(lines[1].contains("--max-concurrency"), "{}", lines[1]);
     assert!(!f.stderr.contains("sk-test-clear-01"));
     assert!(!f.stderr.contains("panicked"));
 
@@ -250,15 +250,15 @@ fn clear_text_key_off_loopback_is_a_warning() {
         let f = bench(
             dir.path(),
             &[
-                "--concurrency",
-                "0",
+                "--max-concurrency",
+                "4",
                 "--base-url",
                 url,
                 "--api-key",
                 "sk-test-clear-01",
             ],
         );
-        assert_bad_input(&f, "--concurrency");
+        assert_bad_input(&f, "--max-concurrency");
     }
 }
 

@@ -294,4 +294,10 @@ fn assert_unchecked_said(
         "{command}: the plan says the server was not checked: {}",
         f.stderr
     );
+    let said = f
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("Results in "))
+        .count();
+    assert_eq!(said, 1, "{command}: the folder is said once: {}", f.stderr);
 }

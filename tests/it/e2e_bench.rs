@@ -1,8 +1,8 @@
-//! Issue 2 end to end: `codendum bench` against a live server (a twin on
+//! `codendum bench` end to end, against a live server (a twin on
 //! loopback, started in this test process) and against the embedded twin;
-//! the results folder, every figure the seed lists, percentiles that agree
+//! the results folder, every figure the lab asked for, percentiles that agree
 //! with requests.jsonl, provenance from flags, environment and `.env`, and
-//! the seed's `scripts/bench.sh` command line.
+//! the `scripts/bench.sh` command line.
 
 use crate::cli_support;
 
@@ -16,7 +16,7 @@ use cli_support::{
 use codendum_core::results::LEVEL_METRICS;
 use serde_json::Value;
 
-/// The figures the seed lists for each level and prompt shape (summary.json
+/// The figures the lab asked for at each level and prompt shape (summary.json
 /// names). Server-side ones are present whenever /metrics was read.
 const LEVEL_FIELDS: &[&str] = &[
     "shape",
@@ -229,7 +229,7 @@ fn bench_against_a_live_server_writes_the_whole_folder() {
     let mut lines = csv.lines();
     let header: Vec<&str> = lines.next().expect("header").split(',').collect();
     assert_eq!(header, codendum_core::results::summary_csv_header());
-    // The seed's figures, as summary.csv columns (`peak_kv_usage` is
+    // The lab's figures, as summary.csv columns (`peak_kv_usage` is
     // `peak_kv_usage_pct`, `errors` is `errors` and `error_kinds`).
     for field in LEVEL_FIELDS {
         let columns: Vec<&str> = LEVEL_METRICS
@@ -330,6 +330,16 @@ fn the_shipped_env_example_runs_the_embedded_twin() {
     let f = embedded_bench(dir.path(), &["--no-report"]);
     assert_eq!(f.code, Some(0), "{}", f.both());
     assert!(f.stderr.contains("embedded twin"), "{}", f.stderr);
+    // A copied example records no one else's server: its provenance stays empty.
+    let summary = read_json(&only_folder(&dir.path().join("tmp")).join("summary.json"));
+    for field in [
+        "image_digest",
+        "model_revision",
+        "dgx_os_version",
+        "driver_version",
+    ] {
+        assert!(summary["provenance"][field].is_null(), "{field}: {summary}");
+    }
     let mut cmd = codendum(dir.path());
     cmd.args(["bench", "--concurrency", "1", "--shapes", "short"])
         .args(["--requests-per-level", "1", "--output-tokens", "4"])
@@ -405,7 +415,7 @@ fn flags_beat_environment_beat_dotenv() {
     assert_eq!(with_flags["dgx_os_version"], "7.2.3-dotenv");
 }
 
-/// The seed's scripts pass every argument through untouched. A stand-in
+/// The scripts in `scripts/` pass every argument through untouched. A stand-in
 /// `cargo` on PATH prints what it was given, so nothing is built.
 #[test]
 fn scripts_pass_their_arguments_through() {

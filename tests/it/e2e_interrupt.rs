@@ -1,4 +1,4 @@
-//! Interruption (issue 10.3): SIGINT or SIGTERM during `bench` or
+//! Interruption: SIGINT or SIGTERM during `bench` or
 //! `classroom` ends with exit 130 and a results folder whose summary.json
 //! says `"interrupted": true` and whose requests.jsonl is valid line by
 //! line; after `kill -9` requests.jsonl is valid up to its last complete

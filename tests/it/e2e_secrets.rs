@@ -1,4 +1,4 @@
-//! Secrets (issue 10.5): API keys given by flag, environment, `.env` or keys
+//! Secrets: API keys given by flag, environment, `.env` or keys
 //! file are sent to the server but never printed or written. Every command
 //! runs with keys (bench, classroom, metrics, report, compare, serve), some
 //! of them failing, and then every byte they left behind — results

@@ -8,12 +8,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use codendum::bench::{run_bench, BenchConfig, BenchDeps, ServerInfo};
+use codendum::bench::{run_reading_facts, BenchConfig, BenchDeps, ServerInfo};
 use codendum::client::{ClientOptions, HttpClient};
+use codendum::settings::{ClientSettings, RunSettings};
 use codendum_core::clock::Clock;
 use codendum_core::profile::Profile;
 use codendum_core::results::{self, RequestRecord};
-use codendum_core::target::Target;
 use codendum_twin::faults::FaultPlan;
 use codendum_twin::{start, TwinOptions};
 use futures::future::BoxFuture;
@@ -95,17 +95,18 @@ async fn bench_with_faults(spec: &str) -> Run {
     )
     .expect("client");
     let info = ClientInfo(client.clone());
-    let target =
-        Target::new(Some(&twin.base_url()), None, None, None, None, timeout).expect("target");
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut config = BenchConfig::new(target);
-    config.concurrency = vec![1, 4];
-    config.shapes = vec![Shape::Short];
-    config.requests_per_level = Some(PER_LEVEL);
-    config.output_tokens = 16;
-    config.results_dir = dir.path().to_path_buf();
-    config.run_id = "faults".into();
-    config.seed = 1;
+    let mut run = RunSettings::new(ClientSettings::new(timeout));
+    run.results_dir = dir.path().to_path_buf();
+    let config = BenchConfig {
+        concurrency: vec![1, 4],
+        shapes: vec![Shape::Short],
+        requests_per_level: Some(PER_LEVEL),
+        output_tokens: 16,
+        run_id: "faults".into(),
+        seed: 1,
+        ..BenchConfig::default()
+    };
     let (_stop_tx, stop) = watch::channel(false);
     let deps = BenchDeps {
         transport: &client,
@@ -114,9 +115,11 @@ async fn bench_with_faults(spec: &str) -> Run {
         clock: clock.clone(),
         stop,
         events: codendum::events::Events::silent(),
+        measure_client_cpu: false,
     };
     // A hang would be a failure: bound the whole run generously (real time).
-    let outcome = tokio::time::timeout(Duration::from_secs(300), run_bench(&config, deps))
+    let bench = run_reading_facts(&config, &run, deps);
+    let outcome = tokio::time::timeout(Duration::from_secs(300), bench)
         .await
         .expect("bench finishes")
         .expect("bench succeeds");

@@ -40,7 +40,7 @@ async fn class_with_faults(spec: &str) -> codendum::classroom::ClassroomOutcome 
     let transport: Arc<dyn Transport> = Arc::new(client);
     let mut config = ClassroomConfig::new("qwen3-coder", Some(65_536));
     config.users = 6;
-    config.follow_ups = 0;
+    config.set_follow_ups(0);
     config.duration = Duration::from_secs(60);
     config.ramp_up = Duration::from_secs(10);
     config.seed = 4;

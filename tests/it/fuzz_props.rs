@@ -208,4 +208,27 @@ proptest! {
             }
         }
     }
+
+    #[test]
+    fn session_readers_never_panic(lines in prop::collection::vec(arbitrary_json(), 0..8), block in 1u32..80) {
+        use codendum_core::trace::{claude_code, mooncake, tracelab};
+        let text: String = lines.iter().map(|v| v.to_string() + "\n").collect();
+        let walk = |t: &codendum_core::trace::Trace| {
+            let _ = t.conversations();
+            let _ = t.theoretical_hit_rate();
+            let _ = t.subagent_offsets();
+        };
+        if let Ok(t) = mooncake::read_trace(text.as_bytes(), block) {
+            walk(&t);
+        }
+        if let Ok(t) = tracelab::read_rows(text.as_bytes(), block, None) {
+            walk(&t);
+        }
+        for v in &lines {
+            let doc = serde_json::json!({"id": "c", "block_size": block, "tool_tokens": block * 2, "requests": [v, {"t": 1.0, "in": 100, "out": 1}, {"type": "subagent", "t": 2.0, "requests": [v]}]});
+            if let Ok((c, _)) = claude_code::read_conversation(doc.to_string().as_bytes(), "c.json") {
+                walk(&claude_code::to_trace(vec![c]));
+            }
+        }
+    }
 }

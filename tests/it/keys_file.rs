@@ -1,4 +1,4 @@
-//! The API-keys file (issue 14.5): every format the README and the reader
+//! The API-keys file: every format the README and the reader
 //! accept, read through `read_api_keys` from the fixtures in `fixtures/keys/`,
 //! the bad ones refused in one line that names the file and the line but
 //! never a key; and once through the binary (`codendum serve --proxy`), which

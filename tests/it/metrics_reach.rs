@@ -1,5 +1,5 @@
 //! Every command ends by itself, and within its grace after Ctrl-C or
-//! SIGTERM, whatever `/metrics` does (issue 19): fine, 404, refused,
+//! SIGTERM, whatever `/metrics` does: fine, 404, refused,
 //! accepting and never answering, not Prometheus, 401. The server is not
 //! ours: llama.cpp's recorded answers (comment lines, no usage in streams).
 //! Each command has a hard deadline: a test fails, never hangs.

@@ -129,8 +129,9 @@ fn after_a_failing_test_it_reads_the_failure_then_fixes() {
 
 #[test]
 fn after_a_passing_test_it_finishes_with_a_summary() {
+    let persona = persona_support::ending_persona(7);
     for seed in 0..20 {
-        let a = plan("after-passing-test.json", seed);
+        let a = plan_with(&persona, "after-passing-test.json", seed).0;
         assert!(!a.has_tool_calls(), "seed {seed}: {a:?}");
         let t = a.content();
         let tokens = t.len() / 4;
@@ -138,6 +139,23 @@ fn after_a_passing_test_it_finishes_with_a_summary() {
         assert!(
             t.contains("ChatServer.java") && t.contains("mvn -q test"),
             "{t}"
+        );
+    }
+}
+
+#[test]
+fn after_a_passing_test_with_calls_left_it_keeps_checking() {
+    let mut spread = codendum_core::class::Class::lab().agent.clone();
+    spread.calls_per_request = codendum_core::class::Distribution::value("test", 40.0);
+    let persona = AgentPersona::with_spread(7, std::sync::Arc::new(spread));
+    for seed in 0..20 {
+        let (a, _) = plan_with(&persona, "after-passing-test.json", seed);
+        let c = calls(&a);
+        assert!(!c.is_empty(), "seed {seed}: answered with calls left");
+        assert!(
+            c.iter()
+                .all(|(n, _)| ["read", "grep", "edit", "bash"].contains(&n.as_str())),
+            "seed {seed}: {c:?}"
         );
     }
 }
@@ -218,10 +236,12 @@ fn same_seed_same_answer_and_seeds_matter() {
         .map(|s| format!("{:?}", plan("after-read.json", s)))
         .collect();
     assert!(distinct.len() > 5);
+    let mut spread = codendum_core::class::Class::lab().agent.clone();
+    spread.subagent_share = 1.0;
     let other = AgentPersona::with_config(PersonaConfig {
         seed: 99,
-        delegate_probability: 1.0,
         todo_probability: 0.0,
+        spread: std::sync::Arc::new(spread),
     });
     let (a, _) = plan_with(&other, "fresh-task.json", 0);
     assert_eq!(calls(&a)[0].0, "task");

@@ -21,6 +21,10 @@ fn load(name: &str) -> Value {
 }
 
 fn plan_body(body: &Value, seed: u64) -> PlannedAnswer {
+    plan_with(&AgentPersona::new(1), body, seed)
+}
+
+fn plan_with(persona: &AgentPersona, body: &Value, seed: u64) -> PlannedAnswer {
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
     let tools = body["tools"].as_array().cloned().unwrap_or_default();
     let req = AnswerRequest {
@@ -31,7 +35,7 @@ fn plan_body(body: &Value, seed: u64) -> PlannedAnswer {
         ignore_eos: false,
         seed,
     };
-    let answer = AgentPersona::new(1).plan(&req);
+    let answer = persona.plan(&req);
     if let Err(e) = check_calls(&answer, &tools) {
         panic!("seed {seed}: {e}");
     }
@@ -127,8 +131,9 @@ fn a_missing_pytest_is_tried_another_way_then_reported() {
         json!({"command": "python3 -m pytest -q"}),
         "/usr/bin/python3: No module named pytest\n",
     );
+    // At the request's last call, the answer says why the tests did not run.
     for seed in 0..10 {
-        let a = plan_body(&body, seed);
+        let a = plan_with(&persona_support::ending_persona(1), &body, seed);
         assert!(!a.has_tool_calls(), "seed {seed}: {a:?}");
         let t = a.content();
         assert!(t.contains("not installed"), "{t}");

@@ -53,7 +53,7 @@ fn a_small_plan_writes_every_file_and_field() {
     assert_eq!(cells.len(), 2);
     assert_eq!(cells[0]["result"]["spec"]["users"], 4);
     for cell in cells {
-        // Every figure of the seed's table is measured (a class this small never queues for long).
+        // Every figure of the lab's table is measured (a class this small never queues for long).
         let r = &cell["result"];
         for key in [
             "server_output_tok_per_s",

@@ -1,7 +1,7 @@
-//! Whether a `/metrics` URL is one server (issue 26, issue 27 point 3),
-//! against pages recorded from two real vLLM 0.32 processes (the same model
-//! and cache, started at different times): in turn they are several servers
-//! behind one URL (a load balancer); one after the other, a restart.
+//! Whether a `/metrics` URL is one server, against pages recorded from two
+//! real vLLM 0.32 processes (the same model and cache, started at different
+//! times): in turn they are several servers behind one URL (a load
+//! balancer); one after the other, a restart.
 
 use std::time::Duration;
 

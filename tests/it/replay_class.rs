@@ -2,9 +2,12 @@
 //! call's sizes, kind, parent and dependency the same as in the class's own
 //! records, its times within milliseconds), and replayed against a fresh
 //! twin of the same profile it gives the same prompt tokens, server output
-//! (within 10 %) and prefix-cache hit rate (within 2 %; its TTFT P50/P95
-//! and peak KV, which depend on timing, are checked in `tests/perf` and, in
-//! virtual time, in `replay_timing`); a hand-written Mooncake trace
+//! (within 10 %) and prefix-cache hit rate (within 2 %). The figures that
+//! depend on timing (the steady server output within 5 %, TTFT P50/P95 and
+//! peak KV) are checked in virtual time in `replay_timing` and on a real
+//! clock in `tests/perf`: on this test's 40x clock a loaded machine's lost
+//! milliseconds are seconds of the class, and moved the steady output by
+//! 20 % with other tests running beside it; a hand-written Mooncake trace
 //! replays with its prefix sharing.
 
 use codendum::client::build_http_client;
@@ -81,7 +84,7 @@ fn hand_trace() -> String {
 async fn a_hand_written_mooncake_trace_replays_with_its_prefix_sharing() {
     let text = hand_trace();
     let trace: Trace = mooncake::read_trace(text.as_bytes(), 16).expect("reads");
-    let expected = trace.shared_block_fraction().expect("fraction");
+    let expected = trace.theoretical_hit_rate().expect("fraction");
     assert!(expected > 0.5, "{expected}");
     // The calls are 9 simulated seconds apart and each must be cached before
     // the next shares it: at 200x that is 45 ms of real time, which a loaded

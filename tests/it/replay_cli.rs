@@ -27,13 +27,13 @@ fn bad_replay_and_export_input_is_one_line_and_exit_2() {
     write_file(
         cwd,
         "bad.jsonl",
-        "{\"timestamp\":0,\"input_length\":10}\nnot json\n",
+        "not json\n{\"timestamp\":0,\"input_length\":10}\n",
     );
     write_file(cwd, "good.jsonl", TRACE);
     std::fs::create_dir_all(cwd.join("empty")).expect("dir");
     let cases: &[(&[&str], &str)] = &[
         (&["replay", "missing.jsonl"], "missing.jsonl"),
-        (&["replay", "bad.jsonl"], "line 2"),
+        (&["replay", "bad.jsonl"], "line 1"),
         (&["replay", "good.jsonl", "--speed", "0"], "--speed"),
         (&["replay", "good.jsonl", "--sessions", "0"], "--sessions"),
         (
@@ -59,7 +59,7 @@ fn bad_replay_and_export_input_is_one_line_and_exit_2() {
 }
 
 /// The one run folder under `results`.
-fn the_folder(results: &std::path::Path) -> std::path::PathBuf {
+pub fn the_folder(results: &std::path::Path) -> std::path::PathBuf {
     let folders: Vec<_> = std::fs::read_dir(results)
         .expect("results")
         .flatten()
@@ -120,7 +120,7 @@ fn a_replay_folder_reads_as_a_class_in_report_and_compare() {
     let report = std::fs::read_to_string(folder.join("report.md")).expect("report.md");
     assert!(report.starts_with("# Replay report"), "{report}");
     assert!(
-        report.contains("| replayed | sessions.jsonl (trace) |"),
+        report.contains("| replayed | sessions.jsonl (mooncake) |"),
         "{report}"
     );
     assert!(

@@ -45,8 +45,16 @@ async fn no_text_captures_and_exports_hold_no_text_and_no_key() {
             (TraceFormat::Mooncake, "trace.jsonl"),
             (TraceFormat::Aiperf, "aiperf.jsonl"),
         ] {
-            let calls = export_trace(&out, 16, format, &exports.join(name), &mut std::io::sink())
-                .expect("exports");
+            let calls = export_trace(
+                &out,
+                None,
+                16,
+                format,
+                &exports.join(name),
+                &mut std::io::sink(),
+                &codendum::events::Events::silent(),
+            )
+            .expect("exports");
             assert_eq!(calls, 4, "the four agent steps");
         }
         for t in TEXTS.iter().chain([&KEY]) {

@@ -15,10 +15,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::replay_support::{
-    assert_every_call_replayed, assert_replay_kept, class_config, replay_with, Figures,
+    assert_every_call_replayed, assert_replay_kept, assert_steady_output_kept, class_config,
+    replay_with, Figures, SteadyWindows,
 };
 use codendum::classroom::{run_classroom, LiveStatus, MemorySink};
-use codendum::replay::source::from_class_records;
+use codendum::replay::source::{from_class_records, inferred_window};
 use codendum_core::clock::Clock;
 use codendum_core::profile::Profile;
 use codendum_core::results::classroom_records::CallRecord;
@@ -53,8 +54,10 @@ fn figures(
 }
 
 /// The class of `users` students ([`class_config`]) and its replay, both
-/// in virtual time.
-async fn class_and_replay(users: usize) -> (Figures, Figures) {
+/// in virtual time, with the steady windows: the class's own, and the one
+/// a replay infers from the calls when the source does not state it (as
+/// for a capture).
+async fn class_and_replay(users: usize) -> (Figures, Figures, SteadyWindows) {
     let clock = Clock::scaled(1.0);
     let original = twin(&clock);
     let sampler = StatsSampler::spawn(Arc::clone(&original), Duration::from_secs(1));
@@ -83,21 +86,27 @@ async fn class_and_replay(users: usize) -> (Figures, Figures) {
     // The two template probes ran, one after the other, before any call.
     let replay_figures = figures(&fresh, sampler, t0, &replayed.requests, 2);
     fresh.stop();
-    (class_figures, replay_figures)
+    let windows = SteadyWindows {
+        class: (config.ramp_up.as_secs_f64(), config.duration.as_secs_f64()),
+        replay: inferred_window(&trace),
+    };
+    (class_figures, replay_figures, windows)
 }
 
 /// The lab's class: 40 students, the seats full and a queue (TTFT P50
 /// about 35 s on classroom-64k).
 #[tokio::test(start_paused = true)]
 async fn a_whole_class_replayed_in_virtual_time_keeps_its_timing() {
-    let (class, replayed) = class_and_replay(40).await;
+    let (class, replayed, windows) = class_and_replay(40).await;
     assert_replay_kept("40 students, virtual time", &class, &replayed);
+    assert_steady_output_kept(&class, &replayed, windows);
 }
 
 /// A light class (6 students, TTFT P50 about 0.2 s), where P95 is a few
 /// calls that happened to meet another's prefill.
 #[tokio::test(start_paused = true)]
 async fn a_light_class_replayed_in_virtual_time_keeps_its_timing() {
-    let (class, replayed) = class_and_replay(6).await;
+    let (class, replayed, windows) = class_and_replay(6).await;
     assert_replay_kept("6 students, virtual time", &class, &replayed);
+    assert_steady_output_kept(&class, &replayed, windows);
 }

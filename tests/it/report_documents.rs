@@ -227,7 +227,7 @@ fn empty_reports_render() {
 
 #[test]
 fn a_class_behind_a_router_that_retried_says_what_the_students_never_saw() {
-    use codendum_core::prom::router::{router_figures, RouterSnapshot};
+    use codendum_core::prom::router_page::{router_figures, RouterSnapshot};
     let page = |name: &str| {
         RouterSnapshot::from_text(&codendum_testkit::servers::fixture(&format!(
             "vllm-router/{name}"

@@ -1,8 +1,8 @@
-//! The vLLM Router's own metrics page (issue 26), against pages recorded
+//! The vLLM Router's own metrics page, against pages recorded
 //! from the real router 0.1.17 in front of two twins
 //! (`fixtures/vllm-router/`).
 
-use codendum_core::prom::router::{router_figures, RouterSnapshot};
+use codendum_core::prom::router_page::{router_figures, RouterSnapshot};
 use codendum_testkit::servers::fixture;
 
 fn page(name: &str) -> RouterSnapshot {
@@ -56,7 +56,7 @@ fn a_backend_page_is_not_the_router_page() {
 
 #[test]
 fn the_twin_reproduces_the_real_routers_consistent_hash_assignment() {
-    use codendum_twin::router::vllm_ring::VllmRing;
+    use codendum_twin::routing::vllm_ring::VllmRing;
     let workers = ["http://127.0.0.1:18911", "http://127.0.0.1:18912"];
     let ring = VllmRing::new(&workers);
     let text = fixture("vllm-router/consistent-hash-assignments.txt");

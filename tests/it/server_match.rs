@@ -1,4 +1,4 @@
-//! Does the live server run the profile (issue 18.4)? Against the recorded
+//! Does the live server run the profile? Against the recorded
 //! vLLM 0.32 answers (fixtures/vllm-0.32/: `smollm2`, max_model_len 8192,
 //! 128-token blocks, 93,184 KV tokens, prefix caching on): `bench` and
 //! `classroom` with a stated profile warn on stderr and record
@@ -16,8 +16,8 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::cli_support::{codendum, only_folder, read_json, run_in, runtime, start_twin};
+use codendum::acceptance::{Settings, Suite, TrialKind};
 use codendum::server_match::{check_target, read_profile_check};
-use codendum_capacity::{Settings, Suite, TrialKind};
 use codendum_core::profile::Profile;
 use codendum_testkit::servers::fixture;
 
@@ -230,7 +230,7 @@ fn live_suite(server: &MockServer, profile: &str, results: &Path) -> Suite {
     let settings = Settings::from_lookup(|k| vars.get(k).cloned()).expect("settings");
     Suite::new(
         settings,
-        codendum_capacity::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
+        codendum::acceptance::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
     )
 }
 
@@ -303,7 +303,7 @@ fn the_capacity_trial_passes_for_the_matching_profile() {
         logfile: Some(dir.path().join("trials.log").display().to_string()),
         ..libtest_mimic::Arguments::default()
     };
-    let conclusion = libtest_mimic::run(&args, codendum_capacity::trials(&Arc::new(suite)));
+    let conclusion = libtest_mimic::run(&args, codendum::acceptance::trials(&Arc::new(suite)));
     assert_eq!(
         (conclusion.num_passed, conclusion.num_failed),
         (1, 0),
@@ -317,7 +317,7 @@ fn against_the_twin_the_suite_lists_no_server_trial() {
     let settings = Settings::from_lookup(|k| vars.get(k).cloned()).expect("settings");
     let suite = Suite::new(
         settings,
-        codendum_capacity::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
+        codendum::acceptance::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
     );
     let trials = suite.trials();
     assert!(!trials.is_empty());
@@ -334,18 +334,13 @@ fn a_twin_started_from_a_profile_states_that_profile() {
     let rt = runtime();
     for name in ["classroom-64k", "classroom-64k-high-concurrency"] {
         let twin = start_twin(&rt, name, 1.0);
-        let target = codendum_core::target::Target::new(
-            Some(&twin.base_url()),
-            None,
-            None,
-            None,
-            None,
-            Duration::from_secs(10),
-        )
-        .expect("target");
+        let target = codendum_core::target::Target::at(
+            codendum_core::target::BaseUrl::parse(twin.base_url()).expect("base URL"),
+        );
+        let client = codendum::settings::ClientSettings::new(Duration::from_secs(10));
         let profile = Profile::load(name).expect("profile");
         let check = rt
-            .block_on(check_target(&profile, &target, &[]))
+            .block_on(check_target(&profile, (&target, &client), &[]))
             .expect("checked");
         assert!(check.differences.is_empty(), "{name}: {check:?}");
         assert_eq!(check.matched.len(), 5, "{name}: {check:?}");

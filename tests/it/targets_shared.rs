@@ -1,4 +1,4 @@
-//! One definition of `[targets.classroom]` (issue 14.1): `codendum plan`
+//! One definition of `[targets.classroom]`: `codendum plan`
 //! and the capacity suite read a profile's classroom targets alike and give
 //! the same verdicts on the same class, server errors included (calls whose
 //! final outcome is a 503 or another 5xx, not retried attempts); both refuse
@@ -10,12 +10,12 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use cli_support::{assert_one_line_error, codendum, holds_no_file, run};
+use codendum::acceptance::runner::{WorkloadResults, WorkloadSummary};
+use codendum::acceptance::suite::judge_all;
+use codendum::acceptance::{parse_targets, Settings, Suite, TrialKind, WorkloadKind};
 use codendum::classroom::{CallKind, CallRecord, ClassroomSummary, TaskOutcome, TaskRecord};
 use codendum::plan::cell::{figures, Window};
 use codendum::plan::{classroom_targets, judge_cell, CellResult, CellSpec};
-use codendum_capacity::runner::{WorkloadResults, WorkloadSummary};
-use codendum_capacity::suite::judge_all;
-use codendum_capacity::{parse_targets, Settings, Suite, TrialKind, WorkloadKind};
 use codendum_core::openai::{ErrorKind, TokenSource};
 use codendum_core::profile::Profile;
 use codendum_core::prom::{ServerSnapshot, TimelineSample};
@@ -165,6 +165,7 @@ fn capacity_results(summary: ClassroomSummary) -> WorkloadResults {
             pause_min_s: 5.0,
             pause_max_s: 20.0,
             follow_ups: 0,
+            class: None,
             context_limit: Some(65_536),
             output_limit: 8_192,
             seed: 1,

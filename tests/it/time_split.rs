@@ -1,4 +1,4 @@
-//! Where the time goes (issue 18.5): the server's own timings per bench
+//! Where the time goes: the server's own timings per bench
 //! level and for a class, from vLLM's histograms, next to the client's.
 
 use std::path::Path;
@@ -66,6 +66,30 @@ fn each_level_has_the_servers_split_of_its_own_requests() {
         let p95 = split["ttft"]["p95_estimate_s"].as_f64().expect("estimate");
         assert!(p95 >= split["ttft"]["p50_estimate_s"].as_f64().expect("p50"));
     }
+}
+
+#[test]
+fn a_twin_served_faster_than_real_time_has_no_path() {
+    let rt = runtime();
+    // At 20x the twin's histograms count its own seconds, twenty of the
+    // client's each: no path can be read from the difference.
+    let twin = start_twin(&rt, "classroom-64k", 20.0);
+    let dir = tempfile::tempdir().expect("tempdir");
+    bench_over_http(dir.path(), &twin.base_url());
+    let folder = only_folder(&dir.path().join("results"));
+    let report = std::fs::read_to_string(folder.join("report.md")).expect("report.md");
+    assert!(
+        report.contains("do not count in the same seconds"),
+        "{report}"
+    );
+    let section = report
+        .split("## Where the time goes")
+        .nth(1)
+        .expect("section");
+    assert!(
+        !section.lines().take(12).any(|l| l.contains("| -")),
+        "a negative path: {section}"
+    );
 }
 
 #[test]

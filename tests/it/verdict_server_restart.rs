@@ -1,11 +1,18 @@
-//! A server restarted mid-run (issue 27, point 3): `codendum serve` killed
+//! A server restarted mid-run: `codendum serve` killed
 //! with SIGKILL during a bench and started again on the same port. The run
 //! names the restart (stderr, `summary.json`, the verdict, the report),
 //! marks the levels after it, and sums the counters per process: the
 //! server's generated tokens over the run never exceed what the client
 //! received plus what the failed calls could have had.
+//!
+//! The bench reaches the server through a forwarder that holds a new
+//! connection until the server accepts it, as the lab's proxy in front of
+//! a restarting vLLM does: without it, a bench whose server is down burns
+//! through its requests with instant connection refusals and can end
+//! before a slow machine has the server back.
 
-use std::time::Duration;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
 
 use codendum_core::prom::{read_timeline, window_stats, ServerSnapshot};
 use codendum_core::results::{read_bench_requests, SERVER_TIMELINE_JSONL};
@@ -28,6 +35,35 @@ fn finished_on(rt: &tokio::runtime::Runtime, base: &str) -> f64 {
     })
 }
 
+/// Forwards every connection to `backend`, waiting up to 60 s for the
+/// backend to accept it; returns the forwarder's address.
+fn hold_while_down(rt: &tokio::runtime::Runtime, backend: SocketAddr) -> SocketAddr {
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .expect("bind the forwarder");
+    let addr = listener.local_addr().expect("its address");
+    rt.spawn(async move {
+        while let Ok((mut client, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+                let mut server = loop {
+                    match tokio::net::TcpStream::connect(backend).await {
+                        Ok(s) => break s,
+                        Err(_) if tokio::time::Instant::now() < deadline => {
+                            tokio::time::sleep(Duration::from_millis(20)).await;
+                        }
+                        Err(_) => return,
+                    }
+                };
+                let _ = server.set_nodelay(true);
+                let _ = client.set_nodelay(true);
+                let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+            });
+        }
+    });
+    addr
+}
+
 #[test]
 fn a_bench_whose_server_restarts_names_the_restart_and_counts_each_process_once() {
     let rt = runtime();
@@ -40,8 +76,13 @@ fn a_bench_whose_server_restarts_names_the_restart_and_counts_each_process_once(
         .parse()
         .expect("a port");
     let output_tokens = 64u64;
+    let front = hold_while_down(&rt, SocketAddr::from(([127, 0, 0, 1], port)));
+    let front_base = format!("http://{front}/v1");
     let mut cmd = codendum(dir.path());
-    cmd.args(["bench", "--base-url", &base, "--concurrency", "2"]);
+    cmd.args(["bench", "--base-url", &front_base, "--concurrency", "2"]);
+    // /metrics read from the server itself, as from the GPU host.
+    let metrics = format!("http://127.0.0.1:{port}/metrics");
+    cmd.args(["--metrics-url", &metrics]);
     cmd.args(["--shapes", "short", "--requests-per-level", "150"]);
     cmd.args(["--output-tokens", &output_tokens.to_string()]);
     cmd.args(["--timeout", "5", "--yes", "--allow-busy"]);
@@ -53,7 +94,13 @@ fn a_bench_whose_server_restarts_names_the_restart_and_counts_each_process_once(
     let (_second, again) = serve_on(dir.path(), port, "serve-2", &[]);
     assert_eq!(again, base, "the same port");
     // Let the restarted server carry a good part of the run.
+    // A hang guard far above what it takes (a few seconds at 10x).
+    let deadline = Instant::now() + Duration::from_secs(120);
     while finished_on(&rt, &base) < 20.0 {
+        assert!(
+            Instant::now() < deadline,
+            "the restarted server finished fewer than 20 requests within 120 s"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     let done = bench.wait(Duration::from_secs(180));

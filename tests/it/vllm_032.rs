@@ -1,4 +1,4 @@
-//! What a real vLLM 0.32 showed (issue 18), against its recorded answers
+//! What a real vLLM 0.32 showed, against its recorded answers
 //! (fixtures/vllm-0.32/): shapes that cannot fit are not sent, a run where
 //! a level or shape produced nothing exits 1, chat prompts are sized with
 //! the chat template, and a live server is given no profile nobody stated.

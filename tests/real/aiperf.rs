@@ -117,10 +117,12 @@ async fn compare() {
     assert_eq!(
         export_trace(
             &source,
+            None,
             16,
             TraceFormat::Aiperf,
             &exported,
-            &mut std::io::sink()
+            &mut std::io::sink(),
+            &codendum::events::Events::silent(),
         )
         .expect("export"),
         12

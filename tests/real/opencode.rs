@@ -19,10 +19,11 @@ use std::time::{Duration, Instant};
 use crate::capture_support::any_file_contains;
 use crate::replay_support::{assert_every_call_replayed, replay_through, twin};
 use codendum::capture::{self, CaptureConfig};
-use codendum::replay::{self, SourceKind};
+use codendum::replay;
 use codendum_core::clock::Clock;
 use codendum_core::profile::Profile;
 use codendum_core::results::classroom_records::CallKind;
+use codendum_core::trace::SourceFormat;
 use codendum_testkit::real::{Component, OPENCODE_VERSION as VERSION};
 use codendum_twin::answer::{AnswerRequest, PlannedAnswer, Responder};
 use codendum_twin::persona::AgentPersona;
@@ -291,6 +292,7 @@ async fn opencode_session() {
     twin.shutdown().await;
     let calls = std::mem::take(&mut *recorder.calls.lock().unwrap());
     check_capture(&captured, &calls, recorded).await;
+    check_store(&home.join(".local/share/opencode"), &captured).await;
     let tools = tool_calls(&calls);
     let mut changed = Vec::new();
     changed_files(&original, &project, Path::new(""), &mut changed);
@@ -314,7 +316,7 @@ async fn opencode_session() {
 /// its recorded size.
 async fn check_capture(dir: &Path, calls: &[Call], recorded: u64) {
     let (kind, trace) = replay::load(dir, 16).expect("the capture reads");
-    assert_eq!(kind, SourceKind::Capture);
+    assert_eq!(kind, SourceFormat::Capture);
     assert_eq!(
         trace.calls.len(),
         calls.len(),
@@ -348,6 +350,52 @@ async fn check_capture(dir: &Path, calls: &[Call], recorded: u64) {
     eprintln!(
         "capture: {} calls ({kinds:?}), {sent} prompt tokens recorded and replayed",
         trace.calls.len()
+    );
+}
+
+/// The session store OpenCode wrote (in the isolated HOME) holds every
+/// call the capture recorded but the title (which OpenCode does not
+/// store), session by session, of the same sizes; replayed against a fresh
+/// twin it sends each of them at the size the capture recorded.
+async fn check_store(store: &Path, captured: &Path) {
+    let (kind, trace) = replay::load(store, 16).expect("the store reads");
+    assert_eq!(kind, SourceFormat::Opencode);
+    assert!(trace.unread.is_empty(), "{:?}", trace.unread);
+    let (_, capture) = replay::load(captured, 16).expect("the capture reads");
+    let calls_of = |t: &codendum_core::trace::Trace, s: &str| -> Vec<(u64, u64)> {
+        t.calls
+            .iter()
+            .filter(|c| c.session.as_deref() == Some(s) && c.kind != Some(CallKind::Title))
+            .map(|c| (c.input_tokens, c.output_tokens))
+            .collect()
+    };
+    assert_eq!(trace.sessions(), capture.sessions());
+    for s in trace.sessions() {
+        assert_eq!(calls_of(&trace, s), calls_of(&capture, s), "session {s}");
+    }
+    let clock = Clock::scaled(100.0);
+    let fresh = twin(&clock).await;
+    let replayed = replay_through(&fresh.base_url(), &clock, &trace, 1.0 / TIME_SCALE, 2).await;
+    fresh.shutdown().await;
+    assert_every_call_replayed(&trace, &replayed);
+    for s in trace.sessions() {
+        let mut sent: Vec<&codendum_core::results::classroom_records::CallRecord> = replayed
+            .requests
+            .iter()
+            .filter(|r| r.session == s)
+            .collect();
+        sent.sort_by(|a, b| a.started_at.total_cmp(&b.started_at));
+        let sent: Vec<u64> = sent.iter().filter_map(|r| r.prompt_tokens).collect();
+        let recorded: Vec<u64> = calls_of(&capture, s).iter().map(|c| c.0).collect();
+        assert_eq!(
+            sent, recorded,
+            "session {s}: every call at the size the capture recorded"
+        );
+    }
+    eprintln!(
+        "store: {} calls of {} sessions, each as the capture recorded it, replayed at its size",
+        trace.calls.len(),
+        trace.sessions().len()
     );
 }
 

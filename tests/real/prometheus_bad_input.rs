@@ -157,6 +157,8 @@ pub fn a_filter_without_series_names_the_metric_and_the_filter() {
             "1",
             "--duration",
             "5",
+            "--ramp-up",
+            "1",
             "--yes",
             "--results-dir",
             "results",

@@ -1,5 +1,5 @@
 //! The REAL vLLM Router (PyPI `vllm-router` 0.1.17, `consistent_hash`) in
-//! front of two twins (issue 26), each behind a tap that records the
+//! front of two twins, each behind a tap that records the
 //! sessions the router sends it:
 //!
 //! - a bench with one `--metrics-url` per replica and
@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use codendum_testkit::cli::{codendum, only_folder, read_json, run_in, runtime, start_twin};
-use codendum_testkit::router::{SessionTap, VllmRouter};
+use codendum_testkit::vllm_router::{SessionTap, VllmRouter};
 
 fn num(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("a number: {v}"))

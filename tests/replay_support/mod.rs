@@ -16,7 +16,7 @@ use std::time::Duration;
 use codendum::capture::{self, CaptureConfig};
 use codendum::classroom::{run_classroom, ClassroomConfig, LiveStatus, MemorySink};
 use codendum::client::{build_http_client, ClientOptions, HttpClient};
-use codendum::replay::{self, ReplayConfig, SourceKind};
+use codendum::replay::{self, ReplayConfig};
 use codendum::scrape::{Sampler, SamplerHandle, Scraper};
 use codendum_core::clock::Clock;
 use codendum_core::openai::{Endpoint, Transport};
@@ -25,6 +25,7 @@ use codendum_core::prom::{window_stats, WindowStats};
 use codendum_core::results::classroom_records::{CallKind, CallRecord};
 use codendum_core::stats::{percentile, sorted_finite};
 use codendum_core::target::BaseUrl;
+use codendum_core::trace::SourceFormat;
 use codendum_twin::persona::AgentPersona;
 use codendum_twin::{TwinHandle, TwinOptions};
 
@@ -78,6 +79,11 @@ pub struct Figures {
     pub engine_ttft: (f64, f64),
     /// Calls made.
     pub calls: usize,
+    /// The engine timeline and the stretch of it the run took (clock
+    /// seconds), for figures over a part of the run.
+    pub timeline: Vec<codendum_core::prom::TimelineSample>,
+    /// The run's start and end, clock seconds.
+    pub span: (f64, f64),
 }
 
 fn p50_p95(values: impl IntoIterator<Item = f64>) -> (f64, f64) {
@@ -109,7 +115,21 @@ impl Figures {
             ttft: p50_p95(calls.iter().filter(|r| r.is_ok()).filter_map(|r| r.ttft_s)),
             engine_ttft: p50_p95(ttft_log.into_iter().skip(probes)),
             calls: calls.len(),
+            timeline: timeline.to_vec(),
+            span: (t0, t1),
         }
+    }
+
+    /// The server output over the steady stretch `(ramp-up, end)` (seconds
+    /// since the run started), tokens/s, as a classroom or replay summary
+    /// states it.
+    pub fn steady_output(&self, (ramp_up_s, end_s): (f64, f64)) -> Option<f64> {
+        let mut window = ClassroomConfig::new("qwen3-coder", None);
+        window.ramp_up = Duration::from_secs_f64(ramp_up_s);
+        window.duration = Duration::from_secs_f64(end_s);
+        let (t0, t1) = self.span;
+        codendum::app::class_side::server_figures(&self.timeline, &[], t0, t1 - t0, &window)
+            .output_tokens_per_s
     }
 }
 
@@ -192,6 +212,40 @@ pub fn assert_replay_kept(label: &str, class: &Figures, replayed: &Figures) {
     );
 }
 
+/// Prints a class's steady server output beside its replay's, each over
+/// its own window (the class's, and the one the replay inferred from the
+/// capture), and beside the replay's over its whole run (what a capture's
+/// replay averaged over before it inferred the window); checks the first
+/// two within 5 %.
+pub fn assert_steady_output_kept(class: &Figures, replayed: &Figures, windows: SteadyWindows) {
+    let whole = |f: &Figures| {
+        f.steady_output((0.0, f.span.1 - f.span.0))
+            .expect("server output")
+    };
+    let Some(window) = windows.replay else {
+        // No window to infer: the same work over each whole run.
+        let (a, b) = (whole(class), whole(replayed));
+        eprintln!(
+            "steady server output: the capture shows no coding request after its ramp-up; over each whole run class {a:.2} tok/s, replay {b:.2} tok/s ({:+.1} %)",
+            (b / a - 1.0) * 100.0
+        );
+        within("server output over each whole run", a, b, 0.05);
+        return;
+    };
+    let (a, b) = (
+        class.steady_output(windows.class).expect("class output"),
+        replayed.steady_output(window).expect("replay output"),
+    );
+    eprintln!(
+        "steady server output: class {a:.2} tok/s over {:?} s, replay {b:.2} tok/s over {window:?} s ({:+.1} %; over the whole replay {:.2}, {:+.1} %)",
+        windows.class,
+        (b / a - 1.0) * 100.0,
+        whole(replayed),
+        (whole(replayed) / a - 1.0) * 100.0
+    );
+    within("steady server output", a, b, 0.05);
+}
+
 /// `codendum replay` of `trace` through `base` on `clock` (the chat
 /// template measured first, as the command does), `speed` times as fast
 /// as recorded.
@@ -215,14 +269,9 @@ pub async fn replay_with(
     salt: u64,
 ) -> replay::ReplayOutcome {
     let template = replay::template_tokens(transport.as_ref(), Endpoint::Chat, "qwen3-coder").await;
-    let config = ReplayConfig {
-        model: "qwen3-coder".into(),
-        speed,
-        salt,
-        endpoint: Endpoint::Chat,
-        api_key: None,
-        template,
-    };
+    let mut config = ReplayConfig::new("qwen3-coder", template);
+    config.speed = speed;
+    config.salt = salt;
     replay::run_replay(
         trace,
         &config,
@@ -358,17 +407,42 @@ pub fn class_config(users: usize) -> ClassroomConfig {
     config.users = users;
     config.duration = Duration::from_secs(300);
     config.ramp_up = Duration::from_secs(60);
-    config.follow_ups = 1;
-    config.pause_min = Duration::from_secs(20);
-    config.pause_max = Duration::from_secs(40);
+    config.set_follow_ups(1);
+    config
+        .set_pauses(Duration::from_secs(20), Duration::from_secs(40))
+        .expect("pauses");
     config.seed = 11;
     config
+}
+
+/// The stretches server output is averaged over: the class's own window
+/// (its ramp-up to the end of its window for new coding requests), and the
+/// one a replay of its capture infers from the capture (on the replay's
+/// clock), seconds since each run started.
+#[derive(Debug, Clone, Copy)]
+pub struct SteadyWindows {
+    /// The class's.
+    pub class: (f64, f64),
+    /// The replay's; `None` when the capture shows no coding request
+    /// started after the ramp-up (a machine so slow that no student got
+    /// to a follow-up within the class's window), so no window to infer.
+    pub replay: Option<(f64, f64)>,
 }
 
 /// The class of [`class_config`], captured in `dir/cap`, and its replay; both on clocks
 /// `scale` times faster than real time. Checks that every call was
 /// captured, replayed and captured again.
 pub async fn class_then_replay(dir: &Path, users: usize, scale: f64) -> (Figures, Figures) {
+    let (class, replayed, _) = class_then_replay_windows(dir, users, scale).await;
+    (class, replayed)
+}
+
+/// [`class_then_replay`], with the steady windows of both runs.
+pub async fn class_then_replay_windows(
+    dir: &Path,
+    users: usize,
+    scale: f64,
+) -> (Figures, Figures, SteadyWindows) {
     let clock = Clock::scaled(scale);
     let original = twin(&clock).await;
     let cap = capture::start(
@@ -402,7 +476,7 @@ pub async fn class_then_replay(dir: &Path, users: usize, scale: f64) -> (Figures
     );
 
     let (kind, trace) = replay::load(&dir.join("cap"), 16).expect("reads the capture");
-    assert_eq!(kind, SourceKind::Capture);
+    assert_eq!(kind, SourceFormat::Capture);
     assert_eq!(trace.calls.len(), class.requests.len());
     let own = replay::source::from_class_records(&class.requests, 16);
     let m = match_traces(&trace, &own, scale);
@@ -453,5 +527,12 @@ pub async fn class_then_replay(dir: &Path, users: usize, scale: f64) -> (Figures
     assert_every_call_replayed(&trace, &replayed);
     // The two template probes and every replayed call.
     assert_eq!(recaptured as usize, trace.calls.len() + 2);
-    (class_figures, replay_figures)
+    // As `codendum replay` takes it: the capture's inferred window (real
+    // seconds) on the replay's clock.
+    let inferred = replay::source::steady_window(&dir.join("cap"), SourceFormat::Capture, &trace);
+    let windows = SteadyWindows {
+        class: (config.ramp_up.as_secs_f64(), config.duration.as_secs_f64()),
+        replay: inferred.map(|(a, b)| (a * scale, b * scale)),
+    };
+    (class_figures, replay_figures, windows)
 }

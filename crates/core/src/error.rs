@@ -38,6 +38,11 @@ pub enum ConfigError {
         /// What is wrong, with a line number where there is one.
         reason: String,
     },
+    /// A configuration that cannot be used as a whole (a profile whose
+    /// targets do not parse, a live server without its profile); the
+    /// message names the culprit.
+    #[error("{0}")]
+    Unusable(String),
 }
 
 impl ConfigError {
@@ -119,6 +124,12 @@ pub fn one_line_from(head: String, mut source: Option<&dyn std::error::Error>) -
     text.replace('\n', " ")
 }
 
+/// A configuration that can check itself; errors name the flag.
+pub trait Check {
+    /// Checks every value; the error names the culprit flag.
+    fn check(&self) -> Result<(), ConfigError>;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,42 +152,5 @@ mod tests {
             one_line_from("trimmed".into(), Some(&std::io::Error::other("cause"))),
             "trimmed: cause"
         );
-    }
-}
-
-/// A configuration whose checks ran: what the command layer hands the
-/// library, so that nothing below checks the same flags again (as
-/// ripgrep's low-level arguments become its high-level ones in one step).
-/// Made only by [`Checked::new`]; read through `Deref`.
-#[derive(Debug, Clone)]
-pub struct Checked<T>(T);
-
-/// A configuration that can check itself; errors name the flag.
-pub trait Check {
-    /// Checks every value; the error names the culprit flag.
-    fn check(&self) -> Result<(), ConfigError>;
-}
-
-impl<T: Check> Checked<T> {
-    /// Checks `config`.
-    pub fn new(config: T) -> Result<Checked<T>, ConfigError> {
-        config.check()?;
-        Ok(Checked(config))
-    }
-}
-
-impl<T> Checked<T> {
-    /// The configuration, to change fields the checks do not cover (the
-    /// run's provenance, what the server states) before running it.
-    pub fn into_inner(self) -> T {
-        self.0
-    }
-}
-
-impl<T> std::ops::Deref for Checked<T> {
-    type Target = T;
-
-    fn deref(&self) -> &T {
-        &self.0
     }
 }

@@ -148,7 +148,7 @@ pub enum TokenSource {
     Tokenized,
 }
 
-/// Provenance recorded with every result (seed.md: profile, image digest,
+/// Provenance recorded with every result (what to share with results: profile, image digest,
 /// model revision, DGX OS version; plus the driver).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Provenance {

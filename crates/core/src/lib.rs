@@ -2,11 +2,16 @@
 //! (the twin, the reports, the drivers, the capacity suite) speaks, and
 //! depends on nothing of ours.
 //!
+//! - [`capture`]: the files of a `codendum capture` folder (header, one
+//!   line per call), one definition for every reader;
+//! - [`class`]: class files, the distributions a simulated class draws from;
 //! - [`clock`]: the one clock everything that waits or measures time asks;
 //! - [`error`]: typed errors with a stable kind and exit code;
 //! - [`flags`]: flag values as typed values (the one list parser);
 //! - [`kinds`]: endpoints, error kinds, token sources, provenance, shapes;
 //! - [`stats`]: percentiles (numpy's linear interpolation) and summaries;
+//! - [`observed`]: a real class (a capture, imported sessions) as the
+//!   classroom's records, and the server's side of it from a timeline;
 //! - [`openai`]: the OpenAI-compatible wire: request bodies, SSE, stream
 //!   events, call outcomes and the [`openai::Transport`] drivers call;
 //! - [`prom`]: the Prometheus text format and vLLM's figures in it;
@@ -18,10 +23,13 @@
 //! - [`results`]: results folders, records, the tables of figures and the
 //!   summaries computed from the records.
 
+pub mod capture;
+pub mod class;
 pub mod clock;
 pub mod error;
 pub mod flags;
 pub mod kinds;
+pub mod observed;
 pub mod openai;
 pub mod profile;
 pub mod prom;

@@ -22,6 +22,8 @@ pub enum LoadedRun {
     Bench(Box<BenchReport>, Box<BenchSummary>),
     /// A `codendum classroom` folder.
     Classroom(Box<ClassroomReport>, Box<ClassroomRunSummary>),
+    /// A real class: a `codendum capture` folder.
+    Observed(Box<ClassroomReport>),
 }
 
 fn bad_folder(folder: &Path, reason: impl Into<String>) -> Error {
@@ -35,6 +37,10 @@ fn bad_folder(folder: &Path, reason: impl Into<String>) -> Error {
 /// Reads a results folder (and optionally a host timeline to use instead of
 /// the folder's own).
 pub fn load_run(folder: &Path, server_timeline: Option<&Path>) -> Result<LoadedRun, Error> {
+    if codendum_core::capture::is_capture(folder) {
+        let report = super::observed::capture_report(folder, server_timeline)?;
+        return Ok(LoadedRun::Observed(Box::new(report)));
+    }
     if super::rebuild::is_bench_without_summary(folder) {
         let summary = super::rebuild::bench_summary_from_requests(folder)
             .map_err(|e| bad_folder(folder, e))?;
@@ -140,7 +146,7 @@ pub fn write_report_with(
             markdown::write_bench(&r, &mut md).map_err(io)?;
             html::write_bench(&r, &mut html_out).map_err(io)?;
         }
-        LoadedRun::Classroom(mut r, _) => {
+        LoadedRun::Classroom(mut r, _) | LoadedRun::Observed(mut r) => {
             r.verdicts = verdicts.to_vec();
             markdown::write_classroom(&r, &mut md).map_err(io)?;
             html::write_classroom(&r, &mut html_out).map_err(io)?;
@@ -151,9 +157,75 @@ pub fn write_report_with(
     Ok(vec![md_path, html_path])
 }
 
-/// Writes `report.md` and `report.html` into `folder`.
+/// Writes `report.md` and `report.html` into `folder`; for a host
+/// timeline file, `<stem>-report.md` and `<stem>-report.html` beside it.
 pub fn write_report(folder: &Path, server_timeline: Option<&Path>) -> Result<Vec<PathBuf>, Error> {
+    if folder.is_file() {
+        if server_timeline.is_some() {
+            return Err(ConfigError::invalid(
+                "--server-timeline",
+                format!(
+                    "{} is a timeline itself; --server-timeline goes with a results or capture folder",
+                    folder.display()
+                ),
+            )
+            .into());
+        }
+        return write_timeline_report(folder);
+    }
     write_report_with(folder, server_timeline, &[])
+}
+
+/// Writes the report of a class recorded elsewhere (sessions read from the
+/// students' tools) into `out`, made if missing: `report.md` and
+/// `report.html`; the two paths.
+pub fn write_class_report_to(report: &ClassroomReport, out: &Path) -> Result<Vec<PathBuf>, Error> {
+    std::fs::create_dir_all(out)
+        .map_err(|e| Error::io(format!("cannot create {}", out.display()), e))?;
+    write_pair(
+        [out.join("report.md"), out.join("report.html")],
+        "cannot write the report",
+        |md, h| {
+            markdown::write_classroom(report, md)?;
+            html::write_classroom(report, h)
+        },
+    )
+}
+
+/// Writes the report of a host timeline file beside it.
+pub fn write_timeline_report(path: &Path) -> Result<Vec<PathBuf>, Error> {
+    let report = super::timeline::timeline_report(path)?;
+    let stem = path.file_stem().map_or_else(
+        || "timeline".to_string(),
+        |s| s.to_string_lossy().into_owned(),
+    );
+    let dir = path.parent().unwrap_or(Path::new("."));
+    write_pair(
+        [
+            dir.join(format!("{stem}-report.md")),
+            dir.join(format!("{stem}-report.html")),
+        ],
+        "cannot write the report",
+        |md, h| {
+            markdown::write_timeline(&report, md)?;
+            html::write_timeline(&report, h)
+        },
+    )
+}
+
+/// Writes a Markdown file and an HTML file with `write` (Markdown first);
+/// the two paths.
+fn write_pair(
+    [md_path, html_path]: [PathBuf; 2],
+    context: &str,
+    write: impl FnOnce(&mut dyn Write, &mut dyn Write) -> std::io::Result<()>,
+) -> Result<Vec<PathBuf>, Error> {
+    let mut md = create(&md_path)?;
+    let mut h = create(&html_path)?;
+    write(&mut md, &mut h).map_err(|e| Error::io(context, e))?;
+    finish(md, &md_path)?;
+    finish(h, &html_path)?;
+    Ok(vec![md_path, html_path])
 }
 
 /// The workload settings that must match for a fair comparison.
@@ -190,6 +262,10 @@ fn workload(run: &LoadedRun) -> Vec<(String, String)> {
             ]);
             items
         }
+        LoadedRun::Observed(r) => vec![
+            ("kind".into(), "captured class".into()),
+            ("students".into(), r.summary.users.to_string()),
+        ],
         LoadedRun::Classroom(_, s) => {
             let p = &s.parameters;
             // Tenths of a second: a replay's span is measured, not set.
@@ -273,16 +349,17 @@ pub fn write_comparison(
             .zip(&runs)
             .filter_map(|(f, r)| match r {
                 LoadedRun::Bench(b, _) => Some((label(f), b.as_ref())),
-                LoadedRun::Classroom(..) => None,
+                LoadedRun::Classroom(..) | LoadedRun::Observed(_) => None,
             })
             .collect();
         Comparison::of_bench(&reports)
-    } else if runs.iter().all(|r| matches!(r, LoadedRun::Classroom(..))) {
+    } else if runs.iter().all(|r| !matches!(r, LoadedRun::Bench(..))) {
+        // Simulated, replayed and real classes share their figures.
         let reports: Vec<(String, &ClassroomReport)> = folders
             .iter()
             .zip(&runs)
             .filter_map(|(f, r)| match r {
-                LoadedRun::Classroom(c, _) => Some((label(f), c.as_ref())),
+                LoadedRun::Classroom(c, _) | LoadedRun::Observed(c) => Some((label(f), c.as_ref())),
                 LoadedRun::Bench(..) => None,
             })
             .collect();
@@ -290,21 +367,19 @@ pub fn write_comparison(
     } else {
         return Err(ConfigError::invalid(
             "compare",
-            "cannot compare a bench run with a classroom run",
+            "cannot compare a bench run with a class (simulated, replayed or captured)",
         )
         .into());
     }
     .map_err(|e| Error::Failed(e.to_string()))?;
     std::fs::create_dir_all(out)
         .map_err(|e| Error::io(format!("cannot create {}", out.display()), e))?;
-    let md_path = out.join("compare.md");
-    let html_path = out.join("compare.html");
-    let mut md = create(&md_path)?;
-    let mut h = create(&html_path)?;
-    let io = |e: std::io::Error| Error::io("cannot write the comparison", e);
-    markdown::write_comparison(&comparison, &mut md).map_err(io)?;
-    html::write_comparison(&comparison, &mut h).map_err(io)?;
-    finish(md, &md_path)?;
-    finish(h, &html_path)?;
-    Ok(vec![md_path, html_path])
+    write_pair(
+        [out.join("compare.md"), out.join("compare.html")],
+        "cannot write the comparison",
+        |md, h| {
+            markdown::write_comparison(&comparison, md)?;
+            html::write_comparison(&comparison, h)
+        },
+    )
 }

@@ -23,7 +23,8 @@ pub fn replica_lines(samples: &[codendum_core::prom::ReplicaSample]) -> Vec<Repl
         .collect()
 }
 
-fn points(timeline: &[TimelineSample]) -> Vec<TimelinePoint> {
+/// A timeline's samples as chart points.
+pub(crate) fn points(timeline: &[TimelineSample]) -> Vec<TimelinePoint> {
     timeline
         .iter()
         .map(|s| TimelinePoint {
@@ -179,6 +180,7 @@ pub fn classroom_report(
             .collect(),
         metrics_continuity: s.metrics_continuity.clone(),
         router: s.router.clone(),
+        observed: None,
     }
 }
 
@@ -192,10 +194,44 @@ fn classroom_parameters(s: &ClassroomRunSummary) -> Vec<Parameter> {
             param("calls", r.calls),
             param("speed", r.speed),
             param("block size", format!("{} tokens", r.block_size)),
+            // The recorded sharing with a cache that keeps everything,
+            // beside what the server's cache served: the gap is eviction.
             param(
-                "shared blocks",
-                r.shared_block_fraction
-                    .map_or("–".into(), |f| format!("{:.1} %", f * 100.0)),
+                "prefix-cache hit rate, theoretical / measured",
+                format!(
+                    "{} / {}",
+                    r.theoretical_hit_rate
+                        .map_or("–".into(), |f| format!("{:.1} %", f * 100.0)),
+                    s.summary
+                        .server
+                        .prefix_cache_hit_rate
+                        .map_or("–".into(), |f| format!("{:.1} %", f * 100.0))
+                ),
+            ),
+            param(
+                "prompt sizes as the server counted them",
+                format!(
+                    "{} of {} calls within 1 % of the recorded size (largest difference {:.2} %)",
+                    r.sizes_within_1_pct, r.sizes_counted, r.size_error_max_pct
+                ),
+            ),
+            param(
+                "sessions started",
+                match r.users {
+                    Some(u) => format!("as {u} users"),
+                    None => "at their recorded offsets".into(),
+                },
+            ),
+            param("timing", &r.timing),
+            param(
+                "calls beyond the context",
+                match r.max_model_len {
+                    Some(m) => format!(
+                        "{} skipped, {} shortened (max_model_len {m})",
+                        r.too_long_skipped, r.too_long_shortened
+                    ),
+                    None => "not checked".into(),
+                },
             ),
             param("chat template", format!("{} tokens", r.template_tokens)),
             // The stretch server output is averaged over: a classroom
@@ -248,7 +284,7 @@ fn classroom_parameters(s: &ClassroomRunSummary) -> Vec<Parameter> {
 
 /// Output speed of each student, tokens/s: the student's output tokens over
 /// the time its successful calls spent generating (duration − TTFT).
-fn speed_per_user(requests: &[CallRecord]) -> Vec<f64> {
+pub(crate) fn speed_per_user(requests: &[CallRecord]) -> Vec<f64> {
     let mut per_user: std::collections::BTreeMap<usize, (f64, f64)> = Default::default();
     for r in requests {
         if let (Some(_), Some(ttft)) = (r.output_speed(), r.ttft_s) {

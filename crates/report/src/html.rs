@@ -21,6 +21,14 @@ pub fn write_classroom(report: &ClassroomReport, out: &mut dyn Write) -> io::Res
     render(&classroom_doc(report), out)
 }
 
+/// Writes the report of a host timeline alone.
+pub fn write_timeline(
+    report: &super::timeline::TimelineReport,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    render(&super::timeline::timeline_doc(report), out)
+}
+
 /// Writes compare.html.
 pub fn write_comparison(comparison: &Comparison, out: &mut dyn Write) -> io::Result<()> {
     render(&compare_doc(comparison), out)

@@ -9,7 +9,9 @@
 //! - [`html`]: report.html / compare.html, one file each, no scripts, no
 //!   network;
 //! - [`svg`]: the charts;
-//! - [`charts`]: which charts a report shows.
+//! - [`charts`]: which charts a report shows;
+//! - [`observed`]: reports of a real class (a capture, imported sessions);
+//! - [`timeline`]: the report of a host timeline alone.
 //!
 //! Every report says, in one sentence, that its figures are measurements,
 //! not guarantees ([`DISCLAIMER`]).
@@ -25,11 +27,14 @@ mod from_results;
 pub mod html;
 pub mod markdown;
 pub mod model;
+pub mod observed;
+mod observed_doc;
 pub mod rebuild;
 mod replicas_doc;
 mod run_docs;
 pub mod svg;
 mod time_split_doc;
+pub mod timeline;
 
 pub use compare::{
     Assessment, Change, ComparedFigure, Comparison, ComparisonSection, Difference, RunKind,

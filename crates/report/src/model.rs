@@ -139,7 +139,7 @@ pub struct BenchReport {
     pub metrics_continuity: Vec<MetricsContinuity>,
     /// What the router in front of the replicas counted (`--router-metrics-url`).
     #[serde(default)]
-    pub router: Option<codendum_core::results::router::RouterFigures>,
+    pub router: Option<codendum_core::results::router_figures::RouterFigures>,
 }
 
 impl BenchReport {
@@ -197,5 +197,10 @@ pub struct ClassroomReport {
     pub metrics_continuity: Vec<MetricsContinuity>,
     /// What the router in front of the replicas counted (`--router-metrics-url`).
     #[serde(default)]
-    pub router: Option<codendum_core::results::router::RouterFigures>,
+    pub router: Option<codendum_core::results::router_figures::RouterFigures>,
+    /// A real class (a capture, imported sessions): each student's figures,
+    /// what the recording lost, the server's side; `None` for a simulated
+    /// class or a replay.
+    #[serde(default)]
+    pub observed: Option<crate::observed::ObservedClass>,
 }

@@ -68,7 +68,7 @@ pub(crate) fn push_fleet(doc: &mut Doc, windows: &[FleetWindow]) {
 /// the retries the students never saw. Nothing without router figures.
 pub(crate) fn push_router(
     doc: &mut Doc,
-    router: Option<&codendum_core::results::router::RouterFigures>,
+    router: Option<&codendum_core::results::router_figures::RouterFigures>,
     client_failures: Option<u64>,
 ) {
     let Some(r) = router else {

@@ -96,14 +96,22 @@ pub(crate) fn bench_doc(r: &BenchReport) -> Doc {
     doc
 }
 
-/// The classroom report document.
+/// The classroom report document (a simulated class, a replay, or a real
+/// class with its own sections).
 pub(crate) fn classroom_doc(r: &ClassroomReport) -> Doc {
-    let mut doc = Doc::new(format!(
-        "{} report: {}, {}",
-        if r.replay { "Replay" } else { "Classroom" },
-        profile_name(&r.run.provenance.profile),
-        super::doc::title_date(&r.run)
-    ));
+    let mut doc = Doc::new(match &r.observed {
+        Some(_) => format!(
+            "Class report: {}, {}",
+            r.run.target_url.as_deref().unwrap_or("imported sessions"),
+            super::doc::title_date(&r.run)
+        ),
+        None => format!(
+            "{} report: {}, {}",
+            if r.replay { "Replay" } else { "Classroom" },
+            profile_name(&r.run.provenance.profile),
+            super::doc::title_date(&r.run)
+        ),
+    });
     push_run_blocks(&mut doc, &r.run, &r.parameters, r.run_verdict.as_ref());
     let after_restart = if r.summary.server.server_restarted {
         vec!["the class's server figures".to_string()]
@@ -111,11 +119,17 @@ pub(crate) fn classroom_doc(r: &ClassroomReport) -> Doc {
         Vec::new()
     };
     super::doc::push_continuity(&mut doc, &r.metrics_continuity, &after_restart);
+    let mut rows = summary_rows(&r.summary);
+    if let (Some(o), Some(first)) = (&r.observed, rows.first_mut()) {
+        // A real class's students are not simulated.
+        first[0] = "Students".to_string();
+        super::observed_doc::push_recording(&mut doc, o);
+    }
     doc.heading("Summary");
     if !r.summary.intervals.is_empty() {
         doc.paragraph(INTERVALS);
     }
-    doc.table(&["Figure", "Value"], summary_rows(&r.summary), 1);
+    doc.table(&["Figure", "Value"], rows, 1);
     if r.calls_client_counted > 0 {
         doc.paragraph(format!(
             "{CHUNK_COUNTED} Model calls counted this way: {}.",
@@ -126,6 +140,10 @@ pub(crate) fn classroom_doc(r: &ClassroomReport) -> Doc {
         &mut doc,
         &[("class".to_string(), r.summary.server.time_split)],
     );
+    if let Some(o) = &r.observed {
+        super::observed_doc::push_errors(&mut doc, o);
+        super::observed_doc::push_students(&mut doc, o);
+    }
     let mut charts = classroom_charts(r).into_iter();
     doc.heading("Distributions");
     doc.paragraph(format!(
@@ -143,6 +161,9 @@ pub(crate) fn classroom_doc(r: &ClassroomReport) -> Doc {
         }
     }
     doc.heading("Server queue");
+    if let Some(o) = &r.observed {
+        super::observed_doc::push_server_side(&mut doc, o);
+    }
     doc.paragraph(timeline_sentence(&r.timeline));
     if let Some(chart) = queue {
         doc.chart(chart);
@@ -158,7 +179,7 @@ pub(crate) fn classroom_doc(r: &ClassroomReport) -> Doc {
 }
 
 /// The classroom's summary table: one row per row of the class figures
-/// ([`class_summary_rows`]), the seed's table first.
+/// ([`class_summary_rows`]), the table the lab asked for first.
 fn summary_rows(summary: &ClassroomSummary) -> Vec<Vec<String>> {
     class_summary_rows()
         .into_iter()

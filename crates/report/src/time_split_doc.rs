@@ -80,4 +80,11 @@ pub(crate) fn push_time_split(doc: &mut Doc, rows: &[(String, Option<TimeSplit>)
         table,
         1,
     );
+    if known.iter().any(|(_, s)| s.clocks_disagree()) {
+        doc.paragraph(
+            "The path is left empty where the server's means exceed the client's by more than \
+             a tenth: the two do not count in the same seconds (a twin served faster than real \
+             time reports its own).",
+        );
+    }
 }

@@ -7,10 +7,10 @@
 pub mod cli;
 pub mod live;
 pub mod real;
-pub mod router;
 pub mod scripted;
 pub mod servers;
 pub mod turns;
+pub mod vllm_router;
 
 use std::path::PathBuf;
 

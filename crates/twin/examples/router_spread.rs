@@ -1,5 +1,5 @@
 //! How evenly the twin's `session` router (jump hash) and the real vLLM
-//! Router's `consistent_hash` (its ring, [`codendum_twin::router::vllm_ring`])
+//! Router's `consistent_hash` (its ring, [`codendum_twin::routing::vllm_ring`])
 //! spread a class's sessions over the replicas: for classes of 4, 16 and 40
 //! students (one session id each, drawn as the classroom draws them), over
 //! many seeds, the imbalance of sessions per replica (max over mean).
@@ -7,8 +7,8 @@
 //! `cargo run --release -p codendum-twin --example router_spread [SEEDS]`
 //! (docs/routers.md has the figures).
 
-use codendum_twin::router::vllm_ring::VllmRing;
-use codendum_twin::router::{jump_hash, key_hash};
+use codendum_twin::routing::vllm_ring::VllmRing;
+use codendum_twin::routing::{jump_hash, key_hash};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

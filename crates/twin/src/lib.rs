@@ -34,7 +34,7 @@ pub mod model;
 pub mod persona;
 pub mod proxy;
 pub mod request_body;
-pub mod router;
+pub mod routing;
 pub mod runner;
 pub mod server;
 pub mod tokenizer;
@@ -134,7 +134,7 @@ pub enum TwinError {
 }
 
 /// Builds the shared state and spawns the engine task (needs a tokio
-/// runtime). For wrapping [`router`] in another layer; [`start`] does this
+/// runtime). For wrapping [`routes`] in another layer; [`start`] does this
 /// with the engine on its own thread.
 pub fn build_state(opts: TwinOptions) -> (Arc<TwinState>, tokio::task::JoinHandle<()>) {
     build_state_shared(opts, None)

@@ -4,14 +4,14 @@
 //! the step).
 //!
 //! Two models:
-//! - **built in** (the default): 0.05–0.5 s per file tool
-//!   ([`super::tools::FILE_TOOL_SECONDS`]), 1–4 s after an edit or a write
-//!   ([`super::tools::CHANGE_TOOL_SECONDS`]), 3–12 s per build or test
-//!   ([`super::shell::BUILD_SECONDS`]), 0.05 s for a simple shell command;
+//! - **the class's** (the default): each kind's distribution in the class
+//!   file (`[agent.tool_s]`; the `lab` class: 0.05–0.5 s per file tool, 1–4 s
+//!   after an edit or a write, 3–12 s per build or test, 0.05 s for a simple
+//!   shell command), drawn by [`super::shell::ShellState::tool_time`];
 //! - **measured** (`classroom --client-times FILE`): each tool call's time is
 //!   drawn (with the student's seeded random source) from the samples that
 //!   `codendum capture` measured for its [`ClientTimeKind`]. A kind with no
-//!   samples keeps the built-in time.
+//!   samples keeps the class's time.
 //!
 //! The file, `client-times.json` (written by `codendum capture`):
 //! `{"schema_version": 1, "unit": "seconds", "source": …, "kinds": {KIND:
@@ -36,8 +36,7 @@ use codendum_core::stats::{mean, percentile, sorted_finite};
 /// The file name of the distribution inside a capture folder.
 pub const CLIENT_TIMES_FILE: &str = "client-times.json";
 
-/// The header file of a capture folder.
-pub const CAPTURE_HEADER_FILE: &str = "capture.json";
+pub use codendum_core::capture::CAPTURE_HEADER_FILE;
 
 /// What the client did between an answer and the next request of its
 /// session, by the answer's tool calls (the heaviest kind wins when an answer

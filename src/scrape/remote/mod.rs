@@ -10,7 +10,6 @@
 //! histograms come the same way, so a window's time split (queue, prefill,
 //! decode, server TTFT) is the one direct scraping gives.
 
-use codendum_core::error::ConfigError;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -191,7 +190,8 @@ mod source;
 #[cfg(test)]
 mod tests;
 
-/// `--prometheus-url` and `--prometheus-selector`, checked.
+/// `--prometheus-url` and `--prometheus-selector`, as they were typed when
+/// the command line was read (an http(s) URL, a non-empty filter).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PrometheusOptions {
     /// Prometheus's base URL (`http://prom:9090`).
@@ -199,28 +199,4 @@ pub struct PrometheusOptions {
     /// A PromQL label filter (`job="vllm"`); `None`: the instances of
     /// `--metrics-url`.
     pub selector: Option<String>,
-}
-
-impl PrometheusOptions {
-    /// Checks the URL is http(s) and the selector is not empty.
-    pub fn new(url: &str, selector: Option<&str>) -> Result<Self, ConfigError> {
-        let url = url.trim();
-        if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(ConfigError::invalid(
-                "--prometheus-url",
-                format!("{url} is not an http(s) URL"),
-            ));
-        }
-        let selector = selector.map(str::trim);
-        if selector.is_some_and(|s| s.trim_matches(['{', '}', ' ']).is_empty()) {
-            return Err(ConfigError::invalid(
-                "--prometheus-selector",
-                "empty: give a label filter such as job=\"vllm\"",
-            ));
-        }
-        Ok(PrometheusOptions {
-            url: url.to_string(),
-            selector: selector.map(String::from),
-        })
-    }
 }

@@ -187,7 +187,7 @@ pub fn one_student(context_limit: Option<u64>) -> ClassroomConfig {
     let mut c = ClassroomConfig::new("test-model", context_limit);
     c.users = 1;
     c.ramp_up = Duration::ZERO;
-    c.follow_ups = 0;
+    c.set_follow_ups(0);
     c.duration = Duration::from_secs(60);
     c
 }

@@ -135,3 +135,14 @@ pub fn output_chars(answer: &PlannedAnswer) -> usize {
         })
         .sum()
 }
+
+/// A persona whose coding requests end at the step they are at (two calls,
+/// the least a request past its first step makes), with final answers of
+/// 150–300 tokens: what a conversation fixture looks like at its last step.
+pub fn ending_persona(seed: u64) -> codendum_twin::persona::AgentPersona {
+    use codendum_core::class::{Class, Distribution};
+    let mut spread = Class::lab().agent.clone();
+    spread.calls_per_request = Distribution::value("test", 2.0);
+    spread.output_tokens.final_answer = Distribution::uniform("test", 150.0, 300.0);
+    codendum_twin::persona::AgentPersona::with_spread(seed, std::sync::Arc::new(spread))
+}

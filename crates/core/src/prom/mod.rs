@@ -11,7 +11,7 @@
 //!   one, or several in turn.
 //! - [`latency`]: vLLM's latency histograms and the time split they give.
 //! - [`replicas`]: one timeline per replica of a fleet and the fleet's figures.
-//! - [`router`]: the vLLM Router's own page and what it did between two reads.
+//! - [`router_page`]: the vLLM Router's own page and what it did between two reads.
 //!
 //! Reading a live server (HTTP scrapes, the 1 s sampler, Prometheus's API)
 //! is `codendum::scrape`'s.
@@ -21,7 +21,7 @@ pub mod latency;
 mod lex;
 pub mod parse;
 pub mod replicas;
-pub mod router;
+pub mod router_page;
 pub mod snapshot;
 pub mod window;
 

@@ -29,12 +29,18 @@ pub struct ClassroomParameters {
     pub duration_s: f64,
     /// Students start within this many seconds.
     pub ramp_up_s: f64,
-    /// Shortest pause between a student's requests, seconds.
+    /// Shortest pause between a student's requests (of the class's
+    /// distribution), seconds.
     pub pause_min_s: f64,
     /// Longest pause, seconds.
     pub pause_max_s: f64,
-    /// Follow-up requests per student after the exercise.
+    /// Follow-up requests per student after the exercise (the most the
+    /// class draws).
     pub follow_ups: u32,
+    /// The class the students and their agent drew from (its name; the
+    /// default is `lab`). Absent in folders written before class files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<String>,
     /// Client context limit, tokens (`None`: never compacts).
     pub context_limit: Option<u64>,
     /// Client output limit (`max_tokens` of a step), tokens.
@@ -90,7 +96,7 @@ pub struct ClassroomRunSummary {
     /// What the router in front of the replicas counted over the class
     /// (`--router-metrics-url`); absent without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub router: Option<super::router::RouterFigures>,
+    pub router: Option<super::router_figures::RouterFigures>,
     /// What a replay (kind [`REPLAY_KIND`]) sent again; absent for a class.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<ReplayParameters>,
@@ -102,8 +108,11 @@ pub struct ReplayParameters {
     /// The capture folder, results folder or trace file replayed (its name
     /// only).
     pub source: String,
-    /// `capture`, `classroom`, `replay` or `trace`.
+    /// Its format ([`crate::trace::SourceFormat::as_str`]).
     pub source_kind: String,
+    /// The licence or attribution note found beside the source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub licence: Option<String>,
     /// Tokens per block of the trace's `hash_ids`.
     pub block_size: u32,
     /// The timeline's compression (2: twice as fast as recorded).
@@ -112,13 +121,58 @@ pub struct ReplayParameters {
     pub sessions: usize,
     /// Calls replayed.
     pub calls: usize,
-    /// The fraction of prompt tokens in blocks an earlier call had
-    /// ([`crate::trace::Trace::shared_block_fraction`]): the prefix-cache
-    /// hit rate a big enough cache tends to, fraction 0–1.
-    pub shared_block_fraction: Option<f64>,
+    /// Sessions kept running at once (`--users`); absent: every session
+    /// at its recorded offset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub users: Option<usize>,
+    /// `after-answer` or `original` (`--timing`).
+    #[serde(default = "default_timing")]
+    pub timing: String,
+    /// The cap on a person's wait, seconds (`--max-think`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_think_s: Option<f64>,
+    /// The cap on any wait, seconds (`--max-wait`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_wait_s: Option<f64>,
+    /// Calls not sent because their session started part-way
+    /// (`--start-part-way`).
+    #[serde(default)]
+    pub before_part_way: usize,
+    /// The server's context the calls were held against, tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_model_len: Option<u64>,
+    /// Calls beyond it skipped.
+    #[serde(default)]
+    pub too_long_skipped: usize,
+    /// Calls beyond it shortened from the front.
+    #[serde(default)]
+    pub too_long_shortened: usize,
+    /// The prefix-cache hit rate the recorded sharing of the calls sent
+    /// gives a cache that keeps everything
+    /// ([`crate::trace::theory`]), fraction 0–1: beside the server's
+    /// measured one, the gap is eviction (and the chat template).
+    #[serde(alias = "shared_block_fraction")]
+    pub theoretical_hit_rate: Option<f64>,
     /// Chat-template tokens the server adds to a one-message prompt,
     /// subtracted from each prompt's recorded length.
     pub template_tokens: u64,
+    /// Calls whose prompt the server counted (its usage).
+    #[serde(default)]
+    pub sizes_counted: usize,
+    /// Of which the server counted within 1 % of the recorded size.
+    #[serde(default)]
+    pub sizes_within_1_pct: usize,
+    /// The largest difference between a prompt's recorded size and the
+    /// server's count, percent of the recorded size.
+    #[serde(default)]
+    pub size_error_max_pct: f64,
+    /// What of the source could not be read (file, line, why).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unread: Vec<String>,
+}
+
+fn default_timing() -> String {
+    "after-answer".into()
 }
 
 /// Writes a classroom `summary.json`.

@@ -119,3 +119,15 @@ pub struct TaskRecord {
     /// For a failure: the error kind of the call that failed.
     pub error_kind: Option<ErrorKind>,
 }
+
+impl TaskRecord {
+    /// [`TaskRecord::model_time_s`] of a coding request's calls: the sum of
+    /// their waits, the title's left out (it runs beside the first step).
+    pub fn model_time_of<'a>(calls: impl IntoIterator<Item = &'a CallRecord>) -> f64 {
+        calls
+            .into_iter()
+            .filter(|r| r.kind != CallKind::Title)
+            .map(|r| r.wait_s)
+            .sum()
+    }
+}

@@ -1,5 +1,5 @@
 //! The figures of a classroom run, computed from its records (plain
-//! functions, no I/O), plus the server figures the lead fills in from the
+//! functions, no I/O), plus the server figures the run fills in from the
 //! `/metrics` sampler.
 
 use std::collections::BTreeMap;
@@ -14,7 +14,8 @@ use crate::stats::dependence::percentile_interval_in_order;
 use crate::stats::{batch_means, percentile, poisson_rate, sorted_finite, Interval};
 
 /// Server-side figures from the `/metrics` sampler over the run; `None`
-/// where `/metrics` was not reachable. The lead fills these in.
+/// where `/metrics` was not reachable. The run fills these in after the
+/// class, from its sampler.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ServerFigures {
     /// Peak of running requests (`vllm:num_requests_running`).

@@ -17,7 +17,7 @@ pub mod profile_check;
 pub mod records;
 pub mod repeat;
 pub mod replicas;
-pub mod router;
+pub mod router_figures;
 pub mod schema;
 pub mod slo;
 pub mod steady;

@@ -178,7 +178,7 @@ pub struct BenchSummary {
     /// What the router in front of the replicas counted over the run
     /// (`--router-metrics-url`); absent without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub router: Option<super::router::RouterFigures>,
+    pub router: Option<super::router_figures::RouterFigures>,
 }
 
 /// One measured step of a `--find-rate` search.

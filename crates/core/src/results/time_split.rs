@@ -62,13 +62,77 @@ impl TimeSplit {
     }
 
     /// Client minus server mean TTFT, seconds: the path's share of the
-    /// first token (network, proxy, client).
+    /// first token (network, proxy, client). Absent when the two clocks
+    /// disagree ([`TimeSplit::clocks_disagree`]).
     pub fn path_ttft_s(&self) -> Option<f64> {
-        Some(self.client_ttft_mean_s? - self.ttft?.mean_s)
+        path(self.client_ttft_mean_s?, self.ttft?.mean_s)
     }
 
-    /// Client minus server mean request time, seconds.
+    /// Client minus server mean request time, seconds; absent when the two
+    /// clocks disagree.
     pub fn path_e2e_s(&self) -> Option<f64> {
-        Some(self.client_e2e_mean_s? - self.e2e?.mean_s)
+        path(self.client_e2e_mean_s?, self.e2e?.mean_s)
+    }
+
+    /// Whether the server's means exceed the client's by more than the
+    /// two windows' difference in requests can explain: the path only ever
+    /// adds time, so a server mean above the client's by more than a tenth
+    /// (and 50 ms) says the two do not time in the same seconds (a twin
+    /// served faster than real time times its requests in its own).
+    pub fn clocks_disagree(&self) -> bool {
+        let beyond = |client: Option<f64>, server: Option<PhaseTime>| match (client, server) {
+            (Some(c), Some(s)) => path(c, s.mean_s).is_none(),
+            _ => false,
+        };
+        beyond(self.client_ttft_mean_s, self.ttft) || beyond(self.client_e2e_mean_s, self.e2e)
+    }
+}
+
+/// Client minus server, seconds, or nothing when the server's exceeds the
+/// client's by more than 10 % and 50 ms.
+fn path(client_s: f64, server_s: f64) -> Option<f64> {
+    let path = client_s - server_s;
+    let slack = (0.1 * client_s.abs()).max(0.05);
+    (path >= -slack).then_some(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(client_ttft: f64, server_ttft: f64) -> TimeSplit {
+        TimeSplit {
+            ttft: Some(PhaseTime {
+                mean_s: server_ttft,
+                p50_estimate_s: None,
+                p95_estimate_s: None,
+                requests: 10,
+            }),
+            client_ttft_mean_s: Some(client_ttft),
+            ..TimeSplit::default()
+        }
+    }
+
+    #[test]
+    fn the_path_is_what_the_client_adds() {
+        let s = split(2.5, 2.4);
+        assert!((s.path_ttft_s().expect("path") - 0.1).abs() < 1e-9);
+        assert!(!s.clocks_disagree());
+    }
+
+    #[test]
+    fn a_small_negative_path_is_noise_between_windows() {
+        let s = split(2.0, 2.1);
+        assert!((s.path_ttft_s().expect("path") + 0.1).abs() < 1e-9);
+        assert!(!s.clocks_disagree());
+    }
+
+    #[test]
+    fn a_server_counting_in_other_seconds_has_no_path() {
+        // A twin served at 25x: its histograms say 25 s where the client waited 1 s.
+        let s = split(1.0, 25.0);
+        assert_eq!(s.path_ttft_s(), None);
+        assert!(s.clocks_disagree());
+        assert_eq!(split(0.0, 0.04).path_ttft_s(), Some(-0.04));
     }
 }

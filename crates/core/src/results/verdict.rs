@@ -60,7 +60,7 @@ pub const CLIENT_CPU_HIGH: f64 = 0.90;
 pub const CONTEXT_OVERFLOW_SHARE: f64 = 0.01;
 
 /// The default `--max-error-rate`: 5 % of a run's calls may fail before the
-/// run exits 1. The seed's class saw about 1 % fail on the VPN path with a
+/// run exits 1. The lab's class saw about 1 % fail on the VPN path with a
 /// healthy server; five times that is a server or path that needs a look.
 pub const DEFAULT_MAX_ERROR_RATE: f64 = 0.05;
 
@@ -601,7 +601,10 @@ pub fn class_verdict(
         .iter()
         .map(|c| CallOutcome {
             start_s: c.started_at,
-            end_s: c.started_at + c.duration_s,
+            // A retried call ends with its last attempt: its wait covers
+            // every attempt and the pauses between them, its duration the
+            // last attempt alone.
+            end_s: c.started_at + c.wait_s.max(c.duration_s),
             error: c.error_kind.map(|k| k.as_str().to_string()),
         })
         .collect();

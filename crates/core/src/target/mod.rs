@@ -1,6 +1,6 @@
-//! Where the server is: base URL, API key(s), CA, `/metrics` URLs, model, and
-//! the provenance fields that results record. Validated from raw strings into
-//! typed values; no clap here.
+//! Where the server is (base URL, CA, `/metrics` URLs), how requests are
+//! sent (API key, model, time limit), API keys, and the provenance fields
+//! that results record. Typed values, parsed once; no clap here.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -8,9 +8,11 @@ use std::time::Duration;
 
 use crate::error::ConfigError;
 
+mod base_url;
 mod keys;
 
 pub use crate::kinds::Provenance;
+pub use base_url::{http_url, BaseUrl};
 pub use keys::{parse_api_keys, read_api_keys};
 
 /// An API key. Its `Debug` and `Display` never show the key; results name a
@@ -52,231 +54,65 @@ impl fmt::Display for Secret {
     }
 }
 
-/// A validated live server, or none (the embedded twin).
-#[derive(Debug, Clone)]
+/// A live server: where it is and where its pages are. Built from typed
+/// values (the base URL parsed once), so nothing below checks it again.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Target {
-    /// OpenAI base URL ending in `/v1`, without trailing slash. `None` means
-    /// the embedded twin.
-    pub base_url: Option<BaseUrl>,
-    /// The API key for single-key commands.
-    pub api_key: Option<Secret>,
+    /// The OpenAI base URL (ending in `/v1`).
+    pub base_url: BaseUrl,
     /// A PEM bundle that replaces the system roots, as curl's `--cacert`.
     pub cacert: Option<PathBuf>,
-    /// `/metrics` URLs (several for replicas); empty: derived from the base URL.
+    /// `/metrics` URLs (several for replicas); by default the one beside
+    /// the base URL.
     pub metrics_urls: Vec<String>,
-    /// The model to request; `None`: the first id of `/v1/models`.
-    pub model: Option<String>,
-    /// Per-request time limit.
-    pub request_timeout: Duration,
     /// The router's own Prometheus page (`--router-metrics-url`), read at
     /// the start and the end of a run; `None`: no router figures.
     pub router_metrics_url: Option<String>,
 }
 
 impl Target {
-    /// Validates raw values. `base_url` must be http(s) and end in `/v1`
-    /// (a trailing slash is tolerated).
-    pub fn new(
-        base_url: Option<&str>,
-        api_key: Option<&str>,
-        cacert: Option<&Path>,
-        metrics_urls: Option<&str>,
-        model: Option<&str>,
-        request_timeout: Duration,
-    ) -> Result<Self, ConfigError> {
-        let base_url = base_url
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(BaseUrl::parse)
-            .transpose()?;
-        let api_key = api_key
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(Secret::new);
-        if let Some(path) = cacert {
-            read_pem_bundle(path)?;
-        }
-        let mut urls = Vec::new();
-        for raw in crate::flags::list(metrics_urls.unwrap_or("")) {
-            let (scheme, _) = split_scheme(raw).ok_or_else(|| {
-                ConfigError::invalid("--metrics-url", format!("{raw} is not an http(s) URL"))
-            })?;
-            let _ = scheme;
-            urls.push(raw.trim_end_matches('/').to_string());
-        }
-        if urls.is_empty() {
-            if let Some(base) = &base_url {
-                urls.push(default_metrics_url(base));
-            }
-        }
-        if request_timeout.is_zero() {
-            return Err(ConfigError::invalid("--timeout", "must be more than 0 s"));
-        }
-        Ok(Target {
+    /// The server at `base_url`, its `/metrics` beside it, the system roots.
+    pub fn at(base_url: BaseUrl) -> Self {
+        Target {
+            metrics_urls: vec![base_url.metrics_url()],
             base_url,
-            api_key,
-            cacert: cacert.map(Path::to_path_buf),
-            metrics_urls: urls,
-            model: model
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(String::from),
-            request_timeout,
+            cacert: None,
             router_metrics_url: None,
-        })
-    }
-
-    /// The target with the router's own metrics page (`--router-metrics-url`):
-    /// an http(s) URL; blank means none.
-    pub fn with_router_metrics(mut self, url: Option<&str>) -> Result<Self, ConfigError> {
-        let url = url.map(str::trim).filter(|s| !s.is_empty());
-        if let Some(raw) = url {
-            split_scheme(raw).ok_or_else(|| {
-                ConfigError::invalid(
-                    "--router-metrics-url",
-                    format!("{raw} is not an http(s) URL"),
-                )
-            })?;
         }
-        self.router_metrics_url = url.map(|u| u.trim_end_matches('/').to_string());
-        Ok(self)
-    }
-
-    /// Whether the target is the embedded twin.
-    pub fn is_embedded(&self) -> bool {
-        self.base_url.is_none()
     }
 
     /// The base URL for display and results: never carries credentials.
     pub fn display_url(&self) -> String {
-        match &self.base_url {
-            Some(u) => strip_userinfo(u),
-            None => "embedded twin".to_string(),
+        self.base_url.display()
+    }
+}
+
+/// How every request is sent, to a live server or to the embedded twin.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientSettings {
+    /// The API key of single-key commands (the side calls' key too).
+    pub api_key: Option<Secret>,
+    /// The model to request; `None`: the first id of `/v1/models`.
+    pub model: Option<String>,
+    /// Per-request time limit.
+    pub request_timeout: Duration,
+}
+
+impl ClientSettings {
+    /// No key, the server's first model, `request_timeout` per request.
+    pub fn new(request_timeout: Duration) -> Self {
+        ClientSettings {
+            api_key: None,
+            model: None,
+            request_timeout,
         }
     }
 
-    /// Whether plain HTTP would carry an API key to a host that is not loopback.
-    pub fn sends_key_in_clear(&self) -> bool {
-        match (&self.base_url, &self.api_key) {
-            (Some(u), Some(_)) => u.starts_with("http://") && !is_loopback_url(u),
-            _ => false,
-        }
+    /// Whether plain HTTP would carry the API key to a host that is not
+    /// this machine.
+    pub fn sends_key_in_clear(&self, base_url: &BaseUrl) -> bool {
+        self.api_key.is_some() && base_url.is_http() && !base_url.is_loopback()
     }
-}
-
-/// An OpenAI base URL, checked and normalised once ([`BaseUrl::parse`]):
-/// http(s), a host, ending in `/v1`, no trailing slash. Read as `&str`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BaseUrl(String);
-
-impl BaseUrl {
-    /// Checks and normalises `raw` (see [`normalize_base_url`]).
-    pub fn parse(raw: impl AsRef<str>) -> Result<BaseUrl, ConfigError> {
-        normalize_base_url(raw.as_ref()).map(BaseUrl)
-    }
-
-    /// The URL.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::ops::Deref for BaseUrl {
-    type Target = str;
-
-    fn deref(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for BaseUrl {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-/// Checks and normalises an OpenAI base URL: http(s), a host, ending in `/v1`.
-pub fn normalize_base_url(raw: &str) -> Result<String, ConfigError> {
-    let trimmed = raw.trim().trim_end_matches('/');
-    let (_, rest) = split_scheme(trimmed).ok_or_else(|| {
-        ConfigError::invalid(
-            "--base-url",
-            format!(
-                "{} is not an http:// or https:// URL",
-                strip_userinfo(trimmed)
-            ),
-        )
-    })?;
-    let host = rest.split('/').next().unwrap_or("");
-    if host.is_empty() {
-        return Err(ConfigError::invalid("--base-url", "the URL has no host"));
-    }
-    if !trimmed.ends_with("/v1") {
-        return Err(ConfigError::invalid(
-            "--base-url",
-            format!(
-                "{} must end in /v1 (the OpenAI base, e.g. https://llm.lab.example:8443/v1)",
-                strip_userinfo(trimmed)
-            ),
-        ));
-    }
-    Ok(trimmed.to_string())
-}
-
-/// `scheme://host[:port]/metrics` for a base URL `scheme://host[:port]/.../v1`.
-pub fn default_metrics_url(base_url: &str) -> String {
-    format!("{}/metrics", origin(base_url))
-}
-
-/// `scheme://host[:port]` of a URL.
-pub fn origin(url: &str) -> String {
-    match split_scheme(url) {
-        Some((scheme, rest)) => {
-            let host = rest.split('/').next().unwrap_or("");
-            format!("{scheme}://{host}")
-        }
-        None => url.to_string(),
-    }
-}
-
-fn split_scheme(url: &str) -> Option<(&str, &str)> {
-    let (scheme, rest) = url.split_once("://")?;
-    match scheme.to_ascii_lowercase().as_str() {
-        "http" | "https" => Some((scheme, rest)),
-        _ => None,
-    }
-}
-
-fn strip_userinfo(url: &str) -> String {
-    match url.split_once("://") {
-        Some((scheme, rest)) => {
-            let (authority, path) = match rest.find('/') {
-                Some(i) => rest.split_at(i),
-                None => (rest, ""),
-            };
-            let host = authority.rsplit('@').next().unwrap_or(authority);
-            format!("{scheme}://{host}{path}")
-        }
-        None => url.to_string(),
-    }
-}
-
-fn is_loopback_url(url: &str) -> bool {
-    let host = match split_scheme(url) {
-        Some((_, rest)) => rest.split('/').next().unwrap_or(""),
-        None => return false,
-    };
-    let host = host.rsplit('@').next().unwrap_or(host);
-    let host = if let Some(stripped) = host.strip_prefix('[') {
-        stripped.split(']').next().unwrap_or("")
-    } else {
-        host.split(':').next().unwrap_or("")
-    };
-    host == "localhost"
-        || host
-            .parse::<std::net::IpAddr>()
-            .map(|ip| ip.is_loopback())
-            .unwrap_or(false)
 }
 
 /// Reads a PEM bundle and checks that it holds at least one certificate.
@@ -302,23 +138,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn base_url_must_end_in_v1() {
-        assert_eq!(
-            normalize_base_url("http://127.0.0.1:8000/v1/").unwrap(),
-            "http://127.0.0.1:8000/v1"
-        );
-        assert!(normalize_base_url("http://127.0.0.1:8000").is_err());
-        assert!(normalize_base_url("htp://x/v1").is_err());
-        assert!(normalize_base_url("https:///v1").is_err());
-    }
-
-    #[test]
-    fn metrics_url_is_derived_from_origin() {
-        assert_eq!(
-            default_metrics_url("https://llm.lab.example:8443/v1"),
-            "https://llm.lab.example:8443/metrics"
-        );
-        assert_eq!(default_metrics_url("http://h/proxy/v1"), "http://h/metrics");
+    fn a_target_reads_metrics_beside_its_base_url() {
+        let t = Target::at(BaseUrl::parse("https://llm.lab.example:8443/v1").unwrap());
+        assert_eq!(t.metrics_urls, ["https://llm.lab.example:8443/metrics"]);
+        let t = Target::at(BaseUrl::parse("https://user:pw@h.example/v1").unwrap());
+        assert_eq!(t.display_url(), "https://h.example/v1");
     }
 
     #[test]
@@ -330,43 +154,23 @@ mod tests {
 
     #[test]
     fn clear_text_key_warning_only_off_loopback() {
-        let t = Target::new(
-            Some("http://10.1.2.3:8000/v1"),
-            Some("k"),
-            None,
-            None,
-            None,
-            Duration::from_secs(1),
-        )
-        .unwrap();
-        assert!(t.sends_key_in_clear());
-        let t = Target::new(
-            Some("http://127.0.0.1:8000/v1"),
-            Some("k"),
-            None,
-            None,
-            None,
-            Duration::from_secs(1),
-        )
-        .unwrap();
-        assert!(!t.sends_key_in_clear());
-        assert_eq!(
-            t.metrics_urls,
-            vec!["http://127.0.0.1:8000/metrics".to_string()]
+        let mut client = ClientSettings::new(Duration::from_secs(1));
+        let far = BaseUrl::parse("http://10.1.2.3:8000/v1").unwrap();
+        assert!(
+            !client.sends_key_in_clear(&far),
+            "no key, nothing to warn of"
         );
-    }
-
-    #[test]
-    fn display_url_strips_credentials() {
-        let t = Target::new(
-            Some("https://user:pw@h.example/v1"),
-            None,
-            None,
-            None,
-            None,
-            Duration::from_secs(1),
-        )
-        .unwrap();
-        assert_eq!(t.display_url(), "https://h.example/v1");
+        client.api_key = Some(Secret::new("k"));
+        assert!(client.sends_key_in_clear(&far));
+        for near in [
+            "http://127.0.0.1:8000/v1",
+            "http://localhost/v1",
+            "https://10.1.2.3/v1",
+        ] {
+            assert!(
+                !client.sends_key_in_clear(&BaseUrl::parse(near).unwrap()),
+                "{near}"
+            );
+        }
     }
 }

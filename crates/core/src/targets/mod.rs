@@ -1,5 +1,5 @@
 //! What a profile's `[targets]` mean, shared by the capacity suite
-//! ([`crate::capacity`]) and `codendum plan` ([`crate::plan`]), so that both
+//! (`codendum::acceptance`) and `codendum plan` (`codendum::plan`), so that both
 //! judge `[targets.classroom]` by one definition:
 //!
 //! - [`Bound`]: whether a target is a ceiling or a floor, and the one
@@ -16,7 +16,7 @@
 //!   judging function per key.
 //!
 //! The capacity suite adds the benchmark levels (`[[targets.bench]]`) and
-//! the quick tables; their parser stays in [`crate::capacity::targets`] and
+//! the quick tables; their parser is [`bench::parse_targets`], and it
 //! checks values with the same rules ([`KeyKind`]).
 
 pub mod bench;

@@ -24,7 +24,7 @@ use std::io::{BufRead, Write};
 
 use serde::{Deserialize, Serialize};
 
-use super::{Dependency, Trace, TraceCall};
+use super::{Dependency, Trace, TraceCall, Unread};
 
 /// One line of a Mooncake-style trace.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -65,49 +65,85 @@ fn bad(line: usize, reason: impl Into<String>) -> TraceError {
     }
 }
 
+/// Checks one line of a Mooncake-style trace.
+fn parse_line(line: &str, n: usize, block_size: u32) -> Result<MooncakeLine, TraceError> {
+    let b = u64::from(block_size.max(1));
+    let l: MooncakeLine =
+        serde_json::from_str(line).map_err(|e| bad(n, format!("not a trace line ({e})")))?;
+    if l.output_length > super::MAX_PROMPT_TOKENS {
+        return Err(bad(
+            n,
+            format!("output_length above {} tokens", super::MAX_PROMPT_TOKENS),
+        ));
+    }
+    if l.input_length == 0 || l.input_length > super::MAX_PROMPT_TOKENS {
+        return Err(bad(
+            n,
+            format!(
+                "input_length must be 1 to {} tokens",
+                super::MAX_PROMPT_TOKENS
+            ),
+        ));
+    }
+    let blocks = l.input_length.div_ceil(b);
+    if l.hash_ids.len() as u64 > blocks {
+        return Err(bad(
+            n,
+            format!(
+                "{} hash_ids for {} tokens at {block_size} tokens a block (at most {blocks}); is the block size right?",
+                l.hash_ids.len(),
+                l.input_length
+            ),
+        ));
+    }
+    for (what, v) in [("timestamp", l.timestamp), ("delay", l.delay)] {
+        if v.is_some_and(|v| !(v.is_finite() && v >= 0.0)) {
+            return Err(bad(
+                n,
+                format!("{what} must be a number of milliseconds ≥ 0"),
+            ));
+        }
+    }
+    if l.delay.is_some() && l.session_id.is_none() {
+        return Err(bad(
+            n,
+            "a delay needs a session_id (it follows the session's previous turn)",
+        ));
+    }
+    Ok(l)
+}
+
 /// Reads a Mooncake-style (or AIPerf session) trace whose `hash_ids` are
-/// `block_size` tokens a block. Blank lines are skipped; anything else that
-/// is not such a line is an error naming the line.
+/// `block_size` tokens a block. Blank lines are skipped. A line that is not
+/// such a line ends the reading: with calls read before it, the trace keeps
+/// them and names the line in [`Trace::unread`] (its `file` left empty for
+/// the caller); without, it is the error.
 pub fn read_trace<R: BufRead>(input: R, block_size: u32) -> Result<Trace, TraceError> {
     let b = u64::from(block_size.max(1));
     let mut lines = Vec::new();
+    let mut stopped: Option<TraceError> = None;
     for (i, line) in input.lines().enumerate() {
         let n = i + 1;
-        let line = line.map_err(|e| bad(n, format!("cannot read: {e}")))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let l: MooncakeLine =
-            serde_json::from_str(&line).map_err(|e| bad(n, format!("not a trace line ({e})")))?;
-        if l.input_length == 0 {
-            return Err(bad(n, "input_length must be at least 1"));
-        }
-        let blocks = l.input_length.div_ceil(b);
-        if l.hash_ids.len() as u64 > blocks {
-            return Err(bad(
-                n,
-                format!(
-                    "{} hash_ids for {} tokens at {block_size} tokens a block (at most {blocks}); is the block size right?",
-                    l.hash_ids.len(),
-                    l.input_length
-                ),
-            ));
-        }
-        for (what, v) in [("timestamp", l.timestamp), ("delay", l.delay)] {
-            if v.is_some_and(|v| !(v.is_finite() && v >= 0.0)) {
-                return Err(bad(
-                    n,
-                    format!("{what} must be a number of milliseconds ≥ 0"),
-                ));
+        let parsed = line
+            .map_err(|e| bad(n, format!("cannot read: {e}")))
+            .and_then(|line| {
+                if line.trim().is_empty() {
+                    Ok(None)
+                } else {
+                    parse_line(&line, n, block_size).map(Some)
+                }
+            });
+        match parsed {
+            Ok(Some(l)) => lines.push((n, l)),
+            Ok(None) => {}
+            Err(e) => {
+                stopped = Some(e);
+                break;
             }
         }
-        if l.delay.is_some() && l.session_id.is_none() {
-            return Err(bad(
-                n,
-                "a delay needs a session_id (it follows the session's previous turn)",
-            ));
-        }
-        lines.push((n, l));
+    }
+    if let (Some(e), true) = (&stopped, lines.is_empty()) {
+        return Err(e.clone());
     }
     if lines.is_empty() {
         return Err(bad(0, "no trace lines"));
@@ -133,24 +169,17 @@ pub fn read_trace<R: BufRead>(input: R, block_size: u32) -> Result<Trace, TraceE
             (Some(ts), _, _) => ((ts - origin) / 1000.0, None),
             (None, Some(d), Some(p)) => (
                 calls[p].at_s + d / 1000.0,
-                Some(Dependency {
-                    call: p,
-                    gap_s: d / 1000.0,
-                }),
+                Some(Dependency::after(p, d / 1000.0)),
             ),
             (None, Some(_), None) => {
-                return Err(bad(
-                    n,
-                    "a delay on a session's first turn (give it a timestamp)",
-                ))
+                let e = bad(n, "a delay on a session's first turn (give it a timestamp)");
+                if calls.is_empty() {
+                    return Err(e);
+                }
+                stopped = Some(e);
+                break;
             }
-            (None, None, Some(p)) => (
-                calls[p].at_s,
-                Some(Dependency {
-                    call: p,
-                    gap_s: 0.0,
-                }),
-            ),
+            (None, None, Some(p)) => (calls[p].at_s, Some(Dependency::after(p, 0.0))),
             (None, None, None) => (0.0, None),
         };
         let (input, hash_ids) = match previous {
@@ -176,10 +205,18 @@ pub fn read_trace<R: BufRead>(input: R, block_size: u32) -> Result<Trace, TraceE
         call.session = l.session_id;
         calls.push(call);
     }
-    Ok(Trace {
-        block_size: block_size.max(1),
-        calls: in_arrival_order(calls),
-    })
+    let mut trace = Trace::new(block_size, in_arrival_order(calls));
+    if let Some(e) = stopped {
+        trace.unread.push(Unread {
+            file: String::new(),
+            line: e.line,
+            reason: format!(
+                "{}; the calls before it are kept, the rest is not read",
+                e.reason
+            ),
+        });
+    }
+    Ok(trace)
 }
 
 /// Sorts calls by arrival (stable) and renumbers their dependencies.
@@ -203,7 +240,7 @@ pub fn in_arrival_order(calls: Vec<TraceCall>) -> Vec<TraceCall> {
             .after
             .map(|d| Dependency {
                 call: new_index[d.call],
-                gap_s: d.gap_s,
+                ..d
             })
             .filter(|d| d.call < me);
         out.push(c);
@@ -326,9 +363,28 @@ mod tests {
         assert!(e.line == 2 && e.reason.contains("block size"), "{e}");
         let e = read_trace(&b"not json\n"[..], 16).unwrap_err();
         assert_eq!(e.line, 1);
+        let e = read_trace(&b"{\"input_length\": 100000000}\n"[..], 16).unwrap_err();
+        assert!(e.reason.contains("1 to 16777216"), "{e}");
         assert!(read_trace(&b"\n\n"[..], 16).is_err());
         let e = read_trace(&b"{\"input_length\": 3, \"delay\": 5}\n"[..], 16).unwrap_err();
         assert!(e.reason.contains("session_id"), "{e}");
+    }
+
+    #[test]
+    fn a_bad_line_after_good_ones_keeps_them_and_is_named() {
+        let text = "{\"timestamp\": 0, \"input_length\": 10}\n\
+                    {\"timestamp\": 5, \"input_length\": 12}\n\
+                    {\"timestamp\": 9, \"input_len\n\
+                    {\"timestamp\": 12, \"input_length\": 14}\n";
+        let t = read_trace(text.as_bytes(), 16).expect("a partial read");
+        assert_eq!(t.calls.len(), 2, "the calls before the bad line");
+        assert_eq!(t.unread.len(), 1);
+        assert_eq!(t.unread[0].line, 3);
+        assert!(
+            t.unread[0].reason.contains("not a trace line"),
+            "{:?}",
+            t.unread
+        );
     }
 
     fn session_call(s: &str, at: f64, dur: f64, input: u64, ids: Vec<u64>) -> TraceCall {
@@ -340,14 +396,14 @@ mod tests {
 
     #[test]
     fn sessions_round_trip_through_the_aiperf_form() {
-        let trace = Trace {
-            block_size: 16,
-            calls: vec![
+        let trace = Trace::new(
+            16,
+            vec![
                 session_call("a", 0.0, 1.0, 40, vec![1, 2, 3]),
                 session_call("b", 0.5, 1.0, 20, vec![1, 9]),
                 session_call("a", 3.0, 1.0, 60, vec![1, 2, 4, 5]),
             ],
-        };
+        );
         let mut out = Vec::new();
         write_aiperf_sessions(&trace, &mut out).expect("writes");
         let text = String::from_utf8(out).expect("utf8");
@@ -373,13 +429,7 @@ mod tests {
         let third = &back.calls[2];
         assert_eq!(third.input_tokens, 60, "the history and the turn");
         assert_eq!(third.hash_ids, vec![1, 2, 4]);
-        assert_eq!(
-            third.after,
-            Some(Dependency {
-                call: 0,
-                gap_s: 2.0
-            })
-        );
+        assert_eq!(third.after, Some(Dependency::after(0, 2.0)));
         assert_eq!(back.calls[1].session.as_deref(), Some("b"));
     }
 
@@ -387,10 +437,7 @@ mod tests {
     fn the_mooncake_form_holds_only_sizes_times_and_blocks() {
         let mut c = session_call("ses_secret", 1.2345, 1.0, 33, vec![5, 6, 7]);
         c.kind = Some(crate::results::classroom_records::CallKind::Agent);
-        let trace = Trace {
-            block_size: 16,
-            calls: vec![c],
-        };
+        let trace = Trace::new(16, vec![c]);
         let mut out = Vec::new();
         write_mooncake(&trace, &mut out).expect("writes");
         let text = String::from_utf8(out).expect("utf8");

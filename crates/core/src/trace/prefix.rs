@@ -22,6 +22,7 @@
 
 use std::collections::HashMap;
 
+use super::{Trace, TraceCall};
 use crate::results::classroom_records::CallKind;
 
 /// What the model needs of one recorded call (in arrival order).
@@ -147,6 +148,33 @@ pub fn rebuild_hash_ids(
         out.push(hash_ids);
     }
     out
+}
+
+/// The trace of recorded calls (in arrival order, with their sessions,
+/// kinds, sizes and durations) that kept no text: their blocks rebuilt
+/// ([`rebuild_hash_ids`]; `ok[i]` says whether call `i` succeeded) and their
+/// dependencies linked ([`super::timing::link_dependencies`]).
+pub fn rebuilt_trace(mut calls: Vec<TraceCall>, ok: &[bool], block_size: u32) -> Trace {
+    let inputs: Vec<SessionCall> = calls
+        .iter()
+        .enumerate()
+        .map(|(i, c)| SessionCall {
+            session: c.session.clone(),
+            kind: c.kind.unwrap_or(CallKind::Agent),
+            input_tokens: c.input_tokens,
+            output_tokens: c.output_tokens,
+            ok: ok.get(i).copied().unwrap_or(true),
+        })
+        .collect();
+    for (c, ids) in calls
+        .iter_mut()
+        .zip(rebuild_hash_ids(&inputs, block_size, None))
+    {
+        c.hash_ids = ids;
+    }
+    let mut trace = Trace::new(block_size, calls);
+    super::timing::link_dependencies(&mut trace);
+    trace
 }
 
 #[cfg(test)]

@@ -41,10 +41,7 @@ pub fn link_dependencies(trace: &mut Trace) {
                     .max_by(|a, b| a.1.total_cmp(&b.1))
             })
             .flatten();
-        trace.calls[i].after = dep.map(|(j, end)| Dependency {
-            call: j,
-            gap_s: (at - end).max(0.0),
-        });
+        trace.calls[i].after = dep.map(|(j, end)| Dependency::after(j, (at - end).max(0.0)));
         if !title {
             candidates.push(i);
         }
@@ -130,8 +127,8 @@ pub fn resize_sessions(trace: &Trace, n: usize) -> Trace {
         }
     }
     Trace {
-        block_size: trace.block_size,
         calls: super::mooncake::in_arrival_order(out),
+        ..trace.clone()
     }
 }
 
@@ -150,16 +147,16 @@ mod tests {
 
     #[test]
     fn a_step_waits_for_the_latest_answer_of_its_root() {
-        let mut t = Trace {
-            block_size: 16,
-            calls: vec![
+        let mut t = Trace::new(
+            16,
+            vec![
                 call("m", None, CallKind::Agent, 0.0, 2.0),
                 call("m", None, CallKind::Title, 0.1, 5.0),
                 call("s", Some("m"), CallKind::Subagent, 2.5, 1.0),
                 call("m", None, CallKind::Agent, 4.0, 1.0),
                 call("o", None, CallKind::Agent, 4.5, 1.0),
             ],
-        };
+        );
         link_dependencies(&mut t);
         let deps: Vec<Option<(usize, f64)>> = t
             .calls
@@ -181,10 +178,7 @@ mod tests {
         a2.hash_ids = vec![1, 2, 3];
         let mut b = call("b", None, CallKind::Agent, 10.0, 1.0);
         b.hash_ids = vec![1, 4];
-        let mut t = Trace {
-            block_size: 16,
-            calls: vec![a, a2, b],
-        };
+        let mut t = Trace::new(16, vec![a, a2, b]);
         link_dependencies(&mut t);
         let one = resize_sessions(&t, 1);
         assert_eq!(one.calls.len(), 2);

@@ -24,8 +24,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::kv::block_hash;
-use super::router::RouteKey;
-pub use super::router::Router;
+use super::routing::RouteKey;
+pub use super::routing::Router;
 use codendum_core::profile::fleet::RouterPolicy;
 use codendum_core::profile::Profile;
 mod http;
@@ -202,7 +202,7 @@ impl FleetCore {
         let loads = self.loads();
         let replica = match self.router.lock() {
             Ok(mut r) => r.pick(&loads, &key),
-            Err(_) => super::router::least_loaded(&loads),
+            Err(_) => super::routing::least_loaded(&loads),
         }
         .min(self.len() - 1);
         if let (Some(p), Some(h)) = (prefixes.as_mut(), &hashes) {

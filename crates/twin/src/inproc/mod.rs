@@ -9,7 +9,7 @@
 //! JSON chunks, no TCP. Times are taken on the twin's [`Clock`], so on a
 //! tokio runtime with paused time a whole classroom runs in virtual time.
 //!
-//! Differences from a call through [`codendum::client::HttpClient`]:
+//! Differences from a call through codendum's HTTP client (`codendum::client::HttpClient`):
 //! no network delay; a non-streaming request is measured like a streaming
 //! one; `usage` is present only when the body asked for it
 //! (`stream_options.include_usage`), as over HTTP.

@@ -1,29 +1,41 @@
 //! The main agent's next step: look around, read, edit or write, run the
 //! tests, read a failure and fix it, and finish with a summary.
+//!
+//! A coding request has a budget of model calls drawn from the class
+//! (the plan's steps): the work is planned to fill it (reads, changes,
+//! builds, tests, fixes); when the plan is done early the agent keeps
+//! checking and improving (more reads, searches, another change, the tests
+//! again), and when the budget is spent it answers with what it has.
 
 use rand::Rng;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
-use super::changes::{change_step, edit_call, source_candidates};
+use super::changes::{another_change, change_step, edit_call, source_candidates};
 use super::paths::{basename, is_test_path, lang_of};
 use super::recovery::{may_compile, recover};
 pub(super) use super::report::finish;
 use super::tools::{Slot, ToolRole};
 use super::transcript::{Event, Outcome};
 use super::writing;
-use super::{answer, mix, Ctx, CODE_CHARS_PER_TOKEN};
+use super::{answer, fnv1a, mix, size, Ctx, PersonaConfig};
 use crate::answer::PlannedAnswer;
 
-/// After this many steps in one request the agent wraps up whatever state it is in.
-const MAX_STEPS: usize = 40;
+/// After this many steps in one request the agent wraps up whatever state
+/// it is in, whatever the class drew.
+pub const MAX_STEPS: usize = 150;
+
 /// After this many failed test runs the agent stops trying and reports.
 const MAX_FAILED_RUNS: usize = 3;
 
 /// The shape of one coding request, drawn once per request (from its first
 /// step, so every later step sees the same plan).
 pub(super) struct Plan {
+    /// Model calls of the main agent in this request, its first step and
+    /// final answer included (the class's calls per request less the
+    /// subagent's).
+    pub(super) steps: usize,
     read_steps: usize,
     pub(super) edits: usize,
     pub(super) write_new: bool,
@@ -32,12 +44,109 @@ pub(super) struct Plan {
     compile_after_change: f64,
 }
 
+/// How a subagent's instructions say how far it may look.
+const BUDGET_WORDS: &str = "Report back after at most";
+
+/// Model calls of the subagent started with these instructions: the
+/// searches and reads they allow and the report (the persona writes them
+/// so), else drawn from the class with a seed of the instructions, so the
+/// subagent (which sees them as its task) and its parent (which wrote
+/// them) count the same.
+pub fn subagent_calls(config: &PersonaConfig, prompt: &str) -> usize {
+    let said = prompt
+        .split(BUDGET_WORDS)
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse::<usize>().ok());
+    if let Some(n) = said {
+        return (n + 1).clamp(1, MAX_STEPS);
+    }
+    let seed = mix(fnv1a(prompt.trim()), config.seed ^ 0x05ab_a9e7);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    (config.spread.subagent_calls.sample_count(&mut rng) as usize).clamp(1, MAX_STEPS)
+}
+
+/// Output tokens of this request's next step that writes code (an edit, a
+/// write, a fix) and of its next other step. A request draws its agent
+/// steps' sizes once, from the class, and hands the largest to the steps
+/// that write code and the smallest to the others (reads, searches, test
+/// runs), so each request's sizes are the class's draws and the code
+/// carries the long answers, as a model's does. The first step, before the
+/// request's plan exists, draws its own.
+pub fn step_sizes(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> (usize, usize) {
+    let dist = &ctx.config.spread.output_tokens.agent_step;
+    let Some(seed) = ctx.t.plan_seed else {
+        let one = size::draw(dist, rng);
+        return (one, one);
+    };
+    let plan = plan_of(ctx, rng);
+    let mut r = ChaCha8Rng::seed_from_u64(mix(seed, ctx.config.seed ^ 0x0005_12e5));
+    let n = plan.steps.saturating_sub(1).max(1);
+    let mut sizes: Vec<usize> = (0..n).map(|_| size::draw(dist, &mut r)).collect();
+    sizes.sort_unstable();
+    let t = ctx.t;
+    let code_steps = {
+        let mut steps: Vec<usize> = t
+            .events
+            .iter()
+            .filter(|e| matches!(e.role, ToolRole::Edit | ToolRole::Write))
+            .map(|e| e.step)
+            .collect();
+        steps.dedup();
+        steps.len()
+    };
+    let other_steps = t.steps.saturating_sub(code_steps);
+    let code = sizes[n - 1 - code_steps.min(n - 1)];
+    let other = sizes[other_steps.min(n - 1)];
+    (code, other)
+}
+
+/// Whether an answer writes code: one of its calls edits or writes a file.
+pub fn writes_code(answer: &PlannedAnswer, kit: &super::tools::ToolKit) -> bool {
+    answer.parts.iter().any(|p| match p {
+        crate::answer::AnswerPart::ToolCall { name, .. } => kit
+            .by_name(name)
+            .is_some_and(|t| matches!(t.role, ToolRole::Edit | ToolRole::Write)),
+        _ => false,
+    })
+}
+
+/// The calls of the subagent this request started, if it started one.
+fn delegated_calls(ctx: &Ctx<'_>) -> Option<usize> {
+    let e = ctx.t.events.iter().find(|e| e.role == ToolRole::Task)?;
+    Some(subagent_calls(
+        ctx.config,
+        e.prompt.as_deref().unwrap_or(""),
+    ))
+}
+
 fn plan_of(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> Plan {
     let seed = ctx.t.plan_seed.unwrap_or_else(|| rng.gen());
     let mut p = ChaCha8Rng::seed_from_u64(mix(seed, ctx.config.seed));
+    // A request past its first step makes at least two calls, drawn from the
+    // class above its first (its first step already was no answer). One that
+    // delegated makes at least the subagent's and two of its own: a smaller
+    // draw is raised to that (raising only those keeps the class's
+    // distribution closer than drawing above the floor would).
+    let sub = delegated_calls(ctx).unwrap_or(0);
+    let calls = &ctx.config.spread.calls_per_request;
+    let drawn = if sub == 0 {
+        calls.sample_at_least(1.5, &mut p).round() as usize
+    } else {
+        calls.sample_count(&mut p) as usize
+    };
+    let floor = sub + 2;
+    let steps = drawn.max(floor).saturating_sub(sub).clamp(2, MAX_STEPS);
+    // The work between the first step and the final answer: a sixth
+    // reading, the rest changing and checking (a change, a build after
+    // some, the test runs).
+    let work = steps.saturating_sub(2) as f64;
+    let read_steps = ((work / 6.0).round() as usize).clamp(1, 6);
+    let edits = (((work - read_steps as f64 - 1.0) / 1.6).round() as usize).clamp(1, 12);
     Plan {
-        read_steps: p.gen_range(1..=3),
-        edits: p.gen_range(3..=5),
+        steps,
+        read_steps,
+        edits,
         write_new: p.gen_bool(0.3),
         baseline_test: p.gen_bool(0.2),
         compile_after_change: p.gen_range(0.3..0.8),
@@ -51,21 +160,29 @@ fn is_change(e: &Event) -> bool {
 /// The next step of the main (build) agent.
 pub fn next_step(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
     let t = ctx.t;
-    let plan = plan_of(ctx, rng);
     if t.steps == 0 {
         return first_step(ctx, rng);
     }
-    if t.steps >= MAX_STEPS {
-        return finish(ctx, rng, false);
+    let plan = plan_of(ctx, rng);
+    // The budget is spent: answer with what there is.
+    if t.steps + 1 >= plan.steps {
+        return finish(ctx, rng, true);
+    }
+    let since = t.since_last_test();
+    let changed_since = since.iter().any(is_change);
+    let can_test = ctx.kit.has(ToolRole::Shell) && ctx.tests_missing.is_none();
+    // One call before the answer: check the last changes.
+    if t.steps + 2 == plan.steps && changed_since && can_test {
+        return run_tests(ctx, rng, t.last_test().is_some());
     }
     if let Some(a) = recover(ctx, rng) {
         return a;
     }
     let changes = t.changes().len();
-    let since = t.since_last_test();
-    let changed_since = since.iter().any(is_change);
-    if let Some(a) = after_tests(ctx, rng, since, changed_since) {
-        return a;
+    match after_tests(ctx, rng, since, changed_since) {
+        Some(Next::Answer(a)) => return a,
+        Some(Next::Done) => return more_work(ctx, rng, changed_since),
+        None => {}
     }
     let just_changed = t.events.last().is_some_and(is_change);
     if just_changed && rng.gen_bool(plan.compile_after_change) && may_compile(ctx) {
@@ -95,12 +212,11 @@ pub fn next_step(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
     let delegated = usize::from(t.count(ToolRole::Task) > 0);
     if read_steps + delegated < plan.read_steps && !unread.is_empty() && ctx.kit.has(ToolRole::Read)
     {
-        let can_test = ctx.tests_missing.is_none();
         if plan.baseline_test && can_test && t.last_test().is_none() && read_steps >= 1 {
             return run_tests(ctx, rng, false);
         }
         if ctx.kit.has(ToolRole::Grep) && t.count(ToolRole::Grep) == 0 && rng.gen_bool(0.5) {
-            return grep(ctx, rng);
+            return grep(ctx, rng, ctx.topic);
         }
         let n = (1 + usize::from(rng.gen_bool(0.3))).min(unread.len());
         return read(ctx, rng, &unread[..n]);
@@ -121,53 +237,104 @@ pub fn next_step(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
             return read(ctx, rng, &unread[..1]);
         }
     }
-    let can_test = ctx.kit.has(ToolRole::Shell) && ctx.tests_missing.is_none();
     if can_test && (t.last_test().is_none() || changed_since) {
+        return run_tests(ctx, rng, t.last_test().is_some());
+    }
+    more_work(ctx, rng, changed_since)
+}
+
+/// Words the agent searches the code for once its plan is done and calls
+/// are left, after the task's own topic.
+const MORE_PATTERNS: &[&str] = &["broadcast", "socket", "close", "send", "parse", "error"];
+
+/// The plan is done and the budget is not: untested changes are tested,
+/// unread files read, the code searched, one more change made, or the
+/// tests run again; the answer when none of that is possible.
+fn more_work(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng, changed_since: bool) -> PlannedAnswer {
+    let t = ctx.t;
+    let kit = ctx.kit;
+    let can_test = kit.has(ToolRole::Shell) && ctx.tests_missing.is_none();
+    if changed_since && can_test {
+        return run_tests(ctx, rng, t.last_test().is_some());
+    }
+    let unread = unread_files(ctx);
+    if !unread.is_empty() && kit.has(ToolRole::Read) {
+        let n = (1 + usize::from(rng.gen_bool(0.3))).min(unread.len());
+        return read(ctx, rng, &unread[..n]);
+    }
+    let searched = t.count(ToolRole::Grep);
+    let mut patterns = std::iter::once(ctx.topic).chain(MORE_PATTERNS.iter().copied());
+    if let Some(pattern) = patterns.nth(searched).filter(|_| kit.has(ToolRole::Grep)) {
+        if !t.failed(ToolRole::Grep) && rng.gen_bool(0.5) {
+            return grep(ctx, rng, pattern);
+        }
+    }
+    if let Some(a) = another_change(ctx, rng) {
+        return a;
+    }
+    if can_test {
         return run_tests(ctx, rng, t.last_test().is_some());
     }
     finish(ctx, rng, true)
 }
 
-/// After a test run: fix a failure, give up after too many, or finish when
-/// the tests pass and nothing changed since (`None`: go on with the plan).
+/// What the last test run leaves to do.
+enum Next {
+    /// This answer.
+    Answer(PlannedAnswer),
+    /// The tests pass after the changes: the plan is done.
+    Done,
+}
+
+/// After a test run: fix a failure, give up after too many, or say the
+/// plan is done when the tests pass and nothing changed since (`None`: go
+/// on with the plan).
 fn after_tests(
     ctx: &Ctx<'_>,
     rng: &mut ChaCha8Rng,
     since: &[Event],
     changed_since: bool,
-) -> Option<PlannedAnswer> {
+) -> Option<Next> {
     let t = ctx.t;
     let changes = t.changes().len();
-    if let Some(last) = t.last_test() {
-        let failed_runs = t
-            .events
-            .iter()
-            .filter(|e| e.outcome == Outcome::TestFailed)
-            .count();
-        match last.outcome {
-            Outcome::TestFailed if !changed_since && failed_runs >= MAX_FAILED_RUNS => {
-                return Some(finish(ctx, rng, false))
-            }
-            Outcome::TestFailed if !changed_since => return Some(fix_step(ctx, rng, last, since)),
-            Outcome::TestPassed if !changed_since && changes > 0 => {
-                return Some(finish(ctx, rng, true))
-            }
-            _ => {}
+    let last = t.last_test()?;
+    let failed_runs = t
+        .events
+        .iter()
+        .filter(|e| e.outcome == Outcome::TestFailed)
+        .count();
+    match last.outcome {
+        Outcome::TestFailed if !changed_since && failed_runs >= MAX_FAILED_RUNS => {
+            Some(Next::Answer(finish(ctx, rng, false)))
         }
+        Outcome::TestFailed if !changed_since => {
+            Some(Next::Answer(fix_step(ctx, rng, last, since)))
+        }
+        Outcome::TestPassed if !changed_since && changes > 0 => Some(Next::Done),
+        _ => None,
     }
-    None
 }
 
 fn first_step(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
     let kit = ctx.kit;
+    // A request drawn to take one call is answered at once.
+    if ctx.config.spread.calls_per_request.sample_count(rng) <= 1 {
+        return finish(ctx, rng, true);
+    }
     if let Some(task) = kit.get(ToolRole::Task) {
-        if rng.gen_bool(ctx.config.delegate_probability) {
+        if rng.gen_bool(ctx.config.spread.subagent_share) {
             let topic = ctx.topic;
+            // How far the subagent may look: its calls drawn from the class
+            // (at least a look and a report), said in its instructions.
+            let calls =
+                (ctx.config.spread.subagent_calls.sample_count(rng) as usize).clamp(2, MAX_STEPS);
             let prompt = format!(
                 "Find the code of this project that deals with {topic}s: the classes or modules, \
                  the methods involved, and the tests that cover them. The task is: {}. \
-                 Report the file paths and what each one does; do not change anything.",
-                ctx.t.task.trim()
+                 Report the file paths and what each one does; do not change anything. \
+                 {BUDGET_WORDS} {} searches or reads.",
+                ctx.t.task.trim(),
+                calls - 1
             );
             let call = task.call(vec![
                 (Slot::Description, json!(format!("Find {topic} handling"))),
@@ -322,11 +489,10 @@ fn listing(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
     answer(writing::before_listing(rng), vec![call])
 }
 
-fn grep(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
-    let pattern = ctx.topic.to_string();
+fn grep(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng, pattern: &str) -> PlannedAnswer {
     match ctx.kit.get(ToolRole::Grep) {
         Some(g) => answer(
-            writing::before_search(rng, &pattern),
+            writing::before_search(rng, pattern),
             vec![g.call(vec![(Slot::Pattern, json!(pattern))])],
         ),
         None => finish(ctx, rng, false),
@@ -399,7 +565,7 @@ fn fix_step(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng, failed: &Event, since: &[Event]
         files.dedup();
         return read(ctx, rng, &files);
     }
-    let size = rng.gen_range(150..400) * CODE_CHARS_PER_TOKEN;
+    let size = size::code_chars(ctx.out_tokens, super::changes::EDIT_OVERHEAD, 20);
     match edit_call(ctx, rng, &target, size) {
         Some(call) => answer(writing::before_fix(rng, &target), vec![call]),
         None => finish(ctx, rng, false),

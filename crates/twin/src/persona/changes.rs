@@ -9,9 +9,10 @@ use serde_json::{json, Value};
 use super::agent::{finish, relevance, Plan};
 use super::code;
 use super::paths::{dirname, is_test_path, lang_of, Lang};
+use super::size;
 use super::tools::{Slot, ToolRole};
 use super::writing;
-use super::{answer, Ctx, CODE_CHARS_PER_TOKEN};
+use super::{answer, Ctx};
 use crate::answer::{AnswerPart, PlannedAnswer};
 
 /// Source files of the project's language with known content, most relevant first.
@@ -58,7 +59,7 @@ pub(super) fn change_step(
         (_, Some(t), true) => (**t).clone(),
         (_, None, true) => return can_write.then(|| write_new(ctx, rng, false)),
     };
-    let size = edit_size(rng);
+    let size = edit_size(ctx);
     match edit_call(ctx, rng, &target, size) {
         Some(call) => Some(answer(
             writing::before_change(rng, &target, ctx.topic, false),
@@ -68,15 +69,27 @@ pub(super) fn change_step(
     }
 }
 
-/// Characters of new code in an edit: 180–800 tokens, most of them short.
-fn edit_size(rng: &mut ChaCha8Rng) -> usize {
-    let tokens = if rng.gen_bool(0.6) {
-        rng.gen_range(180..400)
-    } else {
-        rng.gen_range(400..800)
-    };
-    tokens * CODE_CHARS_PER_TOKEN
+/// One more change after the plan's: an edit of a known source or test
+/// file, taken in turn (`None` when no file can be edited).
+pub(super) fn another_change(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> Option<PlannedAnswer> {
+    let candidates = source_candidates(ctx);
+    let target = candidates.get(ctx.t.changes().len() % candidates.len().max(1))?;
+    let call = edit_call(ctx, rng, target, edit_size(ctx))?;
+    Some(answer(
+        writing::before_change(rng, target, ctx.topic, false),
+        vec![call],
+    ))
 }
+
+/// Characters of new code in an edit: what the answer's drawn length
+/// leaves beside the rest of the call (at least a few lines).
+fn edit_size(ctx: &Ctx<'_>) -> usize {
+    size::code_chars(ctx.out_tokens, EDIT_OVERHEAD, 20)
+}
+
+/// Tokens of an edit's answer besides its new code: the sentence before
+/// it, the path, the line it inserts before, the JSON around them.
+pub(super) const EDIT_OVERHEAD: usize = 45;
 
 /// An edit that inserts code before a line that appears exactly once in the
 /// file's known content (the line itself is the `oldString`).
@@ -172,7 +185,8 @@ fn write_new(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng, tests: bool) -> PlannedAnswer 
         path = path.replacen(&name, &format!("{n}{name}"), 1);
         n += 1;
     }
-    let size = rng.gen_range(300..900) * CODE_CHARS_PER_TOKEN;
+    // A new file holds its header and at least one method or test.
+    let size = size::code_chars(ctx.out_tokens, 30, 80);
     let content = code::new_file(ctx.lang, &path, tests, rng, topic, size);
     let call = tool.call(vec![
         (Slot::Path, json!(path)),

@@ -174,8 +174,31 @@ fn indent_block(block: &str, indent: &str) -> String {
         .join("\n")
 }
 
+/// Short additions (a comment, a note for later) for edits smaller than a
+/// method; comments are valid wherever a method is, and harmless twice.
+const JAVA_SMALL: &[&str] = &[
+    "// {N}s are kept in arrival order; the newest goes last.",
+    "// A {n} longer than the line limit is cut, never rejected.",
+    "// Callers hold the clients lock while they touch the {n} list.",
+    "// TODO: persist {n}s between restarts.",
+    "// The {n} text is trimmed before it is stored.",
+];
+
+const PY_SMALL: &[&str] = &[
+    "# {N}s are kept in arrival order; the newest goes last.",
+    "# A {n} longer than the line limit is cut, never rejected.",
+    "# Callers hold the clients lock while they touch the {n} list.",
+    "# TODO: persist {n}s between restarts.",
+    "# The {n} text is trimmed before it is stored.",
+];
+
+/// What is left below this many characters is filled with short
+/// additions rather than a whole method.
+const SMALL_BELOW: usize = 240;
+
 /// Methods (or test functions when `tests`) of about `target_chars`
-/// characters, each line indented by `indent`, separated by blank lines.
+/// characters, each line indented by `indent`, separated by blank lines;
+/// a small target (or the rest of one) gets short comment lines instead.
 pub fn block(
     lang: Lang,
     tests: bool,
@@ -195,8 +218,25 @@ pub fn block(
     let mut order: Vec<usize> = (0..pool.len()).collect();
     order.shuffle(rng);
     let mut round = 0;
+    let small = match lang {
+        Lang::Java => JAVA_SMALL,
+        Lang::Python => PY_SMALL,
+    };
     while len < target_chars {
-        let i = order[out.len() % order.len()];
+        if target_chars - len < SMALL_BELOW {
+            let mut lines: Vec<String> = Vec::new();
+            while len < target_chars {
+                let line = format!(
+                    "{indent}{}",
+                    fill(small.choose(rng).copied().unwrap_or(""), noun)
+                );
+                len += line.len() + 1;
+                lines.push(line);
+            }
+            out.push(lines.join("\n"));
+            break;
+        }
+        let i = order[(out.len()) % order.len()];
         if out.len() % order.len() == 0 && !out.is_empty() {
             round += 1;
         }

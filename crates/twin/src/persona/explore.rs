@@ -2,7 +2,6 @@
 //! answer with findings (the read-only agent OpenCode's `task` tool starts).
 
 use rand::Rng;
-use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
@@ -10,15 +9,24 @@ use super::paths::{basename, lang_of, Lang};
 use super::tools::{Slot, ToolRole};
 use super::transcript::Outcome;
 use super::writing;
-use super::{answer, mix, Ctx};
+use super::{agent, answer, Ctx};
 use crate::answer::PlannedAnswer;
 
-/// The next step of a read-only (explore) agent.
+/// Words the subagent searches for once it has read what it found.
+const MORE_PATTERNS: &[&str] = &["send", "broadcast", "socket", "parse", "test"];
+
+/// The next step of a read-only (explore) agent: its number of calls is
+/// the class's draw for its instructions ([`agent::subagent_calls`]); it
+/// searches, reads and searches again until its last call, which reports
+/// its findings (or reports early when there is nothing left to look at).
 pub fn next_step(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
     let t = ctx.t;
     let kit = ctx.kit;
-    let seed = t.plan_seed.unwrap_or_else(|| rng.gen());
-    let tool_steps = ChaCha8Rng::seed_from_u64(mix(seed, ctx.config.seed)).gen_range(2..=4);
+    let calls = agent::subagent_calls(ctx.config, &t.task);
+    let tool_steps = calls - 1;
+    if t.steps >= tool_steps {
+        return findings(ctx, rng);
+    }
     let sources_known = t.files.iter().any(|f| lang_of(f).is_some());
     let search_failed = t
         .events
@@ -32,10 +40,8 @@ pub fn next_step(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
             return findings(ctx, rng);
         }
     }
-    if t.steps <= tool_steps {
-        if let Some(a) = subfolders(ctx, rng) {
-            return a;
-        }
+    if let Some(a) = subfolders(ctx, rng) {
+        return a;
     }
     let unread: Vec<String> = t
         .files
@@ -48,10 +54,7 @@ pub fn next_step(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
         })
         .cloned()
         .collect();
-    if t.steps > tool_steps || unread.is_empty() {
-        return findings(ctx, rng);
-    }
-    if let Some(read) = kit.get(ToolRole::Read) {
+    if let Some(read) = kit.get(ToolRole::Read).filter(|_| !unread.is_empty()) {
         let mut files = unread;
         files.sort_by_key(|f| !basename(f).to_ascii_lowercase().contains(ctx.topic));
         files.truncate(1 + usize::from(rng.gen_bool(0.25)));
@@ -61,13 +64,14 @@ pub fn next_step(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
             .collect();
         return answer(writing::before_reading(rng, &files, ctx.topic), calls);
     }
-    if let Some(grep) = kit.get(ToolRole::Grep) {
-        if t.count(ToolRole::Grep) == 0 {
-            let text = writing::before_search(rng, ctx.topic);
-            return answer(
-                text,
-                vec![grep.call(vec![(Slot::Pattern, json!(ctx.topic))])],
-            );
+    if let Some(grep) = kit
+        .get(ToolRole::Grep)
+        .filter(|_| !t.failed(ToolRole::Grep))
+    {
+        let mut patterns = std::iter::once(ctx.topic).chain(MORE_PATTERNS.iter().copied());
+        if let Some(pattern) = patterns.nth(t.count(ToolRole::Grep)) {
+            let text = writing::before_search(rng, pattern);
+            return answer(text, vec![grep.call(vec![(Slot::Pattern, json!(pattern))])]);
         }
     }
     findings(ctx, rng)
@@ -179,6 +183,5 @@ fn findings(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
             .cloned()
             .collect::<Vec<_>>(),
     );
-    let size = rng.gen_range(150..350) * super::CODE_CHARS_PER_TOKEN;
-    PlannedAnswer::text(writing::findings(rng, &files, ctx.topic, size))
+    PlannedAnswer::text(writing::findings(rng, &files, ctx.topic, ctx.out_tokens))
 }

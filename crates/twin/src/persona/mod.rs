@@ -6,8 +6,16 @@
 //! Everything is derived from the request: the offered tools (mapped to roles
 //! by name and parameters, see [`tools`]), the conversation (see
 //! [`transcript`]) and [`AnswerRequest::seed`]. The persona is pure and
-//! synchronous. Sizes are drawn so that one coding request averages about 15
-//! model calls and 2,700 output tokens (≈ 4 characters per token).
+//! synchronous.
+//!
+//! How much it does comes from a class's agent spread
+//! ([`codendum_core::class::AgentSpread`], the `lab` class by default): each
+//! coding request draws its number of model calls (and a subagent's), and
+//! each answer its output tokens by kind (agent step, subagent step, final
+//! answer, title, compaction summary). The work fills that budget: reads,
+//! edits, builds, test runs and fixes, executed by the client on its
+//! project; an answer's text is padded with reasoning, or its code sized,
+//! to reach the drawn length (see [`size`]).
 
 pub mod agent;
 mod changes;
@@ -16,14 +24,19 @@ pub mod explore;
 pub mod paths;
 mod recovery;
 mod report;
+pub mod size;
 pub mod tools;
 pub mod transcript;
 pub mod writing;
+
+use std::sync::Arc;
 
 use rand::seq::SliceRandom;
 use rand::Rng;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+
+use codendum_core::class::{AgentSpread, Class};
 
 use crate::answer::{AnswerPart, AnswerRequest, PlannedAnswer, Responder};
 
@@ -36,20 +49,20 @@ use transcript::{Outcome, Transcript};
 pub struct PersonaConfig {
     /// Mixed into every request seed (one twin = one persona seed).
     pub seed: u64,
-    /// Probability (0..1) that a fresh task starts by delegating a search to
-    /// an `explore` subagent, when a task-like tool is offered.
-    pub delegate_probability: f64,
     /// Probability (0..1) that a fresh task starts with a todo list, when a
     /// todo tool is offered (and the task is not delegated).
     pub todo_probability: f64,
+    /// What a coding request's calls and answers draw from: model calls per
+    /// request, the subagent share and size, output tokens by kind.
+    pub spread: Arc<AgentSpread>,
 }
 
 impl Default for PersonaConfig {
     fn default() -> Self {
         PersonaConfig {
             seed: 0,
-            delegate_probability: 0.5,
             todo_probability: 0.25,
+            spread: Arc::new(Class::lab().agent.clone()),
         }
     }
 }
@@ -65,6 +78,16 @@ impl AgentPersona {
     pub fn new(seed: u64) -> Self {
         Self::with_config(PersonaConfig {
             seed,
+            ..PersonaConfig::default()
+        })
+    }
+
+    /// A persona with default settings, this seed and a class's agent
+    /// spread.
+    pub fn with_spread(seed: u64, spread: Arc<AgentSpread>) -> Self {
+        Self::with_config(PersonaConfig {
+            seed,
+            spread,
             ..PersonaConfig::default()
         })
     }
@@ -98,13 +121,17 @@ pub struct Ctx<'a> {
     pub tests_missing: Option<String>,
     /// The persona's settings.
     pub config: &'a PersonaConfig,
+    /// Output tokens this answer aims at, drawn from the class for the
+    /// kind of agent answering (main agent or subagent step); a final
+    /// answer draws its own.
+    pub out_tokens: usize,
 }
 
 impl Responder for AgentPersona {
     fn plan(&self, request: &AnswerRequest<'_>) -> PlannedAnswer {
         let mut rng = ChaCha8Rng::seed_from_u64(mix(self.config.seed, request.seed));
         if request.messages.is_empty() {
-            let target = rng.gen_range(300..1000);
+            let target = rng.gen_range(75..250);
             return PlannedAnswer::text(writing::chat(&mut rng, request.prompt, target));
         }
         let kit = ToolKit::from_definitions(request.tools);
@@ -117,11 +144,13 @@ impl Responder for AgentPersona {
             test_command: String::new(),
             tests_missing: None,
             config: &self.config,
+            out_tokens: 0,
         };
         (ctx.test_command, ctx.tests_missing) = test_runner(&t);
         if !kit.offered_any() {
             return without_tools(&ctx, &mut rng);
         }
+        let spread = &self.config.spread;
         let can_change = kit.has(ToolRole::Edit) || kit.has(ToolRole::Write);
         let can_look = [
             ToolRole::Read,
@@ -133,11 +162,23 @@ impl Responder for AgentPersona {
         .any(|r| kit.has(*r))
             || kit.has(ToolRole::Shell);
         if can_change && (kit.has(ToolRole::Read) || kit.has(ToolRole::Shell)) {
-            agent::next_step(&ctx, &mut rng)
+            let (code, other) = agent::step_sizes(&ctx, &mut rng);
+            ctx.out_tokens = code;
+            let a = agent::next_step(&ctx, &mut rng);
+            // A final answer is sized by its own draw; a step that writes
+            // code takes the request's larger sizes, any other the smaller.
+            let target = match a.has_tool_calls() {
+                false => 0,
+                true if agent::writes_code(&a, &kit) => code,
+                true => other,
+            };
+            size::fit(a, target, &mut rng)
         } else if can_look {
-            explore::next_step(&ctx, &mut rng)
+            ctx.out_tokens = size::draw(&spread.output_tokens.subagent_step, &mut rng);
+            let a = explore::next_step(&ctx, &mut rng);
+            size::fit(a, ctx.out_tokens, &mut rng)
         } else {
-            let target = rng.gen_range(600..1600);
+            let target = rng.gen_range(150..400);
             PlannedAnswer::text(writing::chat(&mut rng, &t.task, target))
         }
     }
@@ -153,14 +194,17 @@ fn without_tools(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
             .user_text
             .lines()
             .find(|l| {
-                let l = l.to_ascii_lowercase();
-                !l.trim().is_empty() && !l.contains("title")
+                let l = l.trim().to_ascii_lowercase();
+                // Not the instruction, nor a tag around the message.
+                let tag = l.starts_with('<') && l.ends_with('>');
+                !l.is_empty() && !l.contains("title") && !tag
             })
             .unwrap_or(&t.task);
-        return PlannedAnswer::text(writing::title(source));
+        let words = size::title_words(&ctx.config.spread.output_tokens.title, rng);
+        return PlannedAnswer::text(writing::title(source, words));
     }
     if system.contains("summar") || task_l.contains("summar") {
-        let target = rng.gen_range(1600..4800);
+        let target = size::draw(&ctx.config.spread.output_tokens.compaction, rng);
         let goal = t
             .user_text
             .lines()
@@ -169,7 +213,7 @@ fn without_tools(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
         let text = writing::compaction(rng, goal, &t.files, ctx.topic, target);
         return PlannedAnswer::text(text);
     }
-    let target = rng.gen_range(400..1400);
+    let target = rng.gen_range(100..350);
     PlannedAnswer::text(writing::chat(rng, &t.task, target))
 }
 

@@ -4,14 +4,13 @@
 //! never claims a change or a passing test run that the conversation does
 //! not show.
 
-use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::paths::is_test_path;
 use super::tools::ToolRole;
 use super::transcript::{is_compile_command, Event, Outcome};
 use super::writing::{pad, pad_with};
-use super::{Ctx, CODE_CHARS_PER_TOKEN};
+use super::Ctx;
 use crate::answer::PlannedAnswer;
 
 /// The final text answer. `completed` says whether the agent got through
@@ -28,7 +27,7 @@ pub(super) fn finish(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng, completed: bool) -> Pl
     }
     let status = test_status(ctx);
     let problems = problems(ctx);
-    let size = rng.gen_range(150..400) * CODE_CHARS_PER_TOKEN;
+    let size = super::size::draw(&ctx.config.spread.output_tokens.final_answer, rng);
     let report = Report {
         changed: &changed,
         tests: &status,
@@ -212,12 +211,13 @@ pub(super) struct Report<'a> {
     pub completed: bool,
 }
 
-/// The final answer of a coding request: only what happened.
+/// The final answer of a coding request, about `target_tokens` long: only
+/// what happened.
 pub(super) fn final_report(
     rng: &mut ChaCha8Rng,
     report: &Report<'_>,
     topic: &str,
-    target_chars: usize,
+    target_tokens: usize,
 ) -> String {
     let passed = matches!(report.tests, TestStatus::Passed { .. });
     let good = passed && report.problems.is_empty() && !report.changed.is_empty();
@@ -234,7 +234,19 @@ pub(super) fn final_report(
         "I changed the files below, but I could not confirm that the change works.\n\nChanges:\n"
             .to_string()
     };
-    for f in report.changed {
+    // A short answer names the files on one line; a longer one says what
+    // each holds.
+    let one_line = target_tokens < 40 + 20 * report.changed.len();
+    if one_line && !report.changed.is_empty() {
+        let names: Vec<String> = report
+            .changed
+            .iter()
+            .map(|f| format!("`{}`", super::paths::basename(f)))
+            .collect();
+        s.push_str(&names.join(", "));
+        s.push('\n');
+    }
+    for f in report.changed.iter().filter(|_| !one_line) {
         let what = if is_test_path(f) {
             format!("tests for the {topic} behaviour")
         } else {
@@ -273,8 +285,8 @@ pub(super) fn final_report(
         s.push('\n');
     }
     if good {
-        pad(rng, s, target_chars)
+        pad(rng, s, target_tokens)
     } else {
-        pad_with(rng, s, target_chars, NEUTRAL)
+        pad_with(rng, s, target_tokens, NEUTRAL)
     }
 }

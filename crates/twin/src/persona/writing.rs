@@ -157,36 +157,79 @@ const FILLER: &[&str] = &[
     "Logging uses the existing logger, so the output format did not change.",
 ];
 
-pub(super) fn pad(rng: &mut ChaCha8Rng, text: String, target_chars: usize) -> String {
-    pad_with(rng, text, target_chars, FILLER)
+pub(super) fn pad(rng: &mut ChaCha8Rng, text: String, target_tokens: usize) -> String {
+    pad_with(rng, text, target_tokens, FILLER)
 }
 
+/// Thinking aloud before a tool call, for answers drawn longer than the
+/// call itself.
+const REASONING: &[&str] = &[
+    "I want to see how the pieces fit together before I change anything.",
+    "The protocol, the server and the client each need a small part of this.",
+    "Keeping the change close to the existing code makes it easier to review.",
+    "If the tests cover parsing and delivery, the feature is safe to build on.",
+    "The error cases matter too: an unknown user, an empty message, a missing name.",
+    "The server keeps its clients in a shared list, so changes there must stay thread-safe.",
+    "Once this step is done I can move on to the next part of the task.",
+    "The existing tests show the style the project expects for new ones.",
+    "I'll keep the public methods as they are and add to them rather than rename them.",
+    "A small, focused change now avoids a larger refactoring later.",
+    "Reading the current code first tells me which names and helpers already exist.",
+    "The build has to stay green after every step, so I'll check it as I go.",
+];
+
+/// `text` followed by reasoning sentences until it has about
+/// `target_tokens` tokens.
+pub(super) fn reason(rng: &mut ChaCha8Rng, text: String, target_tokens: usize) -> String {
+    let text = if text.is_empty() || text.ends_with(char::is_whitespace) {
+        text
+    } else {
+        text + " "
+    };
+    pad_with(rng, text, target_tokens, REASONING)
+}
+
+/// Appends sentences of `pool` (shuffled) to `text` until it holds
+/// `target_tokens` tokens of the twin's tokenizer (estimated per sentence
+/// added, then counted once to settle).
 pub(super) fn pad_with(
     rng: &mut ChaCha8Rng,
     mut text: String,
-    target_chars: usize,
+    target_tokens: usize,
     pool: &[&str],
 ) -> String {
     let mut pool: Vec<&str> = pool.to_vec();
     pool.shuffle(rng);
     let mut i = 0;
-    while text.len() < target_chars {
-        text.push_str(pool[i % pool.len()]);
-        text.push(if i % 3 == 2 { '\n' } else { ' ' });
-        i += 1;
+    loop {
+        let mut have = crate::tokenizer::count(text.trim_end());
+        if have >= target_tokens {
+            break;
+        }
+        while have < target_tokens {
+            let sentence = pool[i % pool.len()];
+            let newline = i % 3 == 2;
+            text.push_str(sentence);
+            text.push(if newline { '\n' } else { ' ' });
+            // The space joins the next word's piece; a newline is a piece.
+            have += crate::tokenizer::count(sentence) + usize::from(newline);
+            i += 1;
+        }
     }
     text.trim_end().to_string()
 }
 
-/// A subagent's findings.
+/// A subagent's findings, about `target_tokens` long.
 pub fn findings(
     rng: &mut ChaCha8Rng,
     files: &[String],
     topic: &str,
-    target_chars: usize,
+    target_tokens: usize,
 ) -> String {
     let mut s = format!("Findings about {topic}s:\n\n");
-    for f in files.iter().take(6) {
+    // About 20 tokens a file: a short answer names fewer of them.
+    let most = (target_tokens.saturating_sub(30) / 20).clamp(1, 6);
+    for f in files.iter().take(most) {
         let role = if is_test_path(f) {
             "tests of the server behaviour"
         } else if basename(f).to_ascii_lowercase().contains("client") {
@@ -199,7 +242,7 @@ pub fn findings(
     s.push_str(&format!(
         "\nThe {topic} logic would fit best next to the existing message handling. "
     ));
-    pad(rng, s, target_chars)
+    pad(rng, s, target_tokens)
 }
 
 /// Words a title does not end on.
@@ -207,10 +250,11 @@ const DANGLING: &[&str] = &[
     "a", "an", "the", "to", "of", "in", "on", "for", "with", "and", "or", "that", "which", "by",
 ];
 
-/// A title of at most six words and 50 characters from the user's first
-/// message: quotes and punctuation around words removed, never ending on a
-/// word such as "that" or "with".
-pub fn title(task: &str) -> String {
+/// A title of at most `most_words` words (six at most) and 50 characters
+/// from the user's first message: quotes and punctuation around words
+/// removed, never ending on a word such as "that" or "with".
+pub fn title(task: &str, most_words: usize) -> String {
+    let most_words = most_words.clamp(1, 6);
     let mut words: Vec<&str> = Vec::new();
     let mut len = 0;
     for w in task.split_whitespace() {
@@ -219,7 +263,7 @@ pub fn title(task: &str) -> String {
         if w.is_empty() || !w.chars().any(char::is_alphanumeric) {
             continue;
         }
-        if words.len() == 6 || len + w.len() + 1 > 50 {
+        if words.len() == most_words || len + w.len() + 1 > 50 {
             break;
         }
         len += w.len() + 1;
@@ -241,13 +285,14 @@ pub fn title(task: &str) -> String {
     t
 }
 
-/// A structured summary for a compaction request.
+/// A structured summary for a compaction request, about `target_tokens`
+/// long.
 pub fn compaction(
     rng: &mut ChaCha8Rng,
     goal: &str,
     files: &[String],
     topic: &str,
-    target_chars: usize,
+    target_tokens: usize,
 ) -> String {
     let goal: String = goal.chars().take(300).collect();
     let mut s = format!(
@@ -260,11 +305,12 @@ pub fn compaction(
     s.push_str(&format!(
         "\n## Next steps\n- Re-run the tests after the last change.\n- Review the {topic} edge cases (empty input, disconnects).\n\n## Notes\n"
     ));
-    pad(rng, s, target_chars)
+    pad(rng, s, target_tokens)
 }
 
-/// A plain answer without tools (chat, or tools the persona cannot use).
-pub fn chat(rng: &mut ChaCha8Rng, question: &str, target_chars: usize) -> String {
+/// A plain answer without tools (chat, or tools the persona cannot use),
+/// about `target_tokens` long.
+pub fn chat(rng: &mut ChaCha8Rng, question: &str, target_tokens: usize) -> String {
     let q: String = question
         .split_whitespace()
         .take(12)
@@ -281,5 +327,5 @@ pub fn chat(rng: &mut ChaCha8Rng, question: &str, target_chars: usize) -> String
             ]
         )
     );
-    pad(rng, s, target_chars)
+    pad(rng, s, target_tokens)
 }

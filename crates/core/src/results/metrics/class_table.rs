@@ -1,5 +1,5 @@
 //! The entries of [`super::CLASS_METRICS`]: the figures of a class, in the
-//! order of its summary table (seed.md's table, then the rest).
+//! order of its summary table (the GB10 measurements' table, then the rest).
 
 use super::{Better, ClassMetric, ClassroomSummary, IntervalMethod, Shown, Source, Unit, View};
 use crate::kinds::ErrorKind;

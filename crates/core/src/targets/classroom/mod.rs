@@ -243,7 +243,7 @@ pub fn judge_coding_request_p50(summary: &ClassroomSummary, limit_s: f64) -> Cla
 }
 
 /// `server_output_tok_per_s`: the server's output throughput from
-/// `/metrics` ([`crate::classroom::ServerFigures::output_tokens_per_s`]),
+/// `/metrics` ([`crate::results::ServerFigures::output_tokens_per_s`]),
 /// tokens per second, at least `limit_tok_per_s`. Not measured without
 /// `/metrics`.
 pub fn judge_server_output(summary: &ClassroomSummary, limit_tok_per_s: f64) -> ClassroomCheck {

@@ -44,6 +44,8 @@ pub struct Event {
     pub result: String,
     /// The command line of a shell call.
     pub command: Option<String>,
+    /// The instructions of a subagent (task) call.
+    pub prompt: Option<String>,
 }
 
 /// The conversation, digested.
@@ -176,6 +178,7 @@ impl Transcript {
                     outcome: Outcome::Ok,
                     result: String::new(),
                     command: arg(kit, name, Slot::Command, &args),
+                    prompt: arg(kit, name, Slot::Prompt, &args),
                 });
                 Some(self.events.len() - 1)
             }
@@ -353,7 +356,9 @@ fn arg(kit: &ToolKit, name: &str, slot: Slot, args: &Value) -> Option<String> {
     v.as_str().map(String::from)
 }
 
-/// The part of an assistant message that does not depend on server-issued ids.
+/// What an assistant message says and calls, with its tool calls' ids: the
+/// ids come from the request that answered it, so two sessions whose first
+/// steps read alike still plan their requests apart.
 fn step_fingerprint(message: &Value) -> String {
     let mut s = codendum_core::openai::message_text(message);
     for call in message
@@ -362,6 +367,7 @@ fn step_fingerprint(message: &Value) -> String {
         .into_iter()
         .flatten()
     {
+        s.push_str(&call["id"].to_string());
         s.push_str(&call["function"]["name"].to_string());
         s.push_str(&call["function"]["arguments"].to_string());
     }

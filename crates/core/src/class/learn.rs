@@ -1,0 +1,578 @@
+//! Learning a class from recorded sessions: every distribution of the
+//! class file measured on [`Trace`]s (captures, classroom runs and the
+//! formats the trace importers read), with what could not be measured
+//! kept from a default class and said.
+//!
+//! What is measured, per root session (an agent session with its
+//! subagents) and per coding request (the calls of one user turn, told by
+//! [`TraceCall::task`]):
+//! - the person: the wait before each request after the first (the gap
+//!   from the previous call's end), the follow-ups (requests less one), the
+//!   session's length (first call to last end), and whether people go on
+//!   to a next session (a person's own recorded sessions do);
+//! - the agent: model calls per request (main agent and subagent steps;
+//!   titles and compactions apart), the share of requests with a subagent
+//!   and each subagent session's calls, output tokens by kind (the last
+//!   main-agent call of a request is its final answer, the others agent
+//!   steps), the tokens each call adds to its conversation, the first
+//!   prompt of a session, the prompt size where a conversation was
+//!   compacted (a call that starts over much shorter), and the client's
+//!   time between an answer and the next call of the same request (the
+//!   tools), per kind when the source says which tool ran.
+//!
+//! Which waits are the person's and which the tools' follows the
+//! recording's own reason when it gives one ([`WaitReason`]: Claude Code
+//! conversations, TraceLab rows and OpenCode's store say whether a person
+//! wrote or a tool answered); a wait without a reason is the person's when
+//! it opens a follow-up request and the tools' inside a request.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::dist::Distribution;
+use super::{Class, ToolTimes};
+use crate::results::classroom_records::CallKind;
+use crate::trace::{SourceFormat, Trace, TraceCall, WaitReason};
+
+/// Observations kept as samples up to this many; more become a quantile
+/// table.
+pub const KEEP_SAMPLES: usize = 200;
+
+/// A prompt this much shorter than its session's previous one (a
+/// fraction) starts over from a summary: the conversation was compacted.
+const COMPACTED_BELOW: f64 = 0.6;
+
+/// One recorded source to learn from.
+#[derive(Debug, Clone)]
+pub struct Source<'a> {
+    /// Its name in messages (a path).
+    pub name: String,
+    /// Its calls.
+    pub trace: &'a Trace,
+    /// Client seconds per tool kind measured beside the calls (a capture's
+    /// `client-times.json`: `file_tool`, `after_edit`, `build_test`,
+    /// `bash`, `other_tool`), when the source has them.
+    pub tool_times: Option<BTreeMap<String, Vec<f64>>>,
+}
+
+/// What was learned, and from how much.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LearnReport {
+    /// The sources, by name.
+    pub sources: Vec<String>,
+    /// Root sessions read.
+    pub sessions: usize,
+    /// Model calls read.
+    pub calls: usize,
+    /// Coding requests told apart.
+    pub coding_requests: usize,
+    /// Subagent sessions.
+    pub subagent_sessions: usize,
+    /// Each field learned, with its figures (`agent.calls_per_request`,
+    /// `P50 12, P90 30, mean 15.1, 2–48 from 120 requests`).
+    pub learned: Vec<(String, String)>,
+    /// Each field kept from the default class, with why.
+    pub kept: Vec<(String, String)>,
+    /// Anything else worth saying (how requests were told apart).
+    pub notes: Vec<String>,
+}
+
+/// A class learned from sessions and its report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Learned {
+    /// The class.
+    pub class: Class,
+    /// What it came from.
+    pub report: LearnReport,
+}
+
+/// Observations gathered over every source.
+#[derive(Default)]
+struct Obs {
+    pause_s: Vec<f64>,
+    follow_ups: Vec<f64>,
+    session_s: Vec<f64>,
+    calls_per_request: Vec<f64>,
+    requests_with_subagent: usize,
+    subagent_calls: Vec<f64>,
+    title: Vec<f64>,
+    agent_step: Vec<f64>,
+    subagent_step: Vec<f64>,
+    final_answer: Vec<f64>,
+    compaction: Vec<f64>,
+    appended: Vec<f64>,
+    prompt: Vec<f64>,
+    compact_at: Vec<f64>,
+    tool_gaps: Vec<f64>,
+    tool_kinds: BTreeMap<String, Vec<f64>>,
+    sessions: usize,
+    calls: usize,
+    requests: usize,
+    untold_requests: Vec<String>,
+}
+
+/// The kind of a call: as recorded, else a main-agent step in its root
+/// session and a subagent step elsewhere.
+fn kind_of(c: &TraceCall, root: &str) -> CallKind {
+    c.kind.unwrap_or(if c.session.as_deref() == Some(root) {
+        CallKind::Agent
+    } else {
+        CallKind::Subagent
+    })
+}
+
+fn gather(obs: &mut Obs, source: &Source<'_>) {
+    let trace = source.trace;
+    let roots = trace.roots();
+    let carried = trace.conversations();
+    obs.calls += trace.calls.len();
+    // Calls per root, in order.
+    let mut by_root: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, r) in roots.iter().enumerate() {
+        if let Some(r) = r {
+            by_root.entry(r.as_str()).or_default().push(i);
+        }
+    }
+    let told = trace.calls.iter().any(|c| c.task.is_some());
+    if !told && !by_root.is_empty() {
+        obs.untold_requests.push(source.name.clone());
+    }
+    for (root, calls) in &by_root {
+        obs.sessions += 1;
+        let first_at = calls
+            .iter()
+            .map(|&i| trace.calls[i].at_s)
+            .fold(f64::INFINITY, f64::min);
+        let last_end = calls
+            .iter()
+            .map(|&i| trace.calls[i].end_s().unwrap_or(trace.calls[i].at_s))
+            .fold(f64::NEG_INFINITY, f64::max);
+        if last_end > first_at {
+            obs.session_s.push(last_end - first_at);
+        }
+        // The coding requests of the session, in order.
+        let mut tasks: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        for &i in calls {
+            tasks
+                .entry(trace.calls[i].task.unwrap_or(0))
+                .or_default()
+                .push(i);
+        }
+        obs.follow_ups.push(tasks.len().saturating_sub(1) as f64);
+        if let Some(&first) = calls
+            .iter()
+            .find(|&&i| kind_of(&trace.calls[i], root) == CallKind::Agent)
+        {
+            obs.prompt.push(trace.calls[first].input_tokens as f64);
+        }
+        for (n, (_, task)) in tasks.iter().enumerate() {
+            obs.requests += 1;
+            let steps: Vec<usize> = task
+                .iter()
+                .copied()
+                .filter(|&i| {
+                    matches!(
+                        kind_of(&trace.calls[i], root),
+                        CallKind::Agent | CallKind::Subagent
+                    )
+                })
+                .collect();
+            if !steps.is_empty() {
+                obs.calls_per_request.push(steps.len() as f64);
+            }
+            if steps
+                .iter()
+                .any(|&i| kind_of(&trace.calls[i], root) == CallKind::Subagent)
+            {
+                obs.requests_with_subagent += 1;
+            }
+            let last_main = steps
+                .iter()
+                .rev()
+                .copied()
+                .find(|&i| kind_of(&trace.calls[i], root) == CallKind::Agent);
+            for (k, &i) in task.iter().enumerate() {
+                let c = &trace.calls[i];
+                let out = c.output_tokens as f64;
+                let kind = kind_of(c, root);
+                if c.output_tokens > 0 {
+                    match kind {
+                        CallKind::Title => obs.title.push(out),
+                        CallKind::Compaction => obs.compaction.push(out),
+                        CallKind::Subagent => obs.subagent_step.push(out),
+                        CallKind::Agent if Some(i) == last_main => obs.final_answer.push(out),
+                        CallKind::Agent => obs.agent_step.push(out),
+                    }
+                }
+                if kind == CallKind::Title {
+                    continue;
+                }
+                // The wait before it, as the recording says, else the
+                // person's before a request's first call (but the
+                // session's first) and the client's tools after.
+                let Some(dep) = c.after else {
+                    continue;
+                };
+                let opens_request = k
+                    == task
+                        .iter()
+                        .position(|&j| kind_of(&trace.calls[j], root) != CallKind::Title)
+                        .unwrap_or(0);
+                match dep.reason {
+                    WaitReason::Person => obs.pause_s.push(dep.gap_s),
+                    WaitReason::Tool => obs.tool_gaps.push(dep.gap_s),
+                    WaitReason::Unknown if opens_request && n > 0 => obs.pause_s.push(dep.gap_s),
+                    WaitReason::Unknown if !opens_request && kind != CallKind::Compaction => {
+                        obs.tool_gaps.push(dep.gap_s)
+                    }
+                    WaitReason::Unknown => {}
+                }
+            }
+        }
+    }
+    // Subagent sessions and their calls.
+    let mut sub_calls: HashMap<&str, usize> = HashMap::new();
+    for (c, r) in trace.calls.iter().zip(&roots) {
+        if let (Some(s), Some(r)) = (c.session.as_deref(), r.as_deref()) {
+            if kind_of(c, r) == CallKind::Subagent {
+                *sub_calls.entry(s).or_default() += 1;
+            }
+        }
+    }
+    obs.subagent_calls
+        .extend(sub_calls.values().map(|&n| n as f64));
+    // Tokens added to a conversation, and where it started over.
+    let mut last_of: HashMap<&str, usize> = HashMap::new();
+    for (i, c) in trace.calls.iter().enumerate() {
+        let Some(s) = c.session.as_deref() else {
+            continue;
+        };
+        if c.kind == Some(CallKind::Title) {
+            continue;
+        }
+        if let Some(carry) = carried[i] {
+            obs.appended.push(
+                c.input_tokens
+                    .saturating_sub(carry.covered_tokens(&trace.calls)) as f64,
+            );
+        } else if let Some(&j) = last_of.get(s) {
+            let p = &trace.calls[j];
+            if (c.input_tokens as f64) < COMPACTED_BELOW * p.input_tokens as f64 {
+                obs.compact_at
+                    .push((p.input_tokens + p.output_tokens) as f64);
+            }
+        }
+        if c.kind == Some(CallKind::Compaction) {
+            obs.compact_at.push(c.input_tokens as f64);
+        }
+        last_of.insert(s, i);
+    }
+    if let Some(kinds) = &source.tool_times {
+        for (k, v) in kinds {
+            obs.tool_kinds
+                .entry(k.clone())
+                .or_default()
+                .extend(v.iter().copied());
+        }
+    }
+}
+
+/// Learns a class named `name` from `sources`; what they cannot tell keeps
+/// `defaults`' value, said in the report.
+pub fn learn(sources: &[Source<'_>], name: &str, defaults: &Class) -> Learned {
+    let mut obs = Obs::default();
+    for s in sources {
+        gather(&mut obs, s);
+    }
+    let names: Vec<String> = sources.iter().map(|s| s.name.clone()).collect();
+    let origin = if names.len() == 1 {
+        names[0].clone()
+    } else {
+        format!("{} sources", names.len())
+    };
+    let mut report = LearnReport {
+        sources: names,
+        sessions: obs.sessions,
+        calls: obs.calls,
+        coding_requests: obs.requests,
+        subagent_sessions: obs.subagent_calls.len(),
+        learned: Vec::new(),
+        kept: Vec::new(),
+        notes: Vec::new(),
+    };
+    if !obs.untold_requests.is_empty() {
+        report.notes.push(format!(
+            "coding requests are not told apart in {}: each session counts as one request",
+            obs.untold_requests.join(", ")
+        ));
+    }
+    let mut class = defaults.clone();
+    class.name = name.to_string();
+    class.description = format!(
+        "Learned from {origin}: {} sessions, {} coding requests, {} model calls",
+        obs.sessions, obs.requests, obs.calls
+    );
+    let r = &mut report;
+    let o = origin.as_str();
+    let p = &mut class.person;
+    set(
+        r,
+        o,
+        "person.pause_s",
+        "waits before a follow-up request",
+        &obs.pause_s,
+        0.0,
+        &mut p.pause_s,
+    );
+    set(
+        r,
+        o,
+        "person.follow_ups",
+        "sessions",
+        &obs.follow_ups,
+        0.0,
+        &mut p.follow_ups,
+    );
+    if let Some(d) = fit(
+        r,
+        o,
+        "person.session_s",
+        "sessions with a length",
+        &obs.session_s,
+        0.0,
+    ) {
+        p.session_s = Some(d);
+    }
+    // A person's own recorded sessions (not a class with a window) show
+    // people going on to their next session when one is over.
+    let own: Vec<&str> = sources
+        .iter()
+        .filter(|s| {
+            matches!(
+                s.trace.source.as_ref().map(|x| x.format),
+                Some(SourceFormat::ClaudeCode | SourceFormat::Tracelab | SourceFormat::Opencode)
+            )
+        })
+        .map(|s| s.name.as_str())
+        .collect();
+    if own.is_empty() {
+        r.kept.push((
+            "person.next_session".into(),
+            "no source holds a person's own sessions one after another".into(),
+        ));
+    } else {
+        p.next_session = true;
+        r.learned.push((
+            "person.next_session".into(),
+            format!(
+                "true: the sessions of {} are a person's own, one after another",
+                own.join(", ")
+            ),
+        ));
+    }
+    let a = &mut class.agent;
+    set(
+        r,
+        o,
+        "agent.calls_per_request",
+        "coding requests",
+        &obs.calls_per_request,
+        1.0,
+        &mut a.calls_per_request,
+    );
+    set(
+        r,
+        o,
+        "agent.subagent_calls",
+        "subagent sessions",
+        &obs.subagent_calls,
+        1.0,
+        &mut a.subagent_calls,
+    );
+    if obs.requests > 0 {
+        a.subagent_share = obs.requests_with_subagent as f64 / obs.requests as f64;
+        r.learned.push((
+            "agent.subagent_share".into(),
+            format!(
+                "{:.2} ({} of {} coding requests)",
+                a.subagent_share, obs.requests_with_subagent, obs.requests
+            ),
+        ));
+    } else {
+        r.kept.push((
+            "agent.subagent_share".into(),
+            "no coding requests in the sources".into(),
+        ));
+    }
+    let out = &mut a.output_tokens;
+    set(
+        r,
+        o,
+        "agent.output_tokens.title",
+        "titles",
+        &obs.title,
+        1.0,
+        &mut out.title,
+    );
+    set(
+        r,
+        o,
+        "agent.output_tokens.agent_step",
+        "agent steps",
+        &obs.agent_step,
+        1.0,
+        &mut out.agent_step,
+    );
+    set(
+        r,
+        o,
+        "agent.output_tokens.subagent_step",
+        "subagent steps",
+        &obs.subagent_step,
+        1.0,
+        &mut out.subagent_step,
+    );
+    set(
+        r,
+        o,
+        "agent.output_tokens.final_answer",
+        "final answers",
+        &obs.final_answer,
+        1.0,
+        &mut out.final_answer,
+    );
+    set(
+        r,
+        o,
+        "agent.output_tokens.compaction",
+        "compaction summaries",
+        &obs.compaction,
+        1.0,
+        &mut out.compaction,
+    );
+    for (field, what, values, min, slot) in [
+        (
+            "agent.appended_tokens",
+            "calls carrying on a conversation",
+            &obs.appended,
+            0.0,
+            &mut a.appended_tokens,
+        ),
+        (
+            "agent.prompt_tokens",
+            "first prompts of a session",
+            &obs.prompt,
+            1.0,
+            &mut a.prompt_tokens,
+        ),
+        (
+            "agent.compact_at_tokens",
+            "compactions",
+            &obs.compact_at,
+            1.0,
+            &mut a.compact_at_tokens,
+        ),
+    ] {
+        match fit(r, o, field, what, values, min) {
+            Some(d) => *slot = Some(d),
+            None => {
+                // `fit` said "no …"; these fall back to the simulation itself.
+                if let Some((_, why)) = r.kept.last_mut() {
+                    why.push_str("; the simulated project's own");
+                }
+            }
+        }
+    }
+    learn_tools(&obs, &origin, &mut a.tool_s, &mut report);
+    report.kept.push((
+        "agent.first_test_fails".into(),
+        "recorded sessions do not say which test runs failed".into(),
+    ));
+    Learned { class, report }
+}
+
+/// A distribution of `values` (each at least `min`) for `field`, said in
+/// the report; `None` (said as kept) when there are none.
+fn fit(
+    report: &mut LearnReport,
+    origin: &str,
+    field: &str,
+    what: &str,
+    values: &[f64],
+    min: f64,
+) -> Option<Distribution> {
+    let values: Vec<f64> = values.iter().map(|v| v.max(min)).collect();
+    match Distribution::from_observations(
+        format!("learned from {origin}: {} {what}", values.len()),
+        &values,
+        KEEP_SAMPLES,
+    ) {
+        Some(d) => {
+            report.learned.push((
+                field.to_string(),
+                format!(
+                    "{} from {} {what}",
+                    super::write::describe(&d),
+                    values.len()
+                ),
+            ));
+            Some(d)
+        }
+        None => {
+            report
+                .kept
+                .push((field.to_string(), format!("no {what} in the sources")));
+            None
+        }
+    }
+}
+
+/// [`fit`] into `slot` when there are values.
+fn set(
+    report: &mut LearnReport,
+    origin: &str,
+    field: &str,
+    what: &str,
+    values: &[f64],
+    min: f64,
+    slot: &mut Distribution,
+) {
+    if let Some(d) = fit(report, origin, field, what, values, min) {
+        *slot = d;
+    }
+}
+
+/// Tool times: per kind where the sources measured kinds, else every kind
+/// from the client's time between an answer and its request's next call.
+fn learn_tools(obs: &Obs, origin: &str, tools: &mut ToolTimes, report: &mut LearnReport) {
+    let slots: [(&str, &mut Distribution); 5] = [
+        ("file_tool", &mut tools.file_tool),
+        ("after_edit", &mut tools.after_edit),
+        ("build_test", &mut tools.build_test),
+        ("bash", &mut tools.bash),
+        ("other_tool", &mut tools.other_tool),
+    ];
+    for (kind, slot) in slots {
+        let field = format!("agent.tool_s.{kind}");
+        let measured = obs.tool_kinds.get(kind).filter(|v| !v.is_empty());
+        let (values, what) = match measured {
+            Some(v) => (v.as_slice(), format!("measured {kind} times")),
+            None if !obs.tool_gaps.is_empty() => (
+                obs.tool_gaps.as_slice(),
+                "client times between an answer and the next call (tool kinds not told apart)"
+                    .to_string(),
+            ),
+            None => {
+                report
+                    .kept
+                    .push((field, "the sources have no tool times".into()));
+                continue;
+            }
+        };
+        if let Some(d) = fit(report, origin, &field, &what, values, 0.0) {
+            *slot = d;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,311 @@
+//! Reading a class file: TOML walked table by table, so that every error
+//! names the file and the field (`agent.output_tokens.title.quantiles[2]`)
+//! and an unknown key is refused instead of ignored.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use toml::{Table, Value};
+
+use super::dist::{Distribution, Shape};
+use super::{AgentSpread, Class, OutputTokens, Person, ToolTimes, CLASS_SCHEMA_VERSION};
+use crate::error::ConfigError;
+
+/// One table being read: its path for messages and the keys taken so far.
+struct Fields<'a> {
+    table: &'a Table,
+    path: String,
+    taken: BTreeSet<&'static str>,
+}
+
+type Res<T> = Result<T, String>;
+
+impl<'a> Fields<'a> {
+    fn new(table: &'a Table, path: &str) -> Self {
+        Fields {
+            table,
+            path: path.to_string(),
+            taken: BTreeSet::new(),
+        }
+    }
+
+    fn name(&self, key: &str) -> String {
+        if self.path.is_empty() {
+            key.to_string()
+        } else {
+            format!("{}.{key}", self.path)
+        }
+    }
+
+    fn get(&mut self, key: &'static str) -> Option<&'a Value> {
+        self.taken.insert(key);
+        self.table.get(key)
+    }
+
+    fn required(&mut self, key: &'static str) -> Res<&'a Value> {
+        let name = self.name(key);
+        self.get(key).ok_or_else(|| format!("{name} is missing"))
+    }
+
+    fn text(&mut self, key: &'static str) -> Res<Option<String>> {
+        let name = self.name(key);
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(format!("{name} must be a string")),
+        }
+    }
+
+    fn number(&mut self, key: &'static str) -> Res<f64> {
+        let name = self.name(key);
+        number(self.required(key)?).ok_or_else(|| format!("{name} must be a number"))
+    }
+
+    /// An optional boolean, `false` when absent.
+    fn flag(&mut self, key: &'static str) -> Res<bool> {
+        let name = self.name(key);
+        match self.get(key) {
+            None => Ok(false),
+            Some(Value::Boolean(b)) => Ok(*b),
+            Some(_) => Err(format!("{name} must be true or false")),
+        }
+    }
+
+    fn fraction(&mut self, key: &'static str) -> Res<f64> {
+        let name = self.name(key);
+        let v = self.number(key)?;
+        if !(0.0..=1.0).contains(&v) {
+            return Err(format!("{name} = {v} is not a fraction between 0 and 1"));
+        }
+        Ok(v)
+    }
+
+    fn table(&mut self, key: &'static str) -> Res<Fields<'a>> {
+        let name = self.name(key);
+        match self.required(key)? {
+            Value::Table(t) => Ok(Fields::new(t, &name)),
+            _ => Err(format!("{name} must be a table")),
+        }
+    }
+
+    /// A distribution whose values lie in `min..=max`.
+    fn dist(&mut self, key: &'static str, min: f64, max: f64) -> Res<Distribution> {
+        let name = self.name(key);
+        match self.required(key)? {
+            Value::Table(t) => distribution(t, &name, min, max),
+            _ => Err(format!(
+                "{name} must be a table with source, count and one of value, quantiles or samples"
+            )),
+        }
+    }
+
+    fn optional_dist(
+        &mut self,
+        key: &'static str,
+        min: f64,
+        max: f64,
+    ) -> Res<Option<Distribution>> {
+        if self.table.contains_key(key) {
+            self.dist(key, min, max).map(Some)
+        } else {
+            self.taken.insert(key);
+            Ok(None)
+        }
+    }
+
+    /// Refuses keys that were never asked for.
+    fn done(self) -> Res<()> {
+        match self.table.keys().find(|k| !self.taken.contains(k.as_str())) {
+            Some(k) => {
+                let known: Vec<&str> = self.taken.iter().copied().collect();
+                Err(format!(
+                    "unknown key {} (known here: {})",
+                    self.name(k),
+                    known.join(", ")
+                ))
+            }
+            None => Ok(()),
+        }
+    }
+}
+
+fn number(v: &Value) -> Option<f64> {
+    match v {
+        Value::Integer(i) => Some(*i as f64),
+        Value::Float(f) => Some(*f),
+        _ => None,
+    }
+}
+
+fn distribution(t: &Table, name: &str, min: f64, max: f64) -> Res<Distribution> {
+    let mut f = Fields::new(t, name);
+    let source = f.text("source")?.unwrap_or_default();
+    let count = match f.get("count") {
+        None => 0,
+        Some(Value::Integer(n)) if *n >= 0 => *n as u64,
+        Some(_) => return Err(format!("{name}.count must be a whole number ≥ 0")),
+    };
+    let forms = ["value", "quantiles", "samples"];
+    let given: Vec<&str> = forms
+        .iter()
+        .copied()
+        .filter(|k| t.contains_key(*k))
+        .collect();
+    if given.len() != 1 {
+        return Err(format!(
+            "{name} needs exactly one of value, quantiles or samples (has {})",
+            if given.is_empty() {
+                "none".to_string()
+            } else {
+                given.join(" and ")
+            }
+        ));
+    }
+    let shape = match given[0] {
+        "value" => Shape::Value(f.number("value")?),
+        "quantiles" => {
+            let Some(Value::Array(rows)) = f.get("quantiles") else {
+                return Err(format!(
+                    "{name}.quantiles must be an array of [p, value] pairs"
+                ));
+            };
+            let mut points = Vec::with_capacity(rows.len());
+            for (i, row) in rows.iter().enumerate() {
+                let pair = match row {
+                    Value::Array(a) if a.len() == 2 => number(&a[0]).zip(number(&a[1])),
+                    _ => None,
+                };
+                let Some(p) = pair else {
+                    return Err(format!(
+                        "{name}.quantiles[{i}] must be a [p, value] pair of numbers"
+                    ));
+                };
+                points.push(p);
+            }
+            Shape::Quantiles(points)
+        }
+        _ => {
+            let Some(Value::Array(items)) = f.get("samples") else {
+                return Err(format!("{name}.samples must be an array of numbers"));
+            };
+            let mut samples = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                samples.push(
+                    number(item).ok_or_else(|| format!("{name}.samples[{i}] must be a number"))?,
+                );
+            }
+            samples.sort_by(f64::total_cmp);
+            Shape::Samples(samples)
+        }
+    };
+    f.done()?;
+    let d = Distribution {
+        source,
+        count,
+        shape,
+    };
+    d.check(min, max).map_err(|e| format!("{name}: {e}"))?;
+    Ok(d)
+}
+
+const ANY: f64 = f64::INFINITY;
+
+fn person(mut f: Fields<'_>) -> Res<Person> {
+    let p = Person {
+        pause_s: f.dist("pause_s", 0.0, ANY)?,
+        follow_ups: f.dist("follow_ups", 0.0, 1000.0)?,
+        session_s: f.optional_dist("session_s", 0.0, ANY)?,
+        next_session: f.flag("next_session")?,
+    };
+    f.done()?;
+    Ok(p)
+}
+
+fn agent(mut f: Fields<'_>) -> Res<AgentSpread> {
+    let calls_per_request = f.dist("calls_per_request", 1.0, 10_000.0)?;
+    let subagent_share = f.fraction("subagent_share")?;
+    let subagent_calls = f.dist("subagent_calls", 1.0, 10_000.0)?;
+    let first_test_fails = f.fraction("first_test_fails")?;
+    let appended_tokens = f.optional_dist("appended_tokens", 0.0, ANY)?;
+    let prompt_tokens = f.optional_dist("prompt_tokens", 1.0, ANY)?;
+    let compact_at_tokens = f.optional_dist("compact_at_tokens", 1.0, ANY)?;
+    let mut o = f.table("output_tokens")?;
+    let output_tokens = OutputTokens {
+        title: o.dist("title", 1.0, ANY)?,
+        agent_step: o.dist("agent_step", 1.0, ANY)?,
+        subagent_step: o.dist("subagent_step", 1.0, ANY)?,
+        final_answer: o.dist("final_answer", 1.0, ANY)?,
+        compaction: o.dist("compaction", 1.0, ANY)?,
+    };
+    o.done()?;
+    let mut t = f.table("tool_s")?;
+    let tool_s = ToolTimes {
+        file_tool: t.dist("file_tool", 0.0, ANY)?,
+        after_edit: t.dist("after_edit", 0.0, ANY)?,
+        build_test: t.dist("build_test", 0.0, ANY)?,
+        bash: t.dist("bash", 0.0, ANY)?,
+        other_tool: t.dist("other_tool", 0.0, ANY)?,
+    };
+    t.done()?;
+    f.done()?;
+    Ok(AgentSpread {
+        calls_per_request,
+        subagent_share,
+        subagent_calls,
+        output_tokens,
+        tool_s,
+        first_test_fails,
+        appended_tokens,
+        prompt_tokens,
+        compact_at_tokens,
+    })
+}
+
+fn class(table: &Table) -> Res<Class> {
+    let mut f = Fields::new(table, "");
+    match f.get("schema_version") {
+        Some(Value::Integer(v)) if *v == i64::from(CLASS_SCHEMA_VERSION) => {}
+        Some(Value::Integer(v)) => {
+            return Err(format!(
+                "schema_version {v} is not the version this build reads ({CLASS_SCHEMA_VERSION})"
+            ))
+        }
+        Some(_) => return Err("schema_version must be a whole number".into()),
+        None => return Err("schema_version is missing".into()),
+    }
+    let name = f.text("name")?.ok_or("name is missing")?;
+    if name.trim().is_empty() {
+        return Err("name is empty".into());
+    }
+    let description = f.text("description")?.unwrap_or_default();
+    let person = person(f.table("person")?)?;
+    let agent = agent(f.table("agent")?)?;
+    f.done()?;
+    Ok(Class {
+        name,
+        description,
+        person,
+        agent,
+    })
+}
+
+/// Parses a class file's text; errors are one line naming `path` and the
+/// field.
+pub(super) fn parse(text: &str, path: &Path) -> Result<Class, ConfigError> {
+    let bad = |reason: String| ConfigError::BadFile {
+        what: "class file",
+        path: path.to_path_buf(),
+        reason,
+    };
+    let table: Table = text.parse().map_err(|e: toml::de::Error| {
+        let line = e
+            .span()
+            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+        let at = line.map(|l| format!(" (line {l})")).unwrap_or_default();
+        bad(format!(
+            "not valid TOML{at}: {}",
+            e.message().replace('\n', " ")
+        ))
+    })?;
+    class(&table).map_err(bad)
+}

@@ -1,0 +1,76 @@
+use std::path::Path;
+
+use super::*;
+
+fn err(text: &str) -> String {
+    Class::parse(text, Path::new("my-class.toml"))
+        .map(|_| String::new())
+        .unwrap_or_else(|e| e.to_string())
+}
+
+#[test]
+fn the_lab_class_is_the_lab_s_students() {
+    let lab = Class::lab();
+    assert_eq!(lab.name, "lab");
+    let p = &lab.person;
+    assert_eq!((p.pause_s.min(), p.pause_s.max()), (20.0, 90.0));
+    assert_eq!(p.follow_ups.mean(), 3.0);
+    assert!(p.session_s.is_none() && !p.next_session);
+    let t = &lab.agent.tool_s;
+    assert_eq!((t.build_test.min(), t.build_test.max()), (3.0, 12.0));
+    assert_eq!(lab.agent.first_test_fails, 0.3);
+    assert_eq!(*lab, Class::load("lab").expect("by name"));
+}
+
+#[test]
+fn a_written_class_reads_back_equal() {
+    let mut c = (*Class::lab()).clone();
+    c.name = "learned \"here\"".into();
+    c.person.session_s = Distribution::from_observations("s", &[60.0, 3600.5, 120.25], 64);
+    c.agent.appended_tokens =
+        Distribution::from_observations("a", &(0..500).map(f64::from).collect::<Vec<_>>(), 64);
+    c.person.next_session = true;
+    let text = write::to_toml(&c);
+    let back = Class::parse(&text, Path::new("w.toml")).expect(&text);
+    assert_eq!(back, c, "{text}");
+}
+
+#[test]
+fn errors_name_the_file_and_the_field() {
+    let lab = write::to_toml(&Class::lab());
+    let share: String = lab
+        .lines()
+        .find(|l| l.starts_with("subagent_share = "))
+        .expect("the share")
+        .into();
+    let e = err(&lab.replace(&share, "subagent_share = 1.5"));
+    assert!(
+        e.contains("my-class.toml") && e.contains("agent.subagent_share"),
+        "{e}"
+    );
+    let e = err(&lab.replace("[agent.tool_s.bash]", "[agent.tool_s.bash]\nunit = \"s\""));
+    assert!(e.contains("unknown key agent.tool_s.bash.unit"), "{e}");
+    let e = err(&lab.replace("value = 3.0", "value = 3.0\nsamples = [1, 2]"));
+    assert!(e.contains("person.follow_ups needs exactly one"), "{e}");
+    let e = err(&lab.replace(
+        "quantiles = [[0.0, 20.0], [1.0, 90.0]]",
+        "quantiles = [[0.0, 90.0], [1.0, 20.0]]",
+    ));
+    assert!(e.contains("person.pause_s: quantiles[1]"), "{e}");
+    let e = err(&lab.replace("[person]", "[person]\nnext_session = \"yes\""));
+    assert!(
+        e.contains("person.next_session must be true or false"),
+        "{e}"
+    );
+    let e = err(&lab.replace("schema_version = 1", "schema_version = 9"));
+    assert!(e.contains("schema_version 9"), "{e}");
+    let e = err("schema_version = 1\nname = \"x\"\n[person]\n");
+    assert!(e.contains("person.pause_s is missing"), "{e}");
+    let e = err("schema_version = [");
+    assert!(e.contains("not valid TOML (line 1)"), "{e}");
+    assert!(!e.contains('\n'), "{e}");
+    let e = Class::load("nope").unwrap_err().to_string();
+    assert!(e.contains("--class") && e.contains("lab"), "{e}");
+    let e = Class::load("missing/class.toml").unwrap_err().to_string();
+    assert!(e.contains("missing/class.toml"), "{e}");
+}

@@ -1,0 +1,182 @@
+//! Writing a class file: every distribution in a table of its own, with a
+//! comment line giving its median, P90 and mean for the reader (the
+//! figures are not read back).
+
+use std::fmt::Write as _;
+
+use super::dist::{Distribution, Shape};
+use super::{Class, CLASS_SCHEMA_VERSION};
+
+/// A number as TOML writes it: whole numbers with `.0`, others with up to
+/// four decimals.
+fn num(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{x:.1}")
+    } else {
+        let s = format!("{x:.4}");
+        let s = s.trim_end_matches('0');
+        s.to_string()
+    }
+}
+
+fn quote(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
+/// The figures of a distribution, for its comment line.
+pub fn describe(d: &Distribution) -> String {
+    let short = |x: f64| {
+        if x.abs() >= 100.0 {
+            format!("{x:.0}")
+        } else {
+            format!("{x:.2}")
+                .trim_end_matches('0')
+                .trim_end_matches('.')
+                .to_string()
+        }
+    };
+    match d.shape {
+        Shape::Value(v) => format!("always {}", short(v)),
+        _ => format!(
+            "P50 {}, P90 {}, mean {}, {}–{}",
+            short(d.quantile(0.5)),
+            short(d.quantile(0.9)),
+            short(d.mean()),
+            short(d.min()),
+            short(d.max())
+        ),
+    }
+}
+
+fn section(out: &mut String, name: &str, about: &str, d: &Distribution) {
+    let _ = writeln!(out, "\n# {about}: {}", describe(d));
+    let _ = writeln!(out, "[{name}]");
+    let _ = writeln!(out, "source = {}", quote(&d.source));
+    let _ = writeln!(out, "count = {}", d.count);
+    match &d.shape {
+        Shape::Value(v) => {
+            let _ = writeln!(out, "value = {}", num(*v));
+        }
+        Shape::Quantiles(points) => {
+            let rows: Vec<String> = points
+                .iter()
+                .map(|(p, v)| format!("[{}, {}]", num(*p), num(*v)))
+                .collect();
+            let _ = writeln!(out, "quantiles = [{}]", rows.join(", "));
+        }
+        Shape::Samples(s) => {
+            let _ = writeln!(out, "samples = [");
+            for chunk in s.chunks(10) {
+                let row: Vec<String> = chunk.iter().map(|x| num(*x)).collect();
+                let _ = writeln!(out, "  {},", row.join(", "));
+            }
+            let _ = writeln!(out, "]");
+        }
+    }
+}
+
+/// The class as class-file text (what [`super::Class::parse`] reads back
+/// to an equal class).
+pub fn to_toml(class: &Class) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# A codendum class file: the distributions a simulated class draws from\n\
+         # (format: docs/class-file.md)."
+    );
+    let _ = writeln!(out, "schema_version = {CLASS_SCHEMA_VERSION}");
+    let _ = writeln!(out, "name = {}", quote(&class.name));
+    let _ = writeln!(out, "description = {}", quote(&class.description));
+    let p = &class.person;
+    let _ = writeln!(out, "\n[person]");
+    if p.next_session {
+        let _ = writeln!(
+            out,
+            "# A person whose session is over starts a new one while the window is open.\nnext_session = true"
+        );
+    }
+    section(
+        &mut out,
+        "person.pause_s",
+        "Seconds from a final answer to the person's next request",
+        &p.pause_s,
+    );
+    section(
+        &mut out,
+        "person.follow_ups",
+        "Coding requests after the first of a session",
+        &p.follow_ups,
+    );
+    if let Some(d) = &p.session_s {
+        section(
+            &mut out,
+            "person.session_s",
+            "Seconds a person works from their first request",
+            d,
+        );
+    }
+    let a = &class.agent;
+    let _ = writeln!(out, "\n[agent]");
+    let _ = writeln!(
+        out,
+        "# Fraction of coding requests that start a subagent.\nsubagent_share = {}",
+        num(a.subagent_share)
+    );
+    let _ = writeln!(
+        out,
+        "# Fraction of sessions whose first test run fails.\nfirst_test_fails = {}",
+        num(a.first_test_fails)
+    );
+    section(
+        &mut out,
+        "agent.calls_per_request",
+        "Model calls per coding request (agent and subagent steps)",
+        &a.calls_per_request,
+    );
+    section(
+        &mut out,
+        "agent.subagent_calls",
+        "Model calls per subagent session",
+        &a.subagent_calls,
+    );
+    for (name, about, d) in [
+        (
+            "appended_tokens",
+            "Tokens a call adds to the session's previous prompt and answer",
+            &a.appended_tokens,
+        ),
+        (
+            "prompt_tokens",
+            "Tokens of a session's first prompt",
+            &a.prompt_tokens,
+        ),
+        (
+            "compact_at_tokens",
+            "Prompt tokens at which the client compacted",
+            &a.compact_at_tokens,
+        ),
+    ] {
+        if let Some(d) = d {
+            section(&mut out, &format!("agent.{name}"), about, d);
+        }
+    }
+    let _ = writeln!(out, "\n[agent.output_tokens]");
+    for (kind, d) in a.output_tokens.kinds() {
+        section(
+            &mut out,
+            &format!("agent.output_tokens.{kind}"),
+            &format!("Output tokens of a {} call", kind.replace('_', " ")),
+            d,
+        );
+    }
+    let _ = writeln!(out, "\n[agent.tool_s]");
+    for (kind, d) in a.tool_s.kinds() {
+        section(
+            &mut out,
+            &format!("agent.tool_s.{kind}"),
+            &format!("Client seconds per {} call", kind.replace('_', " ")),
+            d,
+        );
+    }
+    out
+}

@@ -1,0 +1,356 @@
+//! Running a workload for the suite: through `app::bench::run` and
+//! `app::classroom::run` (the CLI's own paths), one workload at a time, then
+//! the report with the verdicts; or reusing a run another process made.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+use tokio::sync::watch;
+
+use super::reuse::{short_hash, RunCache};
+use super::settings::Settings;
+use super::suite::{judge_all, SuiteProfile};
+use super::workload::{bench_config, classroom_config, twin_time_scale, WorkloadKind};
+use crate::app::classroom::ClassroomSettings;
+use crate::app::run::RunIo;
+use crate::events::{Events, Written};
+use crate::settings::{LiveServer, RunSettings, Server, TwinSettings};
+use codendum_core::clock::Clock;
+use codendum_core::error::Error;
+use codendum_core::results::{BenchSummary, ClassroomRunSummary};
+use codendum_core::targets::bench::ModeTargets;
+use codendum_report::model::Verdict;
+
+/// The summary a workload left.
+#[derive(Debug, Clone)]
+pub enum WorkloadSummary {
+    /// A bench run's `summary.json`.
+    Bench(Box<BenchSummary>),
+    /// A classroom run's `summary.json`.
+    Classroom(Box<ClassroomRunSummary>),
+}
+
+impl WorkloadSummary {
+    /// The run's verdict, when it asks for exit 1 (the run failed, or its
+    /// errors exceed the limit): every trial of the workload then fails
+    /// with its line.
+    pub fn failing_verdict(&self) -> Option<&codendum_core::results::Verdict> {
+        let verdict = match self {
+            WorkloadSummary::Bench(s) => s.verdict.as_ref(),
+            WorkloadSummary::Classroom(s) => s.verdict.as_ref(),
+        }?;
+        (verdict.exit_code() != 0).then_some(verdict)
+    }
+}
+
+/// What every trial of a workload says when the run's verdict failed it
+/// (the server stopped answering, too many errors): the verdict's line.
+pub fn verdict_message(kind: WorkloadKind, results: &WorkloadResults) -> Option<String> {
+    results.summary.failing_verdict().map(|v| {
+        format!(
+            "the {} run {} (results in {})",
+            kind.name(),
+            v.line,
+            results.folder.display()
+        )
+    })
+}
+
+/// A finished workload.
+#[derive(Debug, Clone)]
+pub struct WorkloadResults {
+    /// Its results folder.
+    pub folder: PathBuf,
+    /// Its summary.
+    pub summary: WorkloadSummary,
+    /// Whether another process ran it (this one only judges it).
+    pub reused: bool,
+}
+
+/// One workload at a time in this process (the run lock does the same
+/// across processes).
+static RUNNING: Mutex<()> = Mutex::new(());
+
+/// Set once a workload was stopped by Ctrl-C or SIGTERM: no further
+/// workload starts in this process (their trials fail saying so).
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Whether a workload of this process was stopped by Ctrl-C or SIGTERM.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::Relaxed)
+}
+
+/// Why a workload has no results: the message every trial of it fails
+/// with, and whether the server refused it (busy, the busy guard's exit 3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkloadFailure {
+    /// What every trial of the workload says.
+    pub message: String,
+    /// The run did not start because the server was busy.
+    pub refused: bool,
+}
+
+impl From<String> for WorkloadFailure {
+    fn from(message: String) -> Self {
+        WorkloadFailure {
+            message,
+            refused: false,
+        }
+    }
+}
+
+/// The run-cache key of a workload: profile, workload, mode, and a hash of
+/// everything that shapes the run (target, profile settings, checked levels,
+/// results root).
+pub fn cache_key(
+    settings: &Settings,
+    p: &SuiteProfile,
+    targets: &ModeTargets,
+    kind: WorkloadKind,
+) -> String {
+    let shaping = format!(
+        "{}|{}|{:?}|{:?}|{}",
+        settings.server_label(),
+        p.spec,
+        p.profile.server,
+        targets
+            .bench
+            .iter()
+            .map(|b| b.group_name())
+            .collect::<Vec<_>>(),
+        settings.results_dir.display()
+    );
+    format!(
+        "{}--{}--{}--{}",
+        p.profile.name,
+        kind.name(),
+        settings.mode.name(),
+        short_hash(&shaping)
+    )
+}
+
+/// Runs a workload (or reuses another process's run of it), writes its
+/// report with the verdicts of every target of the workload, and prints the
+/// report's path. `events` hears the suite's lines (what runs, what is
+/// reused, the report), `workload_events` the run itself (its plan,
+/// progress and tables). `Err` says why every trial of the workload fails.
+pub fn run_workload(
+    settings: &Settings,
+    (p, targets, kind): (&SuiteProfile, &ModeTargets, WorkloadKind),
+    cache: &RunCache,
+    events: &Events,
+    workload_events: &Events,
+) -> Result<WorkloadResults, WorkloadFailure> {
+    let _one_at_a_time = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
+    if interrupted() {
+        return Err(format!(
+            "the {} workload was not started: the suite was interrupted",
+            kind.name()
+        )
+        .into());
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start a tokio runtime: {e}"))?;
+    rt.block_on(run_locked(
+        settings,
+        (p, targets, kind),
+        cache,
+        (events, workload_events),
+    ))
+}
+
+async fn run_locked(
+    settings: &Settings,
+    (p, targets, kind): (&SuiteProfile, &ModeTargets, WorkloadKind),
+    cache: &RunCache,
+    (events, workload_events): (&Events, &Events),
+) -> Result<WorkloadResults, WorkloadFailure> {
+    let clock = Clock::real();
+    let _lock = cache
+        .lock_telling(&clock, events)
+        .await
+        .map_err(|e| format!("cannot take the run lock in {}: {e}", cache.dir.display()))?;
+    let key = cache_key(settings, p, targets, kind);
+    if let Some(record) = cache.lookup(&key, clock.utc_now().timestamp()) {
+        let summary = load_summary(&record.folder, kind)?;
+        events.note(format!(
+            "{} {} judged from the run in {}",
+            p.profile.name,
+            kind.name(),
+            record.folder.display()
+        ));
+        return Ok(WorkloadResults {
+            folder: record.folder,
+            summary,
+            reused: true,
+        });
+    }
+    events.note(format!(
+        "running the {} {} workload of {} against {}",
+        settings.mode.name(),
+        kind.name(),
+        p.profile.name,
+        settings.server_label()
+    ));
+    // Ctrl-C or SIGTERM during a workload stops it as it stops the command:
+    // its folder is written and every trial of it fails as interrupted.
+    let stop = crate::app::signals::stop_on_signal(events.clone());
+    let outcome = match kind {
+        WorkloadKind::Bench => {
+            run_bench(settings, p, targets, io(stop.clone(), workload_events)).await
+        }
+        WorkloadKind::Classroom => {
+            run_classroom(settings, p, io(stop.clone(), workload_events)).await
+        }
+    };
+    if *stop.borrow() {
+        INTERRUPTED.store(true, Ordering::Relaxed);
+    }
+    let results = outcome.map_err(|e| explain(kind, e))?;
+    let verdicts: Vec<Verdict> = judge_all(targets, kind, &results)
+        .into_iter()
+        .map(|j| j.verdict)
+        .collect();
+    match codendum_report::files::write_report_with(&results.folder, None, &verdicts) {
+        Ok(paths) => {
+            for path in paths {
+                events.written(Written::Report, path);
+            }
+        }
+        Err(e) => events.warn(format!("the report could not be written: {e}")),
+    }
+    if let Err(e) = cache.store(&key, &results.folder, clock.utc_now().timestamp()) {
+        events.warn(format!(
+            "cannot record the run in {}: {e}",
+            cache.dir.display()
+        ));
+    }
+    Ok(results)
+}
+
+fn explain(kind: WorkloadKind, e: Error) -> WorkloadFailure {
+    match e {
+        Error::Refused(msg) => WorkloadFailure {
+            message: format!(
+                "the {} workload did not start: {msg} (the suite never asks; --allow-busy or CODENDUM_ALLOW_BUSY=1 starts it anyway)",
+                kind.name()
+            ),
+            refused: true,
+        },
+        other => format!("the {} workload failed: {other}", kind.name()).into(),
+    }
+}
+
+/// Where a workload runs: the live server, else a twin running the
+/// profile (its own `[fleet]`) at the workload's speed-up.
+fn server(settings: &Settings, p: &SuiteProfile, kind: WorkloadKind) -> Server {
+    match &settings.target {
+        Some(target) => Server::Live(LiveServer {
+            target: target.clone(),
+            prometheus: None,
+        }),
+        None => Server::embedded(
+            TwinSettings {
+                profile: p.profile.clone(),
+                time_scale: twin_time_scale(kind),
+                seed: 1,
+            },
+            p.profile.fleet,
+        ),
+    }
+}
+
+/// How a workload runs: never asking, no report of its own (the suite
+/// writes one with the verdicts), its results under the suite's root.
+fn run_settings(settings: &Settings, p: &SuiteProfile) -> RunSettings {
+    let mut provenance = settings.provenance.clone();
+    if provenance.profile.is_none() || !settings.is_live() {
+        provenance.profile = Some(p.profile.name.clone());
+    }
+    RunSettings {
+        client: settings.client.clone(),
+        provenance,
+        results_dir: settings.results_dir.clone(),
+        allow_busy: settings.allow_busy,
+        yes: true,
+        write_report: false,
+        max_error_rate: codendum_core::results::verdict::DEFAULT_MAX_ERROR_RATE,
+        strict: false,
+    }
+}
+
+/// A workload never asks; what it says goes to `events` (silent under the
+/// test harness, the terminal under `codendum check`).
+fn io(stop: watch::Receiver<bool>, events: &Events) -> RunIo<'static> {
+    RunIo {
+        events: events.clone(),
+        confirm: &|_| true,
+        stop,
+    }
+}
+
+async fn run_bench(
+    settings: &Settings,
+    p: &SuiteProfile,
+    targets: &ModeTargets,
+    io: RunIo<'static>,
+) -> Result<WorkloadResults, Error> {
+    let config = bench_config(settings.mode, targets);
+    let outcome = crate::app::bench::run(
+        &server(settings, p, WorkloadKind::Bench),
+        &run_settings(settings, p),
+        &config,
+        io,
+    )
+    .await?;
+    Ok(WorkloadResults {
+        folder: outcome.folder,
+        summary: WorkloadSummary::Bench(Box::new(outcome.summary)),
+        reused: false,
+    })
+}
+
+async fn run_classroom(
+    settings: &Settings,
+    p: &SuiteProfile,
+    io: RunIo<'static>,
+) -> Result<WorkloadResults, Error> {
+    let mut config = classroom_config(settings.mode);
+    config.api_keys = settings.api_keys.clone();
+    let class = ClassroomSettings {
+        config,
+        server_timeline: None,
+        prompt_file: None,
+    };
+    let result = crate::app::classroom::run(
+        &server(settings, p, WorkloadKind::Classroom),
+        &run_settings(settings, p),
+        &class,
+        io,
+    )
+    .await?;
+    Ok(WorkloadResults {
+        folder: result.folder,
+        summary: WorkloadSummary::Classroom(Box::new(result.summary)),
+        reused: false,
+    })
+}
+
+/// Reads back the summary of a results folder.
+pub fn load_summary(folder: &Path, kind: WorkloadKind) -> Result<WorkloadSummary, String> {
+    let read_err = |e: codendum_core::results::ResultsError| {
+        format!("cannot read the results in {}: {e}", folder.display())
+    };
+    match kind {
+        WorkloadKind::Bench => codendum_core::results::read_bench_summary(folder)
+            .map(|s| WorkloadSummary::Bench(Box::new(s)))
+            .map_err(read_err),
+        WorkloadKind::Classroom => codendum_core::results::read_classroom_folder_summary(folder)
+            .map(|s| WorkloadSummary::Classroom(Box::new(s)))
+            .map_err(read_err),
+    }
+}

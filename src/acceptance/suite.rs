@@ -1,0 +1,452 @@
+//! The acceptance suite: one trial per target, named
+//! `<profile>::<group>::<metric>`; each workload runs once and every trial of
+//! it judges the same results.
+//!
+//! A test harness (tests/capacity.rs) lists [`Suite::trials`] and calls
+//! [`Suite::run_trial`] for each selected one, on any thread.
+//!
+//! Against a live server the judged profile also gets
+//! `<profile>::server::matches_profile` ([`TrialKind::ServerMatch`]): the
+//! server's `/v1/models` and `/metrics`, read once, against the profile's
+//! `[server]` (see [`crate::server_match`]).
+
+use crate::events::Events;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use super::judge::{judge_bench_level, judge_classroom, Judgement};
+use super::reuse::RunCache;
+use super::runner::{run_workload, verdict_message, WorkloadResults, WorkloadSummary};
+use super::settings::Settings;
+use super::workload::WorkloadKind;
+use crate::server_match::{check_target, ProfileCheck};
+use codendum_core::profile::Profile;
+use codendum_core::targets::bench::{parse_targets, ModeTargets, ProfileTargets};
+
+/// How a trial that did not fail ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TrialPass {
+    /// The figure, and its 95 % interval, meet the target.
+    Met,
+    /// The figure's interval straddles the target: the run cannot tell
+    /// (the trial is listed as ignored, with this reason).
+    Indeterminate(String),
+}
+
+/// One selectable check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrialSpec {
+    /// `classroom-64k::bench-short-c16::ttft_p95`.
+    pub name: String,
+    /// Listed but not run by default (live mode: profiles the server does
+    /// not run).
+    pub ignored: bool,
+    /// What the trial does.
+    pub kind: TrialKind,
+}
+
+/// What a trial judges.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TrialKind {
+    /// A target of a profile's workload.
+    Target {
+        /// Index into the suite's profiles.
+        profile: usize,
+        /// The workload that produces the figure.
+        workload: WorkloadKind,
+        /// `classroom` or `bench-short-c16`.
+        group: String,
+        /// `ttft_p95`, `errors`, ...
+        metric: String,
+    },
+    /// Live mode only: whether the server runs the profile (its `[server]`
+    /// against `/v1/models` and `/metrics`); group `server`, metric
+    /// `matches_profile`.
+    ServerMatch {
+        /// Index into the suite's profiles.
+        profile: usize,
+    },
+    /// The suite cannot run as configured; the trial fails with this message.
+    Broken(String),
+}
+
+/// The group and metric of [`TrialKind::ServerMatch`]:
+/// `<profile>::server::matches_profile`.
+pub const SERVER_MATCH_TRIAL: (&str, &str) = ("server", "matches_profile");
+
+/// A profile with its parsed targets.
+#[derive(Debug, Clone)]
+pub struct SuiteProfile {
+    /// As given (an embedded name or a `.toml` path); the twin loads this.
+    pub spec: String,
+    /// The loaded profile.
+    pub profile: Profile,
+    /// Its targets.
+    pub targets: ProfileTargets,
+    /// Whether its trials run by default.
+    pub judged: bool,
+}
+
+type RunCell = Arc<OnceLock<Result<Arc<WorkloadResults>, String>>>;
+type CheckCell = Arc<OnceLock<Result<Arc<ProfileCheck>, String>>>;
+
+/// The suite: profiles, settings, and the shared runs.
+pub struct Suite {
+    /// The settings read at start.
+    pub settings: Option<Settings>,
+    /// Profiles whose trials are listed.
+    pub profiles: Vec<SuiteProfile>,
+    problems: Vec<(String, String)>,
+    runs: Mutex<HashMap<(usize, WorkloadKind), RunCell>>,
+    checks: Mutex<HashMap<usize, CheckCell>>,
+    /// The workloads the server refused (busy).
+    refused: Mutex<HashSet<(usize, WorkloadKind)>>,
+    cache: RunCache,
+    /// Where the suite says what it runs and reuses.
+    events: Events,
+    /// Where each workload's run says what it does (silent by default).
+    workload_events: Events,
+}
+
+impl std::fmt::Debug for Suite {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Suite")
+            .field("profiles", &self.profiles.len())
+            .field("problems", &self.problems)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Suite {
+    /// The suite the environment describes; `cache_dir` is where runs are
+    /// shared between processes (see [`super::reuse`]). Configuration errors
+    /// become failing trials, so listing never fails.
+    pub fn from_env(cache_dir: PathBuf) -> Suite {
+        match Settings::from_env() {
+            Ok(s) => Suite::new(s, cache_dir),
+            Err(e) => Suite {
+                settings: None,
+                profiles: Vec::new(),
+                problems: vec![("capacity::settings".into(), e.to_string())],
+                runs: Mutex::new(HashMap::new()),
+                checks: Mutex::new(HashMap::new()),
+                refused: Mutex::default(),
+                cache: RunCache::new(cache_dir, 0),
+                events: Events::silent(),
+                workload_events: Events::silent(),
+            },
+        }
+    }
+
+    /// The suite telling what it runs, reuses and notes through `events`
+    /// (the test binary's reporter).
+    pub fn with_events(mut self, events: Events) -> Suite {
+        self.events = events;
+        self
+    }
+
+    /// The suite letting each workload's run tell its plan, progress and
+    /// tables through `events` (`codendum check`); under the test harness
+    /// the runs are silent and only the suite's own lines are told.
+    pub fn with_workload_events(mut self, events: Events) -> Suite {
+        self.workload_events = events;
+        self
+    }
+
+    /// The suite for given settings. Loads every profile; a profile that
+    /// does not load, or whose targets do not parse, becomes one failing
+    /// trial `<profile>::targets`.
+    pub fn new(settings: Settings, cache_dir: PathBuf) -> Suite {
+        let mut specs = settings.profiles.clone();
+        let mut problems = Vec::new();
+        if let Some(live) = &settings.live_profile {
+            if settings.is_live() && !specs.contains(live) {
+                specs.push(live.clone());
+            }
+        }
+        if settings.is_live() && settings.live_profile.is_none() {
+            problems.push((
+                "capacity::profile".to_string(),
+                format!(
+                    "a live server is named ({}, CODENDUM_BASE_URL or --base-url) but not the profile it runs (CODENDUM_PROFILE or --profile: one of {})",
+                    settings.server_label(),
+                    specs.join(", ")
+                ),
+            ));
+        }
+        let mut profiles = Vec::new();
+        for spec in specs {
+            let loaded = Profile::load(&spec)
+                .map_err(|e| e.to_string())
+                .and_then(|p| {
+                    parse_targets(&p.targets)
+                        .map(|t| (p, t))
+                        .map_err(|e| format!("profile {spec}: {e}"))
+                });
+            match loaded {
+                Ok((profile, targets)) => {
+                    let judged = match (&settings.live_profile, settings.is_live()) {
+                        (_, false) => true,
+                        (Some(live), true) => *live == spec || *live == profile.name,
+                        (None, true) => false,
+                    };
+                    profiles.push(SuiteProfile {
+                        spec,
+                        profile,
+                        targets,
+                        judged,
+                    });
+                }
+                Err(e) => problems.push((format!("{}::targets", display_name(&spec)), e)),
+            }
+        }
+        let cache = RunCache::new(cache_dir, settings.reuse_window_s);
+        Suite {
+            settings: Some(settings),
+            profiles,
+            problems,
+            runs: Mutex::new(HashMap::new()),
+            checks: Mutex::new(HashMap::new()),
+            refused: Mutex::default(),
+            cache,
+            events: Events::silent(),
+            workload_events: Events::silent(),
+        }
+    }
+
+    /// The targets of a profile in the suite's mode.
+    pub fn mode_targets(&self, profile: usize) -> Option<&ModeTargets> {
+        let settings = self.settings.as_ref()?;
+        let p = self.profiles.get(profile)?;
+        Some(match settings.mode {
+            super::workload::Mode::Quick => &p.targets.quick,
+            super::workload::Mode::Full => &p.targets.full,
+        })
+    }
+
+    /// Every trial, in a stable order. Touches no network.
+    pub fn trials(&self) -> Vec<TrialSpec> {
+        let mut out: Vec<TrialSpec> = self
+            .problems
+            .iter()
+            .map(|(name, msg)| TrialSpec {
+                name: name.clone(),
+                ignored: false,
+                kind: TrialKind::Broken(msg.clone()),
+            })
+            .collect();
+        for (i, p) in self.profiles.iter().enumerate() {
+            let Some(targets) = self.mode_targets(i) else {
+                continue;
+            };
+            // Live only: the twin is started from the profile itself, so
+            // it would be compared with itself.
+            if p.judged && self.settings.as_ref().is_some_and(Settings::is_live) {
+                let (group, metric) = SERVER_MATCH_TRIAL;
+                out.push(TrialSpec {
+                    name: format!("{}::{group}::{metric}", p.profile.name),
+                    ignored: false,
+                    kind: TrialKind::ServerMatch { profile: i },
+                });
+            }
+            let mut push = |workload, group: String, metric: &str| {
+                out.push(TrialSpec {
+                    name: format!("{}::{group}::{metric}", p.profile.name),
+                    ignored: !p.judged,
+                    kind: TrialKind::Target {
+                        profile: i,
+                        workload,
+                        group,
+                        metric: metric.to_string(),
+                    },
+                });
+            };
+            for level in &targets.bench {
+                for metric in level.metrics() {
+                    push(WorkloadKind::Bench, level.group_name(), metric);
+                }
+            }
+            if let Some(c) = &targets.classroom {
+                for metric in c.metrics() {
+                    push(WorkloadKind::Classroom, "classroom".into(), metric);
+                }
+            }
+        }
+        out
+    }
+
+    /// Runs (or reuses) the trial's workload and judges its figure: `Ok`
+    /// with [`TrialPass::Met`] or, when the figure's interval straddles the
+    /// target, [`TrialPass::Indeterminate`] and why; `Err` carries the
+    /// failure message.
+    pub fn run_trial(&self, trial: &TrialSpec) -> Result<TrialPass, String> {
+        let (profile, workload, group, metric) = match &trial.kind {
+            TrialKind::Broken(msg) => return Err(msg.clone()),
+            TrialKind::ServerMatch { profile } => {
+                return self.run_server_match(*profile).map(|()| TrialPass::Met)
+            }
+            TrialKind::Target {
+                profile,
+                workload,
+                group,
+                metric,
+            } => (*profile, *workload, group, metric),
+        };
+        let results = self.results(profile, workload)?;
+        let judgements = self.judge(profile, workload, &results);
+        let j = judgements
+            .iter()
+            .find(|j| &j.group == group && &j.metric == metric)
+            .ok_or_else(|| format!("{}: no such target in the profile", trial.name))?;
+        // A run whose verdict failed it fails every trial of its workload,
+        // with the verdict beside the target's own message.
+        match (&j.failure, verdict_message(workload, &results)) {
+            (None, None) => Ok(match &j.undecided {
+                Some(why) => TrialPass::Indeterminate(why.clone()),
+                None => TrialPass::Met,
+            }),
+            (Some(msg), None) => Err(msg.clone()),
+            (None, Some(verdict)) => Err(verdict),
+            (Some(msg), Some(verdict)) => Err(format!("{msg}; {verdict}")),
+        }
+    }
+
+    /// `<profile>::server::matches_profile`: fails naming every difference
+    /// (or when the server states nothing to compare); passes when every
+    /// stated field matches, saying on stderr which were not stated.
+    fn run_server_match(&self, profile: usize) -> Result<(), String> {
+        let check = self.server_check(profile)?;
+        let server = self
+            .settings
+            .as_ref()
+            .map(Settings::server_label)
+            .unwrap_or_default();
+        if let Some(note) = check.verdict(&server)? {
+            self.events.note(note);
+        }
+        Ok(())
+    }
+
+    /// What the live server states, against a profile: read once per suite
+    /// (`/v1/models` and every `/metrics` URL, a few seconds at most).
+    pub fn server_check(&self, profile: usize) -> Result<Arc<ProfileCheck>, String> {
+        let cell = {
+            let mut checks = self.checks.lock().unwrap_or_else(|e| e.into_inner());
+            checks.entry(profile).or_default().clone()
+        };
+        cell.get_or_init(|| self.read_server_check(profile)).clone()
+    }
+
+    fn read_server_check(&self, profile: usize) -> Result<Arc<ProfileCheck>, String> {
+        let settings = self.settings.as_ref().ok_or("no settings")?;
+        let p = self.profiles.get(profile).ok_or("no such profile")?;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start a tokio runtime: {e}"))?;
+        let target = settings
+            .target
+            .as_ref()
+            .ok_or("no live server to check (CODENDUM_BASE_URL is not set)")?;
+        rt.block_on(check_target(
+            &p.profile,
+            (target, &settings.client),
+            &settings.api_keys,
+        ))
+        .map(Arc::new)
+    }
+
+    /// Every judgement of a workload's results against the profile's targets.
+    pub fn judge(&self, profile: usize, kind: WorkloadKind, r: &WorkloadResults) -> Vec<Judgement> {
+        let Some(targets) = self.mode_targets(profile) else {
+            return Vec::new();
+        };
+        judge_all(targets, kind, r)
+    }
+
+    /// The results of a workload: run once per suite (and shared with other
+    /// processes through the run cache).
+    pub fn results(
+        &self,
+        profile: usize,
+        kind: WorkloadKind,
+    ) -> Result<Arc<WorkloadResults>, String> {
+        let cell = {
+            let mut runs = self.runs.lock().unwrap_or_else(|e| e.into_inner());
+            runs.entry((profile, kind)).or_default().clone()
+        };
+        cell.get_or_init(|| self.run_once(profile, kind)).clone()
+    }
+
+    fn run_once(&self, profile: usize, kind: WorkloadKind) -> Result<Arc<WorkloadResults>, String> {
+        let settings = self.settings.as_ref().ok_or("no settings")?;
+        let p = self.profiles.get(profile).ok_or("no such profile")?;
+        let targets = self.mode_targets(profile).ok_or("no targets")?;
+        match run_workload(
+            settings,
+            (p, targets, kind),
+            &self.cache,
+            &self.events,
+            &self.workload_events,
+        ) {
+            Ok(results) => Ok(Arc::new(results)),
+            Err(failure) => {
+                if failure.refused {
+                    self.refused
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert((profile, kind));
+                }
+                Err(failure.message)
+            }
+        }
+    }
+
+    /// Whether the trial failed because the server refused its workload
+    /// (busy): `codendum check` exits 3 when that is every failure.
+    pub fn was_refused(&self, trial: &TrialSpec) -> bool {
+        match &trial.kind {
+            TrialKind::Target {
+                profile, workload, ..
+            } => self
+                .refused
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains(&(*profile, *workload)),
+            TrialKind::ServerMatch { .. } | TrialKind::Broken(_) => false,
+        }
+    }
+
+    /// The problems that keep the suite from running as configured
+    /// (settings, a profile that does not load, targets that do not
+    /// parse): each is also a failing trial, named so.
+    pub fn problems(&self) -> &[(String, String)] {
+        &self.problems
+    }
+}
+
+/// Judges a workload's results against a mode's targets.
+pub fn judge_all(targets: &ModeTargets, kind: WorkloadKind, r: &WorkloadResults) -> Vec<Judgement> {
+    match (&r.summary, kind) {
+        (WorkloadSummary::Bench(s), WorkloadKind::Bench) => targets
+            .bench
+            .iter()
+            .flat_map(|t| judge_bench_level(s, t, &r.folder))
+            .collect(),
+        (WorkloadSummary::Classroom(s), WorkloadKind::Classroom) => targets
+            .classroom
+            .as_ref()
+            .map(|t| judge_classroom(s, t, &r.folder))
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    }
+}
+
+fn display_name(spec: &str) -> String {
+    Path::new(spec)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or(spec)
+        .to_string()
+}

@@ -1,0 +1,305 @@
+//! The one run lifecycle of `bench`, `classroom` and `replay`: connect (or
+//! start the twin), read what the server says of itself once, check a live
+//! server (the busy guard and the stated profile, together), show the plan
+//! and ask, make the results folder and start reading the server
+//! ([`Sampling`]), let the workload run, say where the results are and the
+//! verdict, write the report, and turn the verdict into the exit code. A
+//! workload plugs in what is its own ([`Workload`]): its plan against this
+//! server, and the run itself.
+
+use std::path::Path;
+
+use tokio::sync::watch;
+
+use super::guard::{busy_guard, GuardVerdict, TimelineFlag, UNCHECKED_PLAN_LINE};
+use super::router_watch;
+use super::sampling::Sampling;
+use crate::bench::{ServerFacts, ServerInfo, ServerLoad};
+use crate::connect::{pool_size, ConnectOptions, Connection};
+use crate::events::{Event, Events, Written};
+use crate::scrape::router_reader::RouterWatch;
+use crate::settings::{LiveServer, RunSettings, Server};
+use chrono::{DateTime, Utc};
+use codendum_core::error::Error;
+use codendum_core::results::{FolderKind, RunFolder, Verdict};
+use codendum_core::target::Secret;
+
+/// Asks the operator to go ahead with a plan; `false` refuses (exit 3).
+pub type Confirm = dyn Fn(&str) -> bool + Send + Sync;
+
+/// What a run is given besides its settings.
+pub struct RunIo<'a> {
+    /// Where the run tells its plan, progress, notes and results.
+    pub events: Events,
+    /// Asked before a live run without `--yes`.
+    pub confirm: &'a Confirm,
+    /// Becomes `true` on Ctrl-C / SIGTERM: stop starting requests.
+    pub stop: watch::Receiver<bool>,
+}
+
+/// What a workload has to work with once the server is known.
+pub struct Ctx<'a> {
+    /// The connection (client, `/metrics` scraper, clock, the twin).
+    pub conn: &'a Connection,
+    /// The live server, if the run goes to one.
+    pub live: Option<&'a LiveServer>,
+    /// How the run starts and what it records.
+    pub run: &'a RunSettings,
+    /// What the server said of itself.
+    pub facts: &'a ServerFacts,
+    /// Where to tell things.
+    pub events: &'a Events,
+    /// The stop signal.
+    pub stop: watch::Receiver<bool>,
+    /// Whether the busy guard could read `/metrics` (`None`: not asked,
+    /// the embedded twin).
+    pub metrics_reachable: Option<bool>,
+}
+
+/// What the lifecycle started for the run, handed to the workload to use
+/// and finish.
+pub struct Started {
+    /// The results folder.
+    pub folder: RunFolder,
+    /// When the run started (the folder's name).
+    pub started_utc: DateTime<Utc>,
+    /// Where the server's figures come from.
+    pub sampling: Sampling,
+    /// The router's reading at the start.
+    pub router: Option<RouterWatch>,
+}
+
+/// What every finished workload tells the lifecycle.
+pub trait Finished {
+    /// The results folder.
+    fn folder(&self) -> &Path;
+    /// The run's verdict.
+    fn verdict(&self) -> Option<&Verdict>;
+    /// Whether the run was interrupted.
+    fn interrupted(&self) -> bool;
+    /// The final table.
+    fn table(&self) -> String;
+}
+
+/// A workload of the lifecycle: bench, classroom, replay.
+#[allow(async_fn_in_trait)]
+pub trait Workload {
+    /// What the workload decided against this server before it starts.
+    type Prepared;
+    /// What a finished run returns.
+    type Output: Finished;
+    /// How this command takes in a host timeline (for the guard's advice).
+    const TIMELINE: TimelineFlag;
+    /// The kind of its results folder.
+    const KIND: FolderKind;
+
+    /// Requests kept in flight at most: the connection pool follows.
+    fn max_in_flight(&self) -> usize;
+
+    /// The students' keys: the twin is then fronted by the lab's proxy.
+    fn student_keys(&self) -> Vec<Secret> {
+        Vec::new()
+    }
+
+    /// The agent spread the embedded twin's persona draws from (a
+    /// class's); `None`: the default class's.
+    fn agent_spread(&self) -> Option<std::sync::Arc<codendum_core::class::AgentSpread>> {
+        None
+    }
+
+    /// Whether the plan is shown against the embedded twin too (against a
+    /// live server it always is, for the confirmation).
+    fn plan_on_twin(&self) -> bool {
+        false
+    }
+
+    /// What the workload will do against this server, and its plan text.
+    async fn prepare(&self, ctx: &Ctx<'_>) -> Result<(Self::Prepared, String), Error>;
+
+    /// Runs it, reads the server's figures (finishing `started.sampling`)
+    /// and writes its results into `started.folder`.
+    async fn execute(
+        &self,
+        prepared: Self::Prepared,
+        ctx: &Ctx<'_>,
+        started: Started,
+    ) -> Result<Self::Output, Error>;
+}
+
+/// Runs `workload` against `server` from start to end. A finished run is
+/// `Ok` whatever its verdict ([`exit_status`] turns that into the exit
+/// code); an interrupted one writes its folder and returns
+/// [`Error::Interrupted`].
+pub async fn run<W: Workload>(
+    server: &Server,
+    settings: &RunSettings,
+    workload: &W,
+    io: RunIo<'_>,
+) -> Result<W::Output, Error> {
+    let opts = ConnectOptions {
+        max_connections: pool_size(workload.max_in_flight()),
+        student_keys: workload.student_keys(),
+        agent: workload.agent_spread(),
+    };
+    let conn = Connection::open(server, &settings.client, &opts).await?;
+    let result = connected(server, settings, workload, &io, &conn).await;
+    conn.close().await;
+    let output = result?;
+    io.events.table(output.table());
+    io.events.written(Written::Results, output.folder());
+    // A verdict that fails the run is the command's error, said last by
+    // the binary; any other ends the output here.
+    if let Some(v) = output.verdict().filter(|v| v.exit_code() == 0) {
+        io.events.emit(Event::Verdict(v.line.clone()));
+    }
+    if settings.write_report {
+        write_report_at_end(output.folder(), &io.events);
+    }
+    if output.interrupted() {
+        return Err(Error::Interrupted(output.folder().to_path_buf()));
+    }
+    Ok(output)
+}
+
+async fn connected<W: Workload>(
+    server: &Server,
+    settings: &RunSettings,
+    workload: &W,
+    io: &RunIo<'_>,
+    conn: &Connection,
+) -> Result<W::Output, Error> {
+    let events = &io.events;
+    let live = server.live();
+    // Before any request through the base URL: the router's figures cover
+    // every call of the command.
+    let router = match live {
+        Some(l) => router_watch::watch(&l.target, events).await?,
+        None => None,
+    };
+    let mut facts = ServerFacts::read(
+        conn.client.as_ref() as &dyn ServerInfo,
+        settings.client.model.as_deref(),
+        conn.label.clone(),
+    )
+    .await?;
+    if let Some(p) = &conn.profile {
+        facts = facts.with_twin_profile(p);
+    }
+    let guard = match live {
+        Some(l) => Some(check_live(l, settings, conn, &mut facts, W::TIMELINE, events).await?),
+        None => {
+            events.emit(Event::Target(conn.label.clone()));
+            None
+        }
+    };
+    let ctx = Ctx {
+        conn,
+        live,
+        run: settings,
+        facts: &facts,
+        events,
+        stop: io.stop.clone(),
+        metrics_reachable: guard.as_ref().map(GuardVerdict::checked),
+    };
+    let (prepared, mut plan) = workload.prepare(&ctx).await?;
+    if guard.as_ref().is_some_and(|g| !g.checked()) {
+        plan = format!("{}\n  {UNCHECKED_PLAN_LINE}", plan.trim_end());
+    }
+    if live.is_some() || workload.plan_on_twin() {
+        events.emit(Event::Plan(plan.clone()));
+    }
+    if live.is_some() && !settings.yes && !(io.confirm)(&plan) {
+        return Err(Error::Refused(
+            "not confirmed: pass --yes to run without asking".into(),
+        ));
+    }
+    let started_utc = conn.clock.utc_now();
+    let folder = RunFolder::create(&settings.results_dir, W::KIND, started_utc)?;
+    let sampling = Sampling::start(live, conn, &folder, ctx.metrics_reachable, events).await?;
+    let started = Started {
+        folder,
+        started_utc,
+        sampling,
+        router,
+    };
+    workload.execute(prepared, &ctx, started).await
+}
+
+/// Against a live server: the busy guard (its load, from Prometheus when
+/// given, else `/metrics`) and the stated profile's check, together. A busy
+/// server is refused unless `--allow-busy`; one whose load cannot be read
+/// is said and the run goes on.
+async fn check_live(
+    live: &LiveServer,
+    settings: &RunSettings,
+    conn: &Connection,
+    facts: &mut ServerFacts,
+    timeline: TimelineFlag,
+    events: &Events,
+) -> Result<GuardVerdict, Error> {
+    let load = async {
+        match (&live.prometheus, &conn.scraper) {
+            (Some(p), _) => super::fleet::prometheus_load(p, &live.target, events).await,
+            (None, Some(s)) => Ok(load_now(s).await),
+            (None, None) => Ok(None),
+        }
+    };
+    let check = crate::server_match::check_live(
+        settings.provenance.profile.as_deref(),
+        &conn.client,
+        Some(&facts.models),
+        &live.target,
+        events,
+    );
+    let (load, check) = tokio::join!(load, check);
+    let load = load?;
+    facts.profile_check = check;
+    let guard = busy_guard(load, settings.allow_busy, timeline)?;
+    if let Some(w) = guard.warning() {
+        events.warn(w);
+    }
+    Ok(guard)
+}
+
+/// One scrape's running and waiting requests; `None` when `/metrics` could
+/// not be read or has no vLLM gauges.
+pub async fn load_now(scraper: &crate::scrape::Scraper) -> Option<ServerLoad> {
+    let snapshot = scraper.scrape().await.ok()?;
+    Some(ServerLoad {
+        running: snapshot.running?,
+        waiting: snapshot.waiting.unwrap_or(0.0),
+    })
+}
+
+/// The command's answer for a finished run: `Ok` unless its verdict asks
+/// for exit 1 (the run failed: the server stopped answering, nothing
+/// completed; or its errors exceed `--max-error-rate` with their whole
+/// interval), or, under `--strict` (`settings.strict`), the run is not
+/// valid as a capacity figure; then [`Error::Failed`] naming why and where
+/// the results are.
+pub fn exit_status(output: &impl Finished, settings: &RunSettings) -> Result<(), Error> {
+    let folder = output.folder().display();
+    match output.verdict() {
+        Some(v) if v.exit_code() != 0 => {
+            Err(Error::Failed(format!("{}; results in {folder}", v.line)))
+        }
+        Some(v) if settings.strict && v.strict_exit_code() != 0 => Err(Error::Failed(format!(
+            "not valid as a capacity figure (--strict): {}; results in {folder}",
+            v.not_valid.join("; ")
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Writes a run's `report.md` / `report.html` at its end, telling where;
+/// a report that cannot be written is said and the run stands.
+pub fn write_report_at_end(folder: &Path, events: &Events) {
+    match codendum_report::files::write_report(folder, None) {
+        Ok(paths) => {
+            for p in paths {
+                events.written(Written::Report, p);
+            }
+        }
+        Err(e) => events.warn(format!("the report could not be written: {e}")),
+    }
+}

@@ -1,0 +1,349 @@
+//! One call of a replay: when it goes out, what it sends, what it leaves.
+//!
+//! When: a call that waited for another in the recording goes out the
+//! recorded wait after that call's replayed answer ended (a person's wait
+//! capped by `max_think_s`), or with `Timing::Original` at its recorded
+//! offset from its session's start; a call that waited for nothing (a
+//! session's first call, every line of an open-loop trace) at that offset.
+//! Both are divided by `speed`; `max_wait_s` caps any recorded wait.
+//!
+//! What: a prompt of its recorded size. A chat call that continues an
+//! earlier call of its session ([`Trace::conversations`]) sends that
+//! call's messages, then (when the recording says the answer follows) the
+//! answer the server gave it as an `assistant` message, then a new `user`
+//! message for the rest of its length; so the server's prefix cache sees
+//! the history again, as in the real session (vLLM caches the blocks of
+//! generated tokens too). Any other call is one `user` message whose
+//! blocks are the recorded ones, so prompts that share blocks share text.
+//! The server's chat-template tokens are taken off either way.
+//!
+//! A call whose prompt and output exceed the server's `max_model_len` is
+//! skipped or shortened from the front (whole blocks dropped).
+//!
+//! [`Trace::conversations`]: codendum_core::trace::Trace::conversations
+
+use std::borrow::Cow;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::driver::{Schedule, Shared, Timing, TooLong};
+use crate::classroom::CallRecord;
+use codendum_core::openai::{CallRequest, Endpoint};
+use codendum_core::results::classroom_records::CallKind;
+use codendum_core::trace::text::prompt_text;
+use codendum_core::trace::{Dependency, TraceCall, WaitReason};
+
+/// A conversation as sent: the turn before, the answer to it (when this
+/// turn follows the answer), and this turn's user message. Shared between
+/// the calls of a session, so a long session holds its text once.
+#[derive(Debug)]
+pub struct Turn {
+    before: Option<Arc<Turn>>,
+    answer: Option<String>,
+    user: String,
+}
+
+impl Turn {
+    /// The messages of the conversation up to and including this turn.
+    fn messages(&self) -> Vec<serde_json::Value> {
+        let mut chain = Vec::new();
+        let mut at = Some(self);
+        while let Some(t) = at {
+            chain.push(t);
+            at = t.before.as_deref();
+        }
+        let mut out = Vec::with_capacity(chain.len() * 2);
+        for t in chain.into_iter().rev() {
+            if let Some(a) = &t.answer {
+                out.push(serde_json::json!({"role": "assistant", "content": a}));
+            }
+            out.push(serde_json::json!({"role": "user", "content": t.user}));
+        }
+        out
+    }
+}
+
+/// What a call left for the calls that wait for it or continue it.
+#[derive(Debug)]
+pub struct Sent {
+    /// When its answer ended (or it was passed over), seconds since the
+    /// replay started.
+    pub end: f64,
+    /// Whether it was sent and succeeded.
+    pub ok: bool,
+    /// Its conversation, while a later call may continue it.
+    turn: Option<Arc<Turn>>,
+    /// Its answer's text, while a later call may continue it.
+    answer: String,
+}
+
+impl Sent {
+    /// A call not sent (passed over at `end_s`).
+    pub fn not_sent(end_s: f64) -> Self {
+        Sent {
+            end: end_s,
+            ok: false,
+            turn: None,
+            answer: String::new(),
+        }
+    }
+
+    /// The same without its text.
+    pub fn without_text(&self) -> Self {
+        Sent {
+            end: self.end,
+            ok: self.ok,
+            turn: None,
+            answer: String::new(),
+        }
+    }
+}
+
+/// Publishes a passed-over call if the task ends without a word: calls
+/// waiting for it then go on.
+struct Guard<'a> {
+    shared: &'a Shared,
+    i: usize,
+    done: bool,
+}
+
+impl Guard<'_> {
+    fn publish(&mut self, sent: Sent) {
+        self.shared.publish(self.i, sent);
+        self.done = true;
+    }
+}
+
+impl Drop for Guard<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.shared
+                .publish(self.i, Sent::not_sent(self.shared.now()));
+        }
+    }
+}
+
+/// The wait kept of a recorded dependency, recorded seconds: a person's
+/// capped by `max_think_s`, any capped by `max_wait_s`.
+fn wait_s(d: &Dependency, schedule: &Schedule) -> f64 {
+    let thought = match (d.reason, schedule.max_think_s) {
+        (WaitReason::Person, Some(max)) => d.gap_s.min(max),
+        _ => d.gap_s,
+    };
+    schedule.max_wait_s.map_or(thought, |max| thought.min(max))
+}
+
+/// `call` shortened from the front to fit `max_model_len` with its output:
+/// whole blocks dropped. `None` when even a one-block prompt would not fit.
+pub fn shorten(call: &TraceCall, max_model_len: u64, block_size: u32) -> Option<TraceCall> {
+    let b = u64::from(block_size.max(1));
+    let room = max_model_len.checked_sub(call.output_tokens.max(1))?;
+    let drop_blocks = call.input_tokens.checked_sub(room)?.div_ceil(b);
+    let input = call.input_tokens.checked_sub(drop_blocks * b)?;
+    if input < b.min(room) || input == 0 {
+        return None;
+    }
+    let mut short = call.clone();
+    short.input_tokens = input;
+    short.hash_ids = call
+        .hash_ids
+        .get(drop_blocks as usize..)
+        .unwrap_or(&[])
+        .to_vec();
+    Some(short)
+}
+
+/// Sends call `i` of root session `r`, which started at `root_start_s`.
+pub(super) async fn send(shared: Arc<Shared>, i: usize, r: usize, root_start_s: f64) {
+    let shared = shared.as_ref();
+    let mut guard = Guard {
+        shared,
+        i,
+        done: false,
+    };
+    let config = &shared.config;
+    let call = &shared.calls[i];
+    let speed = config.speed;
+    let same_root = |j: usize| shared.roots.of_call[j] == r;
+    let recorded = root_start_s + (call.at_s - shared.roots.at_s[r]).max(0.0) / speed;
+    let schedule = &config.schedule;
+    let start = match (schedule.timing, call.after) {
+        (Timing::AfterAnswer, Some(d)) if same_root(d.call) => {
+            let end = match shared.answer_of(d.call).await {
+                Some(p) => p.end,
+                None => shared.now(),
+            };
+            end + wait_s(&d, schedule) / speed
+        }
+        _ => recorded,
+    };
+    let carry =
+        shared.carries[i].filter(|k| config.endpoint == Endpoint::Chat && same_root(k.call));
+    // The carried call has ended before the call it waits for in any
+    // recording; waiting for it anyway costs nothing then.
+    let mut previous = match (carry, schedule.timing) {
+        (Some(k), Timing::AfterAnswer) => shared.answer_of(k.call).await,
+        _ => None,
+    };
+    // Asleep until its time, or until the run is stopped (then it is not
+    // sent, and those waiting for it go on).
+    let wake = shared
+        .clock
+        .sleep_until(Duration::from_secs_f64(shared.origin + start.max(0.0)));
+    match shared.stop.clone() {
+        Some(mut stop) => {
+            tokio::select! {
+                () = wake => {}
+                _ = stop.wait_for(|s| *s) => {}
+            }
+        }
+        None => wake.await,
+    }
+    if shared.stopped() {
+        return;
+    }
+    if let (Some(k), Timing::Original) = (carry, schedule.timing) {
+        previous = shared.answered(k.call);
+    }
+    let previous = previous.filter(|p| p.ok && p.turn.is_some()).zip(carry);
+    let fits = |c: &TraceCall| {
+        config
+            .max_model_len
+            .is_none_or(|m| c.input_tokens + c.output_tokens.max(1) <= m)
+    };
+    let (to_send, previous): (Cow<TraceCall>, _) = if fits(call) {
+        (Cow::Borrowed(call), previous)
+    } else {
+        let short = match schedule.too_long {
+            TooLong::Shorten => config
+                .max_model_len
+                .and_then(|m| shorten(call, m, shared.block_size)),
+            TooLong::Skip => None,
+        };
+        match short {
+            Some(s) => {
+                shared.shortened.fetch_add(1, Ordering::Relaxed);
+                (Cow::Owned(s), None)
+            }
+            None => {
+                shared.skipped.fetch_add(1, Ordering::Relaxed);
+                guard.publish(Sent::not_sent(shared.now()));
+                return;
+            }
+        }
+    };
+    let b = u64::from(shared.block_size.max(1));
+    // The recorded prompt less what the history already holds and what
+    // the template adds (around a lone message, or a new turn).
+    let (before, answer, covered, added) = match &previous {
+        Some((p, k)) if k.answer => (
+            p.turn.clone(),
+            Some(p.answer.clone()),
+            k.covered_tokens(&shared.calls),
+            config.template.turn_tokens,
+        ),
+        Some((p, k)) => (
+            p.turn.clone(),
+            None,
+            k.covered_tokens(&shared.calls),
+            config.template.message_tokens,
+        ),
+        None => (None, None, 0, config.template.message_tokens),
+    };
+    let tokens = to_send
+        .input_tokens
+        .saturating_sub(covered)
+        .saturating_sub(added)
+        .max(1);
+    let ids = to_send
+        .hash_ids
+        .get((covered / b) as usize..)
+        .unwrap_or(&[]);
+    let text = prompt_text(ids, tokens, shared.block_size, config.salt, i as u64);
+    let turn = Arc::new(Turn {
+        before,
+        answer,
+        user: text,
+    });
+    let mut body = super::call_body(config, "", to_send.output_tokens);
+    match config.endpoint {
+        Endpoint::Chat => body["messages"] = serde_json::Value::Array(turn.messages()),
+        Endpoint::Completions => body["prompt"] = serde_json::Value::String(turn.user.clone()),
+    }
+    if let Ok(mut theory) = shared.theory.lock() {
+        let carried = previous
+            .as_ref()
+            .map(|(_, k)| (&shared.calls[k.call], k.answer));
+        theory.send(&to_send, carried);
+    }
+    let mut headers = Vec::new();
+    if let Some(s) = &call.session {
+        headers.push(("x-session-id".to_string(), s.clone()));
+    }
+    if let Some(p) = &call.parent {
+        headers.push(("x-parent-session-id".to_string(), p.clone()));
+    }
+    let started_at = shared.now();
+    let outcome = shared
+        .transport
+        .call(CallRequest {
+            endpoint: config.endpoint,
+            body,
+            api_key: config.api_key.clone(),
+            headers,
+            record_gaps: false,
+        })
+        .await;
+    let ended = shared.now();
+    if let (Some(counted), Ok(mut sizes)) = (outcome.input_tokens(), shared.sizes.lock()) {
+        sizes.add(to_send.input_tokens, counted);
+    }
+    let (output_tokens, token_source) = outcome.output_tokens();
+    let record = CallRecord {
+        user: shared.roots.user[r],
+        session: call.session.clone().unwrap_or_else(|| format!("call-{i}")),
+        task: call.task.unwrap_or(0),
+        kind: call.kind.unwrap_or(CallKind::Agent),
+        started_at,
+        prompt_tokens: outcome.input_tokens(),
+        output_tokens,
+        token_source,
+        ttft_s: outcome.ttft,
+        duration_s: outcome.e2e,
+        wait_s: ended - started_at,
+        retries: 0,
+        retried_kinds: Vec::new(),
+        error_kind: outcome.error.as_ref().map(|e| e.kind),
+        tool_calls: outcome.message.tool_calls.len(),
+    };
+    let _ = shared.sink.request(&record);
+    if let Ok(mut v) = shared.records.lock() {
+        v.push((call.task.is_some(), record));
+    }
+    guard.publish(Sent {
+        end: ended,
+        ok: outcome.is_ok(),
+        turn: Some(turn),
+        answer: outcome.message.content.clone(),
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_is_shortened_by_whole_blocks_from_the_front() {
+        let call = TraceCall::open(0.0, 100, 10, (1..=7).collect());
+        let short = shorten(&call, 64, 16).expect("fits shortened");
+        // 54 tokens of room: 3 blocks (48 tokens) dropped, 52 left.
+        assert_eq!(short.input_tokens, 52);
+        assert_eq!(short.hash_ids, vec![4, 5, 6, 7]);
+        assert!(shorten(&call, 10, 16).is_none(), "no room for a block");
+        assert!(
+            shorten(&call, 8, 16).is_none(),
+            "the output alone is too long"
+        );
+    }
+}
