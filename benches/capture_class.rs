@@ -57,6 +57,7 @@ async fn class(profile: &Profile, users: u32, times: ClientTimes, prompt: Prompt
         max_num_seqs: profile.server.max_num_seqs,
         overridden: false,
         users,
+        seed: None,
     };
     let window = Window {
         origin,

@@ -2,9 +2,11 @@
 //! `CODENDUM_PLAN_CELLS`) one-shot timings of big plans.
 //!
 //! ```text
-//! cargo bench --bench plan                       # criterion: 8 users x 300 s
+//! cargo bench --bench plan                       # criterion: 8 users x 300 s, and the
+//!                                                # search of classroom-64k up to 200 students, 5 seeds
 //! CODENDUM_PLAN_CELLS="40x900,400x3600" CODENDUM_PLAN_PROFILES=classroom-64k \
 //!     cargo bench --bench plan -- --one-shot     # timings and figures of each plan
+//! cargo bench --bench plan -- --search           # one search: wall and CPU time, the answers
 //! ```
 //!
 //! `CODENDUM_CLASS` (a class name or file) and `CODENDUM_PLAN_SEED` set the
@@ -47,7 +49,62 @@ fn small_cell(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, small_cell);
+/// The search `codendum plan --profile classroom-64k` runs by default: up
+/// to 200 students, 5 seeds, on every core.
+fn search_config(seeds: u32) -> PlanConfig {
+    PlanConfig {
+        users: Vec::new(),
+        profiles: vec!["classroom-64k".to_string()],
+        max_users: Some(200),
+        seeds,
+        ..PlanConfig::new()
+    }
+}
+
+fn search(c: &mut Criterion) {
+    let mut g = c.benchmark_group("plan");
+    g.sample_size(10);
+    g.bench_function("search_200_users_5_seeds", |b| {
+        b.iter(|| codendum::plan::run_search(&search_config(5), &|_, _, _| {}).expect("searches"))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, small_cell, search);
+
+/// One search, timed: its wall time, the process's CPU time over it, and
+/// the answer per seed (`CODENDUM_PLAN_SEEDS`, default 5).
+fn one_search() {
+    let seeds = std::env::var("CODENDUM_PLAN_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(5);
+    let config = search_config(seeds);
+    let cpu0 = codendum::bench::level::process_cpu_s();
+    let start = Instant::now();
+    let results = codendum::plan::run_search(&config, &|v, cell, meets| {
+        println!(
+            "  {v}: {} students: {}",
+            cell.result.spec.users,
+            if meets { "meets" } else { "misses" }
+        )
+    })
+    .expect("searches");
+    let wall = start.elapsed().as_secs_f64();
+    let cpu = codendum::bench::level::process_cpu_s()
+        .zip(cpu0)
+        .map(|(a, b)| a - b);
+    let students =
+        codendum::plan::cell::STUDENTS_SIMULATED.load(std::sync::atomic::Ordering::Relaxed);
+    println!(
+        "search up to 200 students, {seeds} seeds, {} jobs: {wall:.2} s wall, {} CPU, {students} students simulated",
+        config.jobs,
+        cpu.map_or("?".into(), |c| format!("{c:.2} s"))
+    );
+    for v in results.search.iter().flat_map(|s| &s.variants) {
+        println!("{}", v.summary);
+    }
+}
 
 fn one_shot(cells: &str) {
     let profiles: Vec<String> = std::env::var("CODENDUM_PLAN_PROFILES")
@@ -151,6 +208,10 @@ fn main() {
             &dir,
             &std::env::var("CODENDUM_PLAN_PROFILES").unwrap_or_else(|_| "classroom-64k".into()),
         );
+        return;
+    }
+    if std::env::args().any(|a| a == "--search") {
+        one_search();
         return;
     }
     if std::env::args().any(|a| a == "--one-shot") {

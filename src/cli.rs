@@ -416,6 +416,12 @@ pub struct RunArgs {
     /// exits 1 whatever this says.
     #[arg(long, default_value_t = Fraction(codendum_core::results::verdict::DEFAULT_MAX_ERROR_RATE), value_name = "FRACTION", value_parser = typed::<Fraction>())]
     pub max_error_rate: Fraction,
+    /// Exit 1 also when the run completed but its figures are not valid as a
+    /// capacity figure (the client fell behind, calls beyond the model's
+    /// context, a steady window too short to judge); the verdict says why
+    /// either way.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 /// Options for runs against the embedded twin.
@@ -556,6 +562,8 @@ pub type SweepRates = Count<1, 50>;
 pub type BlockSize = Count<1, 1_048_576>;
 /// Simulated students.
 pub type Students = Count<1, 10_000>;
+/// Seeds of a plan's search.
+pub type Seeds = Count<1, { codendum::plan::config::MAX_SEEDS as u64 }>;
 
 /// The classroom scenario.
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -859,6 +867,11 @@ pub struct PlanArgs {
     /// Seed of every random choice (the same seed gives identical results).
     #[arg(long, default_value_t = DEFAULT_SEED)]
     pub seed: u64,
+    /// Seeds a search runs (--seed, --seed + 1, …): the largest class is
+    /// answered as the range the seeds give and how many of them each class
+    /// meets the targets in. --users plans use --seed only.
+    #[arg(long, default_value_t = Count(u64::from(codendum::plan::config::DEFAULT_SEEDS)), value_name = "N", value_parser = typed::<Seeds>())]
+    pub seeds: Seeds,
     /// Threads to run cells on [default: the machine's cores].
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,

@@ -92,6 +92,7 @@ fn resolve_run(
         yes: run.yes,
         write_report: !run.no_report,
         max_error_rate: run.max_error_rate.0,
+        strict: run.strict,
     };
     Ok((server, settings))
 }
@@ -176,7 +177,7 @@ async fn bench(args: BenchArgs, events: Events) -> Result<(), Error> {
     )?;
     let config = resolve_bench(&args)?;
     let outcome = codendum::app::bench::run(&server, &settings, &config, io(events)).await?;
-    exit_status(&outcome)
+    exit_status(&outcome, &settings)
 }
 
 /// The bench's flags as its config: one mode (closed loop, calibration,
@@ -318,7 +319,7 @@ async fn classroom(args: ClassroomArgs, events: Events) -> Result<(), Error> {
     )?;
     let class = resolve_classroom(&args, &settings.client)?;
     let result = codendum::app::classroom::run(&server, &settings, &class, io(events)).await?;
-    exit_status(&result)
+    exit_status(&result, &settings)
 }
 
 /// The classroom's flags as its settings: the students, their keys, the
@@ -363,7 +364,7 @@ async fn capacity(args: CapacityArgs, events: Events) -> Result<(), Error> {
     )?;
     let search = resolve_capacity(&args, &settings.client, server.live().is_some(), &events)?;
     let result = codendum::app::capacity::run(&server, &settings, &search, io(events)).await?;
-    exit_status(&result)
+    exit_status(&result, &settings)
 }
 
 /// The search's flags as its settings: the tiers (`--tiers`, `--slo`, else
@@ -519,7 +520,7 @@ async fn replay(args: ReplayArgs, events: Events) -> Result<(), Error> {
         seed: args.run.seed,
     };
     let result = codendum::app::replay::run(&server, &settings, &replay, io(events)).await?;
-    exit_status(&result)
+    exit_status(&result, &settings)
 }
 
 async fn metrics(args: MetricsArgs, events: Events) -> Result<(), Error> {
@@ -690,6 +691,7 @@ async fn plan(args: PlanArgs, events: Events) -> Result<(), Error> {
     config.scenario = scenario(args.scenario);
     config.duration = args.duration.0;
     config.seed = args.seed;
+    config.seeds = args.seeds.get_u32();
     if let Some(class) = &args.class {
         config.class = std::sync::Arc::new(codendum_core::class::Class::load(class)?);
     }
@@ -770,7 +772,10 @@ fn calibrate_check(
     let tolerance = args.tolerance.0 / 100.0;
     let checks = codendum::calibrate::check::check_runs(&profile, &args.runs, tolerance)?;
     events.table(codendum::calibrate::check::check_text(&checks, tolerance));
-    let beyond = checks.iter().filter(|c| !c.within).count();
+    let beyond = checks
+        .iter()
+        .filter(|c| c.outcome == codendum_core::targets::Outcome::Missed)
+        .count();
     if beyond > 0 {
         return Err(Error::Failed(format!(
             "{beyond} figures beyond {:.0} %: the profile does not predict these runs",

@@ -27,7 +27,7 @@ pub mod workload;
 
 pub use self::judge::{Bound, Judgement};
 pub use self::settings::Settings;
-pub use self::suite::{Suite, TrialKind, TrialSpec};
+pub use self::suite::{Suite, TrialKind, TrialPass, TrialSpec};
 pub use self::workload::{Mode, WorkloadKind};
 pub use codendum_core::targets::bench::{
     parse_targets, BenchLevelTargets, ClassroomTargets, ModeTargets, ProfileTargets,
@@ -36,7 +36,7 @@ pub use codendum_core::targets::bench::{
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use libtest_mimic::Trial;
+use libtest_mimic::{Completion, Trial};
 
 /// Where runs are shared between test processes: `capacity-cache/` beside a
 /// test binary's `CARGO_TARGET_TMPDIR` (`target/capacity-cache/`).
@@ -49,7 +49,9 @@ pub fn cache_dir(target_tmpdir: &Path) -> PathBuf {
 
 /// One libtest-mimic trial per suite trial, ignored ones flagged so (what
 /// `cargo test --test capacity` lists; `codendum check` runs the same
-/// [`Suite::trials`] itself).
+/// [`Suite::trials`] itself). A trial whose figure's interval straddles its
+/// target is neither passed nor failed: it ends ignored, with the reason
+/// ("indeterminate: …").
 pub fn trials(suite: &Arc<Suite>) -> Vec<Trial> {
     suite
         .trials()
@@ -57,8 +59,10 @@ pub fn trials(suite: &Arc<Suite>) -> Vec<Trial> {
         .map(|spec| {
             let s = Arc::clone(suite);
             let ignored = spec.ignored;
-            Trial::test(spec.name.clone(), move || {
-                s.run_trial(&spec).map_err(Into::into)
+            Trial::ignorable_test(spec.name.clone(), move || match s.run_trial(&spec) {
+                Ok(TrialPass::Met) => Ok(Completion::Completed),
+                Ok(TrialPass::Indeterminate(why)) => Ok(Completion::ignored_with(why)),
+                Err(e) => Err(e.into()),
             })
             .with_ignored_flag(ignored)
         })

@@ -24,6 +24,16 @@ use crate::server_match::{check_target, ProfileCheck};
 use codendum_core::profile::Profile;
 use codendum_core::targets::bench::{parse_targets, ModeTargets, ProfileTargets};
 
+/// How a trial that did not fail ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TrialPass {
+    /// The figure, and its 95 % interval, meet the target.
+    Met,
+    /// The figure's interval straddles the target: the run cannot tell
+    /// (the trial is listed as ignored, with this reason).
+    Indeterminate(String),
+}
+
 /// One selectable check.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TrialSpec {
@@ -266,12 +276,16 @@ impl Suite {
         out
     }
 
-    /// Runs (or reuses) the trial's workload and judges its figure. `Err`
-    /// carries the failure message.
-    pub fn run_trial(&self, trial: &TrialSpec) -> Result<(), String> {
+    /// Runs (or reuses) the trial's workload and judges its figure: `Ok`
+    /// with [`TrialPass::Met`] or, when the figure's interval straddles the
+    /// target, [`TrialPass::Indeterminate`] and why; `Err` carries the
+    /// failure message.
+    pub fn run_trial(&self, trial: &TrialSpec) -> Result<TrialPass, String> {
         let (profile, workload, group, metric) = match &trial.kind {
             TrialKind::Broken(msg) => return Err(msg.clone()),
-            TrialKind::ServerMatch { profile } => return self.run_server_match(*profile),
+            TrialKind::ServerMatch { profile } => {
+                return self.run_server_match(*profile).map(|()| TrialPass::Met)
+            }
             TrialKind::Target {
                 profile,
                 workload,
@@ -288,7 +302,10 @@ impl Suite {
         // A run whose verdict failed it fails every trial of its workload,
         // with the verdict beside the target's own message.
         match (&j.failure, verdict_message(workload, &results)) {
-            (None, None) => Ok(()),
+            (None, None) => Ok(match &j.undecided {
+                Some(why) => TrialPass::Indeterminate(why.clone()),
+                None => TrialPass::Met,
+            }),
             (Some(msg), None) => Err(msg.clone()),
             (None, Some(verdict)) => Err(verdict),
             (Some(msg), Some(verdict)) => Err(format!("{msg}; {verdict}")),

@@ -120,6 +120,7 @@ impl Workload for Bench<'_> {
             clock: conn.clock.clone(),
             stop: ctx.stop.clone(),
             events: ctx.events.clone(),
+            measure_client_cpu: !conn.is_embedded(),
         };
         let outcome = run_bench(self.0, (&plan, ctx.facts), ctx.run, folder, deps).await;
         let read = sampling

@@ -12,6 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::acceptance::runner::interrupted;
+use crate::acceptance::suite::TrialPass;
 use crate::acceptance::{Suite, TrialSpec};
 use crate::events::Events;
 use codendum_core::error::{ConfigError, Error};
@@ -79,6 +80,10 @@ pub struct CheckOutcome {
     pub passed: Vec<String>,
     /// Trials that failed, with why.
     pub failed: Vec<(String, String)>,
+    /// Trials whose figure's interval straddles the target: neither passed
+    /// nor failed, with why (`cargo test --test capacity` lists them as
+    /// ignored with this reason).
+    pub indeterminate: Vec<(String, String)>,
     /// Of the failed, those whose workload the server refused (busy).
     pub refused: usize,
     /// Selected trials not run: ignored (another profile than the live
@@ -114,9 +119,13 @@ pub fn run(
             continue;
         }
         match suite.run_trial(&trial) {
-            Ok(()) => {
+            Ok(TrialPass::Met) => {
                 events.line(format!("{} ... ok", trial.name));
                 outcome.passed.push(trial.name);
+            }
+            Ok(TrialPass::Indeterminate(why)) => {
+                events.line(format!("{} ... {why}", trial.name));
+                outcome.indeterminate.push((trial.name, why));
             }
             Err(why) => {
                 events.line(format!("{} ... FAILED: {why}", trial.name));
@@ -134,18 +143,32 @@ pub fn run(
 }
 
 impl CheckOutcome {
-    /// The outcome as the command's end: the failures again, one line each,
-    /// then `Ok` (every trial passed) or the error whose exit code says how
-    /// it ended (1 failed, 3 every failure a refusal).
+    /// The outcome as the command's end: the indeterminate trials and the
+    /// failures again, one line each, then `Ok` (no trial failed; an
+    /// indeterminate one is not a failure) or the error whose exit code
+    /// says how it ended (1 failed, 3 every failure a refusal).
     pub fn conclude(&self, events: &Events) -> Result<(), Error> {
-        let run = self.passed.len() + self.failed.len();
+        let run = self.passed.len() + self.failed.len() + self.indeterminate.len();
         let ignored = match self.ignored {
             0 => String::new(),
             n => format!(" ({n} ignored)"),
         };
+        let open = match self.indeterminate.len() {
+            0 => String::new(),
+            n => format!(", {n} indeterminate"),
+        };
+        if !self.indeterminate.is_empty() {
+            events.line(
+                "indeterminate (the interval straddles the target: more requests decide it):",
+            );
+            for (name, why) in &self.indeterminate {
+                events.line(format!("    {name}: {why}"));
+            }
+        }
         if self.failed.is_empty() {
             events.emit(crate::events::Event::Verdict(format!(
-                "{run} of {run} trials passed{ignored}"
+                "{} of {run} trials passed{open}{ignored}",
+                self.passed.len()
             )));
             return Ok(());
         }
@@ -154,7 +177,7 @@ impl CheckOutcome {
             events.line(format!("    {name}: {why}"));
         }
         let line = format!(
-            "{} of {run} trials failed{ignored}: {}",
+            "{} of {run} trials failed{open}{ignored}: {}",
             self.failed.len(),
             self.failed
                 .iter()
@@ -211,6 +234,7 @@ mod tests {
             ],
             refused: 1,
             ignored: 0,
+            ..CheckOutcome::default()
         };
         let e = failed.conclude(&events).unwrap_err();
         assert_eq!(e.exit_code(), 1);
@@ -228,5 +252,38 @@ mod tests {
             ..CheckOutcome::default()
         };
         assert_eq!(refused.conclude(&events).unwrap_err().exit_code(), 3);
+    }
+
+    #[test]
+    fn an_indeterminate_trial_is_said_and_fails_nothing() {
+        let (events, recorder) = Events::recording();
+        let why = "indeterminate: TTFT P95 0.30 s (0.29–…) against ≤ 1 s";
+        let open = CheckOutcome {
+            passed: vec!["a".into()],
+            indeterminate: vec![("b".into(), why.into())],
+            ..CheckOutcome::default()
+        };
+        assert!(open.conclude(&events).is_ok());
+        let events_seen = recorder.events();
+        let lines: Vec<String> = events_seen
+            .iter()
+            .filter_map(|e| e.line("codendum"))
+            .collect();
+        assert!(lines.contains(&format!("    b: {why}")), "{lines:?}");
+        assert_eq!(
+            events_seen.last(),
+            Some(&Event::Verdict(
+                "1 of 2 trials passed, 1 indeterminate".into()
+            ))
+        );
+
+        let failed = CheckOutcome {
+            failed: vec![("c".into(), "TTFT P95 41.3 s exceeds 30 s".into())],
+            indeterminate: vec![("b".into(), why.into())],
+            ..CheckOutcome::default()
+        };
+        let e = failed.conclude(&events).unwrap_err();
+        assert_eq!(e.exit_code(), 1);
+        assert_eq!(e.to_string(), "1 of 2 trials failed, 1 indeterminate: c");
     }
 }

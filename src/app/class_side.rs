@@ -17,6 +17,7 @@ use codendum_core::prom::{
     align_timeline, fleet_figures, fleet_window, read_timeline, window_stats, ReplicaSample,
     TimelineSample,
 };
+use codendum_core::results::classroom_summary::{class_window, server_output_interval};
 use codendum_core::results::metrics::class_summary_rows;
 use codendum_core::results::{self, ClassroomRunSummary, MetricsContinuity, RunFolder, Verdict};
 use codendum_report::format::class_row;
@@ -120,6 +121,16 @@ pub fn class_server_side(
     events: &Events,
 ) -> Vec<MetricsContinuity> {
     summary.server = server_figures(timeline, replicas, t0, span, config);
+    let window = class_window(
+        config.ramp_up.as_secs_f64(),
+        config.duration.as_secs_f64(),
+        span,
+    );
+    let output = summary
+        .server
+        .output_tokens_per_s
+        .and_then(|_| server_output_interval(timeline, replicas, t0, window));
+    summary.set_steady_window(window, output);
     summary.server_fleet = fleet_figures(replicas, source, t0, t0 + span);
     let reads = classify_run(timeline, replicas, name);
     let mut continuity: Vec<MetricsContinuity> = reads
@@ -158,13 +169,12 @@ pub fn server_figures(
         return ServerFigures::default();
     }
     let whole = fleet_window(timeline, replicas, t0, t0 + span);
-    let ramp = config.ramp_up.as_secs_f64();
-    let mut steady_end = config.duration.as_secs_f64().min(span);
-    let mut steady_start = ramp.min(steady_end);
-    if steady_end - steady_start < 60.0 {
-        steady_start = 0.0;
-        steady_end = span;
-    }
+    let window = class_window(
+        config.ramp_up.as_secs_f64(),
+        config.duration.as_secs_f64(),
+        span,
+    );
+    let (steady_start, steady_end) = (window.start_s, window.end_s);
     let steady = fleet_window(timeline, replicas, t0 + steady_start, t0 + steady_end);
     let output = match (steady.generation_tokens, steady_end - steady_start) {
         (Some(tokens), dt) if dt > 0.0 => Some(tokens / dt),

@@ -273,14 +273,19 @@ pub async fn load_now(scraper: &crate::scrape::Scraper) -> Option<ServerLoad> {
 
 /// The command's answer for a finished run: `Ok` unless its verdict asks
 /// for exit 1 (the run failed: the server stopped answering, nothing
-/// completed; or its errors exceed `--max-error-rate`), then
-/// [`Error::Failed`] naming why and where the results are.
-pub fn exit_status(output: &impl Finished) -> Result<(), Error> {
+/// completed; or its errors exceed `--max-error-rate` with their whole
+/// interval), or, under `--strict` (`settings.strict`), the run is not
+/// valid as a capacity figure; then [`Error::Failed`] naming why and where
+/// the results are.
+pub fn exit_status(output: &impl Finished, settings: &RunSettings) -> Result<(), Error> {
+    let folder = output.folder().display();
     match output.verdict() {
-        Some(v) if v.exit_code() != 0 => Err(Error::Failed(format!(
-            "{}; results in {}",
-            v.line,
-            output.folder().display()
+        Some(v) if v.exit_code() != 0 => {
+            Err(Error::Failed(format!("{}; results in {folder}", v.line)))
+        }
+        Some(v) if settings.strict && v.strict_exit_code() != 0 => Err(Error::Failed(format!(
+            "not valid as a capacity figure (--strict): {}; results in {folder}",
+            v.not_valid.join("; ")
         ))),
         _ => Ok(()),
     }

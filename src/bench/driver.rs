@@ -12,7 +12,9 @@ use tokio::sync::watch;
 
 use super::arrival::schedule;
 use super::config::BenchConfig;
-use super::level::{record_from_outcome, summarize_level, LevelFrame};
+use super::level::{
+    client_cpu_share, process_cpu_s, record_from_outcome, summarize_level, LevelFrame,
+};
 use super::prompt::{load_session_id, request_body, LevelLoad, ShapePrompt};
 use super::seams::{ServerInfo, ServerMetrics};
 use crate::events::{Event, Events};
@@ -52,6 +54,8 @@ pub(crate) struct LevelContext<'a> {
     pub run_t0: f64,
     /// Where the level's progress is told.
     pub events: Events,
+    /// Whether the client's CPU is measured ([`super::BenchDeps`]).
+    pub measure_client_cpu: bool,
 }
 
 /// A finished request: its index, when it started (when it was due, on a
@@ -111,6 +115,7 @@ pub(crate) async fn run_level(
     let shape_name = prompt.shape.name();
     let shape: &str = &shape_name;
     let level_t0 = ctx.clock.now_secs();
+    let cpu_t0 = own_cpu(ctx);
     if let Some(m) = ctx.metrics {
         m.sample_now().await;
     }
@@ -150,7 +155,15 @@ pub(crate) async fn run_level(
         rate: None,
         slo: ctx.config.slo.as_ref(),
     };
-    Ok(summarize_level(frame, &sink.records, window))
+    let mut level = summarize_level(frame, &sink.records, window);
+    level.client_cpu = client_cpu_share(cpu_t0, level_t1 - level_t0);
+    Ok(level)
+}
+
+/// The process's CPU time at a level's start, against a live server only:
+/// the embedded twin runs in this process, so its CPU is not the client's.
+fn own_cpu(ctx: &LevelContext<'_>) -> Option<f64> {
+    ctx.measure_client_cpu.then(process_cpu_s).flatten()
 }
 
 /// Runs one rate level × shape: `planned` requests started at their due
@@ -183,6 +196,7 @@ pub(crate) async fn run_rate_level(
         ctx.config.seed ^ rate.to_bits(),
     );
     let level_t0 = ctx.clock.now_secs();
+    let cpu_t0 = own_cpu(ctx);
     if let Some(m) = ctx.metrics {
         m.sample_now().await;
     }
@@ -282,7 +296,9 @@ pub(crate) async fn run_rate_level(
         rate: Some(rate_figures),
         slo: ctx.config.slo.as_ref(),
     };
-    Ok(summarize_level(frame, &sink.records, window))
+    let mut level = summarize_level(frame, &sink.records, window);
+    level.client_cpu = client_cpu_share(cpu_t0, level_t1 - level_t0);
+    Ok(level)
 }
 
 /// Requests per second between the first and the last of `instants`

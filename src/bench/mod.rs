@@ -65,6 +65,10 @@ pub struct BenchDeps<'a> {
     pub stop: watch::Receiver<bool>,
     /// Where the run's progress, notes and final table are told.
     pub events: Events,
+    /// Whether each level measures the client's CPU (the process's CPU
+    /// time over the level): only against a server outside this process,
+    /// whose work is then not counted as the client's, on a real clock.
+    pub measure_client_cpu: bool,
 }
 
 /// What a finished (or interrupted) run produced.
@@ -147,6 +151,7 @@ pub async fn run_bench(
         run_id: &run_id,
         run_t0,
         events: deps.events.clone(),
+        measure_client_cpu: deps.measure_client_cpu,
     };
     let (levels, interrupted, rate_search) = match config.load.open_loop() {
         Some(_) => run_open_loop(&ctx, &prompts, &mut requests, &mut timeline).await?,

@@ -212,6 +212,8 @@ async fn find_rate(
             rate_per_s: rate,
             slo_share: level.slo_share,
             meets: meets(level, slo),
+            outcome: Some(slo.judge(level)),
+            slo_share_interval: level.intervals.get("slo_share").copied(),
         };
         steps.push(step);
         step.meets

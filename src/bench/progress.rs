@@ -7,12 +7,14 @@ use std::fmt::Write as _;
 
 use codendum_core::results::metrics::{level_metrics_in, Unit, View};
 use codendum_core::results::LevelSummary;
-use codendum_report::format::level_cell;
+use codendum_report::format::level_cell_narrow;
 
 /// The final table: one line per level × shape, a column per level figure
-/// of [`View::Progress`] (header with its unit); server columns show the
-/// missing mark when there was no `/metrics`. Each level's errors follow it
-/// by kind with a sample message.
+/// of [`View::Progress`] (header with its unit), the figures of
+/// [`View::ProgressInterval`] with their 95 % interval; server columns show
+/// the missing mark when there was no `/metrics`. Each level's errors
+/// follow it by kind with a sample message; a closed-loop level whose
+/// steady window was too short to judge says so.
 pub fn render_table(levels: &[LevelSummary]) -> String {
     // A column no level has (the rate columns of a closed-loop run) is left out.
     let shown: Vec<&LevelSummary> = levels.iter().collect();
@@ -22,7 +24,12 @@ pub fn render_table(levels: &[LevelSummary]) -> String {
     let header: Vec<String> = metrics.iter().map(|m| m.header()).collect();
     let rows: Vec<Vec<String>> = levels
         .iter()
-        .map(|l| metrics.iter().map(|m| level_cell(m, l)).collect())
+        .map(|l| {
+            metrics
+                .iter()
+                .map(|m| level_cell_narrow(m, l, m.in_view(View::ProgressInterval)))
+                .collect()
+        })
         .collect();
     let widths: Vec<usize> = (0..metrics.len())
         .map(|i| {
@@ -56,6 +63,10 @@ pub fn render_table(levels: &[LevelSummary]) -> String {
         let _ = writeln!(t, "{}", line(row));
         for (kind, g) in &l.errors {
             let _ = writeln!(t, "    {kind}: {} (e.g. {})", g.count, g.sample_message);
+        }
+        let name = format!("{} {}", l.shape, l.load_label());
+        if let Some(w) = l.steady.and_then(|w| w.warning(&name)) {
+            let _ = writeln!(t, "    warning: {w}");
         }
     }
     t

@@ -25,6 +25,7 @@ pub async fn run_on_twin(
         clock,
         stop,
         events: crate::events::Events::silent(),
+        measure_client_cpu: false,
     };
     let outcome = run_reading_facts(config, run, deps).await;
     transport.stop();

@@ -182,6 +182,7 @@ pub fn class_figures(profile: &Profile, classroom: ClassroomConfig) -> Result<Ce
         max_num_seqs: profile.server.max_num_seqs,
         overridden: false,
         users: classroom.users as u32,
+        seed: None,
     };
     let window = Window {
         origin: c.origin,

@@ -31,6 +31,14 @@
 //! probes run at once: [`Bisection::speculate`] only proposes sizes the
 //! bisection *may* need next, so extra workers shorten the wall time
 //! without changing the path.
+//!
+//! A bounded bisection may start from **hints** ([`Bisection::with_hints`]):
+//! sizes probed before any midpoint while they lie inside the bracket, such
+//! as an answer found already for another seed, two students either side
+//! of it, then further out. The next probe is a pure function of what is
+//! known, so the path still depends only on the outcomes; for a monotone
+//! predicate the answer is the same as without hints, found with fewer (and
+//! smaller) probes when the hints are close.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -63,6 +71,8 @@ pub struct Bisection {
     start: Start,
     /// The widest gap left open when the search closes (1: exact).
     resolution: u32,
+    /// Sizes to probe first, in order, while they lie inside the bracket.
+    pub hints: Vec<u32>,
 }
 
 impl Bisection {
@@ -77,6 +87,16 @@ impl Bisection {
             met: BTreeSet::new(),
             start: Start::Bounded,
             resolution: 1,
+            hints: Vec::new(),
+        }
+    }
+
+    /// A bounded, exact search over `1..=max` that probes `hints` first
+    /// (see the module documentation).
+    pub fn with_hints(max: u32, hints: Vec<u32>) -> Self {
+        Bisection {
+            hints,
+            ..Bisection::new(max)
         }
     }
 
@@ -130,7 +150,24 @@ impl Bisection {
                 return Some(probed_bottom.saturating_sub(by).max(1));
             }
         }
+        if let Some(h) = self.hint_in(self.lo, self.hi) {
+            if !self.unsure.contains(&h) {
+                return Some(h);
+            }
+        }
         self.next_in_gaps()
+    }
+
+    /// The first hint inside the bracket `(lo, hi)`, if any.
+    fn hint_in(&self, lo: u32, hi: u32) -> Option<u32> {
+        self.hints.iter().copied().find(|h| *h > lo && *h < hi)
+    }
+
+    /// The size to probe in the bracket `(lo, hi)`: the first hint inside
+    /// it, else its midpoint; `None` when it is closed.
+    fn next_in(&self, lo: u32, hi: u32) -> Option<u32> {
+        midpoint(lo, hi)?;
+        self.hint_in(lo, hi).or_else(|| midpoint(lo, hi))
     }
 
     /// The midpoint of the widest gap between known sizes that is wider
@@ -252,7 +289,9 @@ impl Bisection {
             if out.len() >= slots {
                 break;
             }
-            let Some(m) = midpoint(lo, hi) else { continue };
+            let Some(m) = self.next_in(lo, hi) else {
+                continue;
+            };
             if !known.contains_key(&m) && !out.contains(&m) {
                 out.push(m);
             }
@@ -278,6 +317,28 @@ impl Bisection {
 
 fn midpoint(lo: u32, hi: u32) -> Option<u32> {
     (hi > lo + 1).then(|| lo + (hi - lo) / 2)
+}
+
+/// Hints around a size `around` found already or guessed: two below,
+/// three above, then further out on alternate sides, each step about twice
+/// the last (5, 7, 11, 15, 23, 31, …), kept within `1..=max`. A size found
+/// for one seed is usually within a few students of another seed's, so the
+/// first two probes bracket it; a guess far off costs a probe per doubling.
+pub fn hints_around(around: u32, max: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let (mut below, mut above) = (2u32, 3u32);
+    while out.len() < 48 {
+        let down = around.checked_sub(below).filter(|d| *d >= 1);
+        let up = around.checked_add(above).filter(|u| *u <= max);
+        if down.is_none() && up.is_none() {
+            break;
+        }
+        out.extend(down);
+        out.extend(up);
+        below = below.saturating_mul(2).saturating_add(1);
+        above = above.saturating_mul(2).saturating_add(1);
+    }
+    out
 }
 
 /// Bisects `1..=max` with `meets`, one probe at a time. Returns the answer
@@ -341,6 +402,53 @@ mod tests {
         assert_eq!((n, path.last().copied()), (0, Some((1, false))));
         let (n, path) = bisect(200, |_| true);
         assert_eq!((n, path.last().copied()), (200, Some((200, true))));
+    }
+
+    /// Bisects `1..=max` with hints, one probe at a time (as [`bisect`]).
+    fn bisect_with(max: u32, hints: Vec<u32>, meets: impl Fn(u32) -> bool) -> (u32, Vec<u32>) {
+        let mut b = Bisection::with_hints(max, hints);
+        let mut path = Vec::new();
+        while let Some(m) = b.next() {
+            b.record(m, meets(m));
+            path.push(m);
+        }
+        (b.answer(), path)
+    }
+
+    #[test]
+    fn hints_give_the_same_answer_with_fewer_probes() {
+        for limit in 0..=205 {
+            let (plain, plain_path) = bisect(200, |u| u <= limit);
+            let (hinted, path) = bisect_with(200, hints_around(40, 200), |u| u <= limit);
+            assert_eq!(hinted, plain, "limit {limit}");
+            let (far, _) = bisect_with(200, hints_around(150, 200), |u| u <= limit);
+            assert_eq!(far, plain, "limit {limit}");
+            if (38..=42).contains(&limit) {
+                assert!(path.len() <= 5, "{limit}: {path:?}");
+                assert!(path.len() < plain_path.len(), "{limit}: {path:?}");
+            }
+        }
+        // 38 met and 43 missed close the bracket to four sizes.
+        let (n, path) = bisect_with(200, hints_around(40, 200), |u| u <= 41);
+        assert_eq!((n, &path[..2]), (41, &[38, 43][..]));
+        assert_eq!(hints_around(40, 200)[..6], [38, 43, 35, 47, 29, 55]);
+        assert_eq!(hints_around(1, 200)[..2], [4, 8]);
+    }
+
+    #[test]
+    fn speculation_follows_the_hints() {
+        let limit = 36;
+        let mut b = Bisection::with_hints(200, hints_around(40, 200));
+        let mut known = BTreeMap::new();
+        let mut path = Vec::new();
+        while !b.is_done() {
+            for u in b.speculate(3, &known) {
+                known.insert(u, Outcome::from_met(u <= limit));
+            }
+            path.extend(b.advance(&known));
+        }
+        let (n, plain) = bisect_with(200, hints_around(40, 200), |u| u <= limit);
+        assert_eq!((b.answer(), path), (n, plain));
     }
 
     #[test]

@@ -11,10 +11,15 @@ use codendum_core::clock::Clock;
 use codendum_core::error::Error;
 use codendum_core::profile::Profile;
 use codendum_core::prom::{window_stats, TimelineSample};
+use codendum_core::results::classroom_summary::{server_output_interval, ClassWindow};
 use codendum_twin::persona::AgentPersona;
 use codendum_twin::TwinOptions;
 
 pub use crate::virtual_time::SAMPLE_INTERVAL;
+
+/// Students simulated by every cell this process ran, summed (a cell of N
+/// students counts N): the work a plan did, for its benchmark.
+pub static STUDENTS_SIMULATED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// The figures of one cell. Times in simulated seconds; KV usage, shares
 /// and the hit rate are FRACTIONS 0..1.
@@ -78,6 +83,7 @@ pub fn run_cell(
     profile: &Profile,
     config: &PlanConfig,
 ) -> Result<CellResult, Error> {
+    STUDENTS_SIMULATED.fetch_add(u64::from(spec.users), std::sync::atomic::Ordering::Relaxed);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .start_paused(true)
@@ -103,14 +109,15 @@ async fn simulate(
     classroom.class = Arc::clone(&config.class);
     classroom.duration = config.duration;
     classroom.ramp_up = config.ramp_up();
-    classroom.seed = config.seed;
+    let seed = spec.seed.unwrap_or(config.seed);
+    classroom.seed = seed;
     let mut opts = TwinOptions::new(profile);
     opts.clock = clock.clone();
     opts.responder = Arc::new(AgentPersona::with_spread(
-        config.seed,
+        seed,
         Arc::new(config.class.agent.clone()),
     ));
-    opts.seed = config.seed;
+    opts.seed = seed;
     if opts.profile.fleet.replicas > 1 {
         return super::fleet_cell::simulate_fleet(spec, config, &classroom, opts).await;
     }
@@ -178,6 +185,13 @@ pub fn figures(
     let pinned_share = share(&|(r, w)| *r >= seats && *w > 0.0);
     let blocked_share = share(&|(r, w)| *r < seats && *w > 0.0);
     let server_errors = codendum_core::results::metrics::server_errors(&summary);
+    let class_window = ClassWindow {
+        start_s: t0 - window.origin,
+        end_s: t1 - window.origin,
+    };
+    let output_interval =
+        tok_per_s.and_then(|_| server_output_interval(timeline, &[], window.origin, class_window));
+    summary.set_steady_window(class_window, output_interval);
     let preemptions = whole.preemptions.map(|p| p.round() as u64);
     summary.server = ServerFigures {
         peak_running: whole.peak_running,

@@ -17,6 +17,13 @@ pub const RAMP_UP: Duration = Duration::from_secs(120);
 /// not given, students: five times the lab's class of forty.
 pub const DEFAULT_MAX_USERS: u32 = 200;
 
+/// Seeds a search runs by default (`--seeds`): enough for its answer to be
+/// a range of what identical classes give, few enough to stay quick.
+pub const DEFAULT_SEEDS: u32 = 5;
+
+/// The most seeds `--seeds` takes.
+pub const MAX_SEEDS: u32 = 100;
+
 /// Everything `codendum plan` needs.
 #[derive(Debug, Clone)]
 pub struct PlanConfig {
@@ -36,8 +43,13 @@ pub struct PlanConfig {
     /// requests in flight at its end still finish.
     pub duration: Duration,
     /// Seed of the class and of the twin (`--seed`); every cell uses it, so
-    /// cells differ only in their settings.
+    /// cells differ only in their settings. A search with several seeds
+    /// uses `seed`, `seed + 1`, …
     pub seed: u64,
+    /// Seeds a search runs (`--seeds`, default [`DEFAULT_SEEDS`]): its
+    /// answer is the range of the largest class over them
+    /// ([`super::search::SeedsAnswer`]). `--users` plans use `seed` only.
+    pub seeds: u32,
     /// Worker threads, one cell at a time each (`--jobs`; default: the
     /// available cores). Results do not depend on it.
     pub jobs: usize,
@@ -67,6 +79,7 @@ impl PlanConfig {
             class: codendum_core::class::Class::lab(),
             duration: Duration::from_secs(900),
             seed: 1,
+            seeds: DEFAULT_SEEDS,
             jobs: default_jobs(),
             results_dir: PathBuf::from(codendum_core::results::DEFAULT_RESULTS_ROOT),
             max_users: None,
@@ -128,6 +141,12 @@ impl PlanConfig {
                 "must be between 1 and 86400 seconds",
             ));
         }
+        if self.seeds == 0 || self.seeds > MAX_SEEDS {
+            return Err(ConfigError::invalid(
+                "--seeds",
+                format!("{} is not between 1 and {MAX_SEEDS}", self.seeds),
+            ));
+        }
         if self.jobs == 0 || self.jobs > 1024 {
             return Err(ConfigError::invalid("--jobs", "must be between 1 and 1024"));
         }
@@ -172,6 +191,10 @@ pub struct CellSpec {
     pub overridden: bool,
     /// Students.
     pub users: u32,
+    /// The seed of this cell when it is not the plan's own (`--seed`): a
+    /// search's further seeds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
 }
 
 impl CellSpec {
@@ -214,6 +237,7 @@ pub fn cells(config: &PlanConfig, profiles: &[Profile]) -> Vec<CellSpec> {
                     max_num_seqs: m,
                     overridden,
                     users: *u,
+                    seed: None,
                 });
             }
         }

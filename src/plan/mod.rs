@@ -19,12 +19,14 @@
 pub mod bisect;
 pub mod cell;
 pub mod config;
+pub mod coverage;
 pub mod fleet;
 pub mod fleet_cell;
 pub mod fleet_text;
 pub mod limit;
 pub mod rate;
 pub mod run;
+pub mod schedule;
 pub mod search;
 pub mod search_text;
 pub mod verdicts;

@@ -33,8 +33,11 @@ pub struct PlanParameters {
     pub duration_s: f64,
     /// Ramp-up, seconds.
     pub ramp_up_s: f64,
-    /// Seed.
+    /// Seed (the first of a search's seeds).
     pub seed: u64,
+    /// Seeds a search ran (`seed`, `seed + 1`, …); absent when one.
+    #[serde(default = "one_seed", skip_serializing_if = "is_one_seed")]
+    pub seeds: u32,
     /// Upper end of a search (`--max-users`), students; absent when the
     /// class sizes were given (`--users`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -49,6 +52,14 @@ pub struct PlanParameters {
     /// by default). Absent in plans written before class files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub class: Option<String>,
+}
+
+fn one_seed() -> u32 {
+    1
+}
+
+fn is_one_seed(n: &u32) -> bool {
+    *n == 1
 }
 
 /// A cell with its target checks.
@@ -209,6 +220,11 @@ pub(super) fn parameters(config: &PlanConfig) -> PlanParameters {
         duration_s: config.duration.as_secs_f64(),
         ramp_up_s: config.ramp_up().as_secs_f64(),
         seed: config.seed,
+        seeds: if config.max_users.is_some() {
+            config.seeds
+        } else {
+            1
+        },
         max_users: config.max_users,
         replicas: config.replicas.clone(),
         routers: config

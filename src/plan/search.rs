@@ -3,6 +3,14 @@
 //! ([`super::bisect`]), and where its limit comes from
 //! ([`super::limit::classify`]).
 //!
+//! With several seeds (`--seeds`, default 5) the answer is what the seeds
+//! support ([`SeedsAnswer`]): the first seed is searched in full (its
+//! bracket starting from a guess of [`STUDENTS_PER_SEAT`] students per
+//! seat), each further seed from the first one's answer, two students
+//! either side of it ([`super::bisect::hints_around`]), all further seeds
+//! at once over `--jobs` threads; the limit and the seats probe are the
+//! first seed's.
+//!
 //! The bisection is steered by the profile's ceilings (the `Max` targets of
 //! `[targets.classroom]`); its floors (server output) are judged at the
 //! answer. Rounds run over `--jobs` threads: every variant still searching
@@ -11,16 +19,15 @@
 //! on the bisection's path are reported, so the results do not depend on
 //! `--jobs`.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 
-use super::bisect::{Bisection, Outcome};
+use super::bisect::{hints_around, Bisection};
 use super::config::{cells, CellSpec, PlanConfig};
 use super::limit::{classify, meets_ceilings, probe_seats, wants_seats_probe};
-use super::run::{judge, parameters, run_cells, JudgedCell, PlanResults};
-use super::search_text::{search_summary, verdict_of};
-use super::verdicts::{classroom_targets, Bottleneck, ClassroomTargets};
+use super::run::{parameters, JudgedCell, PlanResults};
+use super::schedule::{run_searches, Grown, Search};
+use super::search_text::{search_summary, seeds_summary, verdict_of};
+use super::verdicts::{classroom_targets, Bottleneck};
 use codendum_core::error::{ConfigError, Error};
 use codendum_core::profile::Profile;
 use codendum_core::results::schema::{PLAN_KIND, SEARCH_SCHEMA_VERSION};
@@ -94,9 +101,105 @@ pub struct VariantSearch {
     pub seats_probe: Option<SeatsProbe>,
     /// Every probe of the bisection, in order.
     pub probes: Vec<Probe>,
+    /// With several seeds: what they support (the fields above are the
+    /// first seed's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seeds: Option<SeedsAnswer>,
     /// One sentence for people: "classroom-64k carries 45 students; the
     /// limit is seats …".
     pub summary: String,
+}
+
+/// The first seed's first guess, students per seat of the variant: a
+/// class keeps its seats busy at about two and a half students each
+/// (students spend most of their time reading, typing and running tools;
+/// classroom-64k's 16 seats carry 36–42 students). Only where the bracket
+/// starts: the answer of a search does not depend on it.
+pub const STUDENTS_PER_SEAT: f64 = 2.5;
+
+/// What the seeds of a search support for one variant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SeedsAnswer {
+    /// The seeds, in order (the first is `--seed`).
+    pub seeds: Vec<u64>,
+    /// Each seed's largest class meeting every ceiling (0: even one
+    /// student misses), in seed order.
+    pub carries: Vec<u32>,
+    /// Whether each seed's answer reached `--max-users` (then "at least").
+    pub at_least: Vec<bool>,
+    /// The smallest and the largest of `carries`.
+    pub range: (u32, u32),
+    /// The largest class meeting the ceilings in a majority of the seeds.
+    pub majority: u32,
+    /// Each class from `majority` to the largest answer with the seeds it
+    /// meets the ceilings in, ascending (by each seed's bisection).
+    pub support: Vec<(u32, u32)>,
+    /// Each further seed's probes, in bisection order (the first seed's
+    /// are [`VariantSearch::probes`]).
+    pub probes: Vec<Vec<Probe>>,
+}
+
+impl SeedsAnswer {
+    /// What `carries` over `seeds` support (see the fields).
+    pub fn new(
+        seeds: Vec<u64>,
+        carries: Vec<u32>,
+        at_least: Vec<bool>,
+        probes: Vec<Vec<Probe>>,
+    ) -> Self {
+        let mut sorted = carries.clone();
+        sorted.sort_unstable_by(|a, b| b.cmp(a));
+        let n = sorted.len();
+        let majority = sorted.get(n / 2).copied().unwrap_or(0);
+        let range = (
+            sorted.last().copied().unwrap_or(0),
+            sorted.first().copied().unwrap_or(0),
+        );
+        let mut sizes: Vec<u32> = carries.iter().copied().filter(|c| *c >= majority).collect();
+        sizes.sort_unstable();
+        sizes.dedup();
+        let support = sizes
+            .into_iter()
+            .map(|size| (size, carries.iter().filter(|c| **c >= size).count() as u32))
+            .collect();
+        SeedsAnswer {
+            seeds,
+            carries,
+            at_least,
+            range,
+            majority,
+            support,
+            probes,
+        }
+    }
+
+    /// `36–42 students over 5 seeds: 36 meets the ceilings in 5 of 5
+    /// seeds, 40 in 2, 42 in 1`.
+    pub fn sentence(&self) -> String {
+        let n = self.seeds.len();
+        let (lo, hi) = self.range;
+        let range = if lo == hi {
+            super::search_text::students(lo)
+        } else {
+            format!("{lo}–{hi} students")
+        };
+        let support: Vec<String> = self
+            .support
+            .iter()
+            .enumerate()
+            .map(|(i, (size, k))| {
+                if i == 0 {
+                    format!(
+                        "{} the ceilings in {k} of {n} seeds",
+                        super::search_text::students_do(*size, "meets", "meet")
+                    )
+                } else {
+                    format!("{size} in {k}")
+                }
+            })
+            .collect();
+        format!("{range} over {n} seeds: {}", support.join(", "))
+    }
 }
 
 /// What a search found (`plan.json`'s `search`).
@@ -109,18 +212,12 @@ pub struct SearchResults {
 }
 
 /// Called once per probe on a bisection's path, in path order: the
-/// variant's name, the judged cell, and whether it met the ceilings.
+/// variant's name (with its seed when there are several: `classroom-64k,
+/// seed 2`), the judged cell, and whether it met the ceilings.
 pub type ProbeHook<'a> = &'a (dyn Fn(&str, &JudgedCell, bool) + Sync);
 
-/// A variant's search in progress.
-struct State {
-    template: CellSpec,
-    targets: ClassroomTargets,
-    bisection: Bisection,
-    known: BTreeMap<u32, Outcome>,
-    cells: BTreeMap<u32, JudgedCell>,
-    path: Vec<u32>,
-}
+/// A variant's search in progress (for one seed).
+type State = Search;
 
 /// Searches the largest class of every variant (`config.max_users` must
 /// be set). A profile without `[targets.classroom]` is an error of
@@ -130,14 +227,65 @@ pub fn run_search(config: &PlanConfig, on_probe: ProbeHook<'_>) -> Result<PlanRe
         .max_users
         .ok_or_else(|| ConfigError::invalid("--max-users", "a search needs an upper bound"))?;
     let (profiles, fleets) = config.validate_fleets()?;
-    let mut states = start(config, &profiles, max)?;
-    bisect_all(config, &profiles, &mut states, on_probe)?;
-    let probes = seats_probes(config, &profiles, &states)?;
-    let variants: Vec<VariantSearch> = states
+    // The first seed of every variant (and, with several seeds, the second
+    // beside it, so two threads have a search each without guessing) start
+    // from the first guess; when a variant's first seed closes, its seats
+    // probe and its further seeds start, bracketed from its answer.
+    let firsts = start(config, &profiles, max)?;
+    let variants_n = firsts.len();
+    let seconds = if config.seeds >= 2 {
+        seed_states(config, &firsts, 1..2, |s| s.bisection.hints.clone())
+    } else {
+        Vec::new()
+    };
+    let searches: Vec<State> = firsts.into_iter().chain(seconds).collect();
+    let mut grow = |all: &[State], closed: usize| -> Grown {
+        if closed >= variants_n {
+            return (Vec::new(), Vec::new());
+        }
+        let first = &all[closed];
+        let seats = seats_probe_spec(first)
+            .map(|spec| (closed, spec))
+            .into_iter()
+            .collect();
+        let around = first.bisection.answer().max(1);
+        let later = seed_states(
+            config,
+            std::slice::from_ref(first),
+            2..u64::from(config.seeds),
+            |_| hints_around(around, max),
+        );
+        (later, seats)
+    };
+    let (mut states, singles) = run_searches(config, &profiles, searches, on_probe, &mut grow)?;
+    let rest = states.split_off(variants_n);
+    let mut variants: Vec<VariantSearch> = states
         .iter()
-        .zip(probes)
-        .map(|(s, probe)| answer(s, max, probe))
+        .enumerate()
+        .map(|(i, s)| answer(s, max, singles.get(&i).cloned()))
         .collect();
+    if config.seeds > 1 {
+        for (i, v) in variants.iter_mut().enumerate() {
+            let mut mine: Vec<&State> = rest
+                .iter()
+                .filter(|s| s.template.variant() == states[i].template.variant())
+                .collect();
+            mine.sort_by_key(|s| s.template.seed);
+            let seeds = std::iter::once(config.seed)
+                .chain(mine.iter().filter_map(|s| s.template.seed))
+                .collect();
+            let carries = std::iter::once(v.carries)
+                .chain(mine.iter().map(|s| s.bisection.answer()))
+                .collect();
+            let at_least = std::iter::once(v.at_least)
+                .chain(mine.iter().map(|s| s.bisection.reached_max()))
+                .collect();
+            let probes = mine.iter().map(|s| path_probes(s)).collect();
+            let answer = SeedsAnswer::new(seeds, carries, at_least, probes);
+            v.summary = format!("{} {}", v.variant, seeds_summary(&answer, v));
+            v.seeds = Some(answer);
+        }
+    }
     let verdicts = states
         .iter()
         .zip(&variants)
@@ -206,108 +354,76 @@ fn start(config: &PlanConfig, profiles: &[Profile], max: u32) -> Result<Vec<Stat
                 .iter()
                 .position(|p| p.name == template.profile)
                 .unwrap_or(0);
-            State {
-                template,
-                targets: targets[i].clone(),
-                bisection: Bisection::new(max),
-                known: BTreeMap::new(),
-                cells: BTreeMap::new(),
-                path: Vec::new(),
-            }
+            let guess = (f64::from(template.max_num_seqs) * STUDENTS_PER_SEAT).round() as u32;
+            Search::new(
+                template.variant(),
+                template.clone(),
+                targets[i].clone(),
+                Bisection::with_hints(max, hints_around(guess.max(1), max)),
+            )
         })
         .collect())
 }
 
-/// Threads per active variant this round: one each (the first `jobs` when
-/// there are more variants than threads), spare threads to the first.
-fn allot(jobs: usize, active: usize) -> Vec<usize> {
-    (0..active)
-        .map(|i| {
-            if jobs <= active {
-                usize::from(i < jobs)
-            } else {
-                jobs / active + usize::from(i < jobs % active)
+/// The searches of the seeds `offsets` after the first (`--seed` + each)
+/// of every variant of `first`, seed by seed (for each seed, the variants
+/// in order), each bisection starting from `hints` of its variant's first
+/// search.
+fn seed_states(
+    config: &PlanConfig,
+    first: &[State],
+    offsets: std::ops::Range<u64>,
+    hints: impl Fn(&State) -> Vec<u32>,
+) -> Vec<State> {
+    let max = config.max_users.unwrap_or(super::config::DEFAULT_MAX_USERS);
+    offsets
+        .flat_map(|k| {
+            let seed = config.seed.wrapping_add(k);
+            first
+                .iter()
+                .map(|s| {
+                    Search::new(
+                        format!("{}, seed {seed}", s.template.variant()),
+                        CellSpec {
+                            seed: Some(seed),
+                            ..s.template.clone()
+                        },
+                        s.targets.clone(),
+                        Bisection::with_hints(max, hints(s)),
+                    )
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// A state's probes on its bisection's path, in order.
+fn path_probes(s: &State) -> Vec<Probe> {
+    s.path
+        .iter()
+        .map(|u| {
+            let c = &s.cells[u];
+            Probe {
+                users: *u,
+                meets_ceilings: s.known[u].is_met(),
+                meets_targets: c.meets_targets,
+                missed: super::limit::missed_keys(c),
             }
         })
         .collect()
 }
 
-/// Runs rounds until every variant's bisection is closed.
-fn bisect_all(
-    config: &PlanConfig,
-    profiles: &[Profile],
-    states: &mut [State],
-    on_probe: ProbeHook<'_>,
-) -> Result<(), Error> {
-    loop {
-        let active: Vec<usize> = (0..states.len())
-            .filter(|i| !states[*i].bisection.is_done())
-            .collect();
-        if active.is_empty() {
-            return Ok(());
-        }
-        let mut specs = Vec::new();
-        for (i, slots) in active.iter().zip(allot(config.jobs, active.len())) {
-            let s = &states[*i];
-            for users in s.bisection.speculate(slots, &s.known) {
-                specs.push((
-                    *i,
-                    CellSpec {
-                        users,
-                        ..s.template.clone()
-                    },
-                ));
-            }
-        }
-        let only: Vec<CellSpec> = specs.iter().map(|(_, c)| c.clone()).collect();
-        let results = run_cells(config, profiles, &only, &|_| {})?;
-        for ((i, _), result) in specs.into_iter().zip(results) {
-            let s = &mut states[i];
-            let cell = judge(&s.targets, result);
-            s.known.insert(
-                cell.result.spec.users,
-                Outcome::from_met(meets_ceilings(&cell)),
-            );
-            s.cells.insert(cell.result.spec.users, cell);
-        }
-        for i in active {
-            let s = &mut states[i];
-            for users in s.bisection.advance(&s.known) {
-                s.path.push(users);
-                let cell = &s.cells[&users];
-                on_probe(&s.template.variant(), cell, s.known[&users].is_met());
-            }
-        }
-    }
-}
-
-/// Runs the seats probe of every variant whose first failure had its
-/// seats pinned, all at once; one entry per state.
-fn seats_probes(
-    config: &PlanConfig,
-    profiles: &[Profile],
-    states: &[State],
-) -> Result<Vec<Option<JudgedCell>>, Error> {
-    let wanted: Vec<Option<CellSpec>> = states
-        .iter()
-        .map(|s| {
-            let failed = s.cells.get(&s.bisection.hi)?;
-            let seats = probe_seats(s.template.max_num_seqs)?;
-            wants_seats_probe(failed).then(|| CellSpec {
-                users: s.bisection.hi,
-                max_num_seqs: seats,
-                overridden: true,
-                ..s.template.clone()
-            })
-        })
-        .collect();
-    let specs: Vec<CellSpec> = wanted.iter().flatten().cloned().collect();
-    let mut results = run_cells(config, profiles, &specs, &|_| {})?.into_iter();
-    Ok(states
-        .iter()
-        .zip(wanted)
-        .map(|(s, w)| w.and_then(|_| results.next()).map(|r| judge(&s.targets, r)))
-        .collect())
+/// The seats probe a closed first search wants: its first failure again
+/// with twice the seats, when that failure had its seats pinned.
+fn seats_probe_spec(s: &State) -> Option<CellSpec> {
+    let failed = s.cells.get(&s.bisection.hi)?;
+    let seats = probe_seats(s.template.max_num_seqs)?;
+    wants_seats_probe(failed).then(|| CellSpec {
+        users: s.bisection.hi,
+        max_num_seqs: seats,
+        overridden: true,
+        ..s.template.clone()
+    })
 }
 
 /// The answer of one closed search.
@@ -333,19 +449,7 @@ fn answer(s: &State, max: u32, seats: Option<JudgedCell>) -> VariantSearch {
         ttft_p95_s: c.result.ttft_p95_s,
     });
     let limit = failed.map(|f| classify(f, seats_probe.as_ref().map(|p| p.meets_ceilings)));
-    let probes = s
-        .path
-        .iter()
-        .map(|u| {
-            let c = &s.cells[u];
-            Probe {
-                users: *u,
-                meets_ceilings: s.known[u].is_met(),
-                meets_targets: c.meets_targets,
-                missed: super::limit::missed_keys(c),
-            }
-        })
-        .collect();
+    let probes = path_probes(s);
     let mut v = VariantSearch {
         variant: s.template.variant(),
         profile: s.template.profile.clone(),
@@ -359,6 +463,7 @@ fn answer(s: &State, max: u32, seats: Option<JudgedCell>) -> VariantSearch {
         limit,
         seats_probe,
         probes,
+        seeds: None,
         summary: String::new(),
     };
     v.summary = search_summary(&v, max, s.cells.get(&carries), failed);

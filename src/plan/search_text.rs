@@ -5,14 +5,28 @@
 use std::fmt::Write as _;
 
 use super::run::{JudgedCell, PlanResults, VariantVerdict};
-use super::search::{Probe, VariantSearch};
-use super::verdicts::{Bottleneck, Check, ClassroomTargets, TargetList, PERSISTENT};
+use super::search::{Probe, SeedsAnswer, VariantSearch};
+use super::verdicts::{Bottleneck, Check, ClassroomTargets, Outcome, TargetList, PERSISTENT};
 use codendum_report::format::{fixed, opt_fixed, opt_percent, xml_escape};
 
-/// A check as people read it: `ttft_p95_s 80.5 (target ≤ 75)`.
+/// A check as people read it: `ttft_p95_s 80.5 [72.4–90.1] (target ≤
+/// 75)`, the figure's 95 % interval in brackets when it has one, and
+/// `indeterminate` said when that interval straddles the target.
 pub fn check_text(c: &Check) -> String {
+    let interval = match c.interval.filter(|_| c.measured.is_some()) {
+        Some(i) => {
+            let b = |v: Option<f64>, open: &str| v.map_or(open.to_string(), |v| fixed(v, 1));
+            format!(" [{}–{}]", b(i.lo, "…"), b(i.hi, "…"))
+        }
+        None => String::new(),
+    };
+    let undecided = if c.outcome == Outcome::Indeterminate {
+        ", indeterminate"
+    } else {
+        ""
+    };
     format!(
-        "{} {} (target {} {})",
+        "{} {}{interval} (target {} {}{undecided})",
         c.key,
         opt_fixed(c.measured, 1),
         c.bound.sign(),
@@ -77,7 +91,20 @@ pub fn probe_line(variant: &str, cell: &JudgedCell, meets_ceilings: bool) -> Str
     } else {
         format!("misses {}", missed_text(cell))
     };
-    format!("{variant}: {}: {what}", students(users))
+    // Targets whose value is on the right side but whose interval
+    // straddles the limit: the class meets them by its figures, not surely.
+    let unsure: Vec<String> = cell
+        .checks
+        .iter()
+        .filter(|c| c.met && c.outcome == Outcome::Indeterminate)
+        .map(check_text)
+        .collect();
+    let unsure = if unsure.is_empty() {
+        String::new()
+    } else {
+        format!("; too close to call: {}", unsure.join(", "))
+    };
+    format!("{variant}: {}: {what}{unsure}", students(users))
 }
 
 /// The server figures behind a limit, judged on the first failure.
@@ -175,15 +202,39 @@ pub fn search_summary(
     }
 }
 
+/// The sentence of a search over several seeds, after the variant's name:
+/// `carries 36–42 students over 5 seeds: 36 meets the ceilings in 5 of 5
+/// seeds, 40 in 2, 42 in 1; seed 1: …` (the first seed's limit and
+/// floors follow, from its own sentence).
+pub fn seeds_summary(answer: &SeedsAnswer, first: &VariantSearch) -> String {
+    let at_least = if answer.at_least.iter().any(|a| *a) {
+        " (at least: the largest class searched met them)"
+    } else {
+        ""
+    };
+    let first_seed = answer.seeds.first().copied().unwrap_or_default();
+    let detail = first
+        .summary
+        .strip_prefix(&first.variant)
+        .unwrap_or(&first.summary)
+        .trim_start();
+    format!(
+        "carries {}{at_least}; seed {first_seed}: {detail}",
+        answer.sentence()
+    )
+}
+
 /// The verdict `plan.json` and the report list for a searched variant:
 /// `largest_class` is the answer when it meets every target.
 pub fn verdict_of(v: &VariantSearch, targets: &ClassroomTargets) -> VariantVerdict {
+    // With several seeds, the class a majority of them carries.
+    let carries = v.seeds.as_ref().map_or(v.carries, |s| s.majority);
     VariantVerdict {
         variant: v.variant.clone(),
         profile: v.profile.clone(),
         max_num_seqs: v.max_num_seqs,
         targets: TargetList::from(targets),
-        largest_class: (v.carries > 0 && v.meets_floors).then_some(v.carries),
+        largest_class: (carries > 0 && v.meets_floors).then_some(carries),
         first_miss: v.first_failure,
         limit: v.limit,
         summary: v.summary.clone(),
@@ -220,6 +271,16 @@ pub fn search_markdown(results: &PlanResults) -> String {
             .map(|p| format!("{} {}", p.users, probe_mark(p)))
             .collect();
         let _ = writeln!(s, "- {}: {}", v.variant, steps.join(" → "));
+        if let Some(seeds) = &v.seeds {
+            let _ = writeln!(s, "  - {}", seeds.sentence());
+            for (seed, probes) in seeds.seeds.iter().skip(1).zip(&seeds.probes) {
+                let steps: Vec<String> = probes
+                    .iter()
+                    .map(|p| format!("{} {}", p.users, probe_mark(p)))
+                    .collect();
+                let _ = writeln!(s, "  - seed {seed}: {}", steps.join(" → "));
+            }
+        }
         if let Some(p) = &v.seats_probe {
             let _ = writeln!(
                 s,
@@ -256,11 +317,16 @@ pub fn search_html(results: &PlanResults) -> String {
             .iter()
             .map(|p| format!("{} {}", p.users, probe_mark(p)))
             .collect();
+        let seeds = v
+            .seeds
+            .as_ref()
+            .map_or(String::new(), |a| format!("; {}", a.sentence()));
         let _ = writeln!(
             s,
-            "<li>{}: {}</li>",
+            "<li>{}: {}{}</li>",
             xml_escape(&v.variant),
-            xml_escape(&steps.join(" → "))
+            xml_escape(&steps.join(" → ")),
+            xml_escape(&seeds)
         );
     }
     s.push_str("</ul>\n");

@@ -8,8 +8,9 @@ use serde::{Deserialize, Serialize};
 
 use super::cell::CellResult;
 use codendum_core::error::ConfigError;
+use codendum_core::stats::Interval;
 use codendum_core::targets::{parse_classroom_targets, ClassroomCheck};
-pub use codendum_core::targets::{Bound, ClassroomTargets, TargetList, Threshold};
+pub use codendum_core::targets::{Bound, ClassroomTargets, Outcome, TargetList, Threshold};
 
 /// Reads `[targets.classroom]` of a profile's `[targets]` table (as kept by
 /// [`codendum_core::profile::Profile::targets`]). No such table: no targets.
@@ -52,8 +53,14 @@ pub struct Check {
     pub target: f64,
     /// The cell's figure, in the key's unit.
     pub measured: Option<f64>,
-    /// Whether it meets the target.
+    /// The figure's 95 % interval, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<Interval>,
+    /// Whether its value meets the target (what the search steers on).
     pub met: bool,
+    /// Met, missed or indeterminate (the interval straddles the target),
+    /// by the one judging rule ([`Bound::judge`]).
+    pub outcome: Outcome,
 }
 
 impl From<ClassroomCheck> for Check {
@@ -63,7 +70,9 @@ impl From<ClassroomCheck> for Check {
             bound: c.key.bound(),
             target: c.limit,
             measured: c.measured,
+            interval: c.interval,
             met: c.passed,
+            outcome: c.outcome,
         }
     }
 }

@@ -108,7 +108,7 @@ pub fn markdown(results: &PlanResults) -> String {
     let _ = writeln!(s, "# Class plan: the classroom in virtual time\n");
     let _ = writeln!(
         s,
-        "Scenario {}, class {}, {} s window for new coding requests ({} s ramp-up), seed {}. \
+        "Scenario {}, class {}, {} s window for new coding requests ({} s ramp-up), {}. \
          Every cell is a simulated class against the embedded twin (vLLM's scheduler, \
          KV cache and step-time model in software, on each profile's hardware: the GB10 \
          or a fitted server), run in virtual time. These are predictions of a model, \
@@ -117,7 +117,15 @@ pub fn markdown(results: &PlanResults) -> String {
         p.class.as_deref().unwrap_or("lab"),
         fixed(p.duration_s, 0),
         fixed(p.ramp_up_s, 0),
-        p.seed
+        if p.seeds > 1 {
+            format!(
+                "seeds {}–{} (the table shows the first seed's cells)",
+                p.seed,
+                p.seed + u64::from(p.seeds) - 1
+            )
+        } else {
+            format!("seed {}", p.seed)
+        }
     );
     let _ = writeln!(s, "## How large a class each server carries\n");
     for v in &results.verdicts {

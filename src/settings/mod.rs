@@ -128,6 +128,9 @@ pub struct RunSettings {
     /// The share of calls that may fail (a fraction) before a completed
     /// run exits 1.
     pub max_error_rate: f64,
+    /// Exit 1 also when the run completed but is not valid as a capacity
+    /// figure (`--strict`).
+    pub strict: bool,
 }
 
 impl RunSettings {
@@ -141,6 +144,7 @@ impl RunSettings {
             yes: false,
             write_report: true,
             max_error_rate: codendum_core::results::verdict::DEFAULT_MAX_ERROR_RATE,
+            strict: false,
         }
     }
 }

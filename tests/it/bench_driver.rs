@@ -207,6 +207,7 @@ pub(crate) async fn run_telling(
         clock: server.clock.clone(),
         stop,
         events,
+        measure_client_cpu: false,
     };
     run_reading_facts(&c.config, &c.run, deps)
         .await
@@ -387,8 +388,18 @@ async fn summary_agrees_with_requests_jsonl_and_groups_errors() {
             .filter(|r| r.shape == l.shape && r.concurrency == l.concurrency)
             .collect();
         assert_eq!(mine.len() as u64, l.requests);
-        let ttft = sorted_finite(mine.iter().filter(|r| r.ok).filter_map(|r| r.ttft_s));
-        let e2e = sorted_finite(mine.iter().filter(|r| r.ok).map(|r| r.e2e_s));
+        // Latencies come from the steady window's requests when it holds
+        // enough of them, else from every request of the level.
+        let window = l.steady.filter(|w| w.used);
+        let inside =
+            |r: &&&codendum_core::results::RequestRecord| window.is_none_or(|w| w.holds(r));
+        let ttft = sorted_finite(
+            mine.iter()
+                .filter(inside)
+                .filter(|r| r.ok)
+                .filter_map(|r| r.ttft_s),
+        );
+        let e2e = sorted_finite(mine.iter().filter(inside).filter(|r| r.ok).map(|r| r.e2e_s));
         let close = |a: Option<f64>, b: Option<f64>| {
             let (a, b) = (a.unwrap(), b.unwrap());
             assert!((a - b).abs() < 1e-9, "{a} != {b}");

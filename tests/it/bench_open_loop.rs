@@ -149,6 +149,7 @@ async fn twin_bench(c: &TestBench) -> codendum::bench::BenchOutcome {
         clock: Clock::real(),
         stop: rx,
         events: codendum::events::Events::silent(),
+        measure_client_cpu: false,
     };
     run_reading_facts(&c.config, &c.run, deps)
         .await

@@ -142,6 +142,7 @@ pub(crate) fn bench_twin(
             clock,
             stop,
             events: codendum::events::Events::silent(),
+            measure_client_cpu: false,
         };
         let outcome = run_bench(&config, (&plan, &facts), &run, folder, deps)
             .await
@@ -262,6 +263,7 @@ fn class_check(file: &str, truth: &Profile, fitted: &Profile) -> String {
             max_num_seqs: p.server.max_num_seqs,
             overridden: false,
             users: 40,
+            seed: None,
         };
         run_cell(&spec, p, &config).expect("class runs")
     };

@@ -106,7 +106,7 @@ errors = 0
     let msg = failure_of(&suite, "impossible::bench-short-c1::ttft_p95");
     assert!(msg.starts_with("TTFT P95 "), "{msg}");
     assert!(
-        msg.contains(" s exceeds 0.001 s (bench, short prompts, 1 in flight, "),
+        msg.contains(" exceeds 0.001 s (bench, short prompts, 1 in flight, "),
         "{msg}"
     );
     let folder = msg

@@ -143,7 +143,11 @@ fn a_failing_target_exits_1_naming_the_trial_and_why() {
         .iter()
         .find(|l| l.starts_with("impossible::bench-short-c1::ttft_p95 ... FAILED: TTFT P95 "))
         .unwrap_or_else(|| panic!("no FAILED line:\n{}", f.stderr));
-    assert!(failed.contains(" s exceeds 0.001 s (bench, short prompts, 1 in flight, "));
+    // The measured figure with its 95 % interval, then the target.
+    assert!(
+        failed.contains(") exceeds 0.001 s (bench, short prompts, 1 in flight, "),
+        "{failed}"
+    );
     assert!(
         lines.contains(&"failures:")
             && lines

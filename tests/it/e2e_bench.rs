@@ -160,7 +160,10 @@ fn bench_against_a_live_server_writes_the_whole_folder() {
     }
 
     let summary = read_json(&folder.join("summary.json"));
-    assert_eq!(summary["schema_version"], 1);
+    assert_eq!(
+        summary["schema_version"],
+        codendum_core::results::BENCH_SCHEMA_VERSION
+    );
     assert_eq!(summary["kind"], "bench");
     assert_eq!(summary["interrupted"], false);
     let p = &summary["parameters"];
@@ -225,7 +228,7 @@ fn bench_against_a_live_server_writes_the_whole_folder() {
     let csv = std::fs::read_to_string(folder.join("summary.csv")).expect("csv");
     let mut lines = csv.lines();
     let header: Vec<&str> = lines.next().expect("header").split(',').collect();
-    assert_eq!(header, codendum_core::results::SUMMARY_CSV_COLUMNS);
+    assert_eq!(header, codendum_core::results::summary_csv_header());
     // The lab's figures, as summary.csv columns (`peak_kv_usage` is
     // `peak_kv_usage_pct`, `errors` is `errors` and `error_kinds`).
     for field in LEVEL_FIELDS {

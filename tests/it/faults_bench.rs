@@ -115,6 +115,7 @@ async fn bench_with_faults(spec: &str) -> Run {
         clock: clock.clone(),
         stop,
         events: codendum::events::Events::silent(),
+        measure_client_cpu: false,
     };
     // A hang would be a failure: bound the whole run generously (real time).
     let bench = run_reading_facts(&config, &run, deps);

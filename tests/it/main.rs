@@ -58,6 +58,7 @@ mod fleet_live_bench;
 mod fleet_routing;
 mod fleet_same;
 mod fuzz_props;
+mod interval_coverage;
 mod keys_file;
 mod llama_cpp;
 mod metrics_reach;

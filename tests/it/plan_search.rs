@@ -42,6 +42,7 @@ fn search(profile: &str, max_users: u32, duration_s: u64, jobs: usize, dir: &Pat
         profiles: vec![profile.to_string()],
         duration: Duration::from_secs(duration_s),
         seed: 3,
+        seeds: 1,
         jobs,
         results_dir: dir.to_path_buf(),
         ..PlanConfig::new()
@@ -135,6 +136,65 @@ fn a_search_finds_a_class_that_meets_and_one_more_that_misses() {
     assert!(html.contains("<h2>The search</h2>"));
 }
 
+/// Several seeds: each its own bisection (the further ones bracketed from
+/// the first answer), the answer the range over them and how many seeds
+/// each class meets the ceilings in; the same whatever the threads.
+#[test]
+fn several_seeds_answer_with_a_range_and_its_support() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tiny = profile(
+        dir.path(),
+        "tiny",
+        "ttft_p95_s = 25\npreemptions = 0\nserver_errors = 0\nserver_output_tok_per_s = 1",
+    );
+    let config = PlanConfig {
+        seeds: 4,
+        ..search(&tiny, 8, 60, 2, dir.path())
+    };
+    let labels = Mutex::new(Vec::new());
+    let found = run_search(&config, &|v, _, _| {
+        labels.lock().expect("labels").push(v.to_string());
+    })
+    .expect("search runs");
+    let v = &found.search.as_ref().expect("a search").variants[0];
+    let seeds = v.seeds.as_ref().expect("several seeds");
+    assert_eq!(seeds.seeds, [3, 4, 5, 6]);
+    assert_eq!(seeds.carries[0], v.carries, "the first seed's answer");
+    let (lo, hi) = seeds.range;
+    assert_eq!(lo, *seeds.carries.iter().min().expect("answers"));
+    assert_eq!(hi, *seeds.carries.iter().max().expect("answers"));
+    // Each class said meets in as many seeds as carry at least it.
+    for (size, k) in &seeds.support {
+        let carried = seeds.carries.iter().filter(|c| *c >= size).count() as u32;
+        assert_eq!(*k, carried, "{size}");
+    }
+    assert!(
+        seeds.support.first().is_some_and(|(_, k)| *k >= 2),
+        "a majority: {seeds:?}"
+    );
+    assert_eq!(seeds.probes.len(), 3);
+    assert!(v.summary.starts_with("tiny carries "), "{}", v.summary);
+    assert!(v.summary.contains(" over 4 seeds: "), "{}", v.summary);
+    assert!(
+        labels
+            .lock()
+            .expect("labels")
+            .iter()
+            .any(|l| l == "tiny, seed 6"),
+        "each further seed's probes are named by it"
+    );
+    let one_thread = run_search(
+        &PlanConfig {
+            jobs: 1,
+            ..config.clone()
+        },
+        &|_, _, _| {},
+    )
+    .expect("search runs");
+    assert_eq!(text(&one_thread), text(&found));
+    assert_eq!(found.verdicts[0].largest_class, Some(seeds.majority));
+}
+
 #[test]
 fn the_ends_of_the_range_are_said_as_such() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -193,6 +253,7 @@ fn failed(missed: &[&str], pinned: f64, blocked: f64, kv: f64, preemptions: u64)
             max_num_seqs: 16,
             overridden: false,
             users: 41,
+            seed: None,
         },
         server_output_tok_per_s: Some(110.0),
         ttft_p50_s: Some(5.0),
@@ -293,6 +354,8 @@ fn bad_searches_are_one_line_errors() {
         ),
         (&["plan", "--max-users", "0"][..], "--max-users"),
         (&["plan", "--max-users", "many"][..], "--max-users"),
+        (&["plan", "--seeds", "0"][..], "--seeds"),
+        (&["plan", "--seeds", "101"][..], "--seeds"),
     ] {
         let f = run({
             let mut cmd = codendum(dir.path());

@@ -23,6 +23,7 @@ fn cell(users: u32, seqs: u32) -> CellResult {
             max_num_seqs: seqs,
             overridden: true,
             users,
+            seed: None,
         },
         server_output_tok_per_s: Some(110.0),
         ttft_p50_s: Some(10.0),

@@ -40,6 +40,43 @@ fn level(concurrency: u32, out: f64, ttft_p95: Option<f64>) -> LevelSummary {
 }
 
 #[test]
+fn a_change_inside_both_intervals_is_within_noise() {
+    use codendum_core::stats::Interval;
+    let fig = |a: (f64, f64, f64), b: (f64, f64, f64)| {
+        ComparedFigure::new(
+            "TTFT P95",
+            Unit::Seconds,
+            Better::Lower,
+            vec![Some(a.0), Some(b.0)],
+        )
+        .with_intervals(vec![
+            Some(Interval::closed(a.1, a.2)),
+            Some(Interval::closed(b.1, b.2)),
+        ])
+    };
+    let word = |f: ComparedFigure| f.change(1).map(|c| c.assessment);
+    // 29.5 (27.8–31.3) then 31.0 (29.0–33.2): the intervals overlap.
+    assert_eq!(
+        word(fig((29.5, 27.8, 31.3), (31.0, 29.0, 33.2))),
+        Some(Assessment::WithinNoise)
+    );
+    // 29.5 (27.8–31.3) then 36.0 (33.0–39.0): worse, for real.
+    assert_eq!(
+        word(fig((29.5, 27.8, 31.3), (36.0, 33.0, 39.0))),
+        Some(Assessment::Worse)
+    );
+    assert_eq!(Assessment::WithinNoise.word(), "within noise");
+    // Without intervals (older folders), the 0.5 % rule still applies.
+    let plain = ComparedFigure::new(
+        "x",
+        Unit::Seconds,
+        Better::Lower,
+        vec![Some(2.0), Some(1.0)],
+    );
+    assert_eq!(word(plain), Some(Assessment::Better));
+}
+
+#[test]
 fn assessment_follows_direction() {
     let f = |better, a, b| ComparedFigure::new("x", Unit::Seconds, better, vec![Some(a), Some(b)]);
     let word = |fig: ComparedFigure| fig.change(1).map(|c| c.assessment);

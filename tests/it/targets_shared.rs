@@ -135,6 +135,7 @@ fn plan_cell() -> CellResult {
         max_num_seqs: 16,
         overridden: false,
         users: 4,
+        seed: None,
     };
     let window = Window {
         origin: 0.0,

@@ -8,18 +8,29 @@ use super::format::{fixed, show_with_unit, MISSING};
 use super::model::RunInfo;
 use super::svg::Chart;
 use codendum_core::results::metrics::{Better, Shown, Unit};
+use codendum_core::stats::Interval;
 
-/// How a later run's figure compares with the baseline's.
+/// How a later run's figure compares with the baseline's. When both runs
+/// give the figure's 95 % interval, a change is real only when the two
+/// intervals do not overlap (a conservative test: two non-overlapping 95 %
+/// intervals differ at well under the 5 % level); overlapping ones are
+/// **within noise**. Without intervals (older folders, counts and peaks)
+/// a change under 0.5 % is the same.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Assessment {
-    /// Moved in the good direction by at least 0.5 %.
+    /// Moved in the good direction (beyond both intervals, or by at least
+    /// 0.5 % without them).
     Better,
-    /// Moved in the bad direction by at least 0.5 %.
+    /// Moved in the bad direction (likewise).
     Worse,
-    /// Changed by less than 0.5 % of the baseline.
+    /// Changed by less than 0.5 % of the baseline (no intervals to judge
+    /// by).
     Same,
     /// Changed, but the figure has no good direction.
     Changed,
+    /// The two runs' intervals overlap: the difference is no larger than
+    /// what repeating the same run gives.
+    WithinNoise,
 }
 
 impl Assessment {
@@ -30,6 +41,7 @@ impl Assessment {
             Assessment::Worse => "worse",
             Assessment::Same => "same",
             Assessment::Changed => "changed",
+            Assessment::WithinNoise => "within noise",
         }
     }
 }
@@ -58,6 +70,10 @@ pub struct ComparedFigure {
     pub better: Better,
     /// One value per run, in run order; `None` where a run lacks it.
     pub values: Vec<Option<f64>>,
+    /// Each value's 95 % interval, in run order; empty, or `None` where a
+    /// run gives none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intervals: Vec<Option<Interval>>,
 }
 
 impl ComparedFigure {
@@ -70,7 +86,18 @@ impl ComparedFigure {
             shown: Shown::of(unit),
             better,
             values,
+            intervals: Vec::new(),
         }
+    }
+
+    /// The figure with each run's interval (in run order).
+    pub fn with_intervals(self, intervals: Vec<Option<Interval>>) -> Self {
+        ComparedFigure { intervals, ..self }
+    }
+
+    /// Run `run`'s interval, if it gave one.
+    pub fn interval(&self, run: usize) -> Option<Interval> {
+        self.intervals.get(run).copied().flatten()
     }
 
     /// The figure shown another way (milliseconds, minutes).
@@ -121,12 +148,17 @@ impl ComparedFigure {
             Some(p) => p.abs() < 0.5,
             None => delta == 0.0,
         };
-        let assessment = match (negligible, self.better) {
-            (true, _) => Assessment::Same,
-            (false, Better::Neither) => Assessment::Changed,
-            (false, Better::Higher) if delta > 0.0 => Assessment::Better,
-            (false, Better::Lower) if delta < 0.0 => Assessment::Better,
-            (false, _) => Assessment::Worse,
+        let noise = match (self.interval(0), self.interval(run)) {
+            (Some(a), Some(b)) => a.overlaps(&b),
+            _ => false,
+        };
+        let assessment = match (negligible, noise, self.better) {
+            (_, true, _) => Assessment::WithinNoise,
+            (true, false, _) => Assessment::Same,
+            (false, false, Better::Neither) => Assessment::Changed,
+            (false, false, Better::Higher) if delta > 0.0 => Assessment::Better,
+            (false, false, Better::Lower) if delta < 0.0 => Assessment::Better,
+            (false, false, _) => Assessment::Worse,
         };
         Some(Change {
             delta,

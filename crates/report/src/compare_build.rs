@@ -49,7 +49,13 @@ impl Comparison {
         let figures = class_metrics_in(View::Compare)
             .map(|m| {
                 let values = runs.iter().map(|(_, r)| (m.read)(&r.summary)).collect();
-                ComparedFigure::new(m.label, m.unit, m.better, values).shown_as(m.shown)
+                let intervals = runs
+                    .iter()
+                    .map(|(_, r)| m.interval_of(&r.summary))
+                    .collect();
+                ComparedFigure::new(m.label, m.unit, m.better, values)
+                    .shown_as(m.shown)
+                    .with_intervals(intervals)
             })
             .collect();
         let overlay = |values: fn(&ClassroomReport) -> Vec<f64>| -> Vec<CdfCurve> {
@@ -161,7 +167,13 @@ fn level_section(runs: &[(String, &BenchReport)], shape: &str, load: &str) -> Co
                     .iter()
                     .map(|row| row.and_then(|l| m.number(l)))
                     .collect();
-                ComparedFigure::new(m.label, m.unit, m.better, values).shown_as(m.shown)
+                let intervals = rows
+                    .iter()
+                    .map(|row| row.and_then(|l| m.interval_of(l)))
+                    .collect();
+                ComparedFigure::new(m.label, m.unit, m.better, values)
+                    .shown_as(m.shown)
+                    .with_intervals(intervals)
             })
             .collect(),
     }

@@ -2,7 +2,7 @@
 
 use super::compare::{lower_first, ComparedFigure, Comparison, Difference, RunKind};
 use super::doc::{title_date, Block, Doc};
-use super::format::{fixed, MISSING};
+use super::format::{fixed, with_interval, MISSING};
 
 /// The comparison document.
 pub(crate) fn compare_doc(c: &Comparison) -> Doc {
@@ -79,7 +79,10 @@ fn provenance_summary(c: &Comparison) -> String {
         .map(String::as_str)
         .unwrap_or("the first run");
     summary.push_str(&format!(
-        " Changes are relative to {base}; \"same\" means a change under 0.5 %."
+        " Changes are relative to {base}. Figures in parentheses are 95 % intervals; a change is \
+         \"better\" or \"worse\" only when the two runs' intervals do not overlap, else it is \
+         \"within noise\" (what repeating the same run would give). Figures without intervals: \
+         \"same\" means a change under 0.5 %."
     ));
     summary
 }
@@ -108,11 +111,12 @@ fn figure_sections(doc: &mut Doc, c: &Comparison) {
 /// One figure's row over `runs` runs.
 fn figure_row(f: &ComparedFigure, runs: usize) -> Vec<String> {
     let mut row = vec![f.name.clone()];
-    row.extend(
-        f.values
-            .iter()
-            .map(|v| v.map_or_else(|| MISSING.to_string(), |v| f.show(v))),
-    );
+    row.extend(f.values.iter().enumerate().map(|(run, v)| {
+        v.map_or_else(
+            || MISSING.to_string(),
+            |v| with_interval(f.show(v), f.shown, f.interval(run)),
+        )
+    }));
     for run in 1..runs {
         match f.change(run) {
             Some(ch) => {

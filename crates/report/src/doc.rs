@@ -5,6 +5,7 @@ use super::format::{fixed, MISSING};
 use super::model::{Parameter, RunInfo, Verdict};
 use super::svg::Chart;
 use codendum_core::results::Verdict as RunVerdict;
+use codendum_core::targets::Outcome;
 
 /// The one sentence every report carries.
 pub const DISCLAIMER: &str =
@@ -189,12 +190,40 @@ pub(crate) fn push_verdicts(doc: &mut Doc, verdicts: &[Verdict]) {
         return;
     }
     doc.heading("Targets");
-    let passed = verdicts.iter().filter(|v| v.passed).count();
-    doc.paragraph(format!("{passed} of {} targets met.", verdicts.len()));
+    let outcome = |v: &Verdict| {
+        v.outcome.unwrap_or(if v.passed {
+            Outcome::Met
+        } else {
+            Outcome::Missed
+        })
+    };
+    let met = verdicts
+        .iter()
+        .filter(|v| outcome(v) == Outcome::Met)
+        .count();
+    let open = verdicts
+        .iter()
+        .filter(|v| outcome(v) == Outcome::Indeterminate)
+        .count();
+    let undecided = if open > 0 {
+        format!(
+            " {open} indeterminate: the figure's 95 % interval straddles the target, so this run cannot tell which side it is on (measure longer, or repeat the run)."
+        )
+    } else {
+        String::new()
+    };
+    doc.paragraph(format!(
+        "{met} of {} targets met.{undecided}",
+        verdicts.len()
+    ));
     let rows = verdicts
         .iter()
         .map(|v| {
-            let result = if v.passed { "PASS" } else { "FAIL" };
+            let result = match outcome(v) {
+                Outcome::Met => "PASS",
+                Outcome::Missed => "FAIL",
+                Outcome::Indeterminate => "INDETERMINATE",
+            };
             vec![
                 v.name.clone(),
                 v.figure.clone(),

@@ -6,6 +6,7 @@
 
 use codendum_core::results::metrics::{ClassMetric, LevelMetric, Reading, Shown, Unit};
 use codendum_core::results::{ClassroomSummary, LevelSummary};
+use codendum_core::stats::Interval;
 
 /// What a missing or non-finite figure prints as.
 pub const MISSING: &str = "–";
@@ -69,6 +70,42 @@ pub fn show(shown: Shown, v: Option<f64>) -> String {
     }
 }
 
+/// A 95 % interval as people read it, in the figure's shown form and
+/// without its unit: `(27.8–31.3)`; an open bound is said as such, `(≥
+/// 2.70)` (no upper bound: too few values) or `(≤ 3.1)`; `(no bound)` when
+/// both are open. Empty without an interval.
+pub fn interval_text(shown: Shown, interval: Option<Interval>) -> String {
+    let Some(i) = interval else {
+        return String::new();
+    };
+    let bound = |v: f64| show(shown, Some(v));
+    match (i.lo, i.hi) {
+        (Some(lo), Some(hi)) => format!("({}–{})", bound(lo), bound(hi)),
+        (Some(lo), None) => format!("(≥ {})", bound(lo)),
+        (None, Some(hi)) => format!("(≤ {})", bound(hi)),
+        (None, None) => "(no bound)".to_string(),
+    }
+}
+
+/// A number and its interval: `29.5 (27.8–31.3)`, or the number alone
+/// without an interval.
+pub fn with_interval(number: String, shown: Shown, interval: Option<Interval>) -> String {
+    match interval_text(shown, interval) {
+        text if text.is_empty() => number,
+        text => format!("{number} {text}"),
+    }
+}
+
+/// A figure with its unit and interval, as sentences give it: `TTFT P95
+/// 29.5 s (27.8–31.3)`'s `29.5 s (27.8–31.3)`.
+pub fn show_with_interval(shown: Shown, unit: Unit, v: Option<f64>, i: Option<Interval>) -> String {
+    with_interval(
+        show_with_unit(shown, unit, v),
+        shown,
+        i.filter(|_| v.is_some()),
+    )
+}
+
 /// A figure's number with its shown unit: `17.5 s`, `8.5 %`, `64`.
 pub fn show_with_unit(shown: Shown, unit: Unit, v: Option<f64>) -> String {
     let number = show(shown, v);
@@ -78,20 +115,39 @@ pub fn show_with_unit(shown: Shown, unit: Unit, v: Option<f64>) -> String {
     }
 }
 
-/// A level figure of `level` as a table cell: its number, or its text.
+/// A level figure of `level` as a report's table cell: its number with
+/// its interval (`2.76 (2.70–2.80)`), or its text.
 pub fn level_cell(metric: &LevelMetric, level: &LevelSummary) -> String {
     match metric.read {
-        Reading::Number(read) => show(metric.shown, read(level)),
+        Reading::Number(read) => {
+            let v = read(level);
+            let i = metric.interval_of(level).filter(|_| v.is_some());
+            with_interval(show(metric.shown, v), metric.shown, i)
+        }
         Reading::Text(read) => read(level),
     }
 }
 
-/// A row of the class summary table: its figures' numbers joined by ` / `,
-/// then the unit of the first (`17.5 / 60.0 s`).
+/// A level figure of `level` as a cell of a narrow table (the one `bench`
+/// prints on stderr): its number, with its interval only when `interval`.
+pub fn level_cell_narrow(metric: &LevelMetric, level: &LevelSummary, interval: bool) -> String {
+    match metric.read {
+        Reading::Number(read) if !interval => show(metric.shown, read(level)),
+        _ => level_cell(metric, level),
+    }
+}
+
+/// A row of the class summary table: its figures' numbers (each with its
+/// interval) joined by ` / `, then the unit of the first (`17.5
+/// (16.0–19.2) / 60.0 (51.4–72.3) s`).
 pub fn class_row(figures: &[&ClassMetric], summary: &ClassroomSummary) -> String {
     let numbers: Vec<String> = figures
         .iter()
-        .map(|m| show(m.shown, (m.read)(summary)))
+        .map(|m| {
+            let v = (m.read)(summary);
+            let i = m.interval_of(summary).filter(|_| v.is_some());
+            with_interval(show(m.shown, v), m.shown, i)
+        })
         .collect();
     let unit = figures.first().map_or("", |m| m.shown.symbol(m.unit));
     if unit.is_empty() {
@@ -182,6 +238,34 @@ mod tests {
         assert_eq!(seconds(17.54), "17.5");
         assert_eq!(seconds(660.2), "660");
         assert_eq!(percent(0.085), "8.5");
+    }
+
+    #[test]
+    fn intervals_read_as_people_write_them() {
+        let i = |lo, hi| Some(Interval { lo, hi });
+        assert_eq!(
+            show_with_interval(
+                Shown::Seconds,
+                Unit::Seconds,
+                Some(29.5),
+                i(Some(27.8), Some(31.3))
+            ),
+            "29.5 s (27.8–31.3)"
+        );
+        assert_eq!(
+            interval_text(Shown::Seconds, i(Some(2.7), None)),
+            "(≥ 2.70)"
+        );
+        assert_eq!(
+            interval_text(Shown::Percent, i(None, Some(0.031))),
+            "(≤ 3.1)"
+        );
+        assert_eq!(interval_text(Shown::Seconds, i(None, None)), "(no bound)");
+        assert_eq!(interval_text(Shown::Seconds, None), "");
+        assert_eq!(
+            show_with_interval(Shown::Minutes, Unit::Seconds, Some(660.0), None),
+            "11.0 min"
+        );
     }
 
     #[test]

@@ -250,7 +250,7 @@ fn classroom_parameters(s: &ClassroomRunSummary) -> Vec<Parameter> {
             param("server figures from", &s.server_figures_source),
         ];
     }
-    vec![
+    let mut out = vec![
         param("users", p.users),
         param("scenario", &p.scenario),
         param("duration", format!("{} s", p.duration_s)),
@@ -272,7 +272,14 @@ fn classroom_parameters(s: &ClassroomRunSummary) -> Vec<Parameter> {
         param("clock scale", p.clock_scale),
         param("seed", p.seed),
         param("server figures from", &s.server_figures_source),
-    ]
+    ];
+    if let Some(w) = s.summary.steady_window {
+        out.push(param(
+            "steady window",
+            format!("{:.0}–{:.0} s (server output over it)", w.start_s, w.end_s),
+        ));
+    }
+    out
 }
 
 /// Output speed of each student, tokens/s: the student's output tokens over

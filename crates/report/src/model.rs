@@ -91,12 +91,17 @@ pub struct LevelBoundary {
 pub struct Verdict {
     /// What is checked, e.g. `TTFT P95 at 16 concurrent (short)`.
     pub name: String,
-    /// The measured figure with its unit, e.g. `1.84 s`.
+    /// The measured figure with its unit and interval, e.g. `1.84 s
+    /// (1.70–2.01)`.
     pub figure: String,
     /// The target with its unit, e.g. `≤ 2.00 s`.
     pub target: String,
     /// The figure meets the target.
     pub passed: bool,
+    /// Met, missed or indeterminate (the figure's interval straddles the
+    /// target); absent where only `passed` was judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<codendum_core::targets::Outcome>,
 }
 
 /// Everything a benchmark report shows.

@@ -17,6 +17,18 @@ const CHUNK_COUNTED: &str = "Output tokens were counted by the client, one per s
     server sent no usage, and a chunk can carry several tokens (vLLM 0.32 sent six tokens in two \
     chunks), so these token counts and the output tok/s built on them are lower bounds.";
 
+/// Said once in every report that shows intervals.
+const INTERVALS: &str = "Figures in parentheses are 95 % confidence intervals: percentiles from \
+    order statistics (exact binomial ranks, widened for requests that wait alike), shares by \
+    Wilson's interval, means and rates by batch means, coding requests per hour by Poisson's. \
+    (≥ x) has no upper bound: too few requests to bound that percentile from above (P95 needs \
+    72, P99 368). A target whose interval straddles its limit is indeterminate.";
+
+/// Whether any level of a report carries an interval.
+fn has_intervals(levels: &[LevelSummary]) -> bool {
+    levels.iter().any(|l| !l.intervals.is_empty())
+}
+
 /// The benchmark report document.
 pub(crate) fn bench_doc(r: &BenchReport) -> Doc {
     let mut doc = Doc::new(format!(
@@ -38,10 +50,14 @@ pub(crate) fn bench_doc(r: &BenchReport) -> Doc {
     }
     let mut charts = bench_charts(r).into_iter();
     let throughput_chart = charts.next();
+    if has_intervals(&r.levels) {
+        doc.paragraph(INTERVALS);
+    }
     for shape in r.shapes() {
         doc.heading(format!("{} prompts", upper_first(&shape)));
         let levels: Vec<&LevelSummary> = r.levels.iter().filter(|l| l.shape == shape).collect();
         push_shape_levels(&mut doc, &levels);
+        push_steady_windows(&mut doc, &levels);
         if let Some(chart) = charts.next().filter(|c| !c.is_empty_lines()) {
             doc.chart(chart);
         }
@@ -110,6 +126,9 @@ pub(crate) fn classroom_doc(r: &ClassroomReport) -> Doc {
         super::observed_doc::push_recording(&mut doc, o);
     }
     doc.heading("Summary");
+    if !r.summary.intervals.is_empty() {
+        doc.paragraph(INTERVALS);
+    }
     doc.table(&["Figure", "Value"], rows, 1);
     if r.calls_client_counted > 0 {
         doc.paragraph(format!(
@@ -187,6 +206,37 @@ fn push_shape_levels(doc: &mut Doc, levels: &[&LevelSummary]) {
     if !errors.is_empty() {
         doc.paragraph("Errors by kind:");
         doc.blocks.push(super::doc::Block::List(errors));
+    }
+}
+
+/// Where each closed-loop level's steady window lay, what it held, and
+/// which levels were too short to judge.
+fn push_steady_windows(doc: &mut Doc, levels: &[&LevelSummary]) {
+    let lines: Vec<String> = levels
+        .iter()
+        .filter_map(|l| {
+            let w = l.steady?;
+            let name = l.load_label();
+            Some(if w.used {
+                format!(
+                    "{name}: {:.1}–{:.1} s, {} requests (ramp-up {} and drain {} left out)",
+                    w.start_s, w.end_s, w.requests, w.ramp_up, w.drain
+                )
+            } else {
+                format!(
+                    "{name}: too short to judge ({} requests between {:.1} and {:.1} s; ramp-up {}, \
+                     drain {}): its figures are over the whole level",
+                    w.requests, w.start_s, w.end_s, w.ramp_up, w.drain
+                )
+            })
+        })
+        .collect();
+    if !lines.is_empty() {
+        doc.paragraph(
+            "Steady windows (each level's N requests in flight, replaced as they finished; \
+             latencies from the requests inside, rates from those that ended inside):",
+        );
+        doc.blocks.push(super::doc::Block::List(lines));
     }
 }
 

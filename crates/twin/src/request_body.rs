@@ -33,6 +33,8 @@ pub struct GenerationBody {
     pub prompt_text: String,
     /// The prompt's token ids (never empty).
     pub prompt_ids: Vec<u32>,
+    /// [`tokenizer::text_hash`] of `prompt_text`.
+    pub prompt_hash: u64,
     /// The parameters.
     pub params: Params,
 }
@@ -123,6 +125,37 @@ pub fn generation_body_from_value(
     served_model: &str,
     max_model_len: u32,
 ) -> Result<GenerationBody, BodyError> {
+    let mut prompts = Prompts {
+        tools: &mut |tools: &[Value]| tokenizer::render_tools(tools),
+        encode: &mut |text: &str| tokenizer::Encoded {
+            ids: tokenizer::encode(text),
+            hash: tokenizer::text_hash(text),
+        },
+    };
+    generation_body_encoded(value, chat, served_model, max_model_len, &mut prompts)
+}
+
+/// How a body's prompt is rendered and encoded: the tools block
+/// ([`tokenizer::render_tools`]) and the ids and hash of the text
+/// ([`tokenizer::encode`], [`tokenizer::text_hash`]), each as those
+/// functions give them, found another way when a server keeps what it
+/// rendered and encoded before (a session's [`tokenizer::PromptCache`]).
+pub struct Prompts<'a> {
+    /// The tools block of a set of tool definitions.
+    pub tools: &'a mut dyn FnMut(&[Value]) -> String,
+    /// The ids and hash of a prompt text.
+    pub encode: &'a mut dyn FnMut(&str) -> tokenizer::Encoded,
+}
+
+/// [`generation_body_from_value`] with the prompt rendered and encoded by
+/// `prompts`.
+pub fn generation_body_encoded(
+    value: Value,
+    chat: bool,
+    served_model: &str,
+    max_model_len: u32,
+    prompts: &mut Prompts<'_>,
+) -> Result<GenerationBody, BodyError> {
     if let Some(m) = value.get("model").and_then(Value::as_str) {
         if m != served_model {
             return Err(BodyError {
@@ -138,12 +171,16 @@ pub fn generation_body_from_value(
             return Err(BodyError::bad("messages is required", Some("messages")));
         };
         let tools = value.get("tools").and_then(Value::as_array);
-        tokenizer::render_chat(messages, tools.map_or(&[], Vec::as_slice))
+        let tools_text = (prompts.tools)(tools.map_or(&[], Vec::as_slice));
+        tokenizer::render_chat_with_tools(messages, &tools_text)
     } else {
         completions_prompt(&value)
             .ok_or_else(|| BodyError::bad("prompt is required", Some("prompt")))?
     };
-    let prompt_ids = tokenizer::encode(&prompt_text);
+    let tokenizer::Encoded {
+        ids: prompt_ids,
+        hash: prompt_hash,
+    } = (prompts.encode)(&prompt_text);
     if prompt_ids.is_empty() {
         return Err(BodyError::bad("the prompt is empty", Some("prompt")));
     }
@@ -152,6 +189,7 @@ pub fn generation_body_from_value(
         value,
         prompt_text,
         prompt_ids,
+        prompt_hash,
         params,
     })
 }

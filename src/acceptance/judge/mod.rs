@@ -1,15 +1,19 @@
 //! Judging results against targets: plain functions from a summary and a
-//! target table to one [`Judgement`] per checked figure. A class is judged
-//! by [`codendum_core::targets::classroom`] (the verdicts `codendum plan` gives
+//! target table to one [`Judgement`] per checked figure, by the one rule of
+//! [`Bound::judge`]: met, missed, or indeterminate when the figure's 95 %
+//! interval straddles the target. A class is judged by
+//! [`codendum_core::targets::classroom`] (the verdicts `codendum plan` gives
 //! too); this module adds the messages and report rows.
 
 use std::path::Path;
 
 use codendum_core::results::metrics::Source;
 use codendum_core::results::{BenchSummary, ClassroomRunSummary, LevelSummary};
+use codendum_core::stats::Interval;
 use codendum_core::targets::bench::{bound_of, BenchLevelTargets, ClassroomTargets};
 pub use codendum_core::targets::Bound;
-use codendum_core::targets::{ClassroomCheck, ClassroomKey};
+use codendum_core::targets::{ClassroomCheck, ClassroomKey, Outcome};
+use codendum_report::format::interval_text;
 use codendum_report::model::Verdict;
 
 /// One figure judged against one target.
@@ -23,17 +27,24 @@ pub struct Judgement {
     pub label: String,
     /// The measured figure; `None` when it could not be measured.
     pub figure: Option<f64>,
+    /// The figure's 95 % interval, when it has one.
+    pub interval: Option<Interval>,
     /// The limit.
     pub limit: f64,
     /// Ceiling or floor.
     pub bound: Bound,
     /// Unit after numbers (`s`, `tok/s`, or empty for counts).
     pub unit: &'static str,
-    /// The figure meets the target.
+    /// The figure's value meets the target.
     pub passed: bool,
+    /// Met, missed or indeterminate ([`Bound::judge`]).
+    pub outcome: Outcome,
     /// The failure message (figure, target, workload and results folder);
-    /// `None` when passed.
+    /// `None` unless missed.
     pub failure: Option<String>,
+    /// Why the run cannot decide (the interval straddles the target);
+    /// `None` unless indeterminate.
+    pub undecided: Option<String>,
     /// The row for the report.
     pub verdict: Verdict,
 }
@@ -41,6 +52,10 @@ pub struct Judgement {
 /// A measured figure, why it may be missing, and detail for messages.
 struct Figure {
     value: Option<f64>,
+    /// Its 95 % interval, when it has one.
+    interval: Option<Interval>,
+    /// How its interval is shown (the figure's unit).
+    shown: codendum_core::results::metrics::Shown,
     /// Why the figure is missing (shown only when it is).
     missing: Option<String>,
     /// Detail shown beside a failing figure, such as error kinds.
@@ -81,18 +96,38 @@ fn with_unit(number: String, unit: &str) -> String {
     }
 }
 
-/// Judges a figure by its bound ([`Bound::is_met`]).
+/// Judges a figure by its bound and interval ([`Bound::judge`]).
 fn judge(spec: Spec<'_>, figure: Figure) -> Judgement {
     let passed = spec.bound.is_met(figure.value, spec.limit);
-    judgement(spec, figure, passed)
+    let outcome = spec.bound.judge(figure.value, figure.interval, spec.limit);
+    judgement(spec, figure, passed, outcome)
 }
 
-/// The judgement of a figure whose verdict is `passed`: the failure
-/// message and the report row.
-fn judgement(spec: Spec<'_>, figure: Figure, passed: bool) -> Judgement {
+/// The judgement of a figure whose value `passed` and whose outcome is
+/// `outcome`: the failure (or undecided) message and the report row.
+fn judgement(spec: Spec<'_>, figure: Figure, passed: bool, outcome: Outcome) -> Judgement {
     let limit_text = with_unit(format!("{}", spec.limit), spec.unit);
     let where_ = format!("{}; {}", spec.context, spec.folder.display());
-    let failure = (!passed).then(|| match figure.value {
+    let shown_interval = interval_text(figure.shown, figure.interval);
+    let with_interval = |v: f64| {
+        let number = with_unit(format_number(v), spec.unit);
+        if shown_interval.is_empty() {
+            number
+        } else {
+            format!("{number} {shown_interval}")
+        }
+    };
+    let undecided = (outcome == Outcome::Indeterminate).then(|| {
+        let v = figure.value.unwrap_or(f64::NAN);
+        format!(
+            "indeterminate: {} {} against {} {limit_text}: its 95 % interval straddles the target, \
+             so this run cannot tell which side it is on (more requests or a longer run narrow it; {where_})",
+            spec.label,
+            with_interval(v),
+            spec.bound.sign()
+        )
+    });
+    let failure = (outcome == Outcome::Missed).then(|| match figure.value {
         Some(v) => {
             let verb = match spec.bound {
                 Bound::Max => "exceeds",
@@ -106,7 +141,7 @@ fn judgement(spec: Spec<'_>, figure: Figure, passed: bool) -> Judgement {
             format!(
                 "{} {}{detail} {verb} {limit_text} ({where_})",
                 spec.label,
-                with_unit(format_number(v), spec.unit)
+                with_interval(v)
             )
         }
         None => format!(
@@ -123,21 +158,25 @@ fn judgement(spec: Spec<'_>, figure: Figure, passed: bool) -> Judgement {
         name: format!("{} {}", spec.label, spec.scope),
         figure: figure
             .value
-            .map(|v| with_unit(format_number(v), spec.unit))
+            .map(with_interval)
             .unwrap_or_else(|| "not measured".into()),
         target: format!("{sign} {limit_text}"),
-        passed,
+        passed: outcome == Outcome::Met,
+        outcome: Some(outcome),
     };
     Judgement {
         group: spec.group.to_string(),
         metric: spec.metric.to_string(),
         label: spec.label.to_string(),
         figure: figure.value,
+        interval: figure.interval,
         limit: spec.limit,
         bound: spec.bound,
         unit: spec.unit,
         passed,
+        outcome,
         failure,
+        undecided,
         verdict,
     }
 }
@@ -202,6 +241,8 @@ pub fn judge_bench_level(
         };
         let figure = Figure {
             value: level.and_then(|l| metric.number(l)),
+            interval: level.and_then(|l| metric.interval_of(l)),
+            shown: metric.shown,
             missing,
             // A figure counted over every request shows the errors by kind.
             detail: (metric.source == Source::Requests)
@@ -268,12 +309,14 @@ pub fn judge_classroom(
             };
             let figure = Figure {
                 value: check.measured,
+                interval: check.interval,
+                shown: key.metric().shown,
                 missing: Some(why_missing(key, s).to_string()),
                 detail: (key == ClassroomKey::ServerErrors)
                     .then(|| errors_by_kind(s))
                     .flatten(),
             };
-            judgement(spec, figure, check.passed)
+            judgement(spec, figure, check.passed, check.outcome)
         })
         .collect()
 }

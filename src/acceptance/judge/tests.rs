@@ -212,3 +212,42 @@ fn numbers_are_formatted_for_people() {
     assert_eq!(format_number(146.7), "147");
     assert_eq!(format_number(3.0), "3");
 }
+
+#[test]
+fn a_figure_whose_interval_straddles_the_target_is_indeterminate() {
+    use codendum_core::stats::Interval;
+    let mut s = sample();
+    let c8 = s
+        .levels
+        .iter_mut()
+        .find(|l| l.concurrency == 8)
+        .expect("a c8 level");
+    c8.ttft_p95_s = Some(29.5);
+    c8.intervals
+        .insert("ttft_p95_s".into(), Interval::closed(27.8, 31.3));
+    let folder = Path::new("bench-results/2026-x");
+    let j = &judge_bench_level(&s, &level("short", 8).with("ttft_p95_s", 30.0), folder)[0];
+    assert!(j.passed, "the value alone meets it");
+    assert_eq!(j.outcome, codendum_core::targets::Outcome::Indeterminate);
+    assert!(j.failure.is_none());
+    let why = j.undecided.as_deref().unwrap_or_default();
+    assert!(
+        why.starts_with("indeterminate: TTFT P95 29.5 s (27.8–31.3) against ≤ 30 s"),
+        "{why}"
+    );
+    assert_eq!(j.verdict.figure, "29.5 s (27.8–31.3)");
+    // The same figure with a narrow interval is met, a high one missed.
+    let met = &judge_bench_level(&s, &level("short", 8).with("ttft_p95_s", 32.0), folder)[0];
+    assert_eq!(met.outcome, codendum_core::targets::Outcome::Met);
+    let missed = &judge_bench_level(&s, &level("short", 8).with("ttft_p95_s", 27.0), folder)[0];
+    assert_eq!(missed.outcome, codendum_core::targets::Outcome::Missed);
+    assert!(
+        missed
+            .failure
+            .as_deref()
+            .unwrap_or_default()
+            .starts_with("TTFT P95 29.5 s (27.8–31.3) exceeds 27 s"),
+        "{:?}",
+        missed.failure
+    );
+}

@@ -12,7 +12,9 @@ use super::summary::{RunHeader, ServerDescription};
 use super::ResultsError;
 use crate::kinds::Provenance;
 
-pub use super::schema::{CLASSROOM_KIND, CLASSROOM_SCHEMA_VERSION, REPLAY_KIND};
+pub use super::schema::{
+    CLASSROOM_KIND, CLASSROOM_SCHEMA_VERSION, CLASSROOM_SCHEMA_VERSIONS, REPLAY_KIND,
+};
 /// File name of the per-coding-request lines.
 pub const TASKS_JSONL: &str = "tasks.jsonl";
 
@@ -186,13 +188,13 @@ pub fn write_classroom_summary<W: Write>(
 /// Reads a classroom `summary.json`; another kind or schema version is an
 /// error.
 pub fn read_classroom_summary<R: Read>(input: R) -> Result<ClassroomRunSummary, ResultsError> {
-    super::summary::read_versioned_summary(input, CLASSROOM_KIND, CLASSROOM_SCHEMA_VERSION)
+    super::summary::read_versioned_summary(input, CLASSROOM_KIND, &CLASSROOM_SCHEMA_VERSIONS)
 }
 
 /// Reads a replay's `summary.json` (a classroom summary of kind
 /// [`REPLAY_KIND`], at the classroom's schema version).
 pub fn read_replay_summary<R: Read>(input: R) -> Result<ClassroomRunSummary, ResultsError> {
-    super::summary::read_versioned_summary(input, REPLAY_KIND, CLASSROOM_SCHEMA_VERSION)
+    super::summary::read_versioned_summary(input, REPLAY_KIND, &CLASSROOM_SCHEMA_VERSIONS)
 }
 
 /// Reads `summary.json` of a classroom folder.

@@ -8,7 +8,10 @@ use serde::{Deserialize, Serialize};
 
 use super::classroom_records::{CallKind, CallRecord, TaskOutcome, TaskRecord};
 use crate::kinds::ErrorKind;
-use crate::stats::{percentile, sorted_finite};
+use crate::prom::replicas::fleet_window;
+use crate::prom::{ReplicaSample, TimelineSample};
+use crate::stats::dependence::percentile_interval_in_order;
+use crate::stats::{batch_means, percentile, poisson_rate, sorted_finite, Interval};
 
 /// Server-side figures from the `/metrics` sampler over the run; `None`
 /// where `/metrics` was not reachable. The run fills these in after the
@@ -113,6 +116,84 @@ pub struct ClassroomSummary {
     /// the server is a fleet (filled by the caller); absent for one server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_fleet: Option<super::FleetFigures>,
+    /// The stretch the steady-state figures (server output) are over,
+    /// seconds since the run started (filled with the server figures);
+    /// absent in folders written before schema version 2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady_window: Option<ClassWindow>,
+    /// The 95 % interval of each figure that has one, by the figure's key
+    /// ([`crate::results::metrics::CLASS_METRICS`]: `ttft_p95_s`,
+    /// `coding_request_p50_s`, `server_output_tok_per_s`), in the figure's
+    /// unit. Empty in folders written before schema version 2.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub intervals: BTreeMap<String, Interval>,
+}
+
+/// The steady-state window of a class: from the end of the ramp-up to the
+/// end of the window for new coding requests, seconds since the run started.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ClassWindow {
+    /// Start, seconds since the run started (the ramp-up's end).
+    pub start_s: f64,
+    /// End, seconds since the run started (the window's end, clipped to
+    /// the run).
+    pub end_s: f64,
+}
+
+/// The shortest steady window, seconds: a shorter one (a class that
+/// ended early, or a ramp-up nearly as long as its window) is replaced by
+/// the whole run.
+pub const MIN_CLASS_WINDOW_S: f64 = 60.0;
+
+/// The steady window of a class with `ramp_up_s` of ramp-up, a window of
+/// `duration_s` for new requests and `span_s` of run: `[ramp-up,
+/// duration]` clipped to the run, or the whole run `[0, span]` when that
+/// is shorter than [`MIN_CLASS_WINDOW_S`].
+pub fn class_window(ramp_up_s: f64, duration_s: f64, span_s: f64) -> ClassWindow {
+    let end_s = duration_s.min(span_s);
+    let start_s = ramp_up_s.min(end_s);
+    if end_s - start_s < MIN_CLASS_WINDOW_S {
+        ClassWindow {
+            start_s: 0.0,
+            end_s: span_s,
+        }
+    } else {
+        ClassWindow { start_s, end_s }
+    }
+}
+
+/// The interval of the server output over a class's steady window:
+/// batch means over ten equal sub-windows (generation tokens counted per
+/// sub-window, the replicas' own counters summed for a fleet). `origin`
+/// is the run's start on the timeline's clock. `None` with fewer than two
+/// sub-windows measured.
+pub fn server_output_interval(
+    timeline: &[TimelineSample],
+    replicas: &[ReplicaSample],
+    origin: f64,
+    window: ClassWindow,
+) -> Option<Interval> {
+    const BATCHES: usize = 10;
+    let length = window.end_s - window.start_s;
+    if length <= 0.0 {
+        return None;
+    }
+    let width = length / BATCHES as f64;
+    let rates: Vec<f64> = (0..BATCHES)
+        .filter_map(|i| {
+            let a = origin + window.start_s + i as f64 * width;
+            fleet_window(timeline, replicas, a, a + width)
+                .generation_tokens
+                .map(|g| g / width)
+        })
+        .collect();
+    if rates.len() < BATCHES {
+        return None;
+    }
+    batch_means(&rates).map(|(_, i)| Interval {
+        lo: i.lo.map(|v| v.max(0.0)),
+        hi: i.hi,
+    })
 }
 
 impl ClassroomSummary {
@@ -135,19 +216,55 @@ impl ClassroomSummary {
                 .filter(|k| matches!(k, ErrorKind::Http429 | ErrorKind::Http503))
                 .count() as u64;
         }
-        let ttft = sorted_finite(ok.iter().filter_map(|r| r.ttft_s));
-        let dur = sorted_finite(ok.iter().map(|r| r.duration_s));
-        let speed = sorted_finite(ok.iter().filter_map(|r| r.output_speed()));
-        let prompts = sorted_finite(ok.iter().filter_map(|r| r.prompt_tokens).map(|p| p as f64));
-        let done: Vec<&TaskRecord> = tasks
+        // Calls in start order and coding requests in start order: the
+        // percentiles' intervals read the series' dependence in time.
+        let mut ok = ok;
+        ok.sort_by(|a, b| a.started_at.total_cmp(&b.started_at));
+        let ttft_order: Vec<f64> = ok.iter().filter_map(|r| r.ttft_s).collect();
+        let dur_order: Vec<f64> = ok.iter().map(|r| r.duration_s).collect();
+        let speed_order: Vec<f64> = ok.iter().filter_map(|r| r.output_speed()).collect();
+        let prompt_order: Vec<f64> = ok
+            .iter()
+            .filter_map(|r| r.prompt_tokens)
+            .map(|p| p as f64)
+            .collect();
+        let ttft = sorted_finite(ttft_order.iter().copied());
+        let dur = sorted_finite(dur_order.iter().copied());
+        let speed = sorted_finite(speed_order.iter().copied());
+        let prompts = sorted_finite(prompt_order.iter().copied());
+        let mut done: Vec<&TaskRecord> = tasks
             .iter()
             .filter(|t| t.outcome == TaskOutcome::Completed)
             .collect();
-        let model_time = sorted_finite(done.iter().map(|t| t.model_time_s));
-        let task_time = sorted_finite(done.iter().map(|t| t.end - t.start));
+        done.sort_by(|a, b| a.start.total_cmp(&b.start));
+        let model_order: Vec<f64> = done.iter().map(|t| t.model_time_s).collect();
+        let task_order: Vec<f64> = done.iter().map(|t| t.end - t.start).collect();
+        let model_time = sorted_finite(model_order.iter().copied());
+        let task_time = sorted_finite(task_order.iter().copied());
         let count = |o: TaskOutcome| tasks.iter().filter(|t| t.outcome == o).count() as u64;
         let wall_s = tasks.iter().map(|t| t.end).fold(0.0f64, f64::max);
         let completed = done.len() as u64;
+        let mut intervals = BTreeMap::new();
+        for (key, values, p) in [
+            ("ttft_p50_s", &ttft_order, 50.0),
+            ("ttft_p95_s", &ttft_order, 95.0),
+            ("request_time_p50_s", &dur_order, 50.0),
+            ("request_time_p95_s", &dur_order, 95.0),
+            ("output_speed_p50_tok_per_s", &speed_order, 50.0),
+            ("coding_request_p50_s", &task_order, 50.0),
+            ("coding_request_p95_s", &task_order, 95.0),
+            ("model_time_p50_s", &model_order, 50.0),
+            ("model_time_p95_s", &model_order, 95.0),
+            ("prompt_tokens_p50", &prompt_order, 50.0),
+            ("prompt_tokens_p95", &prompt_order, 95.0),
+        ] {
+            if let Some(i) = percentile_interval_in_order(values, p) {
+                intervals.insert(key.to_string(), i);
+            }
+        }
+        if let Some(i) = poisson_rate(completed, wall_s / 3600.0) {
+            intervals.insert("completed_per_hour".to_string(), i);
+        }
         ClassroomSummary {
             users,
             wall_s,
@@ -182,6 +299,23 @@ impl ClassroomSummary {
             tool_errors: tasks.iter().map(|t| t.tool_errors as u64).sum(),
             server: ServerFigures::default(),
             server_fleet: None,
+            steady_window: None,
+            intervals,
+        }
+    }
+
+    /// Records the class's steady window and its server output's interval
+    /// (with the server figures, which are over that window).
+    pub fn set_steady_window(&mut self, window: ClassWindow, output: Option<Interval>) {
+        self.steady_window = Some(window);
+        match output {
+            Some(i) => {
+                self.intervals
+                    .insert("server_output_tok_per_s".to_string(), i);
+            }
+            None => {
+                self.intervals.remove("server_output_tok_per_s");
+            }
         }
     }
 }

@@ -5,7 +5,10 @@
 //! are fractions in JSON). An empty cell means "not measured" (no `/metrics`,
 //! or no successful request), never zero. `error_kinds` lists
 //! `kind:count` pairs separated by `;`. The columns and how each is read
-//! are [`super::metrics::LEVEL_METRICS`].
+//! are [`super::metrics::LEVEL_METRICS`]. After the figures come the
+//! bounds of their 95 % intervals, `<column>_lo` and `<column>_hi` for
+//! each figure that has one, in table order; an empty bound is open (the
+//! data cannot give it) or the level has no interval for it.
 
 use std::io::Write;
 
@@ -24,6 +27,27 @@ pub const SUMMARY_CSV_COLUMNS: [&str; LEVEL_METRICS.len()] = {
     }
     out
 };
+
+/// The interval columns of `summary.csv`: `<column>_lo`, `<column>_hi` for
+/// each figure with an interval, in [`LEVEL_METRICS`] order.
+pub fn interval_csv_columns() -> Vec<String> {
+    LEVEL_METRICS
+        .iter()
+        .filter(|m| m.interval.is_some())
+        .flat_map(|m| [format!("{}_lo", m.column), format!("{}_hi", m.column)])
+        .collect()
+}
+
+/// The whole header of `summary.csv`: the figures
+/// ([`SUMMARY_CSV_COLUMNS`]), then their intervals' bounds
+/// ([`interval_csv_columns`]).
+pub fn summary_csv_header() -> Vec<String> {
+    SUMMARY_CSV_COLUMNS
+        .iter()
+        .map(|c| c.to_string())
+        .chain(interval_csv_columns())
+        .collect()
+}
 
 /// Formats a number with at most 6 decimals, without trailing zeros.
 fn num(x: f64) -> String {
@@ -65,16 +89,28 @@ fn cell(metric: &LevelMetric, level: &LevelSummary) -> String {
 }
 
 fn row(level: &LevelSummary) -> Vec<String> {
-    LEVEL_METRICS.iter().map(|m| cell(m, level)).collect()
+    let figures = LEVEL_METRICS.iter().map(|m| cell(m, level));
+    let bounds = LEVEL_METRICS
+        .iter()
+        .filter(|m| m.interval.is_some())
+        .flat_map(|m| {
+            let scale = if m.unit == Unit::Fraction { 100.0 } else { 1.0 };
+            let i = m.interval_of(level);
+            [
+                opt(i.and_then(|i| i.lo).map(|v| v * scale)),
+                opt(i.and_then(|i| i.hi).map(|v| v * scale)),
+            ]
+        });
+    figures.chain(bounds).collect()
 }
 
-/// Writes `summary.csv`: the header, then one row per level in the given
-/// order. Lines end in `\n`.
+/// Writes `summary.csv`: the header ([`summary_csv_header`]), then one row
+/// per level in the given order. Lines end in `\n`.
 pub fn write_summary_csv<W: Write>(
     mut out: W,
     levels: &[LevelSummary],
 ) -> Result<(), ResultsError> {
-    let mut text = SUMMARY_CSV_COLUMNS.join(",");
+    let mut text = summary_csv_header().join(",");
     text.push('\n');
     for level in levels {
         text.push_str(&row(level).join(","));

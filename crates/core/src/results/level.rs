@@ -2,12 +2,15 @@
 //! the server figures over a level's window that they fold in.
 
 use super::records::RateFigures;
-use super::slo::{slo_figures, Slo};
+use super::slo::Slo;
+use super::steady::{end_of, steady_window, SteadyWindow};
 use std::collections::BTreeMap;
 
 use crate::kinds::TokenSource;
 use crate::results::{ErrorGroup, LevelEnd, LevelSummary, RequestRecord};
-use crate::stats::{mean, percentile, sorted_finite};
+use crate::stats::dependence::{percentile_interval_in_order, percentile_interval_in_rounds};
+use crate::stats::interval::batch_count;
+use crate::stats::{batch_means, mean, mean_interval, percentile, sorted_finite, wilson, Interval};
 
 /// Server figures over a window of the run (one level). Each figure is
 /// `None` when the metric was not seen in the window.
@@ -69,17 +72,22 @@ pub fn apply_server_window(level: &mut LevelSummary, window: &ServerWindow) {
     });
 }
 
-/// Summarises one level. Throughputs and latencies use successful requests;
-/// percentiles are taken from the raw values. `window` is `None` when there
-/// was no `/metrics`: the server columns are then absent, not zero.
+/// Summarises one level. Throughputs and latencies use successful
+/// requests; percentiles are taken from the raw values. A closed-loop level
+/// is summarised over its steady window ([`super::steady`]) when that holds
+/// enough requests: latencies from the requests inside it, rates from the
+/// requests that ended in it; counts (requests, errors, the error rate)
+/// are always the whole level's. Every percentile, share, mean and rate
+/// carries its 95 % interval ([`LevelSummary::intervals`], one method per
+/// figure: [`crate::results::metrics::LEVEL_METRICS`]). `window` is `None`
+/// when there was no `/metrics`: the server columns are then absent, not
+/// zero.
 pub fn summarize_level(
     frame: LevelFrame<'_>,
     records: &[RequestRecord],
     window: Option<ServerWindow>,
 ) -> LevelSummary {
-    let ok: Vec<&RequestRecord> = records.iter().filter(|r| r.ok).collect();
-    let ttft_mean_s = mean(ok.iter().filter_map(|r| r.ttft_s));
-    let e2e_mean_s = mean(ok.iter().map(|r| r.e2e_s));
+    let all_ok: Vec<&RequestRecord> = records.iter().filter(|r| r.ok).collect();
     let mut errors: BTreeMap<String, ErrorGroup> = BTreeMap::new();
     for r in records.iter().filter(|r| !r.ok) {
         let kind = r.error_kind.clone().unwrap_or_else(|| "unknown".into());
@@ -89,38 +97,126 @@ pub fn summarize_level(
         });
         group.count += 1;
     }
-    let input_sum: u64 = ok.iter().filter_map(|r| r.input_tokens).sum();
-    let output_sum: u64 = ok.iter().map(|r| r.output_tokens).sum();
-    let wall = frame.wall_time_s;
-    let rate = |x: f64| if wall > 0.0 { x / wall } else { 0.0 };
-    let ttft = sorted_finite(ok.iter().filter_map(|r| r.ttft_s));
-    let e2e = sorted_finite(ok.iter().map(|r| r.e2e_s));
+    let steady = match frame.rate {
+        None => steady_window(records),
+        Some(_) => None,
+    };
+    let basis = Basis::of(records, steady.filter(|w| w.used), &frame);
+    let ok: Vec<&RequestRecord> = basis.latency.iter().copied().filter(|r| r.ok).collect();
+    let ttft_in_order: Vec<f64> = ok.iter().filter_map(|r| r.ttft_s).collect();
+    let e2e_in_order: Vec<f64> = ok.iter().map(|r| r.e2e_s).collect();
+    let tpot_in_order: Vec<f64> = ok.iter().filter_map(|r| r.tpot_s).collect();
+    let ttft_mean_s = mean(ttft_in_order.iter().copied());
+    let e2e_mean_s = mean(e2e_in_order.iter().copied());
+    let ttft = sorted_finite(ttft_in_order.iter().copied());
+    let e2e = sorted_finite(e2e_in_order.iter().copied());
+    let flows = basis.flows();
+    let rate = |x: f64| {
+        if basis.span_s > 0.0 {
+            x / basis.span_s
+        } else {
+            0.0
+        }
+    };
+    let slo_counts = frame.slo.map(|s| {
+        let met_inside = basis.latency.iter().filter(|r| s.met_by(r)).count() as u64;
+        let met_ended = basis.rated.iter().filter(|r| s.met_by(r)).count() as f64;
+        (met_inside, basis.latency.len() as u64, met_ended)
+    });
+    let mut intervals = BTreeMap::new();
+    let mut put = |key: &str, i: Option<Interval>| {
+        if let Some(i) = i {
+            intervals.insert(key.to_string(), i);
+        }
+    };
+    // A closed-loop level's requests come in rounds of its N slots: its
+    // percentiles read their dependence between rounds.
+    let round = basis.closed_n.map_or(1, |n| n as usize);
+    for (key, values, p) in [
+        ("ttft_p50_s", &ttft_in_order, 50.0),
+        ("ttft_p95_s", &ttft_in_order, 95.0),
+        ("ttft_p99_s", &ttft_in_order, 99.0),
+        ("e2e_p50_s", &e2e_in_order, 50.0),
+        ("e2e_p95_s", &e2e_in_order, 95.0),
+    ] {
+        put(key, percentile_interval_in_rounds(values, p, round));
+    }
+    put("ttft_mean_s", mean_interval(&ttft_in_order));
+    put("e2e_mean_s", mean_interval(&e2e_in_order));
+    put("tpot_mean_s", mean_interval(&tpot_in_order));
+    put(
+        "error_rate",
+        wilson((records.len() - all_ok.len()) as u64, records.len() as u64),
+    );
+    let requests_per_s = rate(flows.successes);
+    let output_tok_per_s = rate(flows.output_tokens);
+    let total_tok_per_s = rate(flows.total_tokens);
+    put(
+        "requests_per_s",
+        basis.rate_interval(requests_per_s, |r| r.ok.into()),
+    );
+    put(
+        "output_tok_per_s",
+        basis.rate_interval(output_tok_per_s, |r| ok_tokens(r, false)),
+    );
+    put(
+        "total_tok_per_s",
+        basis.rate_interval(total_tok_per_s, |r| ok_tokens(r, true)),
+    );
+    let mut goodput_per_s = None;
+    let mut slo_share = None;
+    if let (Some(slo), Some((met, n, met_ended))) = (frame.slo, slo_counts) {
+        slo_share = (n > 0).then(|| met as f64 / n as f64);
+        goodput_per_s = (n > 0 && basis.span_s > 0.0).then(|| rate(met_ended));
+        put("slo_share", wilson(met, n));
+        if let Some(g) = goodput_per_s {
+            put(
+                "goodput_per_s",
+                basis.rate_interval(g, |r| f64::from(u8::from(slo.met_by(r)))),
+            );
+        }
+    }
+    let lags_in_order: Vec<f64> = records.iter().filter_map(|r| r.send_lag_s).collect();
+    if frame.rate.is_some() {
+        put(
+            "send_lag_p50_s",
+            percentile_interval_in_order(&lags_in_order, 50.0),
+        );
+        put(
+            "send_lag_p95_s",
+            percentile_interval_in_order(&lags_in_order, 95.0),
+        );
+    }
     LevelSummary {
         shape: frame.shape.to_string(),
         concurrency: frame.concurrency,
         ended_by: frame.ended_by,
         requests: records.len() as u64,
-        successes: ok.len() as u64,
+        successes: all_ok.len() as u64,
         errors,
         abandoned: frame.abandoned,
-        mean_input_tokens: mean(ok.iter().filter_map(|r| r.input_tokens.map(|t| t as f64))),
-        mean_output_tokens: mean(ok.iter().map(|r| r.output_tokens as f64)),
+        mean_input_tokens: mean(
+            all_ok
+                .iter()
+                .filter_map(|r| r.input_tokens.map(|t| t as f64)),
+        ),
+        mean_output_tokens: mean(all_ok.iter().map(|r| r.output_tokens as f64)),
         tokens_client_counted: records
             .iter()
             .any(|r| r.tokens_counted_by == TokenSource::Client),
         started_at_s: frame.started_at_s,
-        wall_time_s: wall,
-        requests_per_s: rate(ok.len() as f64),
+        wall_time_s: frame.wall_time_s,
+        requests_per_s,
         error_rate: (!records.is_empty())
-            .then(|| (records.len() - ok.len()) as f64 / records.len() as f64),
-        output_tok_per_s: rate(output_sum as f64),
-        total_tok_per_s: rate((input_sum + output_sum) as f64),
+            .then(|| (records.len() - all_ok.len()) as f64 / records.len() as f64),
+        output_tok_per_s,
+        total_tok_per_s,
         ttft_p50_s: percentile(&ttft, 50.0),
         ttft_p95_s: percentile(&ttft, 95.0),
         ttft_p99_s: percentile(&ttft, 99.0),
         e2e_p50_s: percentile(&e2e, 50.0),
         e2e_p95_s: percentile(&e2e, 95.0),
-        tpot_mean_s: mean(ok.iter().filter_map(|r| r.tpot_s)),
+        tpot_mean_s: mean(tpot_in_order.iter().copied()),
         ttft_mean_s,
         e2e_mean_s,
         preemptions: window.and_then(|w| w.preemptions),
@@ -136,14 +232,261 @@ pub fn summarize_level(
         }),
         fleet: None,
         rate: frame.rate.map(|mut r| {
-            let lags = sorted_finite(records.iter().filter_map(|r| r.send_lag_s));
+            let lags = sorted_finite(lags_in_order.iter().copied());
             r.send_lag_p50_s = percentile(&lags, 50.0);
             r.send_lag_p95_s = percentile(&lags, 95.0);
             r.send_lag_max_s = lags.last().copied();
             r
         }),
-        slo_share: frame.slo.and_then(|s| slo_figures(s, records, wall).0),
-        goodput_per_s: frame.slo.and_then(|s| slo_figures(s, records, wall).1),
+        slo_share,
+        goodput_per_s,
         server_restarted: false,
+        steady,
+        intervals,
+        client_cpu: None,
+    }
+}
+
+/// A successful request's tokens (output, or input and output); 0 for a
+/// failure.
+fn ok_tokens(r: &RequestRecord, with_input: bool) -> f64 {
+    if !r.ok {
+        return 0.0;
+    }
+    let input = if with_input {
+        r.input_tokens.unwrap_or(0)
+    } else {
+        0
+    };
+    (r.output_tokens + input) as f64
+}
+
+/// The requests a level's figures come from.
+struct Basis<'a> {
+    /// The requests its latency figures come from, in start order: those in
+    /// the steady window, or every request.
+    latency: Vec<&'a RequestRecord>,
+    /// The requests its rates count, in end order: those that ended in the
+    /// steady window, or every request.
+    rated: Vec<&'a RequestRecord>,
+    /// The span the rates are over, seconds: the window's length, or the
+    /// level's wall time.
+    span_s: f64,
+    /// Where the span starts, seconds since the run started.
+    start_s: f64,
+    /// N of a closed-loop level (its rates' intervals follow Little's law);
+    /// `None` for a rate level.
+    closed_n: Option<u32>,
+}
+
+/// What the rates of a level count, summed over its rated requests.
+struct Flows {
+    successes: f64,
+    output_tokens: f64,
+    total_tokens: f64,
+}
+
+impl<'a> Basis<'a> {
+    fn of(
+        records: &'a [RequestRecord],
+        steady: Option<SteadyWindow>,
+        frame: &LevelFrame<'_>,
+    ) -> Self {
+        let (mut latency, mut rated, span_s, start_s): (
+            Vec<&RequestRecord>,
+            Vec<&RequestRecord>,
+            f64,
+            f64,
+        ) = match steady {
+            Some(w) => (
+                records.iter().filter(|r| w.holds(r)).collect(),
+                records.iter().filter(|r| w.ended_in(r)).collect(),
+                w.length_s(),
+                w.start_s,
+            ),
+            None => (
+                records.iter().collect(),
+                records.iter().collect(),
+                frame.wall_time_s,
+                frame.started_at_s,
+            ),
+        };
+        latency.sort_by(|a, b| a.started_at.total_cmp(&b.started_at));
+        rated.sort_by(|a, b| end_of(a).total_cmp(&end_of(b)));
+        Basis {
+            latency,
+            rated,
+            span_s,
+            start_s,
+            closed_n: frame.rate.is_none().then_some(frame.concurrency.max(1)),
+        }
+    }
+
+    fn flows(&self) -> Flows {
+        let ok = || self.rated.iter().filter(|r| r.ok);
+        Flows {
+            successes: ok().count() as f64,
+            output_tokens: ok().map(|r| r.output_tokens as f64).sum(),
+            total_tokens: ok()
+                .map(|r| (r.output_tokens + r.input_tokens.unwrap_or(0)) as f64)
+                .sum(),
+        }
+    }
+
+    /// The interval of a rate whose figure is `point` and whose numerator
+    /// sums `count` over the rated requests.
+    ///
+    /// - Closed loop: with N requests always in flight, the level's rate is
+    ///   N times what one slot delivers per second of its requests' time
+    ///   (Little's law), so each batch of consecutive requests (in end
+    ///   order) gives its own estimate `N · Σ count / Σ E2E`; the batch
+    ///   means' relative interval is set around `point`.
+    /// - Open loop: the span is cut into equal sub-windows and the rate
+    ///   counted in each (by end time); batch means over them.
+    fn rate_interval(&self, point: f64, count: impl Fn(&RequestRecord) -> f64) -> Option<Interval> {
+        let b = batch_count(self.rated.len())?;
+        let per = self.rated.len() / b;
+        let batches: Vec<f64> = match self.closed_n {
+            Some(n) => (0..b)
+                .map(|i| {
+                    let end = if i + 1 == b {
+                        self.rated.len()
+                    } else {
+                        (i + 1) * per
+                    };
+                    let chunk = &self.rated[i * per..end];
+                    let busy: f64 = chunk.iter().map(|r| r.e2e_s).sum();
+                    let done: f64 = chunk.iter().map(|r| count(r)).sum();
+                    if busy > 0.0 {
+                        f64::from(n) * done / busy
+                    } else {
+                        f64::NAN
+                    }
+                })
+                .collect(),
+            None => {
+                if self.span_s <= 0.0 {
+                    return None;
+                }
+                let width = self.span_s / b as f64;
+                let mut sums = vec![0.0; b];
+                for r in &self.rated {
+                    let at = ((end_of(r) - self.start_s) / width).floor();
+                    let i = (at.max(0.0) as usize).min(b - 1);
+                    sums[i] += count(r);
+                }
+                sums.into_iter().map(|s| s / width).collect()
+            }
+        };
+        let (centre, i) = batch_means(&batches)?;
+        match self.closed_n {
+            Some(_) if centre > 0.0 => Some(i.scaled(point / centre)),
+            Some(_) => Some(Interval::closed(point, point)),
+            None => {
+                let i = i.shifted(point - centre);
+                Some(Interval {
+                    lo: i.lo.map(|v| v.max(0.0)),
+                    hi: i.hi,
+                })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::metrics::LEVEL_METRICS;
+    use crate::results::slo::Slo;
+
+    /// A closed loop of `n` slots over `waves` waves of 10 s, each request's
+    /// TTFT growing with its place in the wave; the first wave slower.
+    fn closed(n: u32, waves: u32) -> Vec<RequestRecord> {
+        (0..waves)
+            .flat_map(|w| {
+                (0..n).map(move |i| RequestRecord {
+                    shape: "short".into(),
+                    concurrency: n,
+                    index: u64::from(w * n + i),
+                    started_at: f64::from(w) * 10.0,
+                    ttft_s: Some(if w == 0 {
+                        5.0
+                    } else {
+                        0.1 + 0.01 * f64::from(i)
+                    }),
+                    e2e_s: 10.0,
+                    tpot_s: Some(0.03),
+                    input_tokens: Some(100),
+                    output_tokens: 256,
+                    tokens_counted_by: TokenSource::Server,
+                    finish_reason: Some("length".into()),
+                    ok: !(w == 2 && i == 0),
+                    error_kind: (w == 2 && i == 0).then(|| "http_503".into()),
+                    error_message: None,
+                    status: Some(200),
+                    scheduled_at: None,
+                    send_lag_s: None,
+                })
+            })
+            .collect()
+    }
+
+    fn frame<'a>(n: u32, slo: Option<&'a Slo>) -> LevelFrame<'a> {
+        LevelFrame {
+            shape: "short",
+            concurrency: n,
+            ended_by: LevelEnd::Requests,
+            started_at_s: 0.0,
+            wall_time_s: 60.0,
+            abandoned: 0,
+            rate: None,
+            slo,
+        }
+    }
+
+    #[test]
+    fn a_closed_loop_level_is_summarised_over_its_steady_window() {
+        let records = closed(4, 6);
+        let l = summarize_level(frame(4, None), &records, None);
+        let w = l.steady.expect("a window");
+        assert_eq!((w.start_s, w.end_s), (10.0, 50.0));
+        assert_eq!((w.ramp_up, w.requests, w.drain), (4, 16, 4));
+        assert!(w.used);
+        // The slow first wave is ramp-up: no TTFT of 5 s in the figures.
+        assert!(l.ttft_p95_s.expect("ttft") < 1.0, "{:?}", l.ttft_p95_s);
+        // Counts stay the whole level's.
+        assert_eq!((l.requests, l.successes), (24, 23));
+        // Four waves end in (10, 50]: 15 successes over 40 s.
+        assert!(
+            (l.requests_per_s - 15.0 / 40.0).abs() < 1e-9,
+            "{}",
+            l.requests_per_s
+        );
+        assert!((l.output_tok_per_s - 15.0 * 256.0 / 40.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn every_figure_with_an_interval_method_gets_one() {
+        let slo = Slo::parse("--slo", "ttft=1s").expect("slo");
+        let records = closed(4, 12);
+        let l = summarize_level(frame(4, Some(&slo)), &records, None);
+        for m in LEVEL_METRICS.iter().filter(|m| m.interval.is_some()) {
+            let want = !m.column.starts_with("send_lag");
+            assert_eq!(
+                m.interval_of(&l).is_some(),
+                want,
+                "{}: {:?}",
+                m.column,
+                l.intervals
+            );
+            if let (Some(v), Some(i)) = (m.number(&l), m.interval_of(&l)) {
+                assert!(i.contains(v), "{} {v} outside {i:?}", m.column);
+            }
+        }
+        // A short level keeps the whole level's figures, and says so.
+        let short = summarize_level(frame(4, None), &closed(4, 3), None);
+        let w = short.steady.expect("a window");
+        assert!(!w.used && w.requests == 4);
+        assert!(short.ttft_p95_s.expect("ttft") > 4.0, "ramp-up included");
     }
 }

@@ -16,10 +16,12 @@ pub mod level;
 pub mod metrics;
 pub mod profile_check;
 pub mod records;
+pub mod repeat;
 pub mod replicas;
 pub mod router_figures;
 pub mod schema;
 pub mod slo;
+pub mod steady;
 pub mod summary;
 pub mod time_split;
 pub mod verdict;
@@ -37,7 +39,9 @@ pub use self::classroom::{
 };
 pub use self::classroom_summary::{ClassroomSummary, ServerFigures};
 pub use self::continuity::MetricsContinuity;
-pub use self::csv::{write_summary_csv, SUMMARY_CSV_COLUMNS};
+pub use self::csv::{
+    interval_csv_columns, summary_csv_header, write_summary_csv, SUMMARY_CSV_COLUMNS,
+};
 pub use self::folder::{read_summary, summary_kind_of, JsonlFile, RunFolder, RunSummary};
 pub use self::jsonl::{read_jsonl, JsonlContents, JsonlWriter};
 pub use self::level::{apply_server_window, summarize_level, LevelFrame, ServerWindow};

@@ -188,6 +188,23 @@ pub struct LevelSummary {
     /// per process ([`super::continuity`]). Absent when it did not.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub server_restarted: bool,
+    /// A closed-loop level's steady window: its bounds, the requests in it,
+    /// its ramp-up and drain, and whether the figures come from it
+    /// ([`super::steady`]). Absent on rate levels and in folders written
+    /// before schema version 2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady: Option<super::steady::SteadyWindow>,
+    /// The 95 % interval of each figure that has one, by the figure's key
+    /// ([`crate::results::metrics::LevelMetric::key`]: `ttft_p95_s`,
+    /// `error_rate`, `output_tok_per_s`), in the figure's unit (a fraction
+    /// for shares). Empty in folders written before schema version 2.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub intervals: BTreeMap<String, crate::stats::Interval>,
+    /// The client process's CPU over the level, a fraction of one core
+    /// (user and system time over the level's wall time); absent when not
+    /// measured (against the embedded twin, which shares the process).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_cpu: Option<f64>,
 }
 
 /// The open-loop side of a rate level (see [`LevelSummary::rate`]).

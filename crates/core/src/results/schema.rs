@@ -4,21 +4,31 @@
 //! - Every JSON file a run writes whole (`summary.json`, `plan.json`,
 //!   `capture.json`, `client-times.json`) says its `kind` and its
 //!   `schema_version`.
-//! - A reader accepts its own kind at exactly the version this build
-//!   writes; another kind or version is refused with one line naming the
-//!   file and both versions (never a guess at an unknown layout).
+//! - A reader accepts its own kind at the versions this build knows (the
+//!   one it writes and the older ones it still reads); another kind or a
+//!   newer version is refused with one line naming the file and both
+//!   versions (never a guess at an unknown layout).
 //! - A change that an old reader would misread bumps the version; a new
 //!   optional field (absent = not measured) does not, so old folders still
 //!   read.
 
 use super::ResultsError;
 
-/// The `schema_version` of a bench `summary.json`.
-pub const BENCH_SCHEMA_VERSION: u32 = 1;
+/// The `schema_version` of a bench `summary.json`. Version 2 added each
+/// figure's interval (`intervals`), a closed-loop level's steady window
+/// (`steady`, whose requests its latencies and rates then come from) and
+/// the client's CPU; version 1 folders still read.
+pub const BENCH_SCHEMA_VERSION: u32 = 2;
+/// Every bench `summary.json` version this build reads, oldest first.
+pub const BENCH_SCHEMA_VERSIONS: [u32; 2] = [1, 2];
 /// The `kind` of a bench `summary.json`.
 pub const BENCH_KIND: &str = "bench";
-/// The `schema_version` of a classroom `summary.json`.
-pub const CLASSROOM_SCHEMA_VERSION: u32 = 1;
+/// The `schema_version` of a classroom `summary.json` (a replay's too).
+/// Version 2 added each figure's interval (`summary.intervals`) and the
+/// steady window (`summary.steady_window`); version 1 folders still read.
+pub const CLASSROOM_SCHEMA_VERSION: u32 = 2;
+/// Every classroom `summary.json` version this build reads, oldest first.
+pub const CLASSROOM_SCHEMA_VERSIONS: [u32; 2] = [1, 2];
 /// The `kind` of a classroom `summary.json`.
 pub const CLASSROOM_KIND: &str = "classroom";
 /// The `kind` of a replay's `summary.json` (`codendum replay`): a classroom
@@ -128,11 +138,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_reader_takes_its_kind_at_its_version_only() {
+    fn a_reader_takes_its_kind_at_the_versions_it_knows() {
         let ok = serde_json::json!({"kind": "bench", "schema_version": 1});
         assert_eq!(
-            check_schema(&ok, BENCH_KIND, &[BENCH_SCHEMA_VERSION]).ok(),
-            Some(1)
+            check_schema(&ok, BENCH_KIND, &BENCH_SCHEMA_VERSIONS).ok(),
+            Some(1),
+            "an old folder still reads"
+        );
+        let now = serde_json::json!({"kind": "bench", "schema_version": BENCH_SCHEMA_VERSION});
+        assert_eq!(
+            check_schema(&now, BENCH_KIND, &BENCH_SCHEMA_VERSIONS).ok(),
+            Some(BENCH_SCHEMA_VERSION)
+        );
+        assert_eq!(BENCH_SCHEMA_VERSIONS.last(), Some(&BENCH_SCHEMA_VERSION));
+        assert_eq!(
+            CLASSROOM_SCHEMA_VERSIONS.last(),
+            Some(&CLASSROOM_SCHEMA_VERSION)
         );
         let other = serde_json::json!({"kind": "classroom", "schema_version": 1});
         assert!(matches!(

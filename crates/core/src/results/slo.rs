@@ -138,6 +138,20 @@ impl Slo {
     }
 }
 
+impl Slo {
+    /// How a level fares against the SLO, by the one judging rule
+    /// ([`crate::targets::Bound::judge`]): its SLO share and the share's
+    /// 95 % (Wilson) interval against the share the SLO asks. A level
+    /// without a share (no request) misses it.
+    pub fn judge(&self, level: &super::LevelSummary) -> crate::targets::Outcome {
+        crate::targets::Bound::Min.judge(
+            level.slo_share,
+            level.intervals.get("slo_share").copied(),
+            self.share,
+        )
+    }
+}
+
 /// A duration: `2s`, `100ms`, `1.5m`, or bare seconds; above 0.
 pub(crate) fn duration(raw: &str) -> Option<f64> {
     let (number, scale) = if let Some(n) = raw.strip_suffix("ms") {

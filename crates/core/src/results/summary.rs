@@ -13,7 +13,7 @@ use super::ResultsError;
 use crate::kinds::Endpoint;
 use crate::kinds::Provenance;
 
-pub use super::schema::{BENCH_KIND, BENCH_SCHEMA_VERSION};
+pub use super::schema::{BENCH_KIND, BENCH_SCHEMA_VERSION, BENCH_SCHEMA_VERSIONS};
 
 /// How prompts were sized to their target token counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -188,8 +188,16 @@ pub struct RateStep {
     pub rate_per_s: f64,
     /// Its SLO share (a fraction).
     pub slo_share: Option<f64>,
-    /// Whether it met the SLO.
+    /// Whether its share met the SLO (what the bisection steers on).
     pub meets: bool,
+    /// Met, missed or indeterminate: the share's 95 % interval against the
+    /// SLO's share ([`super::slo::Slo::judge`]); absent in folders written
+    /// before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<crate::targets::Outcome>,
+    /// The share's 95 % interval (a fraction).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo_share_interval: Option<crate::stats::Interval>,
 }
 
 /// A `--find-rate` search: the highest rate whose level met the SLO.
@@ -214,22 +222,58 @@ pub struct RateSearch {
 
 impl RateSearch {
     /// `short: highest rate meeting ttft ≤ 2 s (95 % of requests): 0.82/s
-    /// (6 levels, 412 s)`.
+    /// (6 levels, 412 s)`, and when the answer's SLO share is too close to
+    /// call, `; indeterminate there: 96.1 % of requests (93.0–98.0 %), met
+    /// for sure up to 0.75/s`.
     pub fn line(&self) -> String {
+        let rate = |r: f64| format!("{}/s", super::records::trim_rate(r));
         let answer = match self.highest_rate_per_s {
-            Some(r) => format!("{}/s", super::records::trim_rate(r)),
+            Some(r) => rate(r),
             None => format!(
-                "none (one request at a time's {}/s missed it)",
-                super::records::trim_rate(self.bracket.0)
+                "none (one request at a time's {} missed it)",
+                rate(self.bracket.0)
             ),
         };
+        let at_answer = self
+            .highest_rate_per_s
+            .and_then(|r| self.steps.iter().find(|s| s.rate_per_s == r));
+        let undecided = match at_answer {
+            Some(step) if step.outcome == Some(crate::targets::Outcome::Indeterminate) => {
+                let pct = |v: f64| format!("{:.1}", v * 100.0);
+                let share = step.slo_share.map_or("–".into(), pct);
+                let interval = step.slo_share_interval.map_or(String::new(), |i| {
+                    format!(
+                        " ({}–{} %)",
+                        i.lo.map_or("…".into(), pct),
+                        i.hi.map_or("…".into(), pct)
+                    )
+                });
+                let sure = self
+                    .highest_met_rate_per_s()
+                    .map_or("no rate measured met it for sure".to_string(), |r| {
+                        format!("met for sure up to {}", rate(r))
+                    });
+                format!("; indeterminate there: {share} % of requests{interval}, {sure}")
+            }
+            _ => String::new(),
+        };
         format!(
-            "{}: highest rate meeting {}: {answer} ({} levels, {:.0} s)",
+            "{}: highest rate meeting {}: {answer} ({} levels, {:.0} s){undecided}",
             self.shape,
             self.slo.describe(),
             self.levels,
             self.wall_s
         )
+    }
+
+    /// The highest rate measured whose level met the SLO with its whole
+    /// interval ([`crate::targets::Outcome::Met`]); `None` when none did.
+    pub fn highest_met_rate_per_s(&self) -> Option<f64> {
+        self.steps
+            .iter()
+            .filter(|s| s.outcome == Some(crate::targets::Outcome::Met))
+            .map(|s| s.rate_per_s)
+            .reduce(f64::max)
     }
 }
 
@@ -269,15 +313,15 @@ pub fn write_summary_json<W: Write>(
 /// Reads a bench `summary.json`, rejecting other kinds and schema versions
 /// newer than this build understands.
 pub fn read_summary_json<R: Read>(input: R) -> Result<BenchSummary, ResultsError> {
-    read_versioned_summary(input, BENCH_KIND, BENCH_SCHEMA_VERSION)
+    read_versioned_summary(input, BENCH_KIND, &BENCH_SCHEMA_VERSIONS)
 }
 
 /// Reads a `summary.json` of the given `kind`, rejecting other kinds and any
-/// `schema_version` but `version`.
+/// `schema_version` not in `versions`.
 pub(crate) fn read_versioned_summary<T: serde::de::DeserializeOwned, R: Read>(
     input: R,
     kind: &'static str,
-    version: u32,
+    versions: &[u32],
 ) -> Result<T, ResultsError> {
     let value: serde_json::Value =
         serde_json::from_reader(input).map_err(|e| ResultsError::BadJson {
@@ -285,7 +329,7 @@ pub(crate) fn read_versioned_summary<T: serde::de::DeserializeOwned, R: Read>(
             line: e.line(),
             reason: e.to_string(),
         })?;
-    super::schema::check_schema(&value, kind, &[version])?;
+    super::schema::check_schema(&value, kind, versions)?;
     serde_json::from_value(value).map_err(|e| ResultsError::BadJson {
         file: "summary.json",
         line: 0,

@@ -21,12 +21,43 @@
 //!   errors exceed the run's `--max-error-rate` (a fraction of the calls),
 //!   else 0.
 //! - **Completed cleanly**: no call failed; exit 0.
+//!
+//! The error rate is judged against `--max-error-rate` by the one rule of
+//! [`crate::targets::Bound::judge`], with its Wilson interval: above the
+//! limit with its whole interval fails the exit code; an interval that
+//! straddles the limit is said (indeterminate) and does not.
+//!
+//! Besides how it ended, a run is **valid as a capacity figure** only when
+//! nothing made its own figures untrustworthy ([`validity`]): codendum's
+//! client falling behind (a rate level sent late beyond
+//! [`LATE_SEND_MIN_S`] and [`LATE_SEND_SHARE`] of its gap between
+//! arrivals, or the client's process near a full core,
+//! [`CLIENT_CPU_HIGH`]), more than [`CONTEXT_OVERFLOW_SHARE`] of the calls
+//! refused for exceeding the model's context, or a closed-loop level whose
+//! steady window was too short to judge. Such a run says "measured, but not
+//! valid as a capacity figure: …" and exits 1 under `--strict`
+//! ([`Verdict::strict_exit_code`]).
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use crate::kinds::ErrorKind;
+use crate::stats::{wilson, Interval};
+use crate::targets::{Bound, Outcome};
+
+/// The least P95 send lag that counts as the client falling behind,
+/// seconds (below it, timer and scheduler jitter).
+pub const LATE_SEND_MIN_S: f64 = 0.010;
+/// The share of a rate level's mean gap between arrivals (`1 / rate`)
+/// beyond which its P95 send lag makes the offered load a different one.
+pub const LATE_SEND_SHARE: f64 = 0.10;
+/// The client process's CPU, a fraction of one core, from which it counts
+/// as saturated (its own timing is then part of what it measures).
+pub const CLIENT_CPU_HIGH: f64 = 0.90;
+/// The share of calls refused for exceeding the model's context beyond
+/// which the run measured a different workload than asked.
+pub const CONTEXT_OVERFLOW_SHARE: f64 = 0.01;
 
 /// The default `--max-error-rate`: 5 % of a run's calls may fail before the
 /// run exits 1. The lab's class saw about 1 % fail on the VPN path with a
@@ -135,22 +166,65 @@ pub struct Verdict {
     /// `/metrics` showed ([`super::continuity`]); listed in the line.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub server_restarts: Vec<f64>,
+    /// The error rate's 95 % (Wilson) interval, a fraction; absent without
+    /// calls or in folders written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_rate_interval: Option<Interval>,
+    /// The error rate against `--max-error-rate` by the one judging rule:
+    /// met, missed (exit 1) or indeterminate; absent without calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_rate_outcome: Option<Outcome>,
+    /// Why the run's figures are not valid as a capacity figure
+    /// ([`validity`]); empty when they are.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_valid: Vec<String>,
 }
 
 impl Verdict {
     /// The process exit code the verdict asks for: 1 for a failed run and
-    /// for errors above the limit, else 0.
+    /// for errors above the limit (with their whole interval), else 0.
     pub fn exit_code(&self) -> i32 {
         match self.status {
             RunStatus::Failed => 1,
-            RunStatus::WithErrors if self.over_limit() => 1,
+            RunStatus::WithErrors if self.errors_missed_limit() => 1,
             _ => 0,
         }
     }
 
-    /// Whether the errors exceed [`Verdict::max_error_rate`].
+    /// The exit code under `--strict`: also 1 when the run is not valid as
+    /// a capacity figure ([`Verdict::not_valid`]).
+    pub fn strict_exit_code(&self) -> i32 {
+        if self.not_valid.is_empty() {
+            self.exit_code()
+        } else {
+            1
+        }
+    }
+
+    /// Whether the error rate's value exceeds [`Verdict::max_error_rate`].
     pub fn over_limit(&self) -> bool {
         self.error_rate.is_some_and(|r| r > self.max_error_rate)
+    }
+
+    /// Whether the error rate missed the limit: above it with its whole
+    /// interval (by its value alone when it has none).
+    pub fn errors_missed_limit(&self) -> bool {
+        match self.error_rate_outcome {
+            Some(o) => o == Outcome::Missed,
+            None => self.over_limit(),
+        }
+    }
+
+    /// The verdict with `reasons` the run's figures are not valid as a
+    /// capacity figure added to it and its line.
+    pub fn with_not_valid(mut self, reasons: impl IntoIterator<Item = String>) -> Self {
+        for r in reasons {
+            if !self.not_valid.contains(&r) {
+                self.not_valid.push(r);
+            }
+        }
+        self.line = line(&self);
+        self
     }
 
     /// The verdict with the server's restarts (seconds since the run
@@ -283,12 +357,23 @@ pub fn judge(calls: &[CallOutcome], expected: &Expectations) -> Verdict {
         outages,
         answered_until_s,
         server_restarts: Vec::new(),
+        error_rate_interval: wilson(errors, total),
+        error_rate_outcome: None,
+        not_valid: Vec::new(),
     };
-    if verdict.status == RunStatus::WithErrors && verdict.over_limit() {
+    verdict.error_rate_outcome = (total > 0).then(|| {
+        Bound::Max.judge(
+            verdict.error_rate,
+            verdict.error_rate_interval,
+            verdict.max_error_rate,
+        )
+    });
+    if verdict.status == RunStatus::WithErrors && verdict.errors_missed_limit() {
         verdict.reasons.push(format!(
-            "{} errors are {:.1} % of the calls, above --max-error-rate {}",
+            "{} errors are {:.1} % of the calls{}, above --max-error-rate {}",
             verdict.errors,
             verdict.error_rate.unwrap_or(0.0) * 100.0,
+            percent_interval(verdict.error_rate_interval),
             verdict.max_error_rate
         ));
     }
@@ -314,7 +399,19 @@ fn kinds_text(kinds: &BTreeMap<String, u64>) -> String {
         .join(", ")
 }
 
-/// The verdict's one line, the server's restarts after it.
+/// ` (2.8–12.5 %)`: a share's interval in percent, or nothing.
+fn percent_interval(i: Option<Interval>) -> String {
+    match i {
+        Some(Interval {
+            lo: Some(lo),
+            hi: Some(hi),
+        }) => format!(" ({:.1}–{:.1} %)", lo * 100.0, hi * 100.0),
+        _ => String::new(),
+    }
+}
+
+/// The verdict's one line, the server's restarts after it, then why the
+/// run is not valid as a capacity figure.
 fn line(v: &Verdict) -> String {
     let mut text = calls_line(v);
     if !v.server_restarts.is_empty() {
@@ -324,6 +421,12 @@ fn line(v: &Verdict) -> String {
             .map(|t| format!("{t:.1} s"))
             .collect();
         text.push_str(&format!("; the server restarted at {}", at.join(", ")));
+    }
+    if !v.not_valid.is_empty() {
+        text.push_str(&format!(
+            "; measured, but not valid as a capacity figure: {}",
+            v.not_valid.join("; ")
+        ));
     }
     text
 }
@@ -347,16 +450,23 @@ fn calls_line(v: &Verdict) -> String {
     match v.status {
         RunStatus::Clean => format!("completed cleanly: {} calls, no errors", v.calls),
         RunStatus::WithErrors => format!(
-            "completed with errors: {} of {} calls failed ({:.1} %: {}){}{}",
+            "completed with errors: {} of {} calls failed ({:.1} %{}: {}){}{}",
             v.errors,
             v.calls,
             v.error_rate.unwrap_or(0.0) * 100.0,
+            percent_interval(v.error_rate_interval),
             kinds_text(&v.errors_by_kind),
             outages(v),
-            if v.over_limit() {
-                format!(", above --max-error-rate {}", v.max_error_rate)
-            } else {
-                String::new()
+            match v.error_rate_outcome {
+                Some(Outcome::Missed) => format!(", above --max-error-rate {}", v.max_error_rate),
+                Some(Outcome::Indeterminate) => format!(
+                    ", indeterminate against --max-error-rate {} (its interval straddles it)",
+                    v.max_error_rate
+                ),
+                _ if v.error_rate_outcome.is_none() && v.over_limit() => {
+                    format!(", above --max-error-rate {}", v.max_error_rate)
+                }
+                _ => String::new(),
             }
         ),
         RunStatus::Failed => {
@@ -406,6 +516,14 @@ pub fn bench_verdict(
             l.concurrency, l.shape
         ));
     }
+    let overflows = records
+        .iter()
+        .filter(|r| {
+            !r.ok
+                && r.error_kind.as_deref() == Some(ErrorKind::Http400.as_str())
+                && r.error_message.as_deref().is_some_and(is_context_overflow)
+        })
+        .count() as u64;
     judge(
         &calls,
         &Expectations {
@@ -413,6 +531,63 @@ pub fn bench_verdict(
             max_error_rate,
         },
     )
+    .with_not_valid(validity(levels, overflows, records.len() as u64))
+}
+
+/// Whether an error message is a server refusing a prompt longer than its
+/// context (vLLM: "This model's maximum context length is N tokens";
+/// llama.cpp: "exceeds the available context size").
+pub fn is_context_overflow(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    m.contains("maximum context length")
+        || m.contains("context size")
+        || m.contains("context window")
+}
+
+/// Why a bench run's figures are not valid as a capacity figure (see the
+/// module documentation), one sentence each; empty when they are.
+/// `overflows` of `calls` were refused for exceeding the context.
+pub fn validity(levels: &[super::LevelSummary], overflows: u64, calls: u64) -> Vec<String> {
+    let mut out = Vec::new();
+    for l in levels {
+        let name = format!("{} {}", l.shape, l.load_label());
+        if let Some(r) = l.rate.as_ref().filter(|r| r.max_concurrency.is_none()) {
+            let bound = LATE_SEND_MIN_S.max(LATE_SEND_SHARE / r.rate_per_s.max(1e-9));
+            if let Some(lag) = r.send_lag_p95_s.filter(|lag| *lag > bound) {
+                out.push(format!(
+                    "the client sent {name}'s requests late (send lag P95 {:.0} ms, beyond {:.0} ms)",
+                    lag * 1e3,
+                    bound * 1e3
+                ));
+            }
+        }
+        if let Some(cpu) = l.client_cpu.filter(|c| *c >= CLIENT_CPU_HIGH) {
+            out.push(format!(
+                "the client's process used {:.0} % of a core during {name} (its own timing is part of the figures)",
+                cpu * 100.0
+            ));
+        }
+        if let Some(w) = l.steady.filter(|w| !w.used) {
+            out.push(format!(
+                "{name}'s steady window holds {} requests, too few to judge (ramp-up {}, drain {})",
+                w.requests, w.ramp_up, w.drain
+            ));
+        }
+    }
+    out.extend(overflow_reason(overflows, calls));
+    out
+}
+
+/// The reason a run is not valid when more than
+/// [`CONTEXT_OVERFLOW_SHARE`] of its calls went beyond the context.
+fn overflow_reason(overflows: u64, calls: u64) -> Option<String> {
+    (calls > 0 && overflows as f64 > CONTEXT_OVERFLOW_SHARE * calls as f64).then(|| {
+        format!(
+            "{overflows} of {calls} calls ({:.1} %) were beyond the model's context, more than {:.0} %",
+            overflows as f64 * 100.0 / calls as f64,
+            CONTEXT_OVERFLOW_SHARE * 100.0
+        )
+    })
 }
 
 /// The verdict of a class from its model calls and coding requests: it
@@ -426,7 +601,10 @@ pub fn class_verdict(
         .iter()
         .map(|c| CallOutcome {
             start_s: c.started_at,
-            end_s: c.started_at + c.duration_s,
+            // A retried call ends with its last attempt: its wait covers
+            // every attempt and the pauses between them, its duration the
+            // last attempt alone.
+            end_s: c.started_at + c.wait_s.max(c.duration_s),
             error: c.error_kind.map(|k| k.as_str().to_string()),
         })
         .collect();
@@ -441,6 +619,16 @@ pub fn class_verdict(
             tasks.len()
         ));
     }
+    // A refusal for length (HTTP 400) is what the client compacts and
+    // retries after: a call that met one, retried or not, went beyond the
+    // context.
+    let overflows = calls
+        .iter()
+        .filter(|c| {
+            c.error_kind == Some(ErrorKind::Http400)
+                || c.retried_kinds.contains(&ErrorKind::Http400)
+        })
+        .count() as u64;
     judge(
         &outcomes,
         &Expectations {
@@ -448,6 +636,7 @@ pub fn class_verdict(
             max_error_rate,
         },
     )
+    .with_not_valid(overflow_reason(overflows, calls.len() as u64))
 }
 
 #[cfg(test)]
@@ -609,5 +798,102 @@ mod tests {
         let o = outages(&calls);
         assert_eq!(o.len(), 1);
         assert_eq!((o[0].start_s, o[0].end_s), (5.0, Some(6.0)));
+    }
+
+    #[test]
+    fn an_error_rate_near_the_limit_is_indeterminate_and_does_not_fail() {
+        // 6 of 100 calls failed: 6.0 % (2.8–12.5 %) against 5 %.
+        // Lone failures between successes: errors, no outage.
+        let calls: Vec<CallOutcome> = (0..100)
+            .map(|i| {
+                if i % 16 == 5 {
+                    err(f64::from(i), "http_503")
+                } else {
+                    ok(f64::from(i))
+                }
+            })
+            .collect();
+        let v = judge(&calls, &expect(0.05));
+        assert_eq!(v.error_rate_outcome, Some(Outcome::Indeterminate));
+        assert_eq!(v.exit_code(), 0, "{}", v.line);
+        assert!(
+            v.line
+                .contains("indeterminate against --max-error-rate 0.05"),
+            "{}",
+            v.line
+        );
+        assert!(v.line.contains("(2.8–12.5 %)"), "{}", v.line);
+        // 30 of 100: above the limit with its whole interval.
+        let calls: Vec<CallOutcome> = (0..100)
+            .map(|i| {
+                if i % 10 < 3 {
+                    err(f64::from(i), "timeout")
+                } else {
+                    ok(f64::from(i))
+                }
+            })
+            .collect();
+        let v = judge(&calls, &expect(0.05));
+        assert_eq!(v.error_rate_outcome, Some(Outcome::Missed));
+        assert_eq!(v.exit_code(), 1);
+    }
+
+    #[test]
+    fn a_run_whose_own_figures_cannot_be_trusted_says_so_and_fails_under_strict() {
+        use crate::results::steady::SteadyWindow;
+        use crate::results::{LevelSummary, RateFigures};
+        let short = LevelSummary {
+            shape: "short".into(),
+            concurrency: 16,
+            steady: Some(SteadyWindow {
+                start_s: 30.0,
+                end_s: 30.0,
+                requests: 0,
+                ramp_up: 16,
+                drain: 16,
+                used: false,
+            }),
+            ..Default::default()
+        };
+        let late = LevelSummary {
+            shape: "short".into(),
+            rate: Some(RateFigures {
+                rate_per_s: 2.0,
+                send_lag_p95_s: Some(0.080),
+                ..Default::default()
+            }),
+            client_cpu: Some(0.97),
+            ..Default::default()
+        };
+        let reasons = validity(&[short, late], 3, 100);
+        assert_eq!(reasons.len(), 4, "{reasons:?}");
+        assert!(
+            reasons[0].contains("short c16's steady window holds 0 requests"),
+            "{reasons:?}"
+        );
+        assert!(
+            reasons[1].contains("send lag P95 80 ms, beyond 50 ms"),
+            "{reasons:?}"
+        );
+        assert!(reasons[2].contains("97 % of a core"), "{reasons:?}");
+        assert!(
+            reasons[3].starts_with("3 of 100 calls (3.0 %) were beyond the model's context"),
+            "{reasons:?}"
+        );
+        assert!(validity(&[], 1, 100).is_empty(), "1 % is allowed");
+        let v = judge(&[ok(1.0)], &expect(0.05)).with_not_valid(reasons);
+        assert_eq!(v.exit_code(), 0);
+        assert_eq!(v.strict_exit_code(), 1);
+        assert!(
+            v.line.contains(
+                "; measured, but not valid as a capacity figure: short c16's steady window"
+            ),
+            "{}",
+            v.line
+        );
+        assert!(is_context_overflow(
+            "This model's maximum context length is 65536 tokens. However, you requested"
+        ));
+        assert!(!is_context_overflow("max_tokens must be at least 1"));
     }
 }

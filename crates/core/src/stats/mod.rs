@@ -6,6 +6,19 @@
 //! `[0, 100]`, `h = (n − 1)·p/100` and the result is
 //! `x[⌊h⌋] + (h − ⌊h⌋)·(x[⌊h⌋+1] − x[⌊h⌋])`. They are always computed from
 //! the raw values, never from a bucketed histogram.
+//!
+//! Every percentile, share and rate a run reports carries a 95 % confidence
+//! interval ([`interval`]); values that depend on each other count for
+//! fewer ([`dependence`]).
+
+pub mod dependence;
+pub mod interval;
+pub mod quantiles;
+
+pub use interval::{
+    batch_means, mean_interval, percentile_interval, percentile_interval_dependent, poisson_rate,
+    wilson, Interval, CONFIDENCE,
+};
 
 use serde::{Deserialize, Serialize};
 

@@ -2,7 +2,16 @@
 //! (`codendum::acceptance`) and `codendum plan` (`codendum::plan`), so that both
 //! judge `[targets.classroom]` by one definition:
 //!
-//! - [`Bound`]: whether a target is a ceiling or a floor;
+//! - [`Bound`]: whether a target is a ceiling or a floor, and the one
+//!   judging rule ([`Bound::judge`]): a figure with its 95 % interval is
+//!   **met** when the whole interval is on the right side of the limit,
+//!   **missed** when the whole interval is on the wrong side, and
+//!   **indeterminate** when the interval straddles the limit (the data
+//!   cannot tell which side the true value is on). A figure without an
+//!   interval (a count, a peak) is judged by its value alone; a figure that
+//!   was not measured is missed. `--slo`, `--find-rate`, the verdict's
+//!   error rate, `plan`, the capacity suite and `calibrate --check` all
+//!   judge by it;
 //! - [`classroom`]: the keys of `[targets.classroom]`, their parser and one
 //!   judging function per key.
 //!
@@ -99,13 +108,52 @@ impl Outcome {
 }
 
 impl Bound {
-    /// Whether `figure` meets `limit` (both in the target's unit). A figure
-    /// that could not be measured (`None`) does not meet its target.
+    /// Whether `figure` meets `limit` (both in the target's unit) by its
+    /// value alone. A figure that could not be measured (`None`) does not
+    /// meet its target.
     pub fn is_met(self, figure: Option<f64>, limit: f64) -> bool {
         figure.is_some_and(|v| match self {
             Bound::Max => v <= limit,
             Bound::Min => v >= limit,
         })
+    }
+
+    /// The one judging rule (see the module documentation): `figure` with
+    /// its 95 % `interval` against `limit`. Without an interval the value
+    /// decides (met or missed); an open bound reaches past any limit on its
+    /// side. Not measured: missed.
+    pub fn judge(
+        self,
+        figure: Option<f64>,
+        interval: Option<crate::stats::Interval>,
+        limit: f64,
+    ) -> Outcome {
+        let Some(value) = figure else {
+            return Outcome::Missed;
+        };
+        let Some(i) = interval else {
+            return if self.is_met(Some(value), limit) {
+                Outcome::Met
+            } else {
+                Outcome::Missed
+            };
+        };
+        // The bound on the limit's side, and the one away from it.
+        let (near, far) = match self {
+            Bound::Max => (i.hi, i.lo),
+            Bound::Min => (i.lo, i.hi),
+        };
+        let within = |x: f64| match self {
+            Bound::Max => x <= limit,
+            Bound::Min => x >= limit,
+        };
+        if near.is_some_and(within) && within(value) {
+            Outcome::Met
+        } else if far.is_some_and(|x| !within(x)) && !within(value) {
+            Outcome::Missed
+        } else {
+            Outcome::Indeterminate
+        }
     }
 
     /// The sign written before a limit: `≤` or `≥`.
@@ -188,6 +236,64 @@ mod tests {
         assert!(!Bound::Min.is_met(Some(2.9), 3.0));
         assert!(!Bound::Max.is_met(None, 3.0) && !Bound::Min.is_met(None, 0.0));
         assert_eq!((Bound::Max.sign(), Bound::Min.sign()), ("≤", "≥"));
+    }
+
+    #[test]
+    fn the_interval_decides_between_met_missed_and_indeterminate() {
+        use crate::stats::Interval;
+        let i = |lo: f64, hi: f64| Some(Interval::closed(lo, hi));
+        // TTFT P95 29.5 s (27.8–31.3) against ≤ 30 s: indeterminate.
+        assert_eq!(
+            Bound::Max.judge(Some(29.5), i(27.8, 31.3), 30.0),
+            Outcome::Indeterminate
+        );
+        assert_eq!(
+            Bound::Max.judge(Some(29.5), i(28.0, 29.9), 30.0),
+            Outcome::Met
+        );
+        assert_eq!(
+            Bound::Max.judge(Some(31.0), i(30.2, 32.0), 30.0),
+            Outcome::Missed
+        );
+        // Floors mirror ceilings.
+        assert_eq!(
+            Bound::Min.judge(Some(120.0), i(112.0, 125.0), 110.0),
+            Outcome::Met
+        );
+        assert_eq!(
+            Bound::Min.judge(Some(112.0), i(105.0, 118.0), 110.0),
+            Outcome::Indeterminate
+        );
+        assert_eq!(
+            Bound::Min.judge(Some(100.0), i(95.0, 105.0), 110.0),
+            Outcome::Missed
+        );
+        // An open upper bound cannot show a ceiling met.
+        let open = Some(Interval {
+            lo: Some(0.29),
+            hi: None,
+        });
+        assert_eq!(
+            Bound::Max.judge(Some(0.3), open, 1.0),
+            Outcome::Indeterminate
+        );
+        assert_eq!(
+            Bound::Max.judge(
+                Some(1.4),
+                open.map(|o| Interval { lo: Some(1.2), ..o }),
+                1.0
+            ),
+            Outcome::Missed
+        );
+        // No interval: the value alone; not measured: missed.
+        assert_eq!(Bound::Max.judge(Some(0.0), None, 0.0), Outcome::Met);
+        assert_eq!(Bound::Max.judge(Some(1.0), None, 0.0), Outcome::Missed);
+        assert_eq!(Bound::Min.judge(None, i(1.0, 2.0), 0.0), Outcome::Missed);
+        assert_eq!(
+            Outcome::worst([Outcome::Met, Outcome::Indeterminate, Outcome::Met]),
+            Outcome::Indeterminate
+        );
+        assert_eq!(Outcome::worst([]), Outcome::Met);
     }
 
     #[test]

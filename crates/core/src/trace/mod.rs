@@ -214,10 +214,10 @@ impl TraceCall {
 
     /// Whether this call carries on the conversation of `previous` (its
     /// session's previous call): it starts with `previous`'s prompt (all
-    /// but the last full block suffice, see [`TOLERANT_FROM_BLOCKS`]) and
-    /// is longer than `previous`'s prompt and answer together. Such a call
-    /// is `previous`'s messages, its answer, and a new message of
-    /// [`TraceCall::new_tokens`].
+    /// but the last full block suffice for a prompt of four full blocks or
+    /// more) and is longer than `previous`'s prompt and answer together.
+    /// Such a call is `previous`'s messages, its answer, and a new message
+    /// of [`TraceCall::new_tokens`].
     pub fn carries_on(&self, previous: &TraceCall, block_size: u32) -> bool {
         self.starts_with(previous, block_size, true)
             && self.input_tokens > previous.input_tokens + previous.output_tokens

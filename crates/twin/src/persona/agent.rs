@@ -2,7 +2,7 @@
 //! tests, read a failure and fix it, and finish with a summary.
 //!
 //! A coding request has a budget of model calls drawn from the class
-//! ([`Plan::steps`]): the work is planned to fill it (reads, changes,
+//! (the plan's steps): the work is planned to fill it (reads, changes,
 //! builds, tests, fixes); when the plan is done early the agent keeps
 //! checking and improving (more reads, searches, another change, the tests
 //! again), and when the budget is spent it answers with what it has.

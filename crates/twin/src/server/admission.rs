@@ -12,7 +12,7 @@ use crate::answer::AnswerRequest;
 use crate::chunks::{self, plan_pieces, ChunkHead};
 use crate::engine::EngineRequest;
 use crate::generation::Generation;
-use crate::request_body::{generation_body_from_value, BodyError};
+use crate::request_body::{generation_body_encoded, BodyError, Prompts};
 use crate::runner::{AbortOnDrop, EngineCmd, EngineEvent};
 use crate::tokenizer;
 use crate::VLLM_VERSION;
@@ -60,16 +60,27 @@ pub fn admit(st: &TwinState, v: Value, chat: bool, session: &str) -> Result<Admi
     // vLLM times a request from its receipt by the API server.
     let arrived = st.clock.now();
     let server = &st.profile.server;
-    let parsed =
-        generation_body_from_value(v, chat, &server.served_model_name, server.max_model_len)
-            .map_err(body_refusal)?;
+    // A session's prompts grow step by step: the cache encodes only what
+    // changed since its last one.
+    let mut prompts = Prompts {
+        tools: &mut |tools| st.render_tools(tools),
+        encode: &mut |text| st.encode_prompt(session, text),
+    };
+    let parsed = generation_body_encoded(
+        v,
+        chat,
+        &server.served_model_name,
+        server.max_model_len,
+        &mut prompts,
+    )
+    .map_err(body_refusal)?;
     let (messages, tools, p) = (parsed.messages(), parsed.tools(), parsed.params);
     let prompt_text = &parsed.prompt_text;
     let ids = parsed.prompt_ids.clone();
-    let seed = tokenizer::request_seed(
+    let seed = tokenizer::request_seed_hashed(
         st.seed ^ tokenizer::text_hash(session),
         parsed.seed(),
-        prompt_text,
+        || parsed.prompt_hash,
     );
     let answer = st.responder.plan(&AnswerRequest {
         messages,

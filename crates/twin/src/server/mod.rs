@@ -50,6 +50,8 @@ pub struct TwinState {
     next_id: Arc<AtomicU64>,
     http: Mutex<BTreeMap<(String, String, String), u64>>,
     lateness: SharedLateness,
+    prompts: Mutex<crate::tokenizer::PromptCache>,
+    tools: Mutex<Vec<(Vec<serde_json::Value>, String)>>,
 }
 
 impl std::fmt::Debug for TwinState {
@@ -60,6 +62,9 @@ impl std::fmt::Debug for TwinState {
             .finish_non_exhaustive()
     }
 }
+
+/// Tool sets a [`TwinState`] keeps rendered.
+pub const TOOL_SETS: usize = 8;
 
 impl TwinState {
     /// Builds the state around a running engine task's command channel.
@@ -86,6 +91,44 @@ impl TwinState {
             next_id: Arc::new(AtomicU64::new(1)),
             http: Mutex::new(BTreeMap::new()),
             lateness: SharedLateness::default(),
+            prompts: Mutex::new(crate::tokenizer::PromptCache::default()),
+            tools: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The tools block of `tools` ([`crate::tokenizer::render_tools`]), from
+    /// the sets rendered before when it is one of them (an agent and its
+    /// subagents each send one set at every step; the last
+    /// [`TOOL_SETS`] are kept).
+    pub fn render_tools(&self, tools: &[serde_json::Value]) -> String {
+        if tools.is_empty() {
+            return String::new();
+        }
+        let Ok(mut sets) = self.tools.lock() else {
+            return crate::tokenizer::render_tools(tools);
+        };
+        if let Some((_, text)) = sets.iter().find(|(set, _)| set.as_slice() == tools) {
+            return text.clone();
+        }
+        let text = crate::tokenizer::render_tools(tools);
+        if sets.len() >= TOOL_SETS {
+            sets.remove(0);
+        }
+        sets.push((tools.to_vec(), text.clone()));
+        text
+    }
+
+    /// The token ids and hash of a prompt `session` sent, encoded from
+    /// where it differs from that session's last prompt
+    /// ([`crate::tokenizer::PromptCache`]); the same as
+    /// [`crate::tokenizer::encode`] and [`crate::tokenizer::text_hash`].
+    pub fn encode_prompt(&self, session: &str, text: &str) -> crate::tokenizer::Encoded {
+        match self.prompts.lock() {
+            Ok(mut cache) => cache.encode(session, text),
+            Err(_) => crate::tokenizer::Encoded {
+                ids: crate::tokenizer::encode(text),
+                hash: crate::tokenizer::text_hash(text),
+            },
         }
     }
 

@@ -14,6 +14,9 @@
 
 use super::answer::PlannedAnswer;
 
+pub mod prefix;
+pub use prefix::{Encoded, PrefixEncoder, PromptCache};
+
 /// Ids are below this (Qwen3's vocabulary size).
 pub const VOCAB_SIZE: u32 = 151_936;
 
@@ -161,6 +164,31 @@ fn content_text(content: &serde_json::Value) -> String {
 /// turns in order, then the open assistant turn. Earlier turns render the
 /// same way whatever follows them, so a conversation's prefix is stable.
 pub fn render_chat(messages: &[serde_json::Value], tools: &[serde_json::Value]) -> String {
+    render_chat_with_tools(messages, &render_tools(tools))
+}
+
+/// The tool definitions as [`render_chat`] appends them to the system
+/// turn: one JSON object a line after the heading; empty without tools.
+/// An agent sends the same tools at every step, so a server renders them
+/// once per set ([`render_chat_with_tools`]).
+pub fn render_tools(tools: &[serde_json::Value]) -> String {
+    let mut out = String::new();
+    if tools.is_empty() {
+        return out;
+    }
+    out.push_str(
+        "\n\n# Tools\n\nYou may call one or more functions. Function signatures:\n<tools>",
+    );
+    for t in tools {
+        out.push('\n');
+        out.push_str(&t.to_string());
+    }
+    out.push_str("\n</tools>");
+    out
+}
+
+/// [`render_chat`] with the tools already rendered ([`render_tools`]).
+pub fn render_chat_with_tools(messages: &[serde_json::Value], tools_text: &str) -> String {
     let mut out = String::new();
     let mut rest = messages;
     let first_is_system = messages
@@ -168,7 +196,7 @@ pub fn render_chat(messages: &[serde_json::Value], tools: &[serde_json::Value]) 
         .and_then(|m| m.get("role"))
         .and_then(|r| r.as_str())
         == Some("system");
-    if first_is_system || !tools.is_empty() {
+    if first_is_system || !tools_text.is_empty() {
         out.push_str("<|im_start|>system\n");
         if first_is_system {
             out.push_str(&content_text(
@@ -178,16 +206,7 @@ pub fn render_chat(messages: &[serde_json::Value], tools: &[serde_json::Value]) 
             ));
             rest = &messages[1..];
         }
-        if !tools.is_empty() {
-            out.push_str(
-                "\n\n# Tools\n\nYou may call one or more functions. Function signatures:\n<tools>",
-            );
-            for t in tools {
-                out.push('\n');
-                out.push_str(&t.to_string());
-            }
-            out.push_str("\n</tools>");
-        }
+        out.push_str(tools_text);
         out.push_str("<|im_end|>\n");
     }
     for m in rest {
@@ -272,7 +291,17 @@ pub fn text_hash(text: &str) -> u64 {
 /// A seed for a request: the twin's seed mixed with the request's `seed`
 /// field if it has one, else with a hash of the prompt text.
 pub fn request_seed(twin_seed: u64, body_seed: Option<u64>, prompt: &str) -> u64 {
-    let base = body_seed.unwrap_or_else(|| text_hash(prompt));
+    request_seed_hashed(twin_seed, body_seed, || text_hash(prompt))
+}
+
+/// [`request_seed`] with the prompt's [`text_hash`] from `prompt_hash`
+/// (called only when the body has no `seed`).
+pub fn request_seed_hashed(
+    twin_seed: u64,
+    body_seed: Option<u64>,
+    prompt_hash: impl FnOnce() -> u64,
+) -> u64 {
+    let base = body_seed.unwrap_or_else(prompt_hash);
     let mut z = base ^ twin_seed.rotate_left(17) ^ 0x9e37_79b9_7f4a_7c15;
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z ^ (z >> 31)

@@ -1,10 +1,10 @@
 //! The entries of [`super::CLASS_METRICS`]: the figures of a class, in the
 //! order of its summary table (the GB10 measurements' table, then the rest).
 
-use super::{Better, ClassMetric, ClassroomSummary, Shown, Source, Unit, View};
+use super::{Better, ClassMetric, ClassroomSummary, IntervalMethod, Shown, Source, Unit, View};
 use crate::kinds::ErrorKind;
 
-use self::{Better as B, Source as S, Unit as U, View as V};
+use self::{Better as B, IntervalMethod as I, Source as S, Unit as U, View as V};
 
 /// In the class summary table and `compare`.
 const SUMMARY_COMPARE: &[View] = &[V::ClassSummary, V::Compare];
@@ -78,6 +78,7 @@ const fn class(
         source,
         shown: Shown::of(unit),
         views,
+        interval: None,
         read,
     }
 }
@@ -86,6 +87,14 @@ impl ClassMetric {
     /// The entry with another [`Shown`].
     const fn with_shown(self, shown: Shown) -> ClassMetric {
         ClassMetric { shown, ..self }
+    }
+
+    /// The entry with its interval method.
+    const fn with_interval(self, method: IntervalMethod) -> ClassMetric {
+        ClassMetric {
+            interval: Some(method),
+            ..self
+        }
     }
 }
 
@@ -161,7 +170,8 @@ pub const CLASS_METRICS: [ClassMetric; 28] = [
         S::Server,
         SUMMARY_COMPARE,
         |m| m.server.output_tokens_per_s,
-    ),
+    )
+    .with_interval(I::BatchMeans),
     class(
         "ttft_p50_s",
         "TTFT P50",
@@ -171,7 +181,8 @@ pub const CLASS_METRICS: [ClassMetric; 28] = [
         S::Successes,
         SUMMARY_COMPARE,
         |m| m.ttft_p50_s,
-    ),
+    )
+    .with_interval(I::OrderStatistics),
     class(
         "ttft_p95_s",
         "TTFT P95",
@@ -181,7 +192,8 @@ pub const CLASS_METRICS: [ClassMetric; 28] = [
         S::Successes,
         SUMMARY_COMPARE,
         |m| m.ttft_p95_s,
-    ),
+    )
+    .with_interval(I::OrderStatistics),
     class(
         "output_speed_p50_tok_per_s",
         "Output speed per user P50",
@@ -191,7 +203,8 @@ pub const CLASS_METRICS: [ClassMetric; 28] = [
         S::Successes,
         SUMMARY_COMPARE,
         |m| m.output_speed_p50_tok_s,
-    ),
+    )
+    .with_interval(I::OrderStatistics),
     class(
         "coding_request_p50_s",
         "Coding request P50",
@@ -202,6 +215,7 @@ pub const CLASS_METRICS: [ClassMetric; 28] = [
         SUMMARY_COMPARE,
         |m| m.task_time_p50_s,
     )
+    .with_interval(I::OrderStatistics)
     .with_shown(Shown::Minutes),
     class(
         "coding_request_p95_s",
@@ -213,6 +227,7 @@ pub const CLASS_METRICS: [ClassMetric; 28] = [
         SUMMARY_COMPARE,
         |m| m.task_time_p95_s,
     )
+    .with_interval(I::OrderStatistics)
     .with_shown(Shown::Minutes),
     class(
         "model_time_p50_s",
@@ -223,7 +238,8 @@ pub const CLASS_METRICS: [ClassMetric; 28] = [
         S::Successes,
         SUMMARY,
         |m| m.model_time_p50_s,
-    ),
+    )
+    .with_interval(I::OrderStatistics),
     class(
         "model_time_p95_s",
         "Model time P95",
@@ -233,7 +249,8 @@ pub const CLASS_METRICS: [ClassMetric; 28] = [
         S::Successes,
         SUMMARY,
         |m| m.model_time_p95_s,
-    ),
+    )
+    .with_interval(I::OrderStatistics),
     class(
         "request_time_p50_s",
         "Request time P50",
@@ -243,7 +260,8 @@ pub const CLASS_METRICS: [ClassMetric; 28] = [
         S::Successes,
         SUMMARY,
         |m| m.request_time_p50_s,
-    ),
+    )
+    .with_interval(I::OrderStatistics),
     class(
         "request_time_p95_s",
         "Request time P95",
@@ -253,7 +271,8 @@ pub const CLASS_METRICS: [ClassMetric; 28] = [
         S::Successes,
         SUMMARY,
         |m| m.request_time_p95_s,
-    ),
+    )
+    .with_interval(I::OrderStatistics),
     class(
         "completed",
         "Coding requests completed",
@@ -273,7 +292,8 @@ pub const CLASS_METRICS: [ClassMetric; 28] = [
         S::Requests,
         SUMMARY,
         |m| m.completed_per_hour,
-    ),
+    )
+    .with_interval(I::Poisson),
     class(
         "prompt_tokens_p50",
         "Prompt tokens P50",
@@ -283,7 +303,8 @@ pub const CLASS_METRICS: [ClassMetric; 28] = [
         S::Requests,
         SUMMARY,
         |m| m.prompt_tokens_p50,
-    ),
+    )
+    .with_interval(I::OrderStatistics),
     class(
         "prompt_tokens_p95",
         "Prompt tokens P95",
@@ -293,7 +314,8 @@ pub const CLASS_METRICS: [ClassMetric; 28] = [
         S::Requests,
         SUMMARY,
         |m| m.prompt_tokens_p95,
-    ),
+    )
+    .with_interval(I::OrderStatistics),
     class(
         "prompt_tokens_max",
         "Prompt tokens max",

@@ -143,6 +143,38 @@ impl Shown {
     }
 }
 
+/// How a figure's 95 % interval is computed (the statistics are in
+/// [`crate::stats::interval`] and [`crate::stats::dependence`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IntervalMethod {
+    /// A percentile: order statistics with exact binomial ranks, stretched
+    /// for the dependence of values taken in time order.
+    OrderStatistics,
+    /// A share of requests: the Wilson score interval.
+    Wilson,
+    /// A mean or a rate over the window: batch means (a closed-loop level's
+    /// rates by Little's law over batches of consecutive requests).
+    BatchMeans,
+    /// A count of independent events over the run: the exact Poisson
+    /// interval.
+    Poisson,
+}
+
+impl IntervalMethod {
+    /// The method in a few words, for reports: `order statistics`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            IntervalMethod::OrderStatistics => {
+                "order statistics (exact binomial ranks, stretched for dependence)"
+            }
+            IntervalMethod::Wilson => "Wilson score interval",
+            IntervalMethod::BatchMeans => "batch means",
+            IntervalMethod::Poisson => "exact Poisson interval",
+        }
+    }
+}
+
 /// Where a figure appears besides the run's files (`summary.json` holds
 /// every figure, and `summary.csv` every level figure).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,6 +188,10 @@ pub enum View {
     Compare,
     /// The table `bench` prints on stderr when it ends.
     Progress,
+    /// Its 95 % interval beside it in that stderr table (the figures
+    /// targets and SLOs name most; the table stays narrow enough for a
+    /// terminal).
+    ProgressInterval,
     /// The summary table of a class (its report and the table `classroom`
     /// prints on stderr).
     ClassSummary,
@@ -201,6 +237,9 @@ pub struct LevelMetric {
     /// figures, which closed-loop runs without `--slo` never have); other
     /// figures show the missing mark, so a missing `/metrics` is seen.
     pub sparse: bool,
+    /// How its 95 % interval is computed; `None`: the figure has none (a
+    /// count, a peak, a description of the level).
+    pub interval: Option<IntervalMethod>,
     /// How to read it from a level.
     pub read: Reading,
 }
@@ -224,6 +263,29 @@ impl LevelMetric {
     /// `TTFT P95 (s)`, `TPOT (ms)`, `Requests`.
     pub fn header(&self) -> String {
         with_unit(self.short, self.shown.symbol(self.unit))
+    }
+
+    /// The figure's key in [`LevelSummary::intervals`] and in targets'
+    /// messages: the column without a `_pct` suffix (`error_rate`,
+    /// `ttft_p95_s`).
+    pub fn key(&self) -> &'static str {
+        self.column.strip_suffix("_pct").unwrap_or(self.column)
+    }
+
+    /// The 95 % interval of the figure in `level`, in
+    /// [`LevelMetric::unit`]; `None` when the figure has none or the level
+    /// was written without intervals.
+    pub fn interval_of(&self, level: &LevelSummary) -> Option<crate::stats::Interval> {
+        self.interval?;
+        level.intervals.get(self.key()).copied()
+    }
+
+    /// The entry with its interval method.
+    pub const fn with_interval(self, method: IntervalMethod) -> LevelMetric {
+        LevelMetric {
+            interval: Some(method),
+            ..self
+        }
     }
 
     /// The entry with another column header ([`LevelMetric::short`]).
@@ -326,6 +388,8 @@ pub struct ClassMetric {
     pub shown: Shown,
     /// Where it appears besides `summary.json`.
     pub views: &'static [View],
+    /// How its 95 % interval is computed; `None`: it has none.
+    pub interval: Option<IntervalMethod>,
     /// The figure of a class in [`ClassMetric::unit`]; `None` when not
     /// measured.
     pub read: fn(&ClassroomSummary) -> Option<f64>,
@@ -340,6 +404,14 @@ impl ClassMetric {
     /// The label with the shown unit: `TTFT P95 (s)`.
     pub fn header(&self) -> String {
         with_unit(self.label, self.shown.symbol(self.unit))
+    }
+
+    /// The 95 % interval of the figure in `summary`, in
+    /// [`ClassMetric::unit`]; `None` when it has none or the class was
+    /// written without intervals.
+    pub fn interval_of(&self, summary: &ClassroomSummary) -> Option<crate::stats::Interval> {
+        self.interval?;
+        summary.intervals.get(self.key).copied()
     }
 
     /// The metric as named in capacity trial names: the key without its

@@ -1,7 +1,7 @@
 //! The entries of [`super::LEVEL_METRICS`]: one per `summary.csv` column.
 
 use super::LevelSummary;
-use super::{Better, LevelMetric, Reading, Shown, Source, Unit, View};
+use super::{Better, IntervalMethod, LevelMetric, Reading, Shown, Source, Unit, View};
 
 /// `kind:count` pairs separated by `;`, in kind order.
 fn error_kinds(l: &LevelSummary) -> String {
@@ -39,6 +39,7 @@ const fn metric(
         shown: Shown::of(unit),
         views: &[],
         sparse: false,
+        interval: None,
         read: Reading::Number(read),
     }
 }
@@ -61,6 +62,7 @@ const fn text(
         shown: Shown::Text,
         views: &[],
         sparse: false,
+        interval: None,
         read: Reading::Text(read),
     }
 }
@@ -79,7 +81,7 @@ const fn percent(
     }
 }
 
-use self::{Better as B, Source as S, Unit as U, View as V};
+use self::{Better as B, IntervalMethod as I, Source as S, Unit as U, View as V};
 
 /// In the level table, `compare` and the stderr table.
 const TABLE_COMPARE_PROGRESS: &[View] = &[V::LevelTable, V::Compare, V::Progress];
@@ -87,7 +89,7 @@ const TABLE_COMPARE_PROGRESS: &[View] = &[V::LevelTable, V::Compare, V::Progress
 const TABLE_PROGRESS: &[View] = &[V::LevelTable, V::Progress];
 
 /// Every figure of a bench level, in `summary.csv` column order.
-pub const LEVEL_METRICS: [LevelMetric; 41] = [
+pub const LEVEL_METRICS: [LevelMetric; 48] = [
     text("shape", "shape", "Prompt shape", S::Level, |l| {
         l.shape.clone()
     })
@@ -151,6 +153,7 @@ pub const LEVEL_METRICS: [LevelMetric; 41] = [
         B::Lower,
         |l| l.error_rate,
     )
+    .with_interval(I::Wilson)
     .with_source(S::Requests)
     .in_views(&[V::LevelTable, V::Compare]),
     text(
@@ -220,6 +223,7 @@ pub const LEVEL_METRICS: [LevelMetric; 41] = [
         S::Successes,
         |l| Some(l.requests_per_s),
     )
+    .with_interval(I::BatchMeans)
     .with_short("Request rate")
     .in_views(&[V::ThroughputTable, V::Progress]),
     metric(
@@ -252,13 +256,15 @@ pub const LEVEL_METRICS: [LevelMetric; 41] = [
         S::Requests,
         |l| l.goodput_per_s,
     )
+    .with_interval(I::BatchMeans)
     .in_views(&[V::LevelTable, V::Compare, V::Progress])
     .sparse(),
     percent("slo_share_pct", "slo_share", "SLO met", B::Higher, |l| {
         l.slo_share
     })
+    .with_interval(I::Wilson)
     .with_source(S::Requests)
-    .in_views(&[V::LevelTable, V::Compare, V::Progress])
+    .in_views(&[V::LevelTable, V::Compare, V::Progress, V::ProgressInterval])
     .sparse(),
     metric(
         "output_tok_per_s",
@@ -268,7 +274,14 @@ pub const LEVEL_METRICS: [LevelMetric; 41] = [
         S::Successes,
         |l| Some(l.output_tok_per_s),
     )
-    .in_views(&[V::LevelTable, V::ThroughputTable, V::Compare, V::Progress]),
+    .with_interval(I::BatchMeans)
+    .in_views(&[
+        V::LevelTable,
+        V::ThroughputTable,
+        V::Compare,
+        V::Progress,
+        V::ProgressInterval,
+    ]),
     metric(
         "total_tok_per_s",
         "Total throughput",
@@ -277,6 +290,7 @@ pub const LEVEL_METRICS: [LevelMetric; 41] = [
         S::Successes,
         |l| Some(l.total_tok_per_s),
     )
+    .with_interval(I::BatchMeans)
     .with_short("Total")
     .in_views(&[V::ThroughputTable, V::Compare]),
     metric(
@@ -287,6 +301,7 @@ pub const LEVEL_METRICS: [LevelMetric; 41] = [
         S::Successes,
         |l| l.ttft_p50_s,
     )
+    .with_interval(I::OrderStatistics)
     .in_views(TABLE_COMPARE_PROGRESS),
     metric(
         "ttft_p95_s",
@@ -296,7 +311,8 @@ pub const LEVEL_METRICS: [LevelMetric; 41] = [
         S::Successes,
         |l| l.ttft_p95_s,
     )
-    .in_views(TABLE_COMPARE_PROGRESS),
+    .with_interval(I::OrderStatistics)
+    .in_views(&[V::LevelTable, V::Compare, V::Progress, V::ProgressInterval]),
     metric(
         "ttft_p99_s",
         "TTFT P99",
@@ -305,6 +321,7 @@ pub const LEVEL_METRICS: [LevelMetric; 41] = [
         S::Successes,
         |l| l.ttft_p99_s,
     )
+    .with_interval(I::OrderStatistics)
     .in_views(TABLE_COMPARE_PROGRESS),
     metric(
         "e2e_p50_s",
@@ -314,6 +331,7 @@ pub const LEVEL_METRICS: [LevelMetric; 41] = [
         S::Successes,
         |l| l.e2e_p50_s,
     )
+    .with_interval(I::OrderStatistics)
     .with_short("E2E P50")
     .in_views(TABLE_COMPARE_PROGRESS),
     metric(
@@ -324,6 +342,7 @@ pub const LEVEL_METRICS: [LevelMetric; 41] = [
         S::Successes,
         |l| l.e2e_p95_s,
     )
+    .with_interval(I::OrderStatistics)
     .with_short("E2E P95")
     .in_views(TABLE_COMPARE_PROGRESS),
     metric(
@@ -334,6 +353,7 @@ pub const LEVEL_METRICS: [LevelMetric; 41] = [
         S::Successes,
         |l| l.tpot_mean_s,
     )
+    .with_interval(I::BatchMeans)
     .with_short("TPOT")
     .with_shown(Shown::Millis)
     .in_views(TABLE_COMPARE_PROGRESS),
@@ -344,7 +364,8 @@ pub const LEVEL_METRICS: [LevelMetric; 41] = [
         B::Lower,
         S::Successes,
         |l| l.ttft_mean_s,
-    ),
+    )
+    .with_interval(I::BatchMeans),
     metric(
         "e2e_mean_s",
         "E2E latency mean",
@@ -352,7 +373,8 @@ pub const LEVEL_METRICS: [LevelMetric; 41] = [
         B::Lower,
         S::Successes,
         |l| l.e2e_mean_s,
-    ),
+    )
+    .with_interval(I::BatchMeans),
     metric(
         "send_lag_p50_s",
         "Send lag P50",
@@ -361,6 +383,7 @@ pub const LEVEL_METRICS: [LevelMetric; 41] = [
         S::Requests,
         |l| l.rate.as_ref().and_then(|r| r.send_lag_p50_s),
     )
+    .with_interval(I::OrderStatistics)
     .in_field("rate")
     .sparse(),
     metric(
@@ -371,6 +394,7 @@ pub const LEVEL_METRICS: [LevelMetric; 41] = [
         S::Requests,
         |l| l.rate.as_ref().and_then(|r| r.send_lag_p95_s),
     )
+    .with_interval(I::OrderStatistics)
     .in_field("rate")
     .sparse()
     .in_views(&[V::LevelTable, V::Progress]),
@@ -448,4 +472,75 @@ pub const LEVEL_METRICS: [LevelMetric; 41] = [
         S::Server,
         |l| l.failed_scrapes.map(|n| n as f64),
     ),
+    metric(
+        "steady_start_s",
+        "Steady window start",
+        U::Seconds,
+        B::Neither,
+        S::Level,
+        |l| l.steady.map(|w| w.start_s),
+    )
+    .in_field("steady")
+    .sparse(),
+    metric(
+        "steady_end_s",
+        "Steady window end",
+        U::Seconds,
+        B::Neither,
+        S::Level,
+        |l| l.steady.map(|w| w.end_s),
+    )
+    .in_field("steady")
+    .sparse(),
+    metric(
+        "steady_requests",
+        "Requests in the steady window",
+        U::Count,
+        B::Neither,
+        S::Level,
+        |l| l.steady.map(|w| w.requests as f64),
+    )
+    .in_field("steady")
+    .sparse(),
+    metric(
+        "steady_ramp_up",
+        "Ramp-up requests",
+        U::Count,
+        B::Neither,
+        S::Level,
+        |l| l.steady.map(|w| w.ramp_up as f64),
+    )
+    .in_field("steady")
+    .sparse(),
+    metric(
+        "steady_drain",
+        "Drain requests",
+        U::Count,
+        B::Neither,
+        S::Level,
+        |l| l.steady.map(|w| w.drain as f64),
+    )
+    .in_field("steady")
+    .sparse(),
+    text(
+        "steady_used",
+        "steady",
+        "Figures over the steady window",
+        S::Level,
+        |l| match l.steady {
+            Some(w) if w.used => "yes".to_string(),
+            Some(_) => "no".to_string(),
+            None => String::new(),
+        },
+    )
+    .sparse(),
+    percent(
+        "client_cpu_pct",
+        "client_cpu",
+        "Client CPU (of one core)",
+        B::Neither,
+        |l| l.client_cpu,
+    )
+    .with_source(S::Level)
+    .sparse(),
 ];

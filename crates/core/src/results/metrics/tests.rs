@@ -59,6 +59,16 @@ fn full_level() -> LevelSummary {
         slo_share: Some(0.75),
         goodput_per_s: Some(1.5),
         server_restarted: false,
+        steady: Some(crate::results::steady::SteadyWindow {
+            start_s: 1.5,
+            end_s: 2.5,
+            requests: 3,
+            ramp_up: 1,
+            drain: 1,
+            used: false,
+        }),
+        intervals: BTreeMap::new(),
+        client_cpu: Some(0.25),
     }
 }
 
@@ -91,6 +101,9 @@ fn names_carry_their_units_and_fields_exist_in_json() {
         }
         if m.field == "rate" {
             assert!(json["rate"].get(m.column).is_some(), "rate.{}", m.column);
+        } else if m.field == "steady" {
+            let key = m.column.strip_prefix("steady_").expect("steady_ prefix");
+            assert!(json["steady"].get(key).is_some(), "steady.{key}");
         } else if m.unit != Unit::Fraction && m.column != "error_kinds" {
             assert_eq!(m.column, m.field);
         }

@@ -21,7 +21,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_value_kinds, Bound, KeyKind};
+use super::{check_value_kinds, Bound, KeyKind, Outcome};
 use crate::error::ConfigError;
 use crate::results::metrics::{class_metric, error_rate, server_errors, Better, ClassMetric, Unit};
 use crate::results::ClassroomSummary;
@@ -301,23 +301,36 @@ pub struct ClassroomCheck {
     /// The measured figure, in the key's unit; `None` when the class did
     /// not measure it.
     pub measured: Option<f64>,
-    /// Whether the figure meets the limit (never when not measured).
+    /// The figure's 95 % interval, when it has one.
+    pub interval: Option<crate::stats::Interval>,
+    /// Whether the figure's value meets the limit (never when not
+    /// measured): the point judgement `plan`'s bisection steers on.
     pub passed: bool,
+    /// Met, missed or indeterminate, by the one rule ([`Bound::judge`]).
+    pub outcome: Outcome,
 }
 
-fn check(key: ClassroomKey, limit: f64, measured: Option<f64>) -> ClassroomCheck {
+fn check(
+    key: ClassroomKey,
+    limit: f64,
+    measured: Option<f64>,
+    summary: &ClassroomSummary,
+) -> ClassroomCheck {
+    let interval = measured.and_then(|_| key.metric().interval_of(summary));
     ClassroomCheck {
         key,
         limit,
         measured,
+        interval,
         passed: key.bound().is_met(measured, limit),
+        outcome: key.bound().judge(measured, interval, limit),
     }
 }
 
 /// `ttft_p95_s`: TTFT P95 over successful model calls (after retries),
 /// seconds, at most `limit_s`. Not measured without a successful call.
 pub fn judge_ttft_p95(summary: &ClassroomSummary, limit_s: f64) -> ClassroomCheck {
-    check(ClassroomKey::TtftP95, limit_s, summary.ttft_p95_s)
+    check(ClassroomKey::TtftP95, limit_s, summary.ttft_p95_s, summary)
 }
 
 /// `coding_request_p50_s`: wall time of completed coding requests (sent →
@@ -328,6 +341,7 @@ pub fn judge_coding_request_p50(summary: &ClassroomSummary, limit_s: f64) -> Cla
         ClassroomKey::CodingRequestP50,
         limit_s,
         summary.task_time_p50_s,
+        summary,
     )
 }
 
@@ -340,6 +354,7 @@ pub fn judge_server_output(summary: &ClassroomSummary, limit_tok_per_s: f64) -> 
         ClassroomKey::ServerOutput,
         limit_tok_per_s,
         summary.server.output_tokens_per_s,
+        summary,
     )
 }
 
@@ -350,6 +365,7 @@ pub fn judge_preemptions(summary: &ClassroomSummary, limit: u64) -> ClassroomChe
         ClassroomKey::Preemptions,
         limit as f64,
         summary.server.preemptions.map(|n| n as f64),
+        summary,
     )
 }
 
@@ -360,6 +376,7 @@ pub fn judge_server_errors(summary: &ClassroomSummary, limit: u64) -> ClassroomC
         ClassroomKey::ServerErrors,
         limit as f64,
         Some(server_errors(summary) as f64),
+        summary,
     )
 }
 
@@ -371,13 +388,14 @@ pub fn judge_output_speed_p50(summary: &ClassroomSummary, limit_tok_per_s: f64) 
         ClassroomKey::OutputSpeedP50,
         limit_tok_per_s,
         summary.output_speed_p50_tok_s,
+        summary,
     )
 }
 
 /// `error_rate`: [`error_rate`] of the class, at most `limit` (a
 /// fraction). Not measured without a model call.
 pub fn judge_error_rate(summary: &ClassroomSummary, limit: f64) -> ClassroomCheck {
-    check(ClassroomKey::ErrorRate, limit, error_rate(summary))
+    check(ClassroomKey::ErrorRate, limit, error_rate(summary), summary)
 }
 
 #[cfg(test)]
