@@ -14,9 +14,12 @@
 //! - [`suite`]: trials, and one shared run per workload; against a live
 //!   server also `<profile>::server::matches_profile`
 //!   ([`crate::server_match`]);
+//! - [`capacity`]: `<profile>::capacity-<tier>::students`, a capacity
+//!   search judged against `[targets.capacity]`;
 //! - [`runner`]: runs a workload through [`crate::app`] and writes its report;
 //! - [`reuse`]: sharing a run between processes (cargo nextest, two checks).
 
+pub mod capacity;
 pub mod judge;
 pub mod quick;
 pub mod reuse;
@@ -27,7 +30,7 @@ pub mod workload;
 
 pub use self::judge::{Bound, Judgement};
 pub use self::settings::Settings;
-pub use self::suite::{Suite, TrialKind, TrialSpec};
+pub use self::suite::{Suite, TrialKind, TrialPass, TrialSpec};
 pub use self::workload::{Mode, WorkloadKind};
 pub use codendum_core::targets::bench::{
     parse_targets, BenchLevelTargets, ClassroomTargets, ModeTargets, ProfileTargets,
@@ -36,7 +39,7 @@ pub use codendum_core::targets::bench::{
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use libtest_mimic::Trial;
+use libtest_mimic::{Completion, Trial};
 
 /// Where runs are shared between test processes: `capacity-cache/` beside a
 /// test binary's `CARGO_TARGET_TMPDIR` (`target/capacity-cache/`).
@@ -49,7 +52,8 @@ pub fn cache_dir(target_tmpdir: &Path) -> PathBuf {
 
 /// One libtest-mimic trial per suite trial, ignored ones flagged so (what
 /// `cargo test --test capacity` lists; `codendum check` runs the same
-/// [`Suite::trials`] itself).
+/// [`Suite::trials`] itself). A trial the data cannot decide is neither
+/// passed nor failed: it ends ignored, with its reason ("indeterminate: …").
 pub fn trials(suite: &Arc<Suite>) -> Vec<Trial> {
     suite
         .trials()
@@ -57,8 +61,10 @@ pub fn trials(suite: &Arc<Suite>) -> Vec<Trial> {
         .map(|spec| {
             let s = Arc::clone(suite);
             let ignored = spec.ignored;
-            Trial::test(spec.name.clone(), move || {
-                s.run_trial(&spec).map_err(Into::into)
+            Trial::ignorable_test(spec.name.clone(), move || match s.run_trial(&spec) {
+                Ok(TrialPass::Met) => Ok(Completion::Completed),
+                Ok(TrialPass::Indeterminate(why)) => Ok(Completion::ignored_with(why)),
+                Err(e) => Err(e.into()),
             })
             .with_ignored_flag(ignored)
         })

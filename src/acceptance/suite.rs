@@ -15,14 +15,28 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use super::capacity::{judge_target, search_settings, CapacityFound};
 use super::judge::{judge_bench_level, judge_classroom, Judgement};
 use super::reuse::RunCache;
-use super::runner::{run_workload, verdict_message, WorkloadResults, WorkloadSummary};
+use super::runner::{
+    run_capacity, run_workload, verdict_message, WorkloadResults, WorkloadSummary,
+};
 use super::settings::Settings;
 use super::workload::WorkloadKind;
 use crate::server_match::{check_target, ProfileCheck};
 use codendum_core::profile::Profile;
 use codendum_core::targets::bench::{parse_targets, ModeTargets, ProfileTargets};
+
+/// How a trial that did not fail ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TrialPass {
+    /// The figure meets the target.
+    Met,
+    /// The data cannot tell whether it does (a capacity search's answer
+    /// range straddles the class asked for): the trial is listed as
+    /// ignored, with this reason.
+    Indeterminate(String),
+}
 
 /// One selectable check.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,6 +71,14 @@ pub enum TrialKind {
         /// Index into the suite's profiles.
         profile: usize,
     },
+    /// A class the server must carry at a tier
+    /// (`[targets.capacity]`): group `capacity-<tier>`, metric `students`.
+    Capacity {
+        /// Index into the suite's profiles.
+        profile: usize,
+        /// Index into the mode's capacity targets.
+        target: usize,
+    },
     /// The suite cannot run as configured; the trial fails with this message.
     Broken(String),
 }
@@ -80,6 +102,7 @@ pub struct SuiteProfile {
 
 type RunCell = Arc<OnceLock<Result<Arc<WorkloadResults>, String>>>;
 type CheckCell = Arc<OnceLock<Result<Arc<ProfileCheck>, String>>>;
+type CapacityCell = Arc<OnceLock<Result<Arc<CapacityFound>, String>>>;
 
 /// The suite: profiles, settings, and the shared runs.
 pub struct Suite {
@@ -90,6 +113,10 @@ pub struct Suite {
     problems: Vec<(String, String)>,
     runs: Mutex<HashMap<(usize, WorkloadKind), RunCell>>,
     checks: Mutex<HashMap<usize, CheckCell>>,
+    /// One capacity search per profile, shared by its tiers' trials.
+    searches: Mutex<HashMap<usize, CapacityCell>>,
+    /// The profiles whose capacity search the server refused (busy).
+    refused_searches: Mutex<HashSet<usize>>,
     /// The workloads the server refused (busy).
     refused: Mutex<HashSet<(usize, WorkloadKind)>>,
     cache: RunCache,
@@ -121,6 +148,8 @@ impl Suite {
                 problems: vec![("capacity::settings".into(), e.to_string())],
                 runs: Mutex::new(HashMap::new()),
                 checks: Mutex::new(HashMap::new()),
+                searches: Mutex::default(),
+                refused_searches: Mutex::default(),
                 refused: Mutex::default(),
                 cache: RunCache::new(cache_dir, 0),
                 events: Events::silent(),
@@ -198,6 +227,8 @@ impl Suite {
             problems,
             runs: Mutex::new(HashMap::new()),
             checks: Mutex::new(HashMap::new()),
+            searches: Mutex::default(),
+            refused_searches: Mutex::default(),
             refused: Mutex::default(),
             cache,
             events: Events::silent(),
@@ -262,16 +293,27 @@ impl Suite {
                     push(WorkloadKind::Classroom, "classroom".into(), metric);
                 }
             }
+            for (target, c) in targets.capacity.iter().enumerate() {
+                out.push(TrialSpec {
+                    name: format!("{}::{}::students", p.profile.name, c.group_name()),
+                    ignored: !p.judged,
+                    kind: TrialKind::Capacity { profile: i, target },
+                });
+            }
         }
         out
     }
 
-    /// Runs (or reuses) the trial's workload and judges its figure. `Err`
-    /// carries the failure message.
-    pub fn run_trial(&self, trial: &TrialSpec) -> Result<(), String> {
+    /// Runs (or reuses) the trial's workload and judges its figure: `Ok`
+    /// met or, when the data cannot decide, [`TrialPass::Indeterminate`]
+    /// with why; `Err` carries the failure message.
+    pub fn run_trial(&self, trial: &TrialSpec) -> Result<TrialPass, String> {
         let (profile, workload, group, metric) = match &trial.kind {
             TrialKind::Broken(msg) => return Err(msg.clone()),
-            TrialKind::ServerMatch { profile } => return self.run_server_match(*profile),
+            TrialKind::ServerMatch { profile } => {
+                return self.run_server_match(*profile).map(|()| TrialPass::Met)
+            }
+            TrialKind::Capacity { profile, target } => return self.run_capacity(*profile, *target),
             TrialKind::Target {
                 profile,
                 workload,
@@ -288,11 +330,64 @@ impl Suite {
         // A run whose verdict failed it fails every trial of its workload,
         // with the verdict beside the target's own message.
         match (&j.failure, verdict_message(workload, &results)) {
-            (None, None) => Ok(()),
+            (None, None) => Ok(TrialPass::Met),
             (Some(msg), None) => Err(msg.clone()),
             (None, Some(verdict)) => Err(verdict),
             (Some(msg), Some(verdict)) => Err(format!("{msg}; {verdict}")),
         }
+    }
+
+    /// `<profile>::capacity-<tier>::students`: the profile's capacity
+    /// search (run once for all its tiers), judged for the target's tier.
+    fn run_capacity(&self, profile: usize, target: usize) -> Result<TrialPass, String> {
+        let t = self
+            .mode_targets(profile)
+            .and_then(|m| m.capacity.get(target))
+            .ok_or("no such capacity target in the profile")?;
+        let found = self.capacity_search(profile)?;
+        judge_target(t, &found)
+    }
+
+    /// The capacity search of a profile: run once per suite.
+    pub fn capacity_search(&self, profile: usize) -> Result<Arc<CapacityFound>, String> {
+        let cell = {
+            let mut searches = self.searches.lock().unwrap_or_else(|e| e.into_inner());
+            searches.entry(profile).or_default().clone()
+        };
+        cell.get_or_init(|| self.search_once(profile)).clone()
+    }
+
+    fn search_once(&self, profile: usize) -> Result<Arc<CapacityFound>, String> {
+        let settings = self.settings.as_ref().ok_or("no settings")?;
+        let p = self.profiles.get(profile).ok_or("no such profile")?;
+        let targets = self.mode_targets(profile).ok_or("no targets")?;
+        let search = search_settings(settings, p, targets)?;
+        for why in &search.left_out {
+            self.events.note(format!("{}: {why}", p.profile.name));
+        }
+        let found = run_capacity(
+            settings,
+            (p, &search),
+            &self.cache,
+            (&self.events, &self.workload_events),
+        )
+        .map_err(|failure| {
+            if failure.refused {
+                self.refused_searches
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(profile);
+            }
+            failure.message
+        })?;
+        // Each tier's answer, whichever way its trial ends.
+        for a in &found.answers {
+            self.events.note(format!(
+                "{}: {} ({})",
+                p.profile.name, a.sentence, found.place
+            ));
+        }
+        Ok(Arc::new(found))
     }
 
     /// `<profile>::server::matches_profile`: fails naming every difference
@@ -397,6 +492,11 @@ impl Suite {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .contains(&(*profile, *workload)),
+            TrialKind::Capacity { profile, .. } => self
+                .refused_searches
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains(profile),
             TrialKind::ServerMatch { .. } | TrialKind::Broken(_) => false,
         }
     }

@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::acceptance::runner::interrupted;
-use crate::acceptance::{Suite, TrialSpec};
+use crate::acceptance::{Suite, TrialPass, TrialSpec};
 use crate::events::Events;
 use codendum_core::error::{ConfigError, Error};
 
@@ -84,6 +84,9 @@ pub struct CheckOutcome {
     /// Selected trials not run: ignored (another profile than the live
     /// server's).
     pub ignored: usize,
+    /// Trials the data could not decide (neither passed nor failed), with
+    /// why.
+    pub indeterminate: Vec<(String, String)>,
 }
 
 /// Runs the selected trials, one after another, telling each as it ends;
@@ -114,9 +117,13 @@ pub fn run(
             continue;
         }
         match suite.run_trial(&trial) {
-            Ok(()) => {
+            Ok(TrialPass::Met) => {
                 events.line(format!("{} ... ok", trial.name));
                 outcome.passed.push(trial.name);
+            }
+            Ok(TrialPass::Indeterminate(why)) => {
+                events.line(format!("{} ... {why}", trial.name));
+                outcome.indeterminate.push((trial.name, why));
             }
             Err(why) => {
                 events.line(format!("{} ... FAILED: {why}", trial.name));
@@ -139,9 +146,11 @@ impl CheckOutcome {
     /// it ended (1 failed, 3 every failure a refusal).
     pub fn conclude(&self, events: &Events) -> Result<(), Error> {
         let run = self.passed.len() + self.failed.len();
-        let ignored = match self.ignored {
-            0 => String::new(),
-            n => format!(" ({n} ignored)"),
+        let ignored = match (self.ignored, self.indeterminate.len()) {
+            (0, 0) => String::new(),
+            (n, 0) => format!(" ({n} ignored)"),
+            (0, u) => format!(" ({u} indeterminate)"),
+            (n, u) => format!(" ({n} ignored, {u} indeterminate)"),
         };
         if self.failed.is_empty() {
             events.emit(crate::events::Event::Verdict(format!(
@@ -211,10 +220,14 @@ mod tests {
             ],
             refused: 1,
             ignored: 0,
+            indeterminate: vec![("d".into(), "indeterminate: carries 3 to 5".into())],
         };
         let e = failed.conclude(&events).unwrap_err();
         assert_eq!(e.exit_code(), 1);
-        assert_eq!(e.to_string(), "2 of 3 trials failed: b, c");
+        assert_eq!(
+            e.to_string(),
+            "2 of 3 trials failed (1 indeterminate): b, c"
+        );
         let lines: Vec<String> = recorder
             .events()
             .iter()
