@@ -377,7 +377,7 @@ fn resolve_capacity(
     events: &Events,
 ) -> Result<codendum::app::capacity::CapacitySettings, Error> {
     use codendum::app::capacity::{CapacitySettings, TiersFrom};
-    use codendum_core::targets::{ClassroomKey, Tier};
+    use codendum_core::targets::Tier;
     let named = env::value(args.provenance.profile.clone());
     if live && named.is_none() {
         events.note(format!(
@@ -397,20 +397,15 @@ fn resolve_capacity(
             TiersFrom::Slo,
         ),
         (None, None) => {
-            let mut targets = codendum::plan::classroom_targets(&profile.name, &profile.targets)?;
-            // A median of coding requests longer than a step's window is
-            // not seen in it: the profile's target is left out, saying so.
-            if let Some(limit) = targets
-                .coding_request_p50_s
-                .filter(|l| *l > hold.as_secs_f64())
-            {
-                targets = targets.without(ClassroomKey::CodingRequestP50);
-                left_out.push(format!(
-                    "the profile's coding_request_p50_s ≤ {limit:.0} s is not judged: a {:.0} s window sees too few coding requests end (give it with --slo coding_request_p50={limit:.0}s --hold {:.0} to judge it)",
-                    hold.as_secs_f64(),
+            let targets = codendum::plan::classroom_targets(&profile.name, &profile.targets)?;
+            let limit = targets.coding_request_p50_s.unwrap_or_default();
+            let (targets, why) = codendum::capacity::settings::judgeable_in_window(targets, hold);
+            left_out.extend(why.map(|why| {
+                format!(
+                    "{why} (give it with --slo coding_request_p50={limit:.0}s --hold {:.0} to judge it)",
                     2.0 * limit
-                ));
-            }
+                )
+            }));
             if targets.is_empty() {
                 return Err(ConfigError::invalid(
                     "--profile",

@@ -14,9 +14,12 @@
 //! - [`suite`]: trials, and one shared run per workload; against a live
 //!   server also `<profile>::server::matches_profile`
 //!   ([`crate::server_match`]);
+//! - [`capacity`]: `<profile>::capacity-<tier>::students`, a capacity
+//!   search judged against `[targets.capacity]`;
 //! - [`runner`]: runs a workload through [`crate::app`] and writes its report;
 //! - [`reuse`]: sharing a run between processes (cargo nextest, two checks).
 
+pub mod capacity;
 pub mod judge;
 pub mod quick;
 pub mod reuse;

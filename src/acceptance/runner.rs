@@ -8,10 +8,12 @@ use std::sync::Mutex;
 
 use tokio::sync::watch;
 
+use super::capacity::{search_on_twin, CapacityFound};
 use super::reuse::{short_hash, RunCache};
 use super::settings::Settings;
 use super::suite::{judge_all, SuiteProfile};
 use super::workload::{bench_config, classroom_config, twin_time_scale, WorkloadKind};
+use crate::app::capacity::CapacitySettings;
 use crate::app::classroom::ClassroomSettings;
 use crate::app::run::RunIo;
 use crate::events::{Events, Written};
@@ -210,7 +212,7 @@ async fn run_locked(
     if *stop.borrow() {
         INTERRUPTED.store(true, Ordering::Relaxed);
     }
-    let results = outcome.map_err(|e| explain(kind, e))?;
+    let results = outcome.map_err(|e| explain(kind.name(), e))?;
     let verdicts: Vec<Verdict> = judge_all(targets, kind, &results)
         .into_iter()
         .map(|j| j.verdict)
@@ -232,17 +234,78 @@ async fn run_locked(
     Ok(results)
 }
 
-fn explain(kind: WorkloadKind, e: Error) -> WorkloadFailure {
+fn explain(name: &str, e: Error) -> WorkloadFailure {
     match e {
         Error::Refused(msg) => WorkloadFailure {
             message: format!(
-                "the {} workload did not start: {msg} (the suite never asks; --allow-busy or CODENDUM_ALLOW_BUSY=1 starts it anyway)",
-                kind.name()
+                "the {name} workload did not start: {msg} (the suite never asks; --allow-busy or CODENDUM_ALLOW_BUSY=1 starts it anyway)"
             ),
             refused: true,
         },
-        other => format!("the {} workload failed: {other}", kind.name()).into(),
+        other => format!("the {name} workload failed: {other}").into(),
     }
+}
+
+/// The capacity search of a profile's `[targets.capacity]`, one workload
+/// at a time as the others (its CPU would otherwise slow a workload on a
+/// scaled clock): without a live server, against the profile's twin in
+/// virtual time ([`super::capacity::search_on_twin`]); with one,
+/// `codendum capacity`'s own run (the twin's prediction, the steps,
+/// `capacity.json` and its report), never asking, its folder under the
+/// suite's root. `Err` says why every capacity trial of the profile fails.
+pub fn run_capacity(
+    settings: &Settings,
+    (p, search): (&SuiteProfile, &CapacitySettings),
+    cache: &RunCache,
+    (events, workload_events): (&Events, &Events),
+) -> Result<CapacityFound, WorkloadFailure> {
+    let _one_at_a_time = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
+    if interrupted() {
+        return Err(
+            "the capacity search was not started: the suite was interrupted"
+                .to_string()
+                .into(),
+        );
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start a tokio runtime: {e}"))?;
+    rt.block_on(async {
+        let clock = Clock::real();
+        let _lock = cache
+            .lock_telling(&clock, events)
+            .await
+            .map_err(|e| format!("cannot take the run lock in {}: {e}", cache.dir.display()))?;
+        events.note(format!(
+            "running the capacity search of {} against {}",
+            p.profile.name,
+            match settings.is_live() {
+                true => settings.server_label(),
+                false => "its twin in virtual time".to_string(),
+            }
+        ));
+        if !settings.is_live() {
+            return search_on_twin(search, p).map_err(WorkloadFailure::from);
+        }
+        let stop = crate::app::signals::stop_on_signal(events.clone());
+        let outcome = crate::app::capacity::run(
+            &server(settings, p, WorkloadKind::Classroom),
+            &run_settings(settings, p),
+            search,
+            io(stop.clone(), workload_events),
+        )
+        .await;
+        if *stop.borrow() {
+            INTERRUPTED.store(true, Ordering::Relaxed);
+        }
+        let result = outcome.map_err(|e| explain("capacity", e))?;
+        Ok(CapacityFound {
+            answers: result.results.answers,
+            place: format!("results in {}", result.folder.display()),
+        })
+    })
 }
 
 /// Where a workload runs: the live server, else a twin running the

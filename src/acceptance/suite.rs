@@ -15,9 +15,12 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use super::capacity::{judge_target, search_settings, CapacityFound};
 use super::judge::{judge_bench_level, judge_classroom, Judgement};
 use super::reuse::RunCache;
-use super::runner::{run_workload, verdict_message, WorkloadResults, WorkloadSummary};
+use super::runner::{
+    run_capacity, run_workload, verdict_message, WorkloadResults, WorkloadSummary,
+};
 use super::settings::Settings;
 use super::workload::WorkloadKind;
 use crate::server_match::{check_target, ProfileCheck};
@@ -27,10 +30,12 @@ use codendum_core::targets::bench::{parse_targets, ModeTargets, ProfileTargets};
 /// How a trial that did not fail ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TrialPass {
-    /// The figure, and its 95 % interval, meet the target.
+    /// The figure (and its 95 % interval, where it has one) meets the
+    /// target.
     Met,
-    /// The figure's interval straddles the target: the run cannot tell
-    /// (the trial is listed as ignored, with this reason).
+    /// The data cannot tell whether it does (a figure's interval straddles
+    /// the target, a capacity search's answer range straddles the class
+    /// asked for): the trial is listed as ignored, with this reason.
     Indeterminate(String),
 }
 
@@ -67,6 +72,14 @@ pub enum TrialKind {
         /// Index into the suite's profiles.
         profile: usize,
     },
+    /// A class the server must carry at a tier
+    /// (`[targets.capacity]`): group `capacity-<tier>`, metric `students`.
+    Capacity {
+        /// Index into the suite's profiles.
+        profile: usize,
+        /// Index into the mode's capacity targets.
+        target: usize,
+    },
     /// The suite cannot run as configured; the trial fails with this message.
     Broken(String),
 }
@@ -90,6 +103,7 @@ pub struct SuiteProfile {
 
 type RunCell = Arc<OnceLock<Result<Arc<WorkloadResults>, String>>>;
 type CheckCell = Arc<OnceLock<Result<Arc<ProfileCheck>, String>>>;
+type CapacityCell = Arc<OnceLock<Result<Arc<CapacityFound>, String>>>;
 
 /// The suite: profiles, settings, and the shared runs.
 pub struct Suite {
@@ -100,6 +114,10 @@ pub struct Suite {
     problems: Vec<(String, String)>,
     runs: Mutex<HashMap<(usize, WorkloadKind), RunCell>>,
     checks: Mutex<HashMap<usize, CheckCell>>,
+    /// One capacity search per profile, shared by its tiers' trials.
+    searches: Mutex<HashMap<usize, CapacityCell>>,
+    /// The profiles whose capacity search the server refused (busy).
+    refused_searches: Mutex<HashSet<usize>>,
     /// The workloads the server refused (busy).
     refused: Mutex<HashSet<(usize, WorkloadKind)>>,
     cache: RunCache,
@@ -131,6 +149,8 @@ impl Suite {
                 problems: vec![("capacity::settings".into(), e.to_string())],
                 runs: Mutex::new(HashMap::new()),
                 checks: Mutex::new(HashMap::new()),
+                searches: Mutex::default(),
+                refused_searches: Mutex::default(),
                 refused: Mutex::default(),
                 cache: RunCache::new(cache_dir, 0),
                 events: Events::silent(),
@@ -208,6 +228,8 @@ impl Suite {
             problems,
             runs: Mutex::new(HashMap::new()),
             checks: Mutex::new(HashMap::new()),
+            searches: Mutex::default(),
+            refused_searches: Mutex::default(),
             refused: Mutex::default(),
             cache,
             events: Events::silent(),
@@ -272,20 +294,28 @@ impl Suite {
                     push(WorkloadKind::Classroom, "classroom".into(), metric);
                 }
             }
+            for (target, c) in targets.capacity.iter().enumerate() {
+                out.push(TrialSpec {
+                    name: format!("{}::{}::students", p.profile.name, c.group_name()),
+                    ignored: !p.judged,
+                    kind: TrialKind::Capacity { profile: i, target },
+                });
+            }
         }
         out
     }
 
     /// Runs (or reuses) the trial's workload and judges its figure: `Ok`
-    /// with [`TrialPass::Met`] or, when the figure's interval straddles the
-    /// target, [`TrialPass::Indeterminate`] and why; `Err` carries the
-    /// failure message.
+    /// met or, when the data cannot decide (an interval or a search's range
+    /// straddles the target), [`TrialPass::Indeterminate`] with why; `Err`
+    /// carries the failure message.
     pub fn run_trial(&self, trial: &TrialSpec) -> Result<TrialPass, String> {
         let (profile, workload, group, metric) = match &trial.kind {
             TrialKind::Broken(msg) => return Err(msg.clone()),
             TrialKind::ServerMatch { profile } => {
                 return self.run_server_match(*profile).map(|()| TrialPass::Met)
             }
+            TrialKind::Capacity { profile, target } => return self.run_capacity(*profile, *target),
             TrialKind::Target {
                 profile,
                 workload,
@@ -310,6 +340,59 @@ impl Suite {
             (None, Some(verdict)) => Err(verdict),
             (Some(msg), Some(verdict)) => Err(format!("{msg}; {verdict}")),
         }
+    }
+
+    /// `<profile>::capacity-<tier>::students`: the profile's capacity
+    /// search (run once for all its tiers), judged for the target's tier.
+    fn run_capacity(&self, profile: usize, target: usize) -> Result<TrialPass, String> {
+        let t = self
+            .mode_targets(profile)
+            .and_then(|m| m.capacity.get(target))
+            .ok_or("no such capacity target in the profile")?;
+        let found = self.capacity_search(profile)?;
+        judge_target(t, &found)
+    }
+
+    /// The capacity search of a profile: run once per suite.
+    pub fn capacity_search(&self, profile: usize) -> Result<Arc<CapacityFound>, String> {
+        let cell = {
+            let mut searches = self.searches.lock().unwrap_or_else(|e| e.into_inner());
+            searches.entry(profile).or_default().clone()
+        };
+        cell.get_or_init(|| self.search_once(profile)).clone()
+    }
+
+    fn search_once(&self, profile: usize) -> Result<Arc<CapacityFound>, String> {
+        let settings = self.settings.as_ref().ok_or("no settings")?;
+        let p = self.profiles.get(profile).ok_or("no such profile")?;
+        let targets = self.mode_targets(profile).ok_or("no targets")?;
+        let search = search_settings(settings, p, targets)?;
+        for why in &search.left_out {
+            self.events.note(format!("{}: {why}", p.profile.name));
+        }
+        let found = run_capacity(
+            settings,
+            (p, &search),
+            &self.cache,
+            (&self.events, &self.workload_events),
+        )
+        .map_err(|failure| {
+            if failure.refused {
+                self.refused_searches
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(profile);
+            }
+            failure.message
+        })?;
+        // Each tier's answer, whichever way its trial ends.
+        for a in &found.answers {
+            self.events.note(format!(
+                "{}: {} ({})",
+                p.profile.name, a.sentence, found.place
+            ));
+        }
+        Ok(Arc::new(found))
     }
 
     /// `<profile>::server::matches_profile`: fails naming every difference
@@ -414,6 +497,11 @@ impl Suite {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .contains(&(*profile, *workload)),
+            TrialKind::Capacity { profile, .. } => self
+                .refused_searches
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains(profile),
             TrialKind::ServerMatch { .. } | TrialKind::Broken(_) => false,
         }
     }

@@ -166,6 +166,7 @@ mod tests {
         let t = ModeTargets {
             bench: vec![level("short", 16), level("short", 1), level("short", 16)],
             classroom: None,
+            capacity: Vec::new(),
         };
         let c = bench_config(Mode::Quick, &t);
         assert_eq!(c.concurrency, vec![1, 16]);
@@ -179,6 +180,7 @@ mod tests {
         let t = ModeTargets {
             bench: vec![level("long", 32)],
             classroom: None,
+            capacity: Vec::new(),
         };
         let c = bench_config(Mode::Full, &t);
         assert_eq!(c.concurrency, vec![1, 8, 16, 24, 32, 40]);

@@ -80,9 +80,10 @@ pub struct CheckOutcome {
     pub passed: Vec<String>,
     /// Trials that failed, with why.
     pub failed: Vec<(String, String)>,
-    /// Trials whose figure's interval straddles the target: neither passed
-    /// nor failed, with why (`cargo test --test capacity` lists them as
-    /// ignored with this reason).
+    /// Trials the data could not decide (a figure's interval straddles its
+    /// target, a capacity search's range straddles the class asked for):
+    /// neither passed nor failed, with why (`cargo test --test capacity`
+    /// lists them as ignored with this reason).
     pub indeterminate: Vec<(String, String)>,
     /// Of the failed, those whose workload the server refused (busy).
     pub refused: usize,
@@ -159,7 +160,7 @@ impl CheckOutcome {
         };
         if !self.indeterminate.is_empty() {
             events.line(
-                "indeterminate (the interval straddles the target: more requests decide it):",
+                "indeterminate (the data cannot decide: more requests or a longer search decide it):",
             );
             for (name, why) in &self.indeterminate {
                 events.line(format!("    {name}: {why}"));

@@ -1,5 +1,5 @@
 //! A step judged against a tier (plain functions): every target of the
-//! tier by the targets module ([`ClassroomTargets::judge`], as `plan` and
+//! tier by the targets module ([`codendum_core::targets::ClassroomTargets::judge`], as `plan` and
 //! the capacity suite judge a class), each met, missed or indeterminate;
 //! the step's outcome for the tier is the worst of the targets the search
 //! steers on ([`ClassroomKey::harder_with_more_students`]).

@@ -12,7 +12,7 @@ use super::settle::AVERAGE_S;
 use crate::classroom::ClassroomConfig;
 use codendum_core::profile::Profile;
 use codendum_core::results::capacity::{CapacityStep, Prediction, StepKind};
-use codendum_core::targets::{Outcome, Tier};
+use codendum_core::targets::{ClassroomKey, ClassroomTargets, Outcome, Tier};
 
 /// The search's window per step when none is given, seconds.
 pub const DEFAULT_HOLD: Duration = Duration::from_secs(180);
@@ -189,4 +189,24 @@ pub fn drain_of(steps: &[CapacityStep]) -> Option<f64> {
 pub fn mean_step_s(steps: &[CapacityStep], timing: &Timing) -> f64 {
     codendum_core::stats::mean(steps.iter().map(|s| s.ended_s - s.changed_s))
         .unwrap_or(timing.hold_s * 1.5)
+}
+
+/// A profile's `[targets.classroom]` as a tier a search with windows of
+/// `hold` can judge: a coding-request median longer than a window is not
+/// seen in it (too few coding requests end), so that target is left out,
+/// with a note saying so.
+pub fn judgeable_in_window(
+    targets: ClassroomTargets,
+    hold: Duration,
+) -> (ClassroomTargets, Option<String>) {
+    let hold_s = hold.as_secs_f64();
+    match targets.coding_request_p50_s.filter(|l| *l > hold_s) {
+        Some(limit) => (
+            targets.without(ClassroomKey::CodingRequestP50),
+            Some(format!(
+                "the profile's coding_request_p50_s ≤ {limit:.0} s is not judged: a {hold_s:.0} s window sees too few coding requests end"
+            )),
+        ),
+        None => (targets, None),
+    }
 }

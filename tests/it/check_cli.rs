@@ -201,11 +201,87 @@ fn a_failing_target_exits_1_naming_the_trial_and_why() {
     );
 }
 
+/// Capacity targets on a two-seat server: one search in virtual time
+/// answers both tiers; two students at a one-minute TTFT ceiling are
+/// carried, twelve at five seconds are not. The listing names both trials.
+const TWO_SEAT_CAPACITY: &str = r#"
+[targets.quick.capacity.easy]
+students = 2
+ttft_p95_s = 60
+
+[targets.quick.capacity.hard]
+students = 12
+ttft_p95_s = 5
+"#;
+
+#[test]
+fn a_capacity_target_is_met_or_missed_by_the_search_on_the_twin() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let profile = dir.path().join("two-seats.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            "{}\n[targets]\n{TWO_SEAT_CAPACITY}",
+            codendum_testkit::profiles::gb10_with_seats(2)
+        ),
+    )
+    .expect("profile written");
+    let results = dir.path().join("results");
+    let results = results.to_str().expect("utf8");
+    let mut list = check(dir.path(), &["--list"]);
+    list.env("CODENDUM_CAPACITY_PROFILES", &profile);
+    let listed = run(list);
+    assert_eq!(listed.code, Some(0), "{}", listed.both());
+    assert_eq!(
+        stdout_lines(&listed),
+        vec![
+            "two-seats::capacity-easy::students",
+            "two-seats::capacity-hard::students"
+        ]
+    );
+    let mut cmd = check(dir.path(), &["--results-dir", results]);
+    cmd.env("CODENDUM_CAPACITY_PROFILES", &profile);
+    let f = run(cmd);
+    assert_eq!(f.code, Some(1), "{}", f.both());
+    let lines: Vec<&str> = f.stderr.lines().collect();
+    assert!(
+        lines.contains(&"two-seats::capacity-easy::students ... ok"),
+        "{}",
+        f.stderr
+    );
+    let failed = lines
+        .iter()
+        .find(|l| {
+            l.starts_with(
+                "two-seats::capacity-hard::students ... FAILED: fewer than the 12 students asked for: hard: carries ",
+            )
+        })
+        .unwrap_or_else(|| panic!("no FAILED line:\n{}", f.stderr));
+    assert!(
+        failed.contains("(the embedded twin of two-seats in virtual time, "),
+        "{failed}"
+    );
+    // Each tier's answer is said, the met one's too.
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("codendum: note: two-seats: easy: carries ")),
+        "{}",
+        f.stderr
+    );
+    assert_eq!(
+        lines.last().copied(),
+        Some("codendum: 1 of 2 trials failed: two-seats::capacity-hard::students")
+    );
+}
+
 #[test]
 fn bad_input_exits_2_in_one_line() {
     let dir = tempfile::tempdir().expect("tempdir");
     let typo = write_profile(dir.path(), "typo", "[targets.classroom]\nttft_p59_s = 3\n");
     let typo = typo.to_str().expect("utf8");
+    let nobody = write_profile(dir.path(), "nobody", "[targets.capacity]\nstudents = 0\n");
+    let nobody = nobody.to_str().expect("utf8");
     let mut by_env = check(dir.path(), &["--list"]);
     by_env.env("CODENDUM_CAPACITY", "slow");
     let cases: Vec<(Command, &str)> = vec![
@@ -215,6 +291,10 @@ fn bad_input_exits_2_in_one_line() {
         ),
         (by_env, "\"slow\" is neither quick nor full"),
         (check(dir.path(), &["--profiles", typo]), "ttft_p59_s"),
+        (
+            check(dir.path(), &["--profiles", nobody]),
+            "targets.capacity: students = 0 is not at least 1 student",
+        ),
         (
             check(dir.path(), &["no-such-trial"]),
             "no trial matches no-such-trial",

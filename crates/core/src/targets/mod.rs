@@ -15,11 +15,15 @@
 //! - [`classroom`]: the keys of `[targets.classroom]`, their parser and one
 //!   judging function per key.
 //!
+//! [`capacity`] reads `[targets.capacity]` (the class a server must carry
+//! at a tier, judged on a capacity search's answer).
+//!
 //! The capacity suite adds the benchmark levels (`[[targets.bench]]`) and
 //! the quick tables; their parser is [`bench::parse_targets`], and it
 //! checks values with the same rules ([`KeyKind`]).
 
 pub mod bench;
+pub mod capacity;
 pub mod classroom;
 
 pub use self::classroom::slo::{parse_class_slo, parse_tiers, Tier};

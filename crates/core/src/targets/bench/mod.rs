@@ -15,7 +15,10 @@
 //! output_tok_per_s = 110       # min, tokens per second
 //! errors = 0                   # max, count
 //!
-//! [targets.quick.classroom]    # the same two kinds of table, for the quick
+//! [targets.capacity]           # the class carried at a tier, judged on a
+//! students = 40                # capacity search (crate::targets::capacity)
+//!
+//! [targets.quick.classroom]    # the same kinds of table, for the quick
 //! [[targets.quick.bench]]      # workloads (CODENDUM_CAPACITY=quick)
 //! ```
 //!
@@ -29,6 +32,7 @@ use std::collections::BTreeMap;
 use crate::error::ConfigError;
 use crate::kinds::{Shape, MAX_CONCURRENCY};
 use crate::results::metrics::{level_metric, Better, LevelMetric, Unit};
+use crate::targets::capacity::{parse_capacity_targets, CapacityTarget};
 pub use crate::targets::ClassroomTargets;
 use crate::targets::{check_value_kinds, parse_classroom_targets, Bound, KeyKind};
 
@@ -168,6 +172,8 @@ pub struct ModeTargets {
     pub bench: Vec<BenchLevelTargets>,
     /// The class, when checked.
     pub classroom: Option<ClassroomTargets>,
+    /// The classes the server must carry per tier (`[targets.capacity]`).
+    pub capacity: Vec<CapacityTarget>,
 }
 
 /// A profile's targets: for the full workloads and for the quick ones.
@@ -186,23 +192,48 @@ pub fn parse_targets(table: &toml::Table) -> Result<ProfileTargets, ConfigError>
     let mut out = ProfileTargets::default();
     for (key, value) in table {
         match key.as_str() {
-            "classroom" | "bench" => parse_mode_key(&mut out.full, "targets", key, value)?,
+            "classroom" | "bench" | "capacity" => {
+                parse_mode_key(&mut out.full, "targets", key, value)?
+            }
             "quick" => {
                 let quick = value
                     .as_table()
                     .ok_or_else(|| bad("targets.quick", "must be a table"))?;
                 for (k, v) in quick {
                     match k.as_str() {
-                        "classroom" | "bench" => {
+                        "classroom" | "bench" | "capacity" => {
                             parse_mode_key(&mut out.quick, "targets.quick", k, v)?
                         }
                         other => {
-                            return Err(unknown("targets.quick", other, "classroom, bench"));
+                            return Err(unknown(
+                                "targets.quick",
+                                other,
+                                "classroom, bench, capacity",
+                            ));
                         }
                     }
                 }
             }
-            other => return Err(unknown("targets", other, "classroom, bench, quick")),
+            other => {
+                return Err(unknown(
+                    "targets",
+                    other,
+                    "classroom, bench, capacity, quick",
+                ))
+            }
+        }
+    }
+    for (mode, prefix) in [(&out.full, "targets"), (&out.quick, "targets.quick")] {
+        if let Some(t) = mode.capacity.iter().find(|t| t.targets.is_none()) {
+            if mode.classroom.is_none() {
+                return Err(bad(
+                    &format!("{prefix}.capacity"),
+                    &format!(
+                        "the tier {} names no target of its own and there is no [{prefix}.classroom] to judge it by",
+                        t.tier
+                    ),
+                ));
+            }
         }
     }
     Ok(out)
@@ -217,6 +248,10 @@ fn parse_mode_key(
     let path = format!("{prefix}.{key}");
     if key == "classroom" {
         mode.classroom = Some(parse_classroom_targets(&path, value)?);
+        return Ok(());
+    }
+    if key == "capacity" {
+        mode.capacity = parse_capacity_targets(&path, value)?;
         return Ok(());
     }
     let items = value

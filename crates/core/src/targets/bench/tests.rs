@@ -196,3 +196,29 @@ fn a_level_is_at_a_concurrency_or_at_a_rate() {
         assert!(e.contains(culprit), "{text}: {e}");
     }
 }
+
+#[test]
+fn capacity_tables_are_read_per_mode_and_need_targets_to_judge_by() {
+    let t = parse(
+        "[capacity]\nstudents = 40\n[classroom]\nttft_p95_s = 75\n\
+         [quick.capacity.fast]\nstudents = 8\nttft_p95_s = 10\n",
+    )
+    .expect("parses");
+    assert_eq!(t.full.capacity.len(), 1);
+    assert_eq!(t.full.capacity[0].students, 40);
+    assert_eq!(t.quick.capacity[0].tier, "fast");
+    let e = parse("[quick.capacity]\nstudents = 8\n")
+        .expect_err("no classroom table")
+        .to_string();
+    assert!(
+        e.contains("targets.quick.capacity: the tier classroom names no target of its own"),
+        "{e}"
+    );
+    let e = parse("[capacity]\nstudents = 0\n")
+        .expect_err("no one")
+        .to_string();
+    assert_eq!(
+        e,
+        "invalid targets.capacity: students = 0 is not at least 1 student"
+    );
+}
