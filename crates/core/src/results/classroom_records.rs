@@ -63,6 +63,13 @@ impl CallRecord {
         self.error_kind.is_none()
     }
 
+    /// When the call ended, seconds since the run started: its first
+    /// attempt's start plus what the student waited (every attempt and the
+    /// waits between them), not just the last attempt's duration.
+    pub fn ended_at(&self) -> f64 {
+        self.started_at + self.wait_s.max(self.duration_s)
+    }
+
     /// Output speed while generating, tokens per second:
     /// output tokens / (duration − TTFT). `None` for failures, a missing
     /// TTFT, fewer than 2 output tokens or no generation time.

@@ -601,10 +601,7 @@ pub fn class_verdict(
         .iter()
         .map(|c| CallOutcome {
             start_s: c.started_at,
-            // A retried call ends with its last attempt: its wait covers
-            // every attempt and the pauses between them, its duration the
-            // last attempt alone.
-            end_s: c.started_at + c.wait_s.max(c.duration_s),
+            end_s: c.ended_at(),
             error: c.error_kind.map(|k| k.as_str().to_string()),
         })
         .collect();
@@ -789,6 +786,51 @@ mod tests {
         );
         assert_eq!(v.status, RunStatus::Failed);
         assert_eq!(v.line, "failed: no coding request completed");
+    }
+
+    /// A class's agent call as a run's `requests.jsonl` keeps it: its first
+    /// attempt sent at `started_at`, its last attempt `duration_s` long,
+    /// `wait_s` from the first attempt to the end of the last; a failed one
+    /// was retried four times.
+    fn class_call(
+        started_at: f64,
+        duration_s: f64,
+        wait_s: f64,
+        error: Option<&str>,
+    ) -> super::super::classroom_records::CallRecord {
+        let line = serde_json::json!({
+            "user": 0, "session": "ses_0", "task": 0, "kind": "agent",
+            "started_at": started_at, "prompt_tokens": null, "output_tokens": 0,
+            "token_source": "client", "ttft_s": null,
+            "duration_s": duration_s, "wait_s": wait_s,
+            "retries": if error.is_some() { 4 } else { 0 },
+            "retried_kinds": [], "error_kind": error, "tool_calls": 0,
+        });
+        serde_json::from_value(line).expect("a call record")
+    }
+
+    #[test]
+    fn a_retried_call_ends_when_its_last_attempt_does() {
+        // The server is killed while the first agent calls stream: each is
+        // retried for a minute and fails to connect; the short title calls
+        // sent beside them succeeded within the first second. The agent
+        // calls ended at 60 s, after every success: the outage lasts until
+        // the end, from the last success.
+        let connect = Some("connect");
+        let calls = [
+            class_call(0.12, 0.001, 60.0, connect),
+            class_call(0.12, 0.36, 0.36, None),
+            class_call(0.43, 0.001, 60.1, connect),
+            class_call(0.45, 0.04, 0.04, None),
+            class_call(0.83, 0.001, 61.3, connect),
+            class_call(0.83, 0.04, 0.04, None),
+        ];
+        let v = class_verdict(&calls, &[], DEFAULT_MAX_ERROR_RATE);
+        assert_eq!(v.outages.len(), 1, "{:?}", v.outages);
+        let o = &v.outages[0];
+        assert_eq!((o.end_s, o.calls_lost), (None, 3));
+        assert!((o.start_s - 0.87).abs() < 1e-9, "{}", o.start_s);
+        assert_eq!(v.status, RunStatus::Failed);
     }
 
     #[test]
