@@ -120,7 +120,12 @@ pub fn summarize_level(
     };
     let slo_counts = frame.slo.map(|s| {
         let met_inside = basis.latency.iter().filter(|r| s.met_by(r)).count() as u64;
-        let met_ended = basis.rated.iter().filter(|r| s.met_by(r)).count() as f64;
+        let met_ended: f64 = basis
+            .rated
+            .iter()
+            .filter(|r| s.met_by(r))
+            .map(|r| basis.share_of_life(r))
+            .sum();
         (met_inside, basis.latency.len() as u64, met_ended)
     });
     let mut intervals = BTreeMap::new();
@@ -266,9 +271,13 @@ struct Basis<'a> {
     /// The requests its latency figures come from, in start order: those in
     /// the steady window, or every request.
     latency: Vec<&'a RequestRecord>,
-    /// The requests its rates count, in end order: those that ended in the
-    /// steady window, or every request.
+    /// The requests its rates count, in end order: those whose life
+    /// overlaps the steady window (each counted for its share inside it),
+    /// or every request.
     rated: Vec<&'a RequestRecord>,
+    /// The steady window the rates are over, seconds since the run
+    /// started; `None`: the whole level, every request counted whole.
+    window: Option<(f64, f64)>,
     /// The span the rates are over, seconds: the window's length, or the
     /// level's wall time.
     span_s: f64,
@@ -300,7 +309,7 @@ impl<'a> Basis<'a> {
         ) = match steady {
             Some(w) => (
                 records.iter().filter(|r| w.holds(r)).collect(),
-                records.iter().filter(|r| w.ended_in(r)).collect(),
+                records.iter().filter(|r| w.overlaps(r)).collect(),
                 w.length_s(),
                 w.start_s,
             ),
@@ -316,21 +325,51 @@ impl<'a> Basis<'a> {
         Basis {
             latency,
             rated,
+            window: steady.map(|w| (w.start_s, w.end_s)),
             span_s,
             start_s,
             closed_n: frame.rate.is_none().then_some(frame.concurrency.max(1)),
         }
     }
 
-    fn flows(&self) -> Flows {
-        let ok = || self.rated.iter().filter(|r| r.ok);
-        Flows {
-            successes: ok().count() as f64,
-            output_tokens: ok().map(|r| r.output_tokens as f64).sum(),
-            total_tokens: ok()
-                .map(|r| (r.output_tokens + r.input_tokens.unwrap_or(0)) as f64)
-                .sum(),
+    /// The share of `(from, to)` (seconds since the run started) inside
+    /// the window: 1 without a window; for an instant, whether it is in.
+    fn share(&self, from: f64, to: f64) -> f64 {
+        let Some((a, b)) = self.window else {
+            return 1.0;
+        };
+        if to <= from {
+            return f64::from(u8::from(from > a && from <= b));
         }
+        ((to.min(b) - from.max(a)) / (to - from)).clamp(0.0, 1.0)
+    }
+
+    /// The share of a request's life (start to end) inside the window.
+    fn share_of_life(&self, r: &RequestRecord) -> f64 {
+        self.share(r.started_at, end_of(r))
+    }
+
+    /// What a level delivered within the window: each request counts for
+    /// the share of its life inside it, its output for the share of its
+    /// generation (first token to end) and its prompt for the share of its
+    /// prefill (start to first token). Counting whole requests that merely
+    /// ended inside would count the ramp-up's tokens in the window: with
+    /// waves of N requests, three waves' output over two waves' time.
+    fn flows(&self) -> Flows {
+        let mut f = Flows {
+            successes: 0.0,
+            output_tokens: 0.0,
+            total_tokens: 0.0,
+        };
+        for r in self.rated.iter().filter(|r| r.ok) {
+            let first = r.started_at + r.ttft_s.unwrap_or(0.0).clamp(0.0, r.e2e_s);
+            let output = r.output_tokens as f64 * self.share(first, end_of(r));
+            let input = r.input_tokens.unwrap_or(0) as f64 * self.share(r.started_at, first);
+            f.successes += self.share_of_life(r);
+            f.output_tokens += output;
+            f.total_tokens += output + input;
+        }
+        f
     }
 
     /// The interval of a rate whose figure is `point` and whose numerator
@@ -463,6 +502,47 @@ mod tests {
             l.requests_per_s
         );
         assert!((l.output_tok_per_s - 15.0 * 256.0 / 40.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_window_counts_what_was_delivered_inside_it_not_whole_requests_that_ended_there() {
+        // Four slots running 10 s requests back to back, each slot a little
+        // slower than the last: the first wave's ends straddle the
+        // window's start (the first end), as on a real server.
+        let mut records = Vec::new();
+        for slot in 0..4u32 {
+            let e2e = 10.0 + 0.01 * f64::from(slot);
+            for k in 0..6u32 {
+                records.push(RequestRecord {
+                    shape: "short".into(),
+                    concurrency: 4,
+                    index: u64::from(k * 4 + slot),
+                    started_at: f64::from(k) * e2e,
+                    ttft_s: Some(0.5),
+                    e2e_s: e2e,
+                    tpot_s: Some(0.03),
+                    input_tokens: Some(100),
+                    output_tokens: 256,
+                    tokens_counted_by: crate::kinds::TokenSource::Server,
+                    finish_reason: None,
+                    ok: true,
+                    error_kind: None,
+                    error_message: None,
+                    status: Some(200),
+                    scheduled_at: None,
+                    send_lag_s: None,
+                });
+            }
+        }
+        let l = summarize_level(frame(4, None), &records, None);
+        // Little's law: four slots, each finishing one request per ~10 s.
+        let truth: f64 = (0..4).map(|s| 1.0 / (10.0 + 0.01 * f64::from(s))).sum();
+        assert!(
+            (l.requests_per_s / truth - 1.0).abs() < 0.01,
+            "{} against {truth}",
+            l.requests_per_s
+        );
+        assert!((l.output_tok_per_s / (256.0 * truth) - 1.0).abs() < 0.02);
     }
 
     #[test]

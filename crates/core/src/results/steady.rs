@@ -12,8 +12,8 @@
 //!   start; the requests still running then are the **drain**.
 //! - A request is **in the window** when its whole life lies inside it.
 //!   The level's latency figures (percentiles, means) come from those
-//!   requests, its rates from the requests that ended inside the window,
-//!   over the window's length.
+//!   requests, its rates from what was delivered inside the window (each
+//!   request for the share of its life there), over the window's length.
 //!
 //! A window holding fewer than [`MIN_STEADY_REQUESTS`] requests is too
 //! short to judge: the level then keeps the figures of all its requests,
@@ -59,11 +59,10 @@ impl SteadyWindow {
         r.started_at >= self.start_s && end_of(r) <= self.end_s
     }
 
-    /// Whether the record ended inside the window (after its start, at or
-    /// before its end): what its rates count.
-    pub fn ended_in(&self, r: &RequestRecord) -> bool {
-        let end = end_of(r);
-        end > self.start_s && end <= self.end_s
+    /// Whether any of the record's life lies inside the window: what its
+    /// rates count, each for its share inside.
+    pub fn overlaps(&self, r: &RequestRecord) -> bool {
+        end_of(r) > self.start_s && r.started_at < self.end_s
     }
 
     /// The warning a level gives when its window is too short:
@@ -154,8 +153,8 @@ mod tests {
         assert_eq!((w.ramp_up, w.requests, w.drain), (2, 16, 2));
         assert!(w.used);
         assert!(w.warning("short c2").is_none());
-        let inside = waves(10).iter().filter(|r| w.ended_in(r)).count();
-        assert_eq!(inside, 16, "waves 1 to 8 end at 2 … 9");
+        let inside = waves(10).iter().filter(|r| w.overlaps(r)).count();
+        assert_eq!(inside, 16, "waves 1 to 8 run from 1 … 9");
     }
 
     #[test]
