@@ -9,7 +9,13 @@
 //! there were fewer values. The **variance inflation** `τ` is that
 //! indicator's variance of the mean over the independent one, `q(1 − q)/n`,
 //! estimated by batch means of the indicator taken in time order (the
-//! series cut into about `√n` consecutive batches, [`batch_count`]).
+//! series cut into about `∛n` consecutive batches, [`dependence_batches`]).
+//! The batches are long on purpose: a class's calls depend on each other
+//! over long stretches (one student's coding request of eighty calls, a
+//! queue that builds and drains over minutes), and batches shorter than
+//! those stretches see them as noise inside a batch and miss part of the
+//! inflation. Fewer, longer batches catch more of it; the Student `t`
+//! below pays for the fewer batches.
 //!
 //! The interval of a dependent series is the independent order-statistic
 //! interval with each side's distance from the estimate (at least to the
@@ -27,9 +33,20 @@
 //! and repeated runs are the answer;
 //! `docs/validation.md` measures where the intervals hold and where not.
 
-use super::interval::{batch_count, percentile_interval, Interval, CONFIDENCE, MIN_BATCHES};
+use super::interval::{batches_near, percentile_interval, Interval, CONFIDENCE, MIN_BATCHES};
 use super::quantiles::{normal_quantile, t_quantile};
 use super::{percentile, sorted_finite};
+
+/// How many consecutive batches a series of `items` values is cut into to
+/// estimate its variance inflation: the cube root of the count, rounded,
+/// between [`MIN_BATCHES`] and 20, and never fewer than 4 values a batch;
+/// `None` with fewer than 16 values. The cube root (rather than the square
+/// root of [`super::interval::batch_count`]) gives batches long against the
+/// stretches a class's calls share: 177 calls make 6 batches of 29, not 13
+/// of 13.
+pub fn dependence_batches(items: usize) -> Option<usize> {
+    batches_near(items, (items as f64).cbrt())
+}
 
 /// The variance inflation `τ` of the indicator "at or below the `p`-th
 /// percentile" over `values_in_order` (time order), and the batches it was
@@ -41,10 +58,10 @@ use super::{percentile, sorted_finite};
 /// to estimate).
 pub fn variance_inflation(values_in_order: &[f64], p: f64, round: usize) -> Option<(f64, usize)> {
     let n = values_in_order.len();
-    // Whole rounds a batch: the batch length of about √n batches, rounded
+    // Whole rounds a batch: the batch length of about ∛n batches, rounded
     // up to a multiple of the round.
     let round = round.max(1);
-    let per = (n / batch_count(n)?).div_ceil(round) * round;
+    let per = (n / dependence_batches(n)?).div_ceil(round) * round;
     let b = n / per;
     if b < MIN_BATCHES {
         return None;
@@ -152,15 +169,15 @@ mod tests {
         // A scrambled ramp (no runs): τ near 1, the interval the exact one.
         let v: Vec<f64> = (0..400u64).map(|i| ((i * 7919) % 400) as f64).collect();
         let (tau, b) = variance_inflation(&v, 50.0, 1).expect("enough values");
-        assert!(tau < 2.0 && b == 20, "{tau} {b}");
+        assert!(tau < 2.0 && b == 7, "{tau} {b}");
         assert!(variance_inflation(&v[..15], 50.0, 1).is_none());
         assert_eq!(stretch(&v[..15], 50.0, 1), 1.0);
         // Whole rounds a batch: rounds of 100 leave the fewest batches
         // allowed, rounds of 101 too few.
         assert_eq!(variance_inflation(&v, 50.0, 100).map(|x| x.1), Some(4));
         assert!(variance_inflation(&v, 50.0, 101).is_none());
-        assert_eq!(variance_inflation(&v, 50.0, 20).map(|x| x.1), Some(20));
-        assert_eq!(variance_inflation(&v, 50.0, 25).map(|x| x.1), Some(16));
+        assert_eq!(variance_inflation(&v, 50.0, 20).map(|x| x.1), Some(6));
+        assert_eq!(variance_inflation(&v, 50.0, 25).map(|x| x.1), Some(5));
         let sorted = sorted_finite(v.iter().copied());
         let plain = percentile_interval(&sorted, 50.0).expect("values");
         let got = percentile_interval_in_order(&v, 50.0).expect("values");
@@ -171,15 +188,27 @@ mod tests {
     }
 
     #[test]
+    fn dependence_batches_are_about_the_cube_root() {
+        assert_eq!(dependence_batches(15), None);
+        assert_eq!(dependence_batches(16), Some(4));
+        assert_eq!(dependence_batches(177), Some(6));
+        assert_eq!(dependence_batches(200), Some(6));
+        assert_eq!(dependence_batches(1_000), Some(10));
+        assert_eq!(dependence_batches(100_000), Some(20));
+    }
+
+    #[test]
     fn a_pattern_every_round_repeats_is_no_dependence() {
-        // Eight slots answered in order, round after round: within a round
-        // the values rise, between rounds nothing changes.
-        let v: Vec<f64> = (0..160u64).map(|i| (i % 8) as f64).collect();
+        // Twenty-four slots answered in order, round after round: within a
+        // round the values rise, between rounds nothing changes. Read value
+        // by value, 8 batches of 60 (two and a half rounds) alternate
+        // between more and fewer low values.
+        let v: Vec<f64> = (0..480u64).map(|i| (i % 24) as f64).collect();
         assert!(
             stretch(&v, 50.0, 1) > 1.0,
             "read value by value it looks dependent"
         );
-        assert_eq!(stretch(&v, 50.0, 8), 1.0, "read by rounds it is not");
+        assert_eq!(stretch(&v, 50.0, 24), 1.0, "read by rounds it is not");
     }
 
     #[test]

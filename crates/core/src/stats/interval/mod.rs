@@ -230,12 +230,18 @@ pub const MIN_BATCHES: usize = 4;
 /// [`MIN_BATCHES`] and 20, and never fewer than 4 values a batch; `None`
 /// when there are fewer than 16 values (four batches of four).
 pub fn batch_count(items: usize) -> Option<usize> {
+    batches_near(items, (items as f64).sqrt())
+}
+
+/// `wanted` batches (rounded) for `items` values, kept between
+/// [`MIN_BATCHES`] and 20 and to at least 4 values a batch; `None` when
+/// there are fewer than 16 values.
+pub(crate) fn batches_near(items: usize, wanted: f64) -> Option<usize> {
     let most = items / 4;
     if most < MIN_BATCHES {
         return None;
     }
-    let root = (items as f64).sqrt().round() as usize;
-    Some(root.clamp(MIN_BATCHES, 20).min(most))
+    Some((wanted.round() as usize).clamp(MIN_BATCHES, 20).min(most))
 }
 
 /// The interval of the mean of `values` taken in order (time order), by
