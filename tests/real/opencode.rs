@@ -258,8 +258,20 @@ async fn opencode_session() {
         Component::OpenCode.install()
     );
 
+    // The lab class draws each coding request's model calls from a heavy
+    // tail (a few requests end after three or four calls, before anything
+    // is changed), and OpenCode's own session id seeds the draw. This test
+    // checks what the real OpenCode does with a whole request, so its
+    // persona takes fifteen calls every time (the lab's mean).
+    let mut spread = codendum_core::class::Class::lab().agent.clone();
+    spread.calls_per_request =
+        codendum_core::class::Distribution::value("a whole request, every time", 15.0);
+    // A subagent, when one is started, looks around in four calls and
+    // leaves the change to the main agent (drawn from the class, it can
+    // take the whole request and change nothing).
+    spread.subagent_calls = codendum_core::class::Distribution::value("a short look", 4.0);
     let recorder = Arc::new(Recorder {
-        persona: AgentPersona::new(1),
+        persona: AgentPersona::with_spread(1, Arc::new(spread)),
         calls: Mutex::new(Vec::new()),
     });
     let mut opts = TwinOptions::new(Profile::load("classroom-64k").expect("profile"));
@@ -324,8 +336,11 @@ async fn check_capture(dir: &Path, calls: &[Call], recorded: u64) {
     );
     assert!(recorded as usize >= calls.len(), "{recorded} lines");
     let kinds: Vec<_> = trace.calls.iter().filter_map(|c| c.kind).collect();
+    // The main agent's first step and its answer at least; a request that
+    // delegates leaves the steps between to its subagent.
+    let count = |k: CallKind| kinds.iter().filter(|x| **x == k).count();
     assert!(
-        kinds.iter().filter(|k| **k == CallKind::Agent).count() >= 3,
+        count(CallKind::Agent) >= 2 && count(CallKind::Agent) + count(CallKind::Subagent) >= 3,
         "{kinds:?}"
     );
     let system = calls
@@ -403,7 +418,7 @@ fn check_session(
     calls: &[Call],
     tools: &[(String, Value, String)],
     changed: &[String],
-    (original, project): (&Path, &Path),
+    (_original, project): (&Path, &Path),
     log: &str,
 ) {
     let title = calls
@@ -438,7 +453,15 @@ fn check_session(
         .filter(|(n, _, r)| n == "edit" && r.contains("Edit applied successfully"))
         .map(|(_, a, _)| a)
         .collect();
-    assert!(!edited.is_empty(), "no edit applied\n{log}");
+    // A change reached the disk: an edit, or a new file written (which one
+    // a request makes is the class's draw).
+    let wrote = tools
+        .iter()
+        .any(|(n, _, r)| n == "write" && !looks_failed(r));
+    assert!(
+        !edited.is_empty() || wrote,
+        "no edit applied and no file written\n{log}"
+    );
     for a in &edited {
         // Relative to the project, or absolute (as glob and grep print paths).
         let given = a["filePath"].as_str().unwrap();
@@ -450,13 +473,25 @@ fn check_session(
             "{path} edited but unchanged on disk: {changed:?}"
         );
     }
-    // A test was added: a new test file, or a test file with a new test.
-    let added_test = changed.iter().filter(|c| c.contains("test")).any(|c| {
-        let now = std::fs::read_to_string(project.join(c)).unwrap_or_default();
-        let before = std::fs::read_to_string(original.join(c)).unwrap_or_default();
-        now.matches("def test_").count() > before.matches("def test_").count()
-    });
-    assert!(added_test, "no test was added: changed {changed:?}\n{log}");
+    // Every file the persona wrote is on disk with what it sent (whether a
+    // request writes a test is the class's draw, as with a real model; the
+    // persona's text is sized by the class, so a test file may be short).
+    for (_, a, _) in tools
+        .iter()
+        .filter(|(n, _, r)| n == "write" && !looks_failed(r))
+    {
+        let given = a["filePath"].as_str().unwrap_or_default();
+        let on_disk = Path::new(given)
+            .strip_prefix(project)
+            .map_or_else(|_| project.join(given), |p| project.join(p));
+        let now = std::fs::read_to_string(&on_disk).unwrap_or_default();
+        let sent = a["content"].as_str().unwrap_or_default();
+        assert_eq!(
+            now.trim_end(),
+            sent.trim_end(),
+            "{given} written but not as sent\n{log}"
+        );
+    }
     check_tests_and_answer(calls, tools, log);
 }
 
@@ -473,6 +508,16 @@ fn check_tests_and_answer(calls: &[Call], tools: &[(String, Value, String)], log
     let last = *runs
         .last()
         .unwrap_or_else(|| panic!("the tests were never run\n{log}"));
+    // A change after the last run is untested: the answer cannot say the
+    // tests pass (a request whose budget ends right after a change).
+    let last_run = tools.iter().rposition(|(n, a, _)| {
+        n == "bash" && a["command"].as_str().is_some_and(|c| c.contains("pytest"))
+    });
+    let changed_after = last_run.is_some_and(|i| {
+        tools[i + 1..]
+            .iter()
+            .any(|(n, _, r)| (n == "edit" || n == "write") && !looks_failed(r))
+    });
     let last_call = calls.last().expect("calls");
     assert!(
         !last_call.answer.has_tool_calls(),
@@ -491,15 +536,13 @@ fn check_tests_and_answer(calls: &[Call], tools: &[(String, Value, String)], log
         log.contains(first_line),
         "OpenCode did not print the final answer {first_line:?}\n{log}"
     );
-    if real_error(last) && (last.contains("not found") || last.contains("No module named")) {
-        assert!(
-            answer.contains("not installed") && !answer.contains("passes"),
-            "{answer}"
-        );
-        assert!(!answer.starts_with("Done"), "{answer}");
-    } else if last.contains("passed") && !last.contains("failed") {
+    // The answer claims the tests pass only when the last run passed and
+    // nothing changed after it.
+    let passed_last = last.contains("passed") && !last.contains("failed") && !real_error(last);
+    if passed_last && !changed_after {
         assert!(answer.contains("passes"), "{answer}");
     } else {
         assert!(!answer.contains("passes"), "{answer}");
+        assert!(!answer.starts_with("Done"), "{answer}");
     }
 }
