@@ -605,15 +605,14 @@ fn report(args: ReportArgs, events: &Events) -> Result<(), Error> {
         server_timeline: args.server_timeline,
         out: args.out,
     };
-    print_paths(&codendum::app::report::report(&run, events)?);
-    Ok(())
+    print_paths(&codendum::app::report::report(&run, events)?)
 }
 
-/// The files written, one a line on stdout (data for scripts).
-fn print_paths(paths: &[PathBuf]) {
-    for p in paths {
-        println!("{}", p.display());
-    }
+/// The files written, one a line on stdout (data for scripts); a reader
+/// that stops early ends it quietly.
+fn print_paths(paths: &[PathBuf]) -> Result<(), Error> {
+    let text: String = paths.iter().map(|p| format!("{}\n", p.display())).collect();
+    print_stdout(&text)
 }
 
 fn compare(args: CompareArgs) -> Result<(), Error> {
@@ -626,8 +625,7 @@ fn compare(args: CompareArgs) -> Result<(), Error> {
         force: args.force,
         out,
     };
-    print_paths(&codendum::app::report::compare(&run)?);
-    Ok(())
+    print_paths(&codendum::app::report::compare(&run)?)
 }
 
 /// `plan --rate`: each profile's highest rate within the SLO.
@@ -654,7 +652,7 @@ fn plan_rate(args: &PlanArgs, events: &Events) -> Result<(), Error> {
     codendum::plan::rate::check(&plan)?;
     for answer in codendum::plan::rate::plan_rate(&plan)? {
         events.line(format!("{}: {}", answer.profile, answer.search.line()));
-        println!("{}", answer.folder.display());
+        print_stdout(&format!("{}\n", answer.folder.display()))?;
     }
     Ok(())
 }
@@ -701,7 +699,7 @@ async fn plan(args: PlanArgs, events: Events) -> Result<(), Error> {
         config.routers = routers.0.clone();
     }
     let (_, folder) = codendum::app::plan::run(config, events).await?;
-    println!("{}", folder.join("plan.md").display());
+    print_stdout(&format!("{}\n", folder.join("plan.md").display()))?;
     Ok(())
 }
 
@@ -714,7 +712,7 @@ fn learn_class(args: LearnClassArgs) -> Result<(), Error> {
         defaults: std::sync::Arc::new(codendum_core::class::Class::load(&args.defaults)?),
     };
     let learned = codendum::class::learn_class(&config)?;
-    print!("{}", codendum::class::render(&learned.report, &config.out));
+    print_stdout(&codendum::class::render(&learned.report, &config.out))?;
     Ok(())
 }
 
