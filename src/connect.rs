@@ -1,15 +1,18 @@
-//! Reaching the model: a live server named by a [`Target`], or the embedded
-//! twin (or a fleet of twins) started in process on a loopback port, as
-//! the run's [`Server`] says.
+//! Reaching the model: a live server named by a [`Target`], the embedded
+//! twin (or a fleet of twins) started in process on a loopback port, or the
+//! twin in process on a virtual clock, as the run's [`Server`] says.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::bench::ServerInfo;
 use crate::client::{build_http_client, ClientOptions, HttpClient};
 use crate::scrape::Scraper;
 use crate::settings::{ClientSettings, Server, TwinSettings};
+use crate::virtual_time::VirtualTwin;
 use codendum_core::clock::Clock;
 use codendum_core::error::Error;
+use codendum_core::openai::Transport;
 use codendum_core::profile::fleet::FleetSpec;
 use codendum_core::profile::Profile;
 use codendum_core::target::{BaseUrl, Secret, Target};
@@ -52,14 +55,61 @@ pub struct ConnectOptions {
     pub agent: Option<Arc<codendum_core::class::AgentSpread>>,
 }
 
+/// How a run's requests reach the model.
+#[derive(Clone)]
+pub enum ModelClient {
+    /// HTTP(S): a live server, or the embedded twin on a loopback port.
+    Http(Arc<HttpClient>),
+    /// The twin in this process, on a virtual clock.
+    InProcess(Arc<VirtualTwin>),
+}
+
+impl ModelClient {
+    /// The client as the drivers send through it.
+    pub fn transport(&self) -> Arc<dyn Transport> {
+        match self {
+            ModelClient::Http(c) => c.clone(),
+            ModelClient::InProcess(t) => t.clone(),
+        }
+    }
+
+    /// The client as the bench driver borrows it to send.
+    pub fn sender(&self) -> &dyn Transport {
+        match self {
+            ModelClient::Http(c) => c.as_ref(),
+            ModelClient::InProcess(t) => t.as_ref(),
+        }
+    }
+
+    /// The client as the drivers ask the server about itself through it.
+    pub fn info(&self) -> &dyn ServerInfo {
+        match self {
+            ModelClient::Http(c) => c.as_ref(),
+            ModelClient::InProcess(t) => t.as_ref(),
+        }
+    }
+
+    /// The HTTP client, for what only a server on the network answers
+    /// (`/v1/models` with its status, the stated profile's check).
+    pub fn http(&self) -> Result<&HttpClient, Error> {
+        match self {
+            ModelClient::Http(c) => Ok(c),
+            ModelClient::InProcess(_) => Err(Error::Failed(
+                "the twin in virtual time has no HTTP client to ask".into(),
+            )),
+        }
+    }
+}
+
 /// A reachable model: the client, the `/metrics` scraper, the clock that
 /// every wait and measurement uses, and the twin when it is embedded.
 pub struct Connection {
     /// The OpenAI client.
-    pub client: Arc<HttpClient>,
+    pub client: ModelClient,
     /// The `/metrics` scraper (`None`: no URL to read).
     pub scraper: Option<Scraper>,
-    /// Real time for a live server; scaled for the embedded twin.
+    /// Real time for a live server; scaled for the embedded twin; virtual
+    /// for the twin in virtual time.
     pub clock: Clock,
     /// The embedded twin, when no server was named (one replica).
     pub twin: Option<TwinHandle>,
@@ -93,6 +143,7 @@ impl Connection {
             Server::Live(live) => Self::live(&live.target, client, opts),
             Server::Twin(twin) => Self::embedded(twin, None, client, opts).await,
             Server::Fleet(twin, fleet) => Self::embedded(twin, Some(*fleet), client, opts).await,
+            Server::Virtual(twin) => Ok(Self::in_virtual_time(twin, client, opts)),
         }
     }
 
@@ -116,7 +167,7 @@ impl Connection {
         let scraper =
             Scraper::new(http, target.metrics_urls.clone()).with_timeout(Duration::from_secs(5));
         Ok(Connection {
-            client: Arc::new(http_client),
+            client: ModelClient::Http(Arc::new(http_client)),
             scraper: Some(scraper),
             clock,
             twin: None,
@@ -134,13 +185,7 @@ impl Connection {
     ) -> Result<Connection, Error> {
         let profile = settings.profile.clone();
         let clock = Clock::scaled(settings.time_scale);
-        let mut twin_opts = TwinOptions::new(profile.clone());
-        twin_opts.clock = clock.clone();
-        twin_opts.responder = Arc::new(match &opts.agent {
-            Some(spread) => AgentPersona::with_spread(settings.seed, Arc::clone(spread)),
-            None => AgentPersona::new(settings.seed),
-        });
-        twin_opts.seed = settings.seed;
+        let mut twin_opts = twin_options(settings, opts, &clock);
         if !opts.student_keys.is_empty() {
             twin_opts.proxy = Some(ProxyConfig {
                 keys: opts.student_keys.clone(),
@@ -194,7 +239,7 @@ impl Connection {
             settings.time_scale
         );
         Ok(Connection {
-            client: Arc::new(http_client),
+            client: ModelClient::Http(Arc::new(http_client)),
             scraper: Some(scraper),
             clock,
             twin,
@@ -204,13 +249,48 @@ impl Connection {
         })
     }
 
-    /// Whether the target is the embedded twin.
+    /// Whether the target is the embedded twin (on a socket or in virtual
+    /// time).
     pub fn is_embedded(&self) -> bool {
-        self.twin.is_some() || self.fleet.is_some()
+        self.twin.is_some() || self.fleet.is_some() || self.profile.is_some()
+    }
+
+    /// The twin of `settings` in this process on a virtual clock (the
+    /// caller's runtime must be paused): requests go to its engine without a
+    /// socket, `/metrics` is its page written on demand. The proxy of the
+    /// students' keys is not simulated there.
+    fn in_virtual_time(
+        settings: &TwinSettings,
+        client: &ClientSettings,
+        opts: &ConnectOptions,
+    ) -> Connection {
+        let profile = settings.profile.clone();
+        let clock = Clock::scaled(1.0);
+        let twin_opts = twin_options(settings, opts, &clock);
+        let twin = Arc::new(VirtualTwin::start(twin_opts, client.request_timeout));
+        let page = twin.page();
+        let url = format!("in-process://{}/metrics", profile.name);
+        let label = format!(
+            "embedded twin (vLLM {} on a GB10, profile {}, in virtual time)",
+            codendum_twin::vllm_series(),
+            profile.name
+        );
+        Connection {
+            client: ModelClient::InProcess(twin),
+            scraper: Some(Scraper::in_process(url, page)),
+            clock,
+            twin: None,
+            fleet: None,
+            profile: Some(profile),
+            label,
+        }
     }
 
     /// Stops the embedded twin or fleet, if any.
     pub async fn close(self) {
+        if let ModelClient::InProcess(t) = &self.client {
+            t.stop();
+        }
         if let Some(t) = self.twin {
             t.shutdown().await;
         }
@@ -218,6 +298,19 @@ impl Connection {
             f.shutdown().await;
         }
     }
+}
+
+/// The twin of `settings` on `clock`, its persona drawing from the
+/// class's agent spread when one is given.
+fn twin_options(settings: &TwinSettings, opts: &ConnectOptions, clock: &Clock) -> TwinOptions {
+    let mut twin_opts = TwinOptions::new(settings.profile.clone());
+    twin_opts.clock = clock.clone();
+    twin_opts.responder = Arc::new(match &opts.agent {
+        Some(spread) => AgentPersona::with_spread(settings.seed, Arc::clone(spread)),
+        None => AgentPersona::new(settings.seed),
+    });
+    twin_opts.seed = settings.seed;
+    twin_opts
 }
 
 /// The key of the side calls (`/v1/models`): `--api-key`, else the first

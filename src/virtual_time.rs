@@ -23,6 +23,95 @@ use codendum_twin::inproc::{InProcTransport, StatsSampler};
 use codendum_twin::persona::AgentPersona;
 use codendum_twin::TwinOptions;
 
+/// The twin in this process as a run's server in virtual time: requests go
+/// straight to its engine, its facts are the profile's, its `/metrics` page
+/// is written when asked. A [`crate::settings::Server::Virtual`] connects
+/// to one.
+#[derive(Debug)]
+pub struct VirtualTwin {
+    transport: Arc<InProcTransport>,
+    facts: TwinFacts,
+}
+
+impl VirtualTwin {
+    /// Starts the twin `opts` describes on the current (paused) runtime;
+    /// a request longer than `timeout` (simulated) fails as an HTTP
+    /// client's would.
+    pub fn start(opts: TwinOptions, timeout: Duration) -> VirtualTwin {
+        let facts = TwinFacts {
+            model: opts.profile.server.served_model_name.clone(),
+            max_model_len: Some(u64::from(opts.profile.server.max_model_len)),
+            tokenize: true,
+        };
+        let transport = InProcTransport::start(opts).with_timeout(Some(timeout));
+        VirtualTwin {
+            transport: Arc::new(transport),
+            facts,
+        }
+    }
+
+    /// Writes the twin's `/metrics` page when called.
+    pub fn page(&self) -> Arc<dyn Fn() -> String + Send + Sync> {
+        let state = Arc::clone(self.transport.state());
+        Arc::new(move || state.metrics_page())
+    }
+
+    /// Stops its engine (requests still in flight fail).
+    pub fn stop(&self) {
+        self.transport.stop();
+    }
+}
+
+impl codendum_core::openai::Transport for VirtualTwin {
+    fn call(
+        &self,
+        request: codendum_core::openai::CallRequest,
+    ) -> futures::future::BoxFuture<'_, codendum_core::openai::CallOutcome> {
+        self.transport.call(request)
+    }
+}
+
+impl crate::bench::ServerInfo for VirtualTwin {
+    fn model_id(&self) -> futures::future::BoxFuture<'_, Result<String, String>> {
+        self.facts.model_id()
+    }
+
+    fn tokenize<'a>(
+        &'a self,
+        model: &'a str,
+        prompt: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<Option<u64>, String>> {
+        self.facts.tokenize(model, prompt)
+    }
+
+    fn tokenize_as_sent<'a>(
+        &'a self,
+        endpoint: codendum_core::openai::Endpoint,
+        model: &'a str,
+        prompt: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<Option<u64>, String>> {
+        // As the twin's `/tokenize` counts a chat prompt: one user message
+        // with the chat template applied.
+        match endpoint {
+            codendum_core::openai::Endpoint::Chat => {
+                let message = serde_json::json!({"role": "user", "content": prompt});
+                let text = codendum_twin::tokenizer::render_chat(&[message], &[]);
+                let n = codendum_twin::tokenizer::count(&text) as u64;
+                Box::pin(async move { Ok(Some(n)) })
+            }
+            codendum_core::openai::Endpoint::Completions => self.facts.tokenize(model, prompt),
+        }
+    }
+
+    fn max_model_len<'a>(&'a self, model: &'a str) -> futures::future::BoxFuture<'a, Option<u64>> {
+        self.facts.max_model_len(model)
+    }
+
+    fn server_version(&self) -> futures::future::BoxFuture<'_, Option<String>> {
+        Box::pin(async { Some(codendum_twin::VLLM_VERSION.to_string()) })
+    }
+}
+
 /// How often a class's engine is sampled, simulated seconds (as the live
 /// sampler reads `/metrics`).
 pub const SAMPLE_INTERVAL: Duration = Duration::from_secs(1);
@@ -43,6 +132,14 @@ impl RecordSink for NoRecords {
 pub fn on_paused_runtime<T: Send>(
     work: impl std::future::Future<Output = Result<T, Error>> + Send,
 ) -> Result<T, Error> {
+    on_paused_runtime_with(|| work)
+}
+
+/// Runs the future `make` builds on a paused current-thread runtime on a
+/// thread of its own (the future is built there, so it need not be `Send`).
+pub fn on_paused_runtime_with<T: Send, F: std::future::Future<Output = Result<T, Error>>>(
+    make: impl FnOnce() -> F + Send,
+) -> Result<T, Error> {
     std::thread::scope(|s| {
         s.spawn(|| {
             tokio::runtime::Builder::new_current_thread()
@@ -50,7 +147,7 @@ pub fn on_paused_runtime<T: Send>(
                 .start_paused(true)
                 .build()
                 .map_err(|e| Error::io("cannot start a simulation runtime", e))?
-                .block_on(work)
+                .block_on(make())
         })
         .join()
         .unwrap_or_else(|_| Err(Error::Failed("the simulation stopped".into())))

@@ -191,23 +191,39 @@ async fn run_locked(
             reused: true,
         });
     }
+    let server = server(settings, p, kind);
     events.note(format!(
         "running the {} {} workload of {} against {}",
         settings.mode.name(),
         kind.name(),
         p.profile.name,
-        settings.server_label()
+        match &server {
+            Server::Live(_) => settings.server_label(),
+            Server::Virtual(_) => "its twin in virtual time".to_string(),
+            Server::Twin(t) | Server::Fleet(t, _) =>
+                format!("its twin at {}x real time on a loopback port", t.time_scale),
+        }
     ));
     // Ctrl-C or SIGTERM during a workload stops it as it stops the command:
     // its folder is written and every trial of it fails as interrupted.
     let stop = crate::app::signals::stop_on_signal(events.clone());
-    let outcome = match kind {
-        WorkloadKind::Bench => {
-            run_bench(settings, p, targets, io(stop.clone(), workload_events)).await
+    let virtual_time = matches!(server, Server::Virtual(_));
+    let server = &server;
+    let run = || {
+        let io = io(stop.clone(), workload_events);
+        async move {
+            match kind {
+                WorkloadKind::Bench => run_bench(server, settings, (p, targets), io).await,
+                WorkloadKind::Classroom => run_classroom(server, settings, p, io).await,
+            }
         }
-        WorkloadKind::Classroom => {
-            run_classroom(settings, p, io(stop.clone(), workload_events)).await
-        }
+    };
+    // The twin in virtual time runs on a paused runtime of its own: the
+    // whole workload takes seconds and its figures do not move with the
+    // machine's load.
+    let outcome = match virtual_time {
+        true => crate::virtual_time::on_paused_runtime_with(run),
+        false => run().await,
     };
     if *stop.borrow() {
         INTERRUPTED.store(true, Ordering::Relaxed);
@@ -308,22 +324,25 @@ pub fn run_capacity(
     })
 }
 
-/// Where a workload runs: the live server, else a twin running the
-/// profile (its own `[fleet]`) at the workload's speed-up.
+/// Where a workload runs: the live server; else the profile's twin in
+/// virtual time; a profile with a `[fleet]` of several replicas, or a class
+/// signing in with the students' keys (the lab's proxy in front), runs on
+/// twins on loopback ports at the workload's speed-up instead.
 fn server(settings: &Settings, p: &SuiteProfile, kind: WorkloadKind) -> Server {
+    let twin = TwinSettings {
+        profile: p.profile.clone(),
+        time_scale: twin_time_scale(kind),
+        seed: 1,
+    };
     match &settings.target {
         Some(target) => Server::Live(LiveServer {
             target: target.clone(),
             prometheus: None,
         }),
-        None => Server::embedded(
-            TwinSettings {
-                profile: p.profile.clone(),
-                time_scale: twin_time_scale(kind),
-                seed: 1,
-            },
-            p.profile.fleet,
-        ),
+        None if p.profile.fleet.replicas <= 1 && settings.api_keys.is_empty() => {
+            Server::Virtual(twin)
+        }
+        None => Server::embedded(twin, p.profile.fleet),
     }
 }
 
@@ -357,19 +376,13 @@ fn io(stop: watch::Receiver<bool>, events: &Events) -> RunIo<'static> {
 }
 
 async fn run_bench(
+    server: &Server,
     settings: &Settings,
-    p: &SuiteProfile,
-    targets: &ModeTargets,
+    (p, targets): (&SuiteProfile, &ModeTargets),
     io: RunIo<'static>,
 ) -> Result<WorkloadResults, Error> {
     let config = bench_config(settings.mode, targets);
-    let outcome = crate::app::bench::run(
-        &server(settings, p, WorkloadKind::Bench),
-        &run_settings(settings, p),
-        &config,
-        io,
-    )
-    .await?;
+    let outcome = crate::app::bench::run(server, &run_settings(settings, p), &config, io).await?;
     Ok(WorkloadResults {
         folder: outcome.folder,
         summary: WorkloadSummary::Bench(Box::new(outcome.summary)),
@@ -378,6 +391,7 @@ async fn run_bench(
 }
 
 async fn run_classroom(
+    server: &Server,
     settings: &Settings,
     p: &SuiteProfile,
     io: RunIo<'static>,
@@ -389,13 +403,7 @@ async fn run_classroom(
         server_timeline: None,
         prompt_file: None,
     };
-    let result = crate::app::classroom::run(
-        &server(settings, p, WorkloadKind::Classroom),
-        &run_settings(settings, p),
-        &class,
-        io,
-    )
-    .await?;
+    let result = crate::app::classroom::run(server, &run_settings(settings, p), &class, io).await?;
     Ok(WorkloadResults {
         folder: result.folder,
         summary: WorkloadSummary::Classroom(Box::new(result.summary)),
@@ -415,5 +423,53 @@ pub fn load_summary(folder: &Path, kind: WorkloadKind) -> Result<WorkloadSummary
         WorkloadKind::Classroom => codendum_core::results::read_classroom_folder_summary(folder)
             .map(|s| WorkloadSummary::Classroom(Box::new(s)))
             .map_err(read_err),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use codendum_core::profile::Profile;
+    use codendum_core::target::Secret;
+    use codendum_core::targets::bench::ProfileTargets;
+
+    fn suite_profile(replicas: u32) -> SuiteProfile {
+        let mut profile = Profile::load("classroom-64k").expect("shipped profile");
+        profile.fleet.replicas = replicas;
+        SuiteProfile {
+            spec: "classroom-64k".into(),
+            profile,
+            targets: ProfileTargets::default(),
+            judged: true,
+        }
+    }
+
+    fn offline() -> Settings {
+        Settings::from_lookup(|_| None).expect("no variables")
+    }
+
+    #[test]
+    fn a_single_twin_runs_in_virtual_time_a_fleet_or_a_proxy_on_sockets() {
+        let s = offline();
+        let one = server(&s, &suite_profile(1), WorkloadKind::Classroom);
+        assert!(matches!(one, Server::Virtual(_)), "{one:?}");
+        match server(&s, &suite_profile(2), WorkloadKind::Classroom) {
+            Server::Fleet(t, f) => {
+                assert_eq!(f.replicas, 2);
+                assert_eq!(
+                    t.time_scale,
+                    super::super::workload::TWIN_CLASSROOM_TIME_SCALE
+                );
+            }
+            other => panic!("a fleet runs on loopback ports: {other:?}"),
+        }
+        let mut keyed = offline();
+        keyed.api_keys = vec![Secret::new("student-1")];
+        match server(&keyed, &suite_profile(1), WorkloadKind::Bench) {
+            Server::Twin(t) => {
+                assert_eq!(t.time_scale, super::super::workload::TWIN_BENCH_TIME_SCALE)
+            }
+            other => panic!("the students' keys need the proxy on a socket: {other:?}"),
+        }
     }
 }

@@ -71,12 +71,15 @@ pub use super::quick::{
     QUICK_CLASS_WINDOW,
 };
 
-/// Speed-up of the embedded twin for the suite's benchmark. Measured on a
+/// Speed-up of the embedded twin for the suite's benchmark when it runs on
+/// a loopback port (a profile with a fleet, or the students' keys behind
+/// the lab's proxy; a single twin runs in virtual time). Measured on a
 /// loaded 2-core machine in the debug build: each request costs the process
 /// about 20 ms of real time, which the scaled clock turns into 0.2 s of
 /// TTFT at 10×; higher scales inflate single-user TTFT beyond its target.
 pub const TWIN_BENCH_TIME_SCALE: f64 = 10.0;
-/// Speed-up of the embedded twin for the suite's class. Class TTFTs are
+/// Speed-up of the embedded twin for the suite's class on a loopback port
+/// (as for the benchmark). Class TTFTs are
 /// seconds to a minute, so the same overhead (about 0.5 s at 25×) stays
 /// small beside them.
 pub const TWIN_CLASSROOM_TIME_SCALE: f64 = 25.0;

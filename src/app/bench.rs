@@ -114,8 +114,8 @@ impl Workload for Bench<'_> {
         let t0 = conn.clock.now_secs();
         let metrics = sampling.metrics(conn);
         let deps = BenchDeps {
-            transport: conn.client.as_ref(),
-            info: conn.client.as_ref(),
+            transport: conn.client.sender(),
+            info: conn.client.info(),
             metrics: metrics.as_ref().map(RunMetrics::as_dyn),
             clock: conn.clock.clone(),
             stop: ctx.stop.clone(),

@@ -203,7 +203,7 @@ impl Workload for Capacity<'_> {
         });
         let origin = clock.now_secs();
         let class_task = {
-            let (class, transport) = (p.class.clone(), conn.client.clone());
+            let (class, transport) = (p.class.clone(), conn.client.transport());
             let (clock, stop) = (clock.clone(), ctx.stop.clone());
             let sink: Arc<dyn RecordSink> = sink.clone();
             let status = status.clone();

@@ -323,7 +323,7 @@ async fn run_until_stopped(
     status: Arc<LiveStatus>,
     mut stop: watch::Receiver<bool>,
 ) -> Option<Result<crate::classroom::ClassroomOutcome, Error>> {
-    let transport: Arc<dyn codendum_core::openai::Transport> = conn.client.clone();
+    let transport = conn.client.transport();
     let class = run_classroom_until(
         config,
         transport,

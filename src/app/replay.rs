@@ -188,7 +188,7 @@ async fn run_replay(
     let (replay, steady, trace) = (workload.replay, workload.steady, &workload.trace);
     let (conn, events) = (ctx.conn, ctx.events);
     let recorded_span = trace.calls.last().map_or(0.0, |c| c.at_s) / replay.speed;
-    let transport: Arc<dyn Transport> = conn.client.clone();
+    let transport: Arc<dyn Transport> = conn.client.transport();
     let template = replay::template_tokens(transport.as_ref(), replay.endpoint, &model).await;
     let config = ReplayConfig {
         model: model.clone(),

@@ -14,7 +14,7 @@ use tokio::sync::watch;
 use super::guard::{busy_guard, GuardVerdict, TimelineFlag, UNCHECKED_PLAN_LINE};
 use super::router_watch;
 use super::sampling::Sampling;
-use crate::bench::{ServerFacts, ServerInfo, ServerLoad};
+use crate::bench::{ServerFacts, ServerLoad};
 use crate::connect::{pool_size, ConnectOptions, Connection};
 use crate::events::{Event, Events, Written};
 use crate::scrape::router_reader::RouterWatch;
@@ -177,7 +177,7 @@ async fn connected<W: Workload>(
         None => None,
     };
     let mut facts = ServerFacts::read(
-        conn.client.as_ref() as &dyn ServerInfo,
+        conn.client.info(),
         settings.client.model.as_deref(),
         conn.label.clone(),
     )
@@ -246,7 +246,7 @@ async fn check_live(
     };
     let check = crate::server_match::check_live(
         settings.provenance.profile.as_deref(),
-        &conn.client,
+        conn.client.http()?,
         Some(&facts.models),
         &live.target,
         events,

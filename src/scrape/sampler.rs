@@ -1,4 +1,4 @@
-//! Scraping `/metrics` over HTTP, and the sampler that records a timeline in
+//! Scraping `/metrics` over HTTP (or from a server in this process), and the sampler that records a timeline in
 //! the background (every second by default) during a run.
 
 use crate::events::Events;
@@ -71,9 +71,28 @@ pub const SCRAPE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Reads one or several `/metrics` URLs (several replicas) and sums them.
 #[derive(Debug, Clone)]
 pub struct Scraper {
-    client: reqwest::Client,
+    source: PageSource,
     urls: Vec<String>,
     timeout: Duration,
+}
+
+/// Where a scraper's pages come from.
+#[derive(Clone)]
+enum PageSource {
+    /// GET over HTTP.
+    Http(reqwest::Client),
+    /// A server in this process writes the page when asked (the twin in
+    /// virtual time, which has no socket to read).
+    InProcess(Arc<dyn Fn() -> String + Send + Sync>),
+}
+
+impl std::fmt::Debug for PageSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PageSource::Http(_) => f.write_str("Http"),
+            PageSource::InProcess(_) => f.write_str("InProcess"),
+        }
+    }
 }
 
 impl Scraper {
@@ -81,8 +100,19 @@ impl Scraper {
     /// [`SCRAPE_TIMEOUT`] per request.
     pub fn new(client: reqwest::Client, urls: Vec<String>) -> Self {
         Self {
-            client,
+            source: PageSource::Http(client),
             urls,
+            timeout: SCRAPE_TIMEOUT,
+        }
+    }
+
+    /// A scraper of one server in this process: `page` writes its
+    /// `/metrics` text, `url` names it in messages and results. The page is
+    /// parsed and summed as an HTTP one is.
+    pub fn in_process(url: String, page: Arc<dyn Fn() -> String + Send + Sync>) -> Self {
+        Self {
+            source: PageSource::InProcess(page),
+            urls: vec![url],
             timeout: SCRAPE_TIMEOUT,
         }
     }
@@ -137,9 +167,12 @@ impl Scraper {
             url: url.to_string(),
             reason: one_line(&e.without_url()),
         };
+        let client = match &self.source {
+            PageSource::Http(client) => client,
+            PageSource::InProcess(page) => return Ok(page()),
+        };
         // No OpenMetrics Accept header: vLLM would switch format.
-        let response = self
-            .client
+        let response = client
             .get(url)
             .header(reqwest::header::ACCEPT, "text/plain")
             .timeout(self.timeout)

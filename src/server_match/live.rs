@@ -92,7 +92,10 @@ pub async fn check_target(
     let conn = Connection::open(&server, client, &opts)
         .await
         .map_err(|e| format!("cannot reach {}: {e}", target.display_url()))?;
-    let (models, metrics) = tokio::join!(read_models(&conn.client), read_metrics_pages(target));
+    let (models, metrics) = tokio::join!(
+        read_models(conn.client.http().map_err(|e| e.to_string())?),
+        read_metrics_pages(target)
+    );
     conn.close().await;
     Ok(check(profile, &ServerAnswers { models, metrics }))
 }

@@ -38,6 +38,12 @@ pub enum Server {
     Twin(TwinSettings),
     /// A fleet of embedded twins behind one router (two replicas or more).
     Fleet(TwinSettings, FleetSpec),
+    /// The embedded twin, one engine, in this process without a socket, on
+    /// a virtual clock: the run must be driven on a paused runtime
+    /// ([`crate::virtual_time::on_paused_runtime`]), where every wait
+    /// passes at once and the figures do not move with the machine's load.
+    /// Its `time_scale` is not used.
+    Virtual(TwinSettings),
 }
 
 impl Server {
@@ -55,7 +61,7 @@ impl Server {
     pub fn live(&self) -> Option<&LiveServer> {
         match self {
             Server::Live(l) => Some(l),
-            Server::Twin(_) | Server::Fleet(..) => None,
+            Server::Twin(_) | Server::Fleet(..) | Server::Virtual(_) => None,
         }
     }
 

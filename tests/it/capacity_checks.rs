@@ -174,10 +174,18 @@ fn a_server_answering_503_fails_with_errors_counted() {
     use wiremock::matchers::any;
     use wiremock::{Mock, MockServer, ResponseTemplate};
     let rt = tokio::runtime::Runtime::new().expect("runtime");
+    // The server asks to be retried in a second, as a proxy in front of a
+    // restarting vLLM does: the students' retries then take seconds instead
+    // of OpenCode's backoff of a minute per call, and every call still
+    // fails.
     let server = rt.block_on(async {
         let server = MockServer::start().await;
         Mock::given(any())
-            .respond_with(ResponseTemplate::new(503).set_body_string("Service Unavailable"))
+            .respond_with(
+                ResponseTemplate::new(503)
+                    .insert_header("retry-after", "1")
+                    .set_body_string("Service Unavailable"),
+            )
             .mount(&server)
             .await;
         server

@@ -150,6 +150,22 @@ impl TwinState {
         self.http.lock().map(|m| m.clone()).unwrap_or_default()
     }
 
+    /// The `/metrics` page as it reads now: the engine's figures after its
+    /// latest step, the HTTP counters and the step lateness. The same text
+    /// the HTTP route serves, for readers in the same process.
+    pub fn metrics_page(&self) -> String {
+        let stats = self.stats.lock().map(|s| s.clone()).unwrap_or_default();
+        let http = self.http.lock().map(|m| m.clone()).unwrap_or_default();
+        let ctx = MetricsContext {
+            profile: &self.profile,
+            started_unix: self.started_unix,
+            http_requests: &http,
+        };
+        let mut page = metrics::render(&stats, &ctx);
+        page.push_str(&self.step_lateness().render());
+        page
+    }
+
     /// A copy of the engine task's step-lateness record so far.
     pub fn step_lateness(&self) -> StepLateness {
         self.lateness.lock().map(|l| l.clone()).unwrap_or_default()
@@ -256,19 +272,10 @@ async fn models(State(st): State<Arc<TwinState>>, headers: HeaderMap) -> Respons
 }
 
 async fn metrics_page(State(st): State<Arc<TwinState>>) -> Response {
-    let stats = st.stats.lock().map(|s| s.clone()).unwrap_or_default();
-    let http = st.http.lock().map(|m| m.clone()).unwrap_or_default();
-    let ctx = MetricsContext {
-        profile: &st.profile,
-        started_unix: st.started_unix,
-        http_requests: &http,
-    };
-    let mut page = metrics::render(&stats, &ctx);
-    page.push_str(&st.step_lateness().render());
     respond(
         StatusCode::OK,
         "text/plain; version=0.0.4; charset=utf-8",
-        page,
+        st.metrics_page(),
     )
 }
 
