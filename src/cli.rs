@@ -131,7 +131,8 @@ pub enum Command {
 #[derive(Debug, Args)]
 #[command(mut_arg("profile", |a| a.help(
     "The profile the live server runs (a name in profiles/ or a .toml path): only its \
-trials run, the other profiles' are listed as ignored. Needed with --base-url."
+trials run, the other profiles' are listed as ignored. Needed with --base-url; without it, \
+the one profile judged against its twin."
 )))]
 pub struct CheckArgs {
     /// Run only the trials whose name contains one of these (with --exact: is one of these).
@@ -156,7 +157,8 @@ pub struct CheckArgs {
     #[arg(long, env = env::CAPACITY_PROFILES, value_name = "NAME,...", value_parser = typed::<Names>())]
     pub profiles: Option<Names>,
     /// OpenAI base URL ending in /v1 (e.g. https://llm.lab.example:8443/v1).
-    /// Empty: each profile is judged against an embedded twin running it.
+    /// Empty: each profile (or the one --profile names) is judged against an
+    /// embedded twin running it.
     #[arg(long, env = env::BASE_URL, value_name = "URL", value_parser = typed::<BaseUrl>())]
     pub base_url: Option<BaseUrl>,
     /// API key sent as a bearer token (never printed or written).

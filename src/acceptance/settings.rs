@@ -30,7 +30,7 @@ pub struct Settings {
     /// names or `.toml` paths; default: the embedded profiles).
     pub profiles: Vec<String>,
     /// The profile the live server runs (`CODENDUM_PROFILE`): the only one
-    /// judged in live mode.
+    /// judged (against the live server, or without one against its twin).
     pub live_profile: Option<String>,
     /// Quick or full workloads (`CODENDUM_CAPACITY`, default quick).
     pub mode: Mode,

@@ -180,8 +180,10 @@ impl Suite {
     pub fn new(settings: Settings, cache_dir: PathBuf) -> Suite {
         let mut specs = settings.profiles.clone();
         let mut problems = Vec::new();
+        // A stated profile is judged alone, against the live server or, with
+        // none named, against its twin; the other profiles are listed.
         if let Some(live) = &settings.live_profile {
-            if settings.is_live() && !specs.contains(live) {
+            if !specs.contains(live) {
                 specs.push(live.clone());
             }
         }
@@ -207,8 +209,8 @@ impl Suite {
             match loaded {
                 Ok((profile, targets)) => {
                     let judged = match (&settings.live_profile, settings.is_live()) {
-                        (_, false) => true,
-                        (Some(live), true) => *live == spec || *live == profile.name,
+                        (Some(live), _) => *live == spec || *live == profile.name,
+                        (None, false) => true,
                         (None, true) => false,
                     };
                     profiles.push(SuiteProfile {
@@ -537,4 +539,36 @@ fn display_name(spec: &str) -> String {
         .and_then(|s| s.to_str())
         .unwrap_or(spec)
         .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stated_profile_is_judged_alone_against_its_twin_too() {
+        let settings = Settings::from_lookup(|k| {
+            (k == crate::settings::env::PROFILE).then(|| "classroom-64k".to_string())
+        })
+        .expect("settings");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let suite = Suite::new(settings, dir.path().to_path_buf());
+        let trials = suite.trials();
+        let judged: Vec<&str> = trials
+            .iter()
+            .filter(|t| !t.ignored)
+            .map(|t| t.name.as_str())
+            .collect();
+        assert!(!judged.is_empty());
+        assert!(
+            judged.iter().all(|n| n.starts_with("classroom-64k::")),
+            "{judged:?}"
+        );
+        assert!(
+            trials
+                .iter()
+                .any(|t| t.ignored && t.name.starts_with("classroom-64k-high-concurrency::")),
+            "the other profile is listed, ignored"
+        );
+    }
 }
