@@ -90,6 +90,13 @@ fn opencodes_store_becomes_a_class_report_with_the_servers_side() {
     // Sizes and timing only: no prompt text of the session is written.
     let html = read(&out.join("report.html"));
     assert!(html.contains("<html"), "not HTML");
+    // The store keeps no first-token time: no empty TTFT or speed chart is
+    // drawn, the coding requests' curve and the host's queue are.
+    assert!(md.contains("0 requests with a first token"), "{md}");
+    assert!(!html.contains(">Time to first token<"), "an empty chart");
+    assert!(!html.contains(">Output speed per user<"), "an empty chart");
+    assert!(html.contains(">Time to complete a coding request<"));
+    assert!(html.contains(">Server queue over time<"));
 }
 
 #[test]

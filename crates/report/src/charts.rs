@@ -150,9 +150,12 @@ pub fn bench_charts(r: &BenchReport) -> Vec<Chart> {
 }
 
 /// Charts of a classroom run: TTFT distribution, output speed per user,
-/// coding-request time as a cumulative curve, and the queue over time.
+/// coding-request time as a cumulative curve, and the queue over time. A
+/// chart with nothing to draw is left out (sessions imported from a store
+/// that keeps no first-token time have no TTFT; a class without `/metrics`
+/// no queue); the report's sentences say what is missing.
 pub fn classroom_charts(r: &ClassroomReport) -> Vec<Chart> {
-    vec![
+    let charts = vec![
         Chart::Histogram(HistogramChart {
             title: "Time to first token".to_string(),
             x: AxisTitle::new("TTFT", "s"),
@@ -180,7 +183,16 @@ pub fn classroom_charts(r: &ClassroomReport) -> Vec<Chart> {
             shaded: outage_spans(r.run_verdict.as_ref(), 0.0),
             markers: Vec::new(),
         }),
-    ]
+    ];
+    charts
+        .into_iter()
+        .filter(|c| match c {
+            Chart::Histogram(h) => !h.values.is_empty(),
+            Chart::Cdf(c) => c.curves.iter().any(|k| !k.values.is_empty()),
+            Chart::Timeline(t) => !t.samples.is_empty(),
+            _ => true,
+        })
+        .collect()
 }
 
 /// The outages of a run as shaded spans, shifted by `t0` seconds.
