@@ -122,7 +122,7 @@ pub fn bounds(
             started_at: *started_at,
             prompt_tokens: None,
             output_tokens,
-            token_source: codendum_core::kinds::TokenSource::Server,
+            token_source: codendum_core::openai::TokenSource::Server,
             ttft_s: Some(ttft_s),
             duration_s,
             wait_s: duration_s,
@@ -141,7 +141,7 @@ pub fn bounds(
     worst.errors += k;
     *worst
         .errors_by_kind
-        .entry(codendum_core::kinds::ErrorKind::Http5xx)
+        .entry(codendum_core::openai::ErrorKind::Http5xx)
         .or_insert(0) += k;
     (best, worst)
 }
@@ -238,7 +238,7 @@ fn censoring(
 mod tests {
     use super::*;
     use crate::classroom::CallKind;
-    use codendum_core::kinds::TokenSource;
+    use codendum_core::openai::TokenSource;
 
     fn call(started_at: f64, ttft: f64, ok: bool) -> CallRecord {
         CallRecord {

@@ -20,7 +20,7 @@ use super::observe::{tool_lines, Answer};
 use super::recorder::{CaptureDisk, ClientTimesSource, FolderDisk, Losses, Recorder};
 use crate::classroom::client_times::{ClientTimeKind, ClientTimes};
 use codendum_core::error::Error;
-use codendum_core::kinds::TokenSource;
+use codendum_core::openai::TokenSource;
 
 pub use codendum_core::capture::{CallLine, CALLS_FILE};
 

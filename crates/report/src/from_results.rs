@@ -5,7 +5,7 @@ use super::model::{
     BenchReport, ClassroomReport, FleetWindow, LevelBoundary, Parameter, ReplicaLine, RunInfo,
     TimelinePoint, Verdict,
 };
-use codendum_core::kinds::TokenSource;
+use codendum_core::openai::TokenSource;
 use codendum_core::prom::TimelineSample;
 use codendum_core::results::classroom_records::{CallRecord, TaskRecord};
 use codendum_core::results::{self, BenchSummary, ClassroomRunSummary, RunHeader};
@@ -38,7 +38,7 @@ pub(crate) fn points(timeline: &[TimelineSample]) -> Vec<TimelinePoint> {
 
 fn run_info(
     header: &RunHeader,
-    provenance: &codendum_core::kinds::Provenance,
+    provenance: &codendum_core::target::Provenance,
     server: &results::ServerDescription,
 ) -> RunInfo {
     RunInfo {

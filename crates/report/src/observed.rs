@@ -238,7 +238,7 @@ pub fn observed_report(
         calls_client_counted: records
             .requests
             .iter()
-            .filter(|r| r.is_ok() && r.token_source == codendum_core::kinds::TokenSource::Client)
+            .filter(|r| r.is_ok() && r.token_source == codendum_core::openai::TokenSource::Client)
             .count() as u64,
         ttft_s: records.requests.iter().filter_map(|r| r.ttft_s).collect(),
         user_output_tok_per_s: super::from_results::speed_per_user(&records.requests),

@@ -32,7 +32,7 @@ pub mod trace;
 
 use std::collections::HashMap;
 
-use crate::kinds::{ErrorKind, TokenSource};
+use crate::openai::{ErrorKind, TokenSource};
 use crate::results::classroom_records::{CallKind, CallRecord, TaskOutcome, TaskRecord};
 
 /// How a recorded call ended, as far as the recording knows.

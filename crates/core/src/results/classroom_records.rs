@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::kinds::{ErrorKind, TokenSource};
+use crate::openai::{ErrorKind, TokenSource};
 
 /// Why a model call was made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::classroom_records::{CallKind, CallRecord, TaskOutcome, TaskRecord};
-use crate::kinds::ErrorKind;
+use crate::openai::ErrorKind;
 use crate::prom::replicas::fleet_window;
 use crate::prom::{ReplicaSample, TimelineSample};
 use crate::stats::dependence::percentile_interval_in_order;

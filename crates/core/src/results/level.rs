@@ -6,7 +6,7 @@ use super::slo::Slo;
 use super::steady::{end_of, steady_window, SteadyWindow};
 use std::collections::BTreeMap;
 
-use crate::kinds::TokenSource;
+use crate::openai::TokenSource;
 use crate::results::{ErrorGroup, LevelEnd, LevelSummary, RequestRecord};
 use crate::stats::dependence::{percentile_interval_in_order, percentile_interval_in_rounds};
 use crate::stats::interval::batch_count;
@@ -523,7 +523,7 @@ mod tests {
                     tpot_s: Some(0.03),
                     input_tokens: Some(100),
                     output_tokens: 256,
-                    tokens_counted_by: crate::kinds::TokenSource::Server,
+                    tokens_counted_by: crate::openai::TokenSource::Server,
                     finish_reason: None,
                     ok: true,
                     error_kind: None,

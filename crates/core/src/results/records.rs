@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::kinds::TokenSource;
+use crate::openai::TokenSource;
 
 /// One finished request, as written to `requests.jsonl` the moment it ends.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -238,7 +238,7 @@ fn class_series(run: &RunClass<'_>, key: &str) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kinds::TokenSource;
+    use crate::openai::TokenSource;
 
     fn record(i: u64, ttft: f64, ok: bool) -> RequestRecord {
         RequestRecord {

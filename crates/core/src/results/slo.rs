@@ -187,7 +187,7 @@ pub fn slo_figures(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kinds::TokenSource;
+    use crate::openai::TokenSource;
 
     fn record(ttft: f64, tpot: f64, e2e: f64, ok: bool) -> RequestRecord {
         RequestRecord {

@@ -114,7 +114,7 @@ pub fn steady_window(records: &[RequestRecord]) -> Option<SteadyWindow> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kinds::TokenSource;
+    use crate::openai::TokenSource;
 
     fn record(started_at: f64, e2e_s: f64) -> RequestRecord {
         RequestRecord {

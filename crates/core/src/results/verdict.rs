@@ -42,7 +42,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::kinds::ErrorKind;
+use crate::openai::ErrorKind;
 use crate::stats::{wilson, Interval};
 use crate::targets::{Bound, Outcome};
 
