@@ -117,7 +117,7 @@ fn rebuilt_levels(records: Vec<RequestRecord>) -> (Vec<(String, u32)>, Vec<Level
             .fold(f64::INFINITY, f64::min);
         let end = records
             .iter()
-            .map(|r| r.started_at + r.e2e_s)
+            .map(|r| r.ended_at())
             .fold(f64::NEG_INFINITY, f64::max);
         let (start, end) = if start.is_finite() && end.is_finite() {
             (start, end.max(start))

@@ -198,7 +198,7 @@ mod tests {
             ttft_s: Some(ttft),
             e2e_s: e2e,
             tpot_s: Some(tpot),
-            input_tokens: Some(512),
+            prompt_tokens: Some(512),
             output_tokens: 64,
             tokens_counted_by: TokenSource::Server,
             finish_reason: Some("length".into()),

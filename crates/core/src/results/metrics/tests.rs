@@ -59,7 +59,7 @@ fn full_level() -> LevelSummary {
         slo_share: Some(0.75),
         goodput_per_s: Some(1.5),
         server_restarted: false,
-        steady: Some(crate::results::steady::SteadyWindow {
+        steady: Some(crate::results::records::SteadyWindow {
             start_s: 1.5,
             end_s: 2.5,
             requests: 3,
