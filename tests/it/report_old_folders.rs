@@ -19,16 +19,18 @@ fn fixture(path: &str) -> PathBuf {
         .join(path)
 }
 
-/// The lines of a folder's `requests.jsonl`, as raw JSON and as `T`.
+/// The complete lines of a folder's `requests.jsonl` (a run that died may
+/// leave its last line half written), as raw JSON and as `T`.
 fn lines<T: serde::de::DeserializeOwned>(folder: &Path) -> (Vec<Value>, Vec<T>) {
     let text = std::fs::read_to_string(folder.join("requests.jsonl")).expect("requests.jsonl");
-    let raw = text
+    let raw: Vec<Value> = text
         .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .filter_map(|l| serde_json::from_str(l).ok())
         .collect();
-    let typed = read_jsonl(text.as_bytes(), "requests.jsonl")
+    let typed: Vec<T> = read_jsonl(text.as_bytes(), "requests.jsonl")
         .expect("old lines read")
         .items;
+    assert_eq!(raw.len(), typed.len(), "{}", folder.display());
     (raw, typed)
 }
 
