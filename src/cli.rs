@@ -557,7 +557,7 @@ pub enum ArrivalArg {
 /// Output tokens per request.
 pub type Tokens = Count<1, { u32::MAX as u64 }>;
 /// Requests in flight.
-pub type InFlight = Count<1, { codendum_core::kinds::MAX_CONCURRENCY as u64 }>;
+pub type InFlight = Count<1, { codendum_core::flags::MAX_CONCURRENCY as u64 }>;
 /// Rates of a sweep.
 pub type SweepRates = Count<1, 50>;
 /// Tokens per block of a trace.

@@ -18,6 +18,9 @@
 //! - [`acceptance`]: the capacity acceptance suite (trials, workloads,
 //!   judging), run by `codendum check` and `cargo test --test capacity`;
 //! - [`plan`]: the classroom in virtual time, judged by the profile's targets;
+//! - [`capacity`]: how many students a live server carries, per service
+//!   tier, measured in one sitting with the twin's prediction beside it;
+//! - [`class`]: a class file learned from recorded sessions (`learn-class`);
 //! - [`calibrate`]: fits the twin's step-time model to bench runs of a real
 //!   server and writes the profile;
 //! - [`connect`]: a live server or the embedded twin, opened in one place;

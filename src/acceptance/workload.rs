@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::bench::config::{OpenLoop, DEFAULT_CONCURRENCY};
 use crate::bench::{BenchConfig, Load};
 use crate::classroom::ClassroomConfig;
-use codendum_core::kinds::Shape;
+use codendum_core::shape::Shape;
 use codendum_core::targets::bench::ModeTargets;
 
 /// Which workloads run (`CODENDUM_CAPACITY`).

@@ -274,7 +274,7 @@ fn fill_server_figures(
         let calls = sink.requests();
         let ok = calls.iter().filter(|r| r.error_kind.is_none());
         split.client_ttft_mean_s = codendum_core::stats::mean(ok.clone().filter_map(|r| r.ttft_s));
-        split.client_e2e_mean_s = codendum_core::stats::mean(ok.map(|r| r.duration_s));
+        split.client_e2e_mean_s = codendum_core::stats::mean(ok.map(|r| r.e2e_s));
     }
     Ok((source, continuity))
 }

@@ -12,9 +12,9 @@
 //!   [`guard`] (the busy guard), [`router_watch`] (the router's own page),
 //!   [`seams`] (the HTTP client and the sampler as the drivers'
 //!   interfaces), [`signals`] (Ctrl-C and SIGTERM);
-//! - the other commands: [`metrics`], [`serve`], [`plan`], [`calibrate`],
-//!   [`capture`], [`report`] (`report` and `compare`), [`check`] (the
-//!   capacity acceptance suite).
+//! - the other commands: [`metrics`], [`serve`], [`plan`], [`capacity`],
+//!   [`calibrate`], [`capture`], [`report`] (`report` and `compare`),
+//!   [`check`] (the capacity acceptance suite).
 //!
 //! Each takes typed settings ([`crate::settings`]); the binary's
 //! `commands.rs` only resolves flags into them. The embedded twin is wired

@@ -6,7 +6,7 @@ use crate::client::build_http_client;
 use crate::events::Events;
 use crate::scrape::router_reader::{RouterReader, RouterWatch};
 use codendum_core::error::Error;
-use codendum_core::kinds::ErrorKind;
+use codendum_core::openai::ErrorKind;
 use codendum_core::results::router_figures::{router_table, RouterFigures};
 use codendum_core::target::Target;
 
@@ -52,7 +52,7 @@ pub async fn finish(
 /// errors among its calls' errors by kind.
 pub async fn finish_class(
     watch: Option<RouterWatch>,
-    errors_by_kind: &std::collections::BTreeMap<codendum_core::kinds::ErrorKind, u64>,
+    errors_by_kind: &std::collections::BTreeMap<codendum_core::openai::ErrorKind, u64>,
     events: &Events,
 ) -> Option<RouterFigures> {
     let server_errors = errors_by_kind

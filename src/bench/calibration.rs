@@ -12,7 +12,7 @@
 //! output is shrunk to the largest that fits, with a note.
 
 use super::config::Cell;
-use codendum_core::kinds::Shape;
+use codendum_core::shape::Shape;
 
 /// Output tokens per request of a calibration run (unless
 /// `--output-tokens` is given): enough decode steps per request to time

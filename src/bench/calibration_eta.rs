@@ -115,7 +115,7 @@ pub fn took(seconds: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use codendum_core::kinds::Shape;
+    use codendum_core::shape::Shape;
 
     fn level(n: u32, input: f64, tpot: f64, ttft: f64, out: f64, wall: f64) -> LevelSummary {
         LevelSummary {

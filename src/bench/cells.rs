@@ -7,8 +7,8 @@
 use super::calibration::{calibration_plan, CalibrationInputs};
 use super::config::{fit_shapes, BenchConfig, Cell, Load};
 use super::ServerFacts;
-use codendum_core::kinds::Shape;
 use codendum_core::results::SkippedShape;
+use codendum_core::shape::Shape;
 
 /// A bench run's cells against one server.
 #[derive(Debug, Clone, PartialEq)]

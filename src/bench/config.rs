@@ -5,9 +5,9 @@
 use std::time::Duration;
 
 use super::arrival::Arrival;
-use codendum_core::kinds::Shape;
 use codendum_core::openai::Endpoint;
 use codendum_core::results::SkippedShape;
+use codendum_core::shape::Shape;
 
 /// Default concurrency levels (`--concurrency`).
 pub const DEFAULT_CONCURRENCY: [u32; 5] = [1, 8, 16, 24, 40];

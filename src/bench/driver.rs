@@ -12,15 +12,14 @@ use tokio::sync::watch;
 
 use super::arrival::schedule;
 use super::config::BenchConfig;
-use super::level::{
-    client_cpu_share, process_cpu_s, record_from_outcome, summarize_level, LevelFrame,
-};
+use super::level::{client_cpu_share, process_cpu_s, record_from_outcome};
 use super::prompt::{load_session_id, request_body, LevelLoad, ShapePrompt};
 use super::seams::{ServerInfo, ServerMetrics};
 use crate::events::{Event, Events};
 use codendum_core::clock::Clock;
 use codendum_core::error::Error;
 use codendum_core::openai::{CallOutcome, CallRequest, Transport};
+use codendum_core::results::level::{summarize_level, LevelFrame};
 use codendum_core::results::{JsonlFile, LevelEnd, LevelSummary, RateFigures, RequestRecord};
 
 /// Resolves when `stop` holds `true`; never when its sender is gone.

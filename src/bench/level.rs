@@ -1,9 +1,7 @@
 //! A finished request's record. The per-level summary over records is a
-//! plain function of them and lives in [`codendum_core::results::level`]; it is
-//! re-exported here.
+//! plain function of them and lives in [`codendum_core::results::level`].
 
 use codendum_core::openai::CallOutcome;
-pub use codendum_core::results::level::{summarize_level, LevelFrame};
 use codendum_core::results::RequestRecord;
 
 /// Builds the record of a finished request. `started_at` is seconds since
@@ -24,7 +22,7 @@ pub fn record_from_outcome(
         ttft_s: outcome.ttft,
         e2e_s: outcome.e2e,
         tpot_s: outcome.tpot(),
-        input_tokens: outcome.input_tokens(),
+        prompt_tokens: outcome.input_tokens(),
         output_tokens,
         tokens_counted_by: counted_by,
         finish_reason: outcome.finish_reason.clone(),

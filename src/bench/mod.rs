@@ -244,7 +244,7 @@ async fn size_run_prompts(
     deps: &BenchDeps<'_>,
     model: &str,
     (api_key, run_id): (Option<codendum_core::target::Secret>, &str),
-    shapes: &[codendum_core::kinds::Shape],
+    shapes: &[codendum_core::shape::Shape],
 ) -> (PromptSizing, Vec<ShapePrompt>) {
     let sizing_ctx = SizingContext {
         info: deps.info,

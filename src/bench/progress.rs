@@ -75,7 +75,7 @@ pub fn render_table(levels: &[LevelSummary]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::level::{summarize_level, LevelFrame};
+    use codendum_core::results::level::{summarize_level, LevelFrame};
     use codendum_core::results::LevelEnd;
 
     #[test]
@@ -98,7 +98,7 @@ mod tests {
             ttft_s: None,
             e2e_s: 1.0,
             tpot_s: None,
-            input_tokens: None,
+            prompt_tokens: None,
             output_tokens: 0,
             tokens_counted_by: codendum_core::openai::TokenSource::Client,
             finish_reason: None,

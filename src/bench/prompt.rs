@@ -14,9 +14,9 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 
 use super::seams::ServerInfo;
-use codendum_core::kinds::Shape;
 use codendum_core::openai::{CallRequest, Endpoint, Transport};
 use codendum_core::results::{PromptSizing, ShapeSizing, SizingMethod};
+use codendum_core::shape::Shape;
 use codendum_core::target::Secret;
 
 /// Characters per token assumed when nothing better is known.

@@ -21,9 +21,9 @@ use serde::Serialize;
 use crate::bench::config::{Cell, Load, OpenLoop};
 use crate::bench::BenchConfig;
 use codendum_core::error::{ConfigError, Error};
-use codendum_core::kinds::Shape;
 use codendum_core::profile::Profile;
 use codendum_core::results::{self, BenchSummary, LevelSummary};
+use codendum_core::shape::Shape;
 use codendum_core::stats::Interval;
 use codendum_core::targets::{Bound, Outcome};
 

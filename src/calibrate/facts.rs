@@ -90,7 +90,7 @@ pub fn server_facts(runs: &[RunInput], overrides: FactOverrides) -> ServerFacts 
     let largest_request = runs
         .iter()
         .flat_map(|r| r.requests.iter())
-        .map(|r| r.input_tokens.unwrap_or(0) + r.output_tokens)
+        .map(|r| r.prompt_tokens.unwrap_or(0) + r.output_tokens)
         .max()
         .unwrap_or(0);
     let max_model_len = runs

@@ -179,7 +179,7 @@ pub fn timed_requests(runs: &[RunInput]) -> (Vec<TimedRequest>, Vec<LevelKey>) {
                 }
             };
             let input_tokens = r
-                .input_tokens
+                .prompt_tokens
                 .or_else(|| targets.iter().find(|(s, _)| *s == r.shape).map(|(_, t)| *t))
                 .unwrap_or(0);
             out.push(TimedRequest {

@@ -24,9 +24,9 @@ use crate::classroom::ClassroomConfig;
 use crate::plan::cell::{figures, CellResult, Window};
 use crate::plan::config::CellSpec;
 use codendum_core::error::Error;
-use codendum_core::kinds::Shape;
 use codendum_core::profile::Profile;
 use codendum_core::results::LevelSummary;
+use codendum_core::shape::Shape;
 
 /// A latency target is at least this many times the twin's figure.
 pub const LATENCY_HEADROOM: f64 = 1.5;

@@ -122,9 +122,9 @@ pub fn bounds(
             started_at: *started_at,
             prompt_tokens: None,
             output_tokens,
-            token_source: codendum_core::kinds::TokenSource::Server,
+            tokens_counted_by: codendum_core::openai::TokenSource::Server,
             ttft_s: Some(ttft_s),
-            duration_s,
+            e2e_s: duration_s,
             wait_s: duration_s,
             retries: 0,
             retried_kinds: Vec::new(),
@@ -141,7 +141,7 @@ pub fn bounds(
     worst.errors += k;
     *worst
         .errors_by_kind
-        .entry(codendum_core::kinds::ErrorKind::Http5xx)
+        .entry(codendum_core::openai::ErrorKind::Http5xx)
         .or_insert(0) += k;
     (best, worst)
 }
@@ -238,7 +238,7 @@ fn censoring(
 mod tests {
     use super::*;
     use crate::classroom::CallKind;
-    use codendum_core::kinds::TokenSource;
+    use codendum_core::openai::TokenSource;
 
     fn call(started_at: f64, ttft: f64, ok: bool) -> CallRecord {
         CallRecord {
@@ -249,9 +249,9 @@ mod tests {
             started_at,
             prompt_tokens: Some(1000),
             output_tokens: 100,
-            token_source: TokenSource::Server,
+            tokens_counted_by: TokenSource::Server,
             ttft_s: ok.then_some(ttft),
-            duration_s: ttft + 5.0,
+            e2e_s: ttft + 5.0,
             wait_s: ttft + 5.0,
             retries: 0,
             retried_kinds: Vec::new(),

@@ -7,11 +7,9 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::classroom::client_times::CAPTURE_HEADER_FILE;
+use codendum_core::capture::{CaptureHeader, CALLS_FILE};
 use codendum_core::error::{ConfigError, Error};
 use codendum_core::results::RunFolder;
-
-pub use crate::classroom::client_times::CLIENT_TIMES_FILE;
-pub use codendum_core::capture::{CaptureHeader, PROMPT_FILE};
 
 /// Writes `value` as pretty JSON to `path` through a temporary file.
 pub fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<(), Error> {
@@ -32,7 +30,7 @@ pub fn prepare_folder(dir: &Path) -> Result<(), Error> {
         source,
     })?;
     let header = dir.join(CAPTURE_HEADER_FILE);
-    if header.exists() || dir.join(super::store::CALLS_FILE).exists() {
+    if header.exists() || dir.join(CALLS_FILE).exists() {
         return Err(ConfigError::invalid(
             "--out",
             format!(

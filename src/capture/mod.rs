@@ -7,7 +7,7 @@
 //! headers. It writes into its folder:
 //! - `capture.json`: the header (`schema_version`
 //!   `CAPTURE_SCHEMA_VERSION`, upstream without credentials, start, end);
-//! - `calls.jsonl`: a line per call ([`store::CallLine`]): session and
+//! - `calls.jsonl`: a line per call ([`codendum_core::capture::CallLine`]): session and
 //!   parent session (`x-session-id`, `x-parent-session-id`), kind (title,
 //!   agent, subagent, compaction, other; the rule is in [`classify`]), prompt
 //!   and output tokens (the stream's usage, else the chunks carrying text,
@@ -52,14 +52,14 @@ use std::time::Duration;
 use axum::Router;
 use tokio::sync::oneshot;
 
-pub use crate::classroom::client_times::CAPTURE_HEADER_FILE;
-pub use files::{CaptureHeader, PROMPT_FILE};
 pub use notice::{CaptureNotice, Notifier};
 pub use recorder::{CaptureDisk, FolderDisk, Losses};
-pub use store::{CallLine, Store, StoreOptions, CALLS_FILE};
+pub use store::{Store, StoreOptions};
 pub use tls::TlsFiles;
 
+use crate::classroom::client_times::CAPTURE_HEADER_FILE;
 use crate::events::Events;
+use codendum_core::capture::CaptureHeader;
 use codendum_core::error::{ConfigError, Error};
 use codendum_core::target::BaseUrl;
 

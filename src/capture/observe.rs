@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-pub use codendum_core::capture::ToolCallLine;
+use codendum_core::capture::ToolCallLine;
 
 use codendum_core::openai::chunk::{parse_chunk, Assembler};
 use codendum_core::openai::sse::{SseDecoder, SseEvent};

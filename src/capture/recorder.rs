@@ -329,7 +329,9 @@ impl Writer {
                 Job::ClientTimes => {
                     c.times_due.store(false, Ordering::SeqCst);
                     if let Some(bytes) = (self.client_times)() {
-                        let result = self.disk.replace(super::files::CLIENT_TIMES_FILE, &bytes);
+                        let result = self
+                            .disk
+                            .replace(crate::classroom::client_times::CLIENT_TIMES_FILE, &bytes);
                         if result.is_err() {
                             c.files_failed.fetch_add(1, Ordering::SeqCst);
                         }

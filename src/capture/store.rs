@@ -20,9 +20,9 @@ use super::observe::{tool_lines, Answer};
 use super::recorder::{CaptureDisk, ClientTimesSource, FolderDisk, Losses, Recorder};
 use crate::classroom::client_times::{ClientTimeKind, ClientTimes};
 use codendum_core::error::Error;
-use codendum_core::kinds::TokenSource;
+use codendum_core::openai::TokenSource;
 
-pub use codendum_core::capture::{CallLine, CALLS_FILE};
+use codendum_core::capture::{CallLine, PROMPT_FILE};
 
 /// A call whose answer is still passing through.
 #[derive(Debug)]
@@ -201,7 +201,7 @@ impl Store {
         }
         drop(inner);
         if let Some(bytes) = prompt.as_ref().and_then(pretty) {
-            self.recorder.file(super::files::PROMPT_FILE, bytes);
+            self.recorder.file(PROMPT_FILE, bytes);
         }
         if sampled {
             self.recorder.client_times_due();

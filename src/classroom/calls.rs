@@ -119,7 +119,7 @@ pub(crate) async fn call_model(
             _ => break outcome,
         }
     };
-    let (output_tokens, token_source) = outcome.output_tokens();
+    let (output_tokens, tokens_counted_by) = outcome.output_tokens();
     let record = CallRecord {
         user: who.user,
         session: who.session.to_string(),
@@ -128,9 +128,9 @@ pub(crate) async fn call_model(
         started_at: started,
         prompt_tokens: outcome.input_tokens(),
         output_tokens,
-        token_source,
+        tokens_counted_by,
         ttft_s: outcome.ttft,
-        duration_s: outcome.e2e,
+        e2e_s: outcome.e2e,
         wait_s: (shared.now() - started).max(0.0),
         retries,
         retried_kinds,

@@ -34,7 +34,6 @@ mod shell_files;
 mod sizes;
 pub mod status;
 pub mod tools;
-mod tools_search;
 pub mod workspace;
 
 pub use calls::{retry_delay, MAX_RETRIES};

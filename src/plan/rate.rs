@@ -16,10 +16,10 @@ use crate::bench::{run_on_twin, BenchConfig, TwinFacts};
 use crate::settings::{ClientSettings, RunSettings};
 use codendum_core::clock::Clock;
 use codendum_core::error::{ConfigError, Error};
-use codendum_core::kinds::Shape;
 use codendum_core::profile::Profile;
 use codendum_core::results::slo::Slo;
 use codendum_core::results::RateSearch;
+use codendum_core::shape::Shape;
 use codendum_twin::inproc::InProcTransport;
 use codendum_twin::TwinOptions;
 

@@ -299,7 +299,7 @@ pub(super) async fn send(shared: Arc<Shared>, i: usize, r: usize, root_start_s: 
     if let (Some(counted), Ok(mut sizes)) = (outcome.input_tokens(), shared.sizes.lock()) {
         sizes.add(to_send.input_tokens, counted);
     }
-    let (output_tokens, token_source) = outcome.output_tokens();
+    let (output_tokens, tokens_counted_by) = outcome.output_tokens();
     let record = CallRecord {
         user: shared.roots.user[r],
         session: call.session.clone().unwrap_or_else(|| format!("call-{i}")),
@@ -308,9 +308,9 @@ pub(super) async fn send(shared: Arc<Shared>, i: usize, r: usize, root_start_s: 
         started_at,
         prompt_tokens: outcome.input_tokens(),
         output_tokens,
-        token_source,
+        tokens_counted_by,
         ttft_s: outcome.ttft,
-        duration_s: outcome.e2e,
+        e2e_s: outcome.e2e,
         wait_s: ended - started_at,
         retries: 0,
         retried_kinds: Vec::new(),

@@ -9,7 +9,8 @@ use std::collections::HashMap;
 use std::io::BufReader;
 use std::path::Path;
 
-use crate::capture::{CallLine, CALLS_FILE, CAPTURE_HEADER_FILE};
+use crate::classroom::client_times::CAPTURE_HEADER_FILE;
+use codendum_core::capture::{CallLine, CALLS_FILE};
 use codendum_core::error::{ConfigError, Error};
 use codendum_core::results::classroom_records::{CallKind, CallRecord};
 use codendum_core::results::{self, REQUESTS_JSONL};
@@ -301,7 +302,7 @@ pub fn from_class_records(records: &[CallRecord], block_size: u32) -> Trace {
             after: None,
             ttft_s: r.ttft_s,
             // The student waited through the retries too.
-            duration_s: Some(r.wait_s.max(r.duration_s)),
+            duration_s: Some(r.wait_s.max(r.e2e_s)),
         })
         .collect();
     let ok: Vec<bool> = records.iter().map(|r| r.is_ok()).collect();

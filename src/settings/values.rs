@@ -9,9 +9,10 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use codendum_core::flags;
-use codendum_core::kinds::{Shape, MAX_CONCURRENCY};
+use codendum_core::flags::MAX_CONCURRENCY;
 use codendum_core::profile::fleet::RouterPolicy;
 use codendum_core::results::slo::Slo;
+use codendum_core::shape::Shape;
 use codendum_core::targets::{parse_class_slo, parse_tiers, ClassroomTargets, Tier};
 
 /// Concurrency levels (`--concurrency 1,8,16`): at least one, each in

@@ -2,7 +2,7 @@
 //! concurrency, counts, level ends, interruption, prompt tags, sizing, and
 //! agreement between summary.json and requests.jsonl.
 
-use codendum_core::kinds::Shape;
+use codendum_core::shape::Shape;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;

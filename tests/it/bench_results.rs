@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use chrono::{TimeZone, Utc};
-use codendum::bench::level::{summarize_level, LevelFrame};
 use codendum::bench::ServerWindow;
 use codendum_core::openai::{Endpoint, TokenSource};
+use codendum_core::results::level::{summarize_level, LevelFrame};
 use codendum_core::results::{
     read_bench_requests, read_bench_summary, read_summary_json, write_summary_csv,
     write_summary_json, BenchParameters, BenchSummary, LevelEnd, PromptSizing, RequestRecord,
@@ -31,7 +31,7 @@ fn record(shape: &str, n: u32, index: u64, started: f64, ttft: f64, e2e: f64) ->
         ttft_s: Some(ttft),
         e2e_s: e2e,
         tpot_s: Some((e2e - ttft) / 255.0),
-        input_tokens: Some(if shape == "short" { 512 } else { 16_390 }),
+        prompt_tokens: Some(if shape == "short" { 512 } else { 16_390 }),
         output_tokens: 256,
         tokens_counted_by: TokenSource::Server,
         finish_reason: Some("length".into()),
@@ -48,7 +48,7 @@ fn failed(shape: &str, n: u32, index: u64, started: f64, kind: &str, msg: &str) 
     RequestRecord {
         ttft_s: None,
         tpot_s: None,
-        input_tokens: None,
+        prompt_tokens: None,
         output_tokens: 0,
         tokens_counted_by: TokenSource::Client,
         finish_reason: None,
@@ -269,18 +269,27 @@ fn level_figures_of_the_fixed_records() {
 #[test]
 fn reader_rejects_other_kinds_and_newer_schemas() {
     let text = json_text(&fixed_summary());
-    let now = text.replacen("\"schema_version\": 1", "\"schema_version\": 2", 1);
-    assert!(read_summary_json(now.as_bytes()).is_ok(), "version 2 reads");
-    let newer = text.replacen("\"schema_version\": 1", "\"schema_version\": 3", 1);
+    for version in [2, 3] {
+        let known = text.replacen(
+            "\"schema_version\": 1",
+            &format!("\"schema_version\": {version}"),
+            1,
+        );
+        assert!(
+            read_summary_json(known.as_bytes()).is_ok(),
+            "version {version} reads"
+        );
+    }
+    let newer = text.replacen("\"schema_version\": 1", "\"schema_version\": 4", 1);
     let e = read_summary_json(newer.as_bytes()).unwrap_err();
     assert!(matches!(
         e,
         ResultsError::UnsupportedSchema {
-            found: 3,
-            supported: 2
+            found: 4,
+            supported: 3
         }
     ));
-    assert!(e.to_string().contains("schema_version 3"), "{e}");
+    assert!(e.to_string().contains("schema_version 4"), "{e}");
     let classroom = text.replacen("\"kind\": \"bench\"", "\"kind\": \"classroom\"", 1);
     assert!(matches!(
         read_summary_json(classroom.as_bytes()).unwrap_err(),

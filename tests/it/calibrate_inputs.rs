@@ -7,8 +7,8 @@ use std::process::Command;
 
 use codendum::bench::config::Cell;
 use codendum::calibrate::model::{Coefficients, ExpertUse, Terms};
-use codendum_core::kinds::Shape;
 use codendum_core::profile::Profile;
+use codendum_core::shape::Shape;
 use codendum_twin::model::{PhysicalStepModel, StepShape};
 
 use super::calibrate_twin::{bench_twin, FIXTURES};

@@ -10,8 +10,8 @@
 use std::path::Path;
 
 use codendum::bench::config::Cell;
-use codendum_core::kinds::Shape;
 use codendum_core::profile::Profile;
+use codendum_core::shape::Shape;
 
 use super::calibrate_inputs::{calibrate, stderr};
 use super::calibrate_twin::{bench_twin, FIXTURES};

@@ -10,7 +10,7 @@
 //! `cargo test --release --test it calibrate_twin -- --nocapture` prints the
 //! table the README quotes.
 
-use codendum_core::kinds::Shape;
+use codendum_core::shape::Shape;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

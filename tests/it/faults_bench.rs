@@ -3,7 +3,7 @@
 //! record with the error kind its fault causes, and the summaries agree with
 //! `requests.jsonl`.
 
-use codendum_core::kinds::Shape;
+use codendum_core::shape::Shape;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;

@@ -83,6 +83,7 @@ mod replay_timing;
 mod report_captured;
 mod report_compare;
 mod report_documents;
+mod report_old_folders;
 mod report_sessions;
 mod report_svg;
 mod router_metrics;

@@ -300,7 +300,7 @@ fn the_limit_is_read_from_the_failing_class() {
     errors
         .summary
         .errors_by_kind
-        .insert(codendum_core::kinds::ErrorKind::Http503, 3);
+        .insert(codendum_core::openai::ErrorKind::Http503, 3);
     assert_eq!(limit(errors, None), Bottleneck::ServerErrors);
     // A profile whose max_model_len the class's prompts exceed: the server
     // refuses most calls with 400. Its figures (short TTFTs, nothing
@@ -310,14 +310,14 @@ fn the_limit_is_read_from_the_failing_class() {
         c.summary.requests = 36;
         c.summary
             .errors_by_kind
-            .insert(codendum_core::kinds::ErrorKind::Http400, 18);
+            .insert(codendum_core::openai::ErrorKind::Http400, 18);
         c
     };
     assert_eq!(limit(refused(), None), Bottleneck::Refused);
     let mut few = refused();
     few.summary
         .errors_by_kind
-        .insert(codendum_core::kinds::ErrorKind::Http400, 17);
+        .insert(codendum_core::openai::ErrorKind::Http400, 17);
     assert_ne!(
         limit(few, None),
         Bottleneck::Refused,

@@ -37,7 +37,7 @@ pub fn read(path: &Path) -> Trace {
 
 fn gunzip(path: &Path) -> Vec<u8> {
     let mut out = Vec::new();
-    let mut input = codendum_core::trace::detect::open(path).expect("open");
+    let mut input = codendum_core::trace::open(path).expect("open");
     std::io::Read::read_to_end(&mut input, &mut out).expect("gunzip");
     out
 }

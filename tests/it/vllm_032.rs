@@ -238,7 +238,7 @@ fn a_stream_without_usage_is_counted_by_the_servers_tokenize() {
         assert_eq!(r["tokens_counted_by"], "tokenized", "{r}");
         assert_eq!(r["output_tokens"], expected, "{r}");
         // The prompt as the server counts it: chat template included.
-        assert!(r["input_tokens"].as_u64().is_some_and(|n| n > 500), "{r}");
+        assert!(r["prompt_tokens"].as_u64().is_some_and(|n| n > 500), "{r}");
     }
     let summary = read_json(&folder.join("summary.json"));
     assert_eq!(summary["levels"][0]["tokens_client_counted"], false);

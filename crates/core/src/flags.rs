@@ -6,6 +6,9 @@
 use crate::error::ConfigError;
 use crate::profile::fleet::{check_replicas, RouterPolicy};
 
+/// Largest concurrency level accepted (`--concurrency`, bench targets).
+pub const MAX_CONCURRENCY: u32 = 4096;
+
 /// The items of a comma-separated value (`1,8,16`, `a, b`), trimmed, empty
 /// items skipped, in order.
 pub fn list(raw: &str) -> impl Iterator<Item = &str> {

@@ -7,15 +7,18 @@
 //! - [`class`]: class files, the distributions a simulated class draws from;
 //! - [`clock`]: the one clock everything that waits or measures time asks;
 //! - [`error`]: typed errors with a stable kind and exit code;
-//! - [`flags`]: flag values as typed values (the one list parser);
-//! - [`kinds`]: endpoints, error kinds, token sources, provenance, shapes;
+//! - [`flags`]: flag values as typed values (the one list parser, the
+//!   largest concurrency);
 //! - [`stats`]: percentiles (numpy's linear interpolation) and summaries;
 //! - [`observed`]: a real class (a capture, imported sessions) as the
 //!   classroom's records, and the server's side of it from a timeline;
 //! - [`openai`]: the OpenAI-compatible wire: request bodies, SSE, stream
-//!   events, call outcomes and the [`openai::Transport`] drivers call;
+//!   events, call outcomes, the endpoint kind, the stable error kinds, who
+//!   counted a token figure, and the [`openai::Transport`] drivers call;
 //! - [`prom`]: the Prometheus text format and vLLM's figures in it;
-//! - [`target`]: where the server is (base URL, keys, CA, `/metrics` URLs);
+//! - [`shape`]: a bench request's prompt shape (`short`, `long`, a size);
+//! - [`target`]: where the server is (base URL, keys, CA, `/metrics` URLs)
+//!   and the provenance results record;
 //! - [`profile`]: server profiles and hardware TOMLs;
 //! - [`targets`]: what a profile must meet (`[targets]`), one definition;
 //! - [`trace`]: recorded traffic as sizes, timing and prefix blocks (Mooncake
@@ -28,12 +31,12 @@ pub mod class;
 pub mod clock;
 pub mod error;
 pub mod flags;
-pub mod kinds;
 pub mod observed;
 pub mod openai;
 pub mod profile;
 pub mod prom;
 pub mod results;
+pub mod shape;
 pub mod stats;
 pub mod target;
 pub mod targets;

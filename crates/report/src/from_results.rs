@@ -5,7 +5,7 @@ use super::model::{
     BenchReport, ClassroomReport, FleetWindow, LevelBoundary, Parameter, ReplicaLine, RunInfo,
     TimelinePoint, Verdict,
 };
-use codendum_core::kinds::TokenSource;
+use codendum_core::openai::TokenSource;
 use codendum_core::prom::TimelineSample;
 use codendum_core::results::classroom_records::{CallRecord, TaskRecord};
 use codendum_core::results::{self, BenchSummary, ClassroomRunSummary, RunHeader};
@@ -38,7 +38,7 @@ pub(crate) fn points(timeline: &[TimelineSample]) -> Vec<TimelinePoint> {
 
 fn run_info(
     header: &RunHeader,
-    provenance: &codendum_core::kinds::Provenance,
+    provenance: &codendum_core::target::Provenance,
     server: &results::ServerDescription,
 ) -> RunInfo {
     RunInfo {
@@ -152,7 +152,7 @@ pub fn classroom_report(
         run_verdict: s.verdict.clone(),
         calls_client_counted: requests
             .iter()
-            .filter(|r| r.error_kind.is_none() && r.token_source == TokenSource::Client)
+            .filter(|r| r.error_kind.is_none() && r.tokens_counted_by == TokenSource::Client)
             .count() as u64,
         ttft_s: requests.iter().filter_map(|r| r.ttft_s).collect(),
         user_output_tok_per_s: speed_per_user(requests),
@@ -283,14 +283,14 @@ fn classroom_parameters(s: &ClassroomRunSummary) -> Vec<Parameter> {
 }
 
 /// Output speed of each student, tokens/s: the student's output tokens over
-/// the time its successful calls spent generating (duration − TTFT).
+/// the time its successful calls spent generating (E2E − TTFT).
 pub(crate) fn speed_per_user(requests: &[CallRecord]) -> Vec<f64> {
     let mut per_user: std::collections::BTreeMap<usize, (f64, f64)> = Default::default();
     for r in requests {
         if let (Some(_), Some(ttft)) = (r.output_speed(), r.ttft_s) {
             let e = per_user.entry(r.user).or_default();
             e.0 += r.output_tokens as f64;
-            e.1 += r.duration_s - ttft;
+            e.1 += r.e2e_s - ttft;
         }
     }
     per_user

@@ -10,10 +10,11 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use codendum_core::kinds::Provenance;
+use codendum_core::observed::server::ServerSide;
 use codendum_core::results::MetricsContinuity;
 use codendum_core::results::Verdict as RunVerdict;
 use codendum_core::results::{ClassroomSummary, LevelSummary};
+use codendum_core::target::Provenance;
 
 /// Where and when a run happened, and with what.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -202,5 +203,63 @@ pub struct ClassroomReport {
     /// what the recording lost, the server's side; `None` for a simulated
     /// class or a replay.
     #[serde(default)]
-    pub observed: Option<crate::observed::ObservedClass>,
+    pub observed: Option<ObservedClass>,
+}
+
+/// One student's figures in a real class.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StudentRow {
+    /// Who (`student 3`: the third API key the capture saw; or a session).
+    pub student: String,
+    /// Coding requests started.
+    pub coding_requests: u64,
+    /// Coding requests completed.
+    pub completed: u64,
+    /// Completed coding requests: start → answer, median, seconds.
+    pub coding_request_p50_s: Option<f64>,
+    /// The longest completed coding request, seconds.
+    pub coding_request_max_s: Option<f64>,
+    /// Model calls (retries folded in).
+    pub calls: u64,
+    /// Calls that failed for good.
+    pub errors: u64,
+    /// Retries the client made.
+    pub retries: u64,
+    /// Time to first token, median, seconds.
+    pub ttft_p50_s: Option<f64>,
+    /// Time to first token, 95th percentile, seconds.
+    pub ttft_p95_s: Option<f64>,
+    /// Output speed while generating, median over the calls, tokens/s.
+    pub output_speed_p50_tok_s: Option<f64>,
+    /// Calls the student abandoned before their answer ended.
+    pub abandoned: u64,
+}
+
+/// What a report of a real class says besides the class's figures.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ObservedClass {
+    /// How the class was recorded, in a few words.
+    pub recorded_by: String,
+    /// Every student's own figures, in order of their first call.
+    pub students: Vec<StudentRow>,
+    /// Calls the students abandoned before their answer ended (not counted
+    /// among the calls or errors).
+    pub abandoned: u64,
+    /// How long students had waited on the calls they abandoned, median,
+    /// seconds.
+    pub abandoned_wait_p50_s: Option<f64>,
+    /// What the recording lost or cannot see, one sentence each.
+    pub notes: Vec<String>,
+    /// Calls that failed for good, by the kind of their last error
+    /// (`http_503`, `connect`, …).
+    #[serde(default)]
+    pub errors_by_kind: std::collections::BTreeMap<String, u64>,
+    /// Failed attempts the clients retried, by error kind.
+    #[serde(default)]
+    pub retried_by_kind: std::collections::BTreeMap<String, u64>,
+    /// The server's side over the class, from a host timeline.
+    pub server: Option<ServerSide>,
+    /// Why the host timeline gave no server figures, when one was given
+    /// and did not.
+    pub server_missing: Option<String>,
 }

@@ -9,13 +9,11 @@
 
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
-
 use super::from_results::points;
-use super::model::{ClassroomReport, Parameter, RunInfo};
+use super::model::{ClassroomReport, ObservedClass, Parameter, RunInfo, StudentRow};
 use codendum_core::capture::{read_capture, CaptureFolder};
 use codendum_core::error::{ConfigError, Error};
-use codendum_core::observed::server::{server_side, ServerSide};
+use codendum_core::observed::server::server_side;
 use codendum_core::observed::{class_records, ClassRecords, ObservedCall};
 use codendum_core::prom::{align_timeline, read_timeline, TimelineSample};
 use codendum_core::results::classroom_records::{TaskOutcome, TaskRecord};
@@ -23,64 +21,6 @@ use codendum_core::results::verdict::{class_verdict, DEFAULT_MAX_ERROR_RATE};
 use codendum_core::results::ClassroomSummary;
 use codendum_core::stats::{percentile, sorted_finite};
 use codendum_core::trace::Trace;
-
-/// One student's figures in a real class.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct StudentRow {
-    /// Who (`student 3`: the third API key the capture saw; or a session).
-    pub student: String,
-    /// Coding requests started.
-    pub coding_requests: u64,
-    /// Coding requests completed.
-    pub completed: u64,
-    /// Completed coding requests: start → answer, median, seconds.
-    pub coding_request_p50_s: Option<f64>,
-    /// The longest completed coding request, seconds.
-    pub coding_request_max_s: Option<f64>,
-    /// Model calls (retries folded in).
-    pub calls: u64,
-    /// Calls that failed for good.
-    pub errors: u64,
-    /// Retries the client made.
-    pub retries: u64,
-    /// Time to first token, median, seconds.
-    pub ttft_p50_s: Option<f64>,
-    /// Time to first token, 95th percentile, seconds.
-    pub ttft_p95_s: Option<f64>,
-    /// Output speed while generating, median over the calls, tokens/s.
-    pub output_speed_p50_tok_s: Option<f64>,
-    /// Calls the student abandoned before their answer ended.
-    pub abandoned: u64,
-}
-
-/// What a report of a real class says besides the class's figures.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ObservedClass {
-    /// How the class was recorded, in a few words.
-    pub recorded_by: String,
-    /// Every student's own figures, in order of their first call.
-    pub students: Vec<StudentRow>,
-    /// Calls the students abandoned before their answer ended (not counted
-    /// among the calls or errors).
-    pub abandoned: u64,
-    /// How long students had waited on the calls they abandoned, median,
-    /// seconds.
-    pub abandoned_wait_p50_s: Option<f64>,
-    /// What the recording lost or cannot see, one sentence each.
-    pub notes: Vec<String>,
-    /// Calls that failed for good, by the kind of their last error
-    /// (`http_503`, `connect`, …).
-    #[serde(default)]
-    pub errors_by_kind: std::collections::BTreeMap<String, u64>,
-    /// Failed attempts the clients retried, by error kind.
-    #[serde(default)]
-    pub retried_by_kind: std::collections::BTreeMap<String, u64>,
-    /// The server's side over the class, from a host timeline.
-    pub server: Option<ServerSide>,
-    /// Why the host timeline gave no server figures, when one was given
-    /// and did not.
-    pub server_missing: Option<String>,
-}
 
 fn param(name: &str, value: impl ToString) -> Parameter {
     Parameter {
@@ -199,7 +139,7 @@ pub fn observed_report(
             let ok = records.requests.iter().filter(|r| r.is_ok());
             split.client_ttft_mean_s =
                 codendum_core::stats::mean(ok.clone().filter_map(|r| r.ttft_s));
-            split.client_e2e_mean_s = codendum_core::stats::mean(ok.map(|r| r.duration_s));
+            split.client_e2e_mean_s = codendum_core::stats::mean(ok.map(|r| r.e2e_s));
         }
     }
     let abandoned_waits = sorted_finite(records.abandoned.iter().map(|a| a.waited_s));
@@ -238,7 +178,9 @@ pub fn observed_report(
         calls_client_counted: records
             .requests
             .iter()
-            .filter(|r| r.is_ok() && r.token_source == codendum_core::kinds::TokenSource::Client)
+            .filter(|r| {
+                r.is_ok() && r.tokens_counted_by == codendum_core::openai::TokenSource::Client
+            })
             .count() as u64,
         ttft_s: records.requests.iter().filter_map(|r| r.ttft_s).collect(),
         user_output_tok_per_s: super::from_results::speed_per_user(&records.requests),

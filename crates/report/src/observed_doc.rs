@@ -4,7 +4,7 @@
 
 use super::doc::{Block, Doc};
 use super::format::{fixed, opt_fixed, MISSING};
-use super::observed::ObservedClass;
+use super::model::ObservedClass;
 
 /// Minutes with one decimal, or an en dash.
 fn minutes(v: Option<f64>) -> String {

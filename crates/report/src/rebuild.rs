@@ -12,13 +12,13 @@ use std::path::Path;
 use chrono::{DateTime, NaiveDateTime, Utc};
 
 use super::model::Parameter;
-use codendum_core::kinds::Endpoint;
-use codendum_core::kinds::Provenance;
+use codendum_core::openai::Endpoint;
 use codendum_core::results::{
     self, BenchParameters, BenchSummary, LevelEnd, LevelSummary, PromptSizing, RequestRecord,
     RunHeader, ServerDescription, SizingMethod,
 };
 use codendum_core::results::{summarize_level, LevelFrame};
+use codendum_core::target::Provenance;
 
 /// What the rebuilt summary calls the unknown server and model.
 pub const UNKNOWN: &str = "unknown (summary.json missing)";
@@ -117,7 +117,7 @@ fn rebuilt_levels(records: Vec<RequestRecord>) -> (Vec<(String, u32)>, Vec<Level
             .fold(f64::INFINITY, f64::min);
         let end = records
             .iter()
-            .map(|r| r.started_at + r.e2e_s)
+            .map(|r| r.ended_at())
             .fold(f64::NEG_INFINITY, f64::max);
         let (start, end) = if start.is_finite() && end.is_finite() {
             (start, end.max(start))

@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::kinds::TokenSource;
+use crate::openai::TokenSource;
 use crate::results::classroom_records::CallKind;
 use crate::results::schema::{CAPTURE_KIND, CAPTURE_SCHEMA_VERSION};
 

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use super::{CallOutcome, ObservedCall};
 use crate::capture::CallLine;
-use crate::kinds::{ErrorKind, TokenSource};
+use crate::openai::{ErrorKind, TokenSource};
 
 /// The `error` a capture records when the client went away mid-answer.
 const CLIENT_WENT_AWAY: &str = "the client went away";

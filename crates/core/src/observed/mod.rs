@@ -32,7 +32,7 @@ pub mod trace;
 
 use std::collections::HashMap;
 
-use crate::kinds::{ErrorKind, TokenSource};
+use crate::openai::{ErrorKind, TokenSource};
 use crate::results::classroom_records::{CallKind, CallRecord, TaskOutcome, TaskRecord};
 
 /// How a recorded call ended, as far as the recording knows.
@@ -206,9 +206,9 @@ pub fn class_records(calls: &[ObservedCall]) -> ClassRecords {
             rec.retries += 1;
             rec.prompt_tokens = c.prompt_tokens;
             rec.output_tokens = c.output_tokens;
-            rec.token_source = c.token_source;
+            rec.tokens_counted_by = c.token_source;
             rec.ttft_s = c.ttft_s;
-            rec.duration_s = c.duration_s;
+            rec.e2e_s = c.duration_s;
             rec.wait_s = (end - rec.started_at).max(c.duration_s);
             rec.error_kind = error_kind;
             tool_calls[r] = c.tool_calls;
@@ -226,9 +226,9 @@ pub fn class_records(calls: &[ObservedCall]) -> ClassRecords {
             started_at: c.at_s - origin,
             prompt_tokens: c.prompt_tokens,
             output_tokens: c.output_tokens,
-            token_source: c.token_source,
+            tokens_counted_by: c.token_source,
             ttft_s: c.ttft_s,
-            duration_s: c.duration_s,
+            e2e_s: c.duration_s,
             wait_s: c.duration_s,
             retries: 0,
             retried_kinds: Vec::new(),

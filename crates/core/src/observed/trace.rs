@@ -4,7 +4,7 @@
 //! session keeps what was answered, not what failed on the way).
 
 use super::{CallOutcome, ObservedCall};
-use crate::kinds::TokenSource;
+use crate::openai::TokenSource;
 use crate::results::classroom_records::CallKind;
 use crate::trace::Trace;
 

@@ -1,10 +1,52 @@
 //! Low-level pieces of the text format: names, blanks, label sets, escapes,
-//! Go-style floats. Byte scanning over ASCII delimiters, so slicing is always
-//! on UTF-8 boundaries.
+//! Go-style floats, and what is wrong with a malformed line. Byte scanning
+//! over ASCII delimiters, so slicing is always on UTF-8 boundaries.
 
 use std::borrow::Cow;
 
-use super::parse::LineProblem;
+/// What is wrong with a malformed line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum LineProblem {
+    /// The line does not start with a valid metric name.
+    #[error("invalid metric name")]
+    BadMetricName,
+    /// A label name is empty or holds a forbidden character.
+    #[error("invalid label name")]
+    BadLabelName,
+    /// A label name is not followed by `=`.
+    #[error("expected '=' after a label name")]
+    ExpectedEquals,
+    /// A label value does not start with `"`.
+    #[error("expected '\"' to open a label value")]
+    ExpectedQuote,
+    /// A label value or the label set is not closed before the end of the line.
+    #[error("unterminated label value or label set")]
+    Unterminated,
+    /// A backslash in a label value is not followed by `\`, `"` or `n`.
+    #[error("invalid escape sequence in a label value")]
+    BadEscape,
+    /// A label value is followed by something other than `,` or `}`.
+    #[error("expected ',' or '}}' after a label value")]
+    ExpectedCommaOrBrace,
+    /// No value after the name and labels.
+    #[error("missing sample value")]
+    MissingValue,
+    /// The value is not a float.
+    #[error("invalid sample value")]
+    BadValue,
+    /// The token after the value is not an integer timestamp.
+    #[error("invalid timestamp")]
+    BadTimestamp,
+    /// Text after the timestamp.
+    #[error("unexpected text after the timestamp")]
+    TrailingText,
+    /// A `# HELP` or `# TYPE` line without a valid metric name.
+    #[error("malformed HELP or TYPE line")]
+    BadMetadata,
+    /// A `# TYPE` line with a type this format does not know.
+    #[error("unknown metric type")]
+    UnknownType,
+}
 
 /// Splits off the first blank-separated token; the rest starts after the blanks.
 pub(super) fn split_token(s: &str) -> (&str, &str) {

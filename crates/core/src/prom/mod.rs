@@ -26,7 +26,8 @@ pub mod snapshot;
 pub mod window;
 
 pub use latency::{Histogram, LatencyHistograms, Phase};
-pub use parse::{parse, Exposition, LineProblem, MetricType, ParseError, Sample};
+pub use lex::LineProblem;
+pub use parse::{parse, Exposition, MetricType, ParseError, Sample};
 pub use replicas::{
     fleet_figures, fleet_figures_with, fleet_window, lagged_window, replica_name, ReplicaSample,
     REPLICA_TIMELINE_JSONL,

@@ -14,7 +14,7 @@ use std::borrow::Cow;
 
 use super::lex::{
     is_metric_name, is_name_char, is_name_start, parse_value, scan_labels, skip_blanks,
-    split_token, unescape_help, unescape_label_value, value_end,
+    split_token, unescape_help, unescape_label_value, value_end, LineProblem,
 };
 
 /// The type a `# TYPE` line declares for a family.
@@ -46,50 +46,6 @@ impl MetricType {
             _ => return None,
         })
     }
-}
-
-/// What is wrong with a malformed line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum LineProblem {
-    /// The line does not start with a valid metric name.
-    #[error("invalid metric name")]
-    BadMetricName,
-    /// A label name is empty or holds a forbidden character.
-    #[error("invalid label name")]
-    BadLabelName,
-    /// A label name is not followed by `=`.
-    #[error("expected '=' after a label name")]
-    ExpectedEquals,
-    /// A label value does not start with `"`.
-    #[error("expected '\"' to open a label value")]
-    ExpectedQuote,
-    /// A label value or the label set is not closed before the end of the line.
-    #[error("unterminated label value or label set")]
-    Unterminated,
-    /// A backslash in a label value is not followed by `\`, `"` or `n`.
-    #[error("invalid escape sequence in a label value")]
-    BadEscape,
-    /// A label value is followed by something other than `,` or `}`.
-    #[error("expected ',' or '}}' after a label value")]
-    ExpectedCommaOrBrace,
-    /// No value after the name and labels.
-    #[error("missing sample value")]
-    MissingValue,
-    /// The value is not a float.
-    #[error("invalid sample value")]
-    BadValue,
-    /// The token after the value is not an integer timestamp.
-    #[error("invalid timestamp")]
-    BadTimestamp,
-    /// Text after the timestamp.
-    #[error("unexpected text after the timestamp")]
-    TrailingText,
-    /// A `# HELP` or `# TYPE` line without a valid metric name.
-    #[error("malformed HELP or TYPE line")]
-    BadMetadata,
-    /// A `# TYPE` line with a type this format does not know.
-    #[error("unknown metric type")]
-    UnknownType,
 }
 
 /// Why a page could not be read as Prometheus text.

@@ -12,16 +12,12 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::classroom_summary::ClassroomSummary;
-use super::schema::check_schema;
+use super::schema::{check_schema, CAPACITY_KIND, CAPACITY_SCHEMA_VERSION};
 use super::summary::{RunHeader, ServerDescription};
 use super::ResultsError;
 use crate::stats::censored::CensoredBounds;
 use crate::targets::{Bound, Outcome, TargetList};
 
-/// The `kind` of `capacity.json`.
-pub const CAPACITY_KIND: &str = "capacity";
-/// The `schema_version` of `capacity.json`.
-pub const CAPACITY_SCHEMA_VERSION: u32 = 1;
 /// The file name of a search's results.
 pub const CAPACITY_JSON: &str = "capacity.json";
 

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::kinds::{ErrorKind, TokenSource};
+use crate::openai::{ErrorKind, TokenSource};
 
 /// Why a model call was made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -38,12 +38,16 @@ pub struct CallRecord {
     pub prompt_tokens: Option<u64>,
     /// Output tokens of the last attempt.
     pub output_tokens: u64,
-    /// Who counted `output_tokens`.
-    pub token_source: TokenSource,
+    /// Who counted `output_tokens`. Named `token_source` in folders before
+    /// schema version 3.
+    #[serde(alias = "token_source")]
+    pub tokens_counted_by: TokenSource,
     /// Time to first token of the last attempt, seconds.
     pub ttft_s: Option<f64>,
-    /// Duration (sent → end of stream) of the last attempt, seconds.
-    pub duration_s: f64,
+    /// End-to-end latency (sent → end of stream) of the last attempt,
+    /// seconds. Named `duration_s` in folders before schema version 3.
+    #[serde(alias = "duration_s")]
+    pub e2e_s: f64,
     /// First attempt sent → last attempt finished, including the waits
     /// between retries, seconds: what the student waited for this call.
     pub wait_s: f64,
@@ -67,15 +71,15 @@ impl CallRecord {
     /// attempt's start plus what the student waited (every attempt and the
     /// waits between them), not just the last attempt's duration.
     pub fn ended_at(&self) -> f64 {
-        self.started_at + self.wait_s.max(self.duration_s)
+        self.started_at + self.wait_s.max(self.e2e_s)
     }
 
     /// Output speed while generating, tokens per second:
-    /// output tokens / (duration − TTFT). `None` for failures, a missing
+    /// output tokens / (E2E − TTFT). `None` for failures, a missing
     /// TTFT, fewer than 2 output tokens or no generation time.
     pub fn output_speed(&self) -> Option<f64> {
         let ttft = self.ttft_s?;
-        let gen = self.duration_s - ttft;
+        let gen = self.e2e_s - ttft;
         (self.is_ok() && self.output_tokens >= 2 && gen > 0.0)
             .then(|| self.output_tokens as f64 / gen)
     }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::classroom_records::{CallKind, CallRecord, TaskOutcome, TaskRecord};
-use crate::kinds::ErrorKind;
+use crate::openai::ErrorKind;
 use crate::prom::replicas::fleet_window;
 use crate::prom::{ReplicaSample, TimelineSample};
 use crate::stats::dependence::percentile_interval_in_order;
@@ -221,7 +221,7 @@ impl ClassroomSummary {
         let mut ok = ok;
         ok.sort_by(|a, b| a.started_at.total_cmp(&b.started_at));
         let ttft_order: Vec<f64> = ok.iter().filter_map(|r| r.ttft_s).collect();
-        let dur_order: Vec<f64> = ok.iter().map(|r| r.duration_s).collect();
+        let dur_order: Vec<f64> = ok.iter().map(|r| r.e2e_s).collect();
         let speed_order: Vec<f64> = ok.iter().filter_map(|r| r.output_speed()).collect();
         let prompt_order: Vec<f64> = ok
             .iter()

@@ -2,11 +2,12 @@
 //! the server figures over a level's window that they fold in.
 
 use super::records::RateFigures;
+use super::records::SteadyWindow;
 use super::slo::Slo;
-use super::steady::{end_of, steady_window, SteadyWindow};
+use super::steady::steady_window;
 use std::collections::BTreeMap;
 
-use crate::kinds::TokenSource;
+use crate::openai::TokenSource;
 use crate::results::{ErrorGroup, LevelEnd, LevelSummary, RequestRecord};
 use crate::stats::dependence::{percentile_interval_in_order, percentile_interval_in_rounds};
 use crate::stats::interval::batch_count;
@@ -203,7 +204,7 @@ pub fn summarize_level(
         mean_input_tokens: mean(
             all_ok
                 .iter()
-                .filter_map(|r| r.input_tokens.map(|t| t as f64)),
+                .filter_map(|r| r.prompt_tokens.map(|t| t as f64)),
         ),
         mean_output_tokens: mean(all_ok.iter().map(|r| r.output_tokens as f64)),
         tokens_client_counted: records
@@ -259,7 +260,7 @@ fn ok_tokens(r: &RequestRecord, with_input: bool) -> f64 {
         return 0.0;
     }
     let input = if with_input {
-        r.input_tokens.unwrap_or(0)
+        r.prompt_tokens.unwrap_or(0)
     } else {
         0
     };
@@ -321,7 +322,7 @@ impl<'a> Basis<'a> {
             ),
         };
         latency.sort_by(|a, b| a.started_at.total_cmp(&b.started_at));
-        rated.sort_by(|a, b| end_of(a).total_cmp(&end_of(b)));
+        rated.sort_by(|a, b| a.ended_at().total_cmp(&b.ended_at()));
         Basis {
             latency,
             rated,
@@ -346,7 +347,7 @@ impl<'a> Basis<'a> {
 
     /// The share of a request's life (start to end) inside the window.
     fn share_of_life(&self, r: &RequestRecord) -> f64 {
-        self.share(r.started_at, end_of(r))
+        self.share(r.started_at, r.ended_at())
     }
 
     /// What a level delivered within the window: each request counts for
@@ -363,8 +364,8 @@ impl<'a> Basis<'a> {
         };
         for r in self.rated.iter().filter(|r| r.ok) {
             let first = r.started_at + r.ttft_s.unwrap_or(0.0).clamp(0.0, r.e2e_s);
-            let output = r.output_tokens as f64 * self.share(first, end_of(r));
-            let input = r.input_tokens.unwrap_or(0) as f64 * self.share(r.started_at, first);
+            let output = r.output_tokens as f64 * self.share(first, r.ended_at());
+            let input = r.prompt_tokens.unwrap_or(0) as f64 * self.share(r.started_at, first);
             f.successes += self.share_of_life(r);
             f.output_tokens += output;
             f.total_tokens += output + input;
@@ -410,7 +411,7 @@ impl<'a> Basis<'a> {
                 let width = self.span_s / b as f64;
                 let mut sums = vec![0.0; b];
                 for r in &self.rated {
-                    let at = ((end_of(r) - self.start_s) / width).floor();
+                    let at = ((r.ended_at() - self.start_s) / width).floor();
                     let i = (at.max(0.0) as usize).min(b - 1);
                     sums[i] += count(r);
                 }
@@ -455,7 +456,7 @@ mod tests {
                     }),
                     e2e_s: 10.0,
                     tpot_s: Some(0.03),
-                    input_tokens: Some(100),
+                    prompt_tokens: Some(100),
                     output_tokens: 256,
                     tokens_counted_by: TokenSource::Server,
                     finish_reason: Some("length".into()),
@@ -521,9 +522,9 @@ mod tests {
                     ttft_s: Some(0.5),
                     e2e_s: e2e,
                     tpot_s: Some(0.03),
-                    input_tokens: Some(100),
+                    prompt_tokens: Some(100),
                     output_tokens: 256,
-                    tokens_counted_by: crate::kinds::TokenSource::Server,
+                    tokens_counted_by: crate::openai::TokenSource::Server,
                     finish_reason: None,
                     ok: true,
                     error_kind: None,

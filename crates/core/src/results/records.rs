@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::kinds::TokenSource;
+use crate::openai::TokenSource;
 
 /// One finished request, as written to `requests.jsonl` the moment it ends.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -30,8 +30,10 @@ pub struct RequestRecord {
     /// Mean time per output token of this request, seconds:
     /// (E2E − TTFT) / (output tokens − 1). `None` for failures or < 2 tokens.
     pub tpot_s: Option<f64>,
-    /// Input tokens as counted by the server; `None` when it sent no usage.
-    pub input_tokens: Option<u64>,
+    /// Prompt tokens as counted by the server; `None` when it sent no usage.
+    /// Named `input_tokens` in folders before schema version 3.
+    #[serde(alias = "input_tokens")]
+    pub prompt_tokens: Option<u64>,
     /// Output tokens (server's usage, or the client's count of text chunks).
     pub output_tokens: u64,
     /// Who counted `output_tokens`.
@@ -56,6 +58,14 @@ pub struct RequestRecord {
     /// or a busy client).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send_lag_s: Option<f64>,
+}
+
+impl RequestRecord {
+    /// When the request ended, seconds since the run started: its start
+    /// plus its end-to-end latency.
+    pub fn ended_at(&self) -> f64 {
+        self.started_at + self.e2e_s
+    }
 }
 
 /// Failures of one kind within a level.
@@ -193,7 +203,7 @@ pub struct LevelSummary {
     /// ([`super::steady`]). Absent on rate levels and in folders written
     /// before schema version 2.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub steady: Option<super::steady::SteadyWindow>,
+    pub steady: Option<SteadyWindow>,
     /// The 95 % interval of each figure that has one, by the figure's key
     /// ([`crate::results::metrics::LevelMetric::key`]: `ttft_p95_s`,
     /// `error_rate`, `output_tok_per_s`), in the figure's unit (a fraction
@@ -258,4 +268,58 @@ pub fn trim_rate(rate: f64) -> String {
     let text = format!("{rate:.3}");
     let text = text.trim_end_matches('0').trim_end_matches('.');
     text.to_string()
+}
+
+/// The fewest requests a steady window must hold for the level's figures
+/// to come from it (fewer: from the whole level, with a warning).
+pub const MIN_STEADY_REQUESTS: u64 = 10;
+
+/// Where a closed-loop level's steady window lies and what it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SteadyWindow {
+    /// Window start: the first request's end, seconds since the run started.
+    pub start_s: f64,
+    /// Window end: the last request's start, seconds since the run started.
+    pub end_s: f64,
+    /// Requests whose whole life lies in the window.
+    pub requests: u64,
+    /// Requests started before the window (the ramp-up).
+    pub ramp_up: u64,
+    /// Requests started in the window that ended after it (the drain).
+    pub drain: u64,
+    /// Whether the level's figures come from the window (`false`: it holds
+    /// fewer than [`MIN_STEADY_REQUESTS`] requests and the figures are the
+    /// whole level's).
+    pub used: bool,
+}
+
+impl SteadyWindow {
+    /// The window's length, seconds (0 when empty).
+    pub fn length_s(&self) -> f64 {
+        (self.end_s - self.start_s).max(0.0)
+    }
+
+    /// Whether the record's whole life lies in the window.
+    pub fn holds(&self, r: &RequestRecord) -> bool {
+        r.started_at >= self.start_s && r.ended_at() <= self.end_s
+    }
+
+    /// Whether any of the record's life lies inside the window: what its
+    /// rates count, each for its share inside.
+    pub fn overlaps(&self, r: &RequestRecord) -> bool {
+        r.ended_at() > self.start_s && r.started_at < self.end_s
+    }
+
+    /// The warning a level gives when its window is too short:
+    /// `short c16: steady window 0.0–0.0 s holds 0 requests (ramp-up 16,
+    /// drain 16); figures over the whole level`. `None` when it is used.
+    pub fn warning(&self, level: &str) -> Option<String> {
+        (!self.used).then(|| {
+            format!(
+                "{level}: the steady window ({:.1}–{:.1} s) holds {} requests, fewer than {MIN_STEADY_REQUESTS} \
+                 (ramp-up {}, drain {}); its figures are over the whole level, ramp-up and drain included",
+                self.start_s, self.end_s, self.requests, self.ramp_up, self.drain
+            )
+        })
+    }
 }

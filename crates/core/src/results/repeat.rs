@@ -223,7 +223,7 @@ fn class_series(run: &RunClass<'_>, key: &str) -> Vec<f64> {
     done.sort_by(|a, b| a.start.total_cmp(&b.start));
     match key.split("_p").next().unwrap_or_default() {
         "ttft" => calls.iter().filter_map(|c| c.ttft_s).collect(),
-        "request_time" => calls.iter().map(|c| c.duration_s).collect(),
+        "request_time" => calls.iter().map(|c| c.e2e_s).collect(),
         "output_speed" => calls.iter().filter_map(|c| c.output_speed()).collect(),
         "prompt_tokens" => calls
             .iter()
@@ -238,7 +238,7 @@ fn class_series(run: &RunClass<'_>, key: &str) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kinds::TokenSource;
+    use crate::openai::TokenSource;
 
     fn record(i: u64, ttft: f64, ok: bool) -> RequestRecord {
         RequestRecord {
@@ -249,7 +249,7 @@ mod tests {
             ttft_s: Some(ttft),
             e2e_s: 2.0 + ttft,
             tpot_s: Some(0.03),
-            input_tokens: Some(100),
+            prompt_tokens: Some(100),
             output_tokens: 64,
             tokens_counted_by: TokenSource::Server,
             finish_reason: None,
@@ -318,9 +318,9 @@ mod tests {
                     started_at: i as f64,
                     prompt_tokens: Some(1000 + i as u64),
                     output_tokens: 100,
-                    token_source: TokenSource::Server,
+                    tokens_counted_by: TokenSource::Server,
                     ttft_s: Some(1.0 + shift + (i % 20) as f64 * 0.1),
-                    duration_s: 10.0,
+                    e2e_s: 10.0,
                     wait_s: 10.0,
                     retries: 0,
                     retried_kinds: Vec::new(),

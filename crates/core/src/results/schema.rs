@@ -17,23 +17,32 @@ use super::ResultsError;
 /// The `schema_version` of a bench `summary.json`. Version 2 added each
 /// figure's interval (`intervals`), a closed-loop level's steady window
 /// (`steady`, whose requests its latencies and rates then come from) and
-/// the client's CPU; version 1 folders still read.
-pub const BENCH_SCHEMA_VERSION: u32 = 2;
+/// the client's CPU. Version 3 gave the lines of `requests.jsonl` the
+/// classroom's name for the prompt's size (`prompt_tokens`, was
+/// `input_tokens`). Versions 1 and 2 still read.
+pub const BENCH_SCHEMA_VERSION: u32 = 3;
 /// Every bench `summary.json` version this build reads, oldest first.
-pub const BENCH_SCHEMA_VERSIONS: [u32; 2] = [1, 2];
+pub const BENCH_SCHEMA_VERSIONS: [u32; 3] = [1, 2, 3];
 /// The `kind` of a bench `summary.json`.
 pub const BENCH_KIND: &str = "bench";
 /// The `schema_version` of a classroom `summary.json` (a replay's too).
 /// Version 2 added each figure's interval (`summary.intervals`) and the
-/// steady window (`summary.steady_window`); version 1 folders still read.
-pub const CLASSROOM_SCHEMA_VERSION: u32 = 2;
+/// steady window (`summary.steady_window`). Version 3 gave the lines of
+/// `requests.jsonl` the bench's names for the same facts (`e2e_s`, was
+/// `duration_s`; `tokens_counted_by`, was `token_source`). Versions 1 and 2
+/// still read.
+pub const CLASSROOM_SCHEMA_VERSION: u32 = 3;
 /// Every classroom `summary.json` version this build reads, oldest first.
-pub const CLASSROOM_SCHEMA_VERSIONS: [u32; 2] = [1, 2];
+pub const CLASSROOM_SCHEMA_VERSIONS: [u32; 3] = [1, 2, 3];
 /// The `kind` of a classroom `summary.json`.
 pub const CLASSROOM_KIND: &str = "classroom";
 /// The `kind` of a replay's `summary.json` (`codendum replay`): a classroom
 /// summary whose `replay` block says what was replayed.
 pub const REPLAY_KIND: &str = "replay";
+/// The `kind` of `capacity.json`.
+pub const CAPACITY_KIND: &str = "capacity";
+/// The `schema_version` of `capacity.json`.
+pub const CAPACITY_SCHEMA_VERSION: u32 = 1;
 /// The `kind` of `plan.json`.
 pub const PLAN_KIND: &str = "plan";
 /// The `schema_version` of a `plan.json` over given class sizes.
@@ -87,7 +96,7 @@ impl FolderKind {
             FolderKind::Plan => PLAN_KIND,
             FolderKind::Capture => CAPTURE_KIND,
             FolderKind::Replay => REPLAY_KIND,
-            FolderKind::Capacity => super::capacity::CAPACITY_KIND,
+            FolderKind::Capacity => CAPACITY_KIND,
         }
     }
 }

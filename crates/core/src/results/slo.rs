@@ -187,7 +187,7 @@ pub fn slo_figures(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kinds::TokenSource;
+    use crate::openai::TokenSource;
 
     fn record(ttft: f64, tpot: f64, e2e: f64, ok: bool) -> RequestRecord {
         RequestRecord {
@@ -198,7 +198,7 @@ mod tests {
             ttft_s: Some(ttft),
             e2e_s: e2e,
             tpot_s: Some(tpot),
-            input_tokens: Some(512),
+            prompt_tokens: Some(512),
             output_tokens: 64,
             tokens_counted_by: TokenSource::Server,
             finish_reason: Some("length".into()),

@@ -15,79 +15,21 @@
 //!   requests, its rates from what was delivered inside the window (each
 //!   request for the share of its life there), over the window's length.
 //!
-//! A window holding fewer than [`MIN_STEADY_REQUESTS`] requests is too
-//! short to judge: the level then keeps the figures of all its requests,
-//! ramp-up and drain included, and says so ([`SteadyWindow::used`]); the
-//! run's verdict names it as a reason the run is not valid as a capacity
-//! figure.
+//! A window ([`SteadyWindow`], a level's field) holding fewer than
+//! [`MIN_STEADY_REQUESTS`] requests is too short to judge: the level then
+//! keeps the figures of all its requests, ramp-up and drain included, and
+//! says so ([`SteadyWindow::used`]); the run's verdict names it as a reason
+//! the run is not valid as a capacity figure.
 
-use serde::{Deserialize, Serialize};
-
-use super::records::RequestRecord;
-
-/// The fewest requests a steady window must hold for the level's figures
-/// to come from it (fewer: from the whole level, with a warning).
-pub const MIN_STEADY_REQUESTS: u64 = 10;
-
-/// Where a closed-loop level's steady window lies and what it holds.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct SteadyWindow {
-    /// Window start: the first request's end, seconds since the run started.
-    pub start_s: f64,
-    /// Window end: the last request's start, seconds since the run started.
-    pub end_s: f64,
-    /// Requests whose whole life lies in the window.
-    pub requests: u64,
-    /// Requests started before the window (the ramp-up).
-    pub ramp_up: u64,
-    /// Requests started in the window that ended after it (the drain).
-    pub drain: u64,
-    /// Whether the level's figures come from the window (`false`: it holds
-    /// fewer than [`MIN_STEADY_REQUESTS`] requests and the figures are the
-    /// whole level's).
-    pub used: bool,
-}
-
-impl SteadyWindow {
-    /// The window's length, seconds (0 when empty).
-    pub fn length_s(&self) -> f64 {
-        (self.end_s - self.start_s).max(0.0)
-    }
-
-    /// Whether the record's whole life lies in the window.
-    pub fn holds(&self, r: &RequestRecord) -> bool {
-        r.started_at >= self.start_s && end_of(r) <= self.end_s
-    }
-
-    /// Whether any of the record's life lies inside the window: what its
-    /// rates count, each for its share inside.
-    pub fn overlaps(&self, r: &RequestRecord) -> bool {
-        end_of(r) > self.start_s && r.started_at < self.end_s
-    }
-
-    /// The warning a level gives when its window is too short:
-    /// `short c16: steady window 0.0–0.0 s holds 0 requests (ramp-up 16,
-    /// drain 16); figures over the whole level`. `None` when it is used.
-    pub fn warning(&self, level: &str) -> Option<String> {
-        (!self.used).then(|| {
-            format!(
-                "{level}: the steady window ({:.1}–{:.1} s) holds {} requests, fewer than {MIN_STEADY_REQUESTS} \
-                 (ramp-up {}, drain {}); its figures are over the whole level, ramp-up and drain included",
-                self.start_s, self.end_s, self.requests, self.ramp_up, self.drain
-            )
-        })
-    }
-}
-
-/// When a record ended, seconds since the run started.
-pub fn end_of(r: &RequestRecord) -> f64 {
-    r.started_at + r.e2e_s
-}
+use super::records::{RequestRecord, SteadyWindow, MIN_STEADY_REQUESTS};
 
 /// The steady window of a closed-loop level's records (any order); `None`
 /// without records.
 pub fn steady_window(records: &[RequestRecord]) -> Option<SteadyWindow> {
-    let first_end = records.iter().map(end_of).reduce(f64::min)?;
+    let first_end = records
+        .iter()
+        .map(RequestRecord::ended_at)
+        .reduce(f64::min)?;
     let last_start = records.iter().map(|r| r.started_at).reduce(f64::max)?;
     let (start_s, end_s) = (first_end, last_start.max(first_end));
     let mut w = SteadyWindow {
@@ -101,7 +43,7 @@ pub fn steady_window(records: &[RequestRecord]) -> Option<SteadyWindow> {
     for r in records {
         if r.started_at < start_s {
             w.ramp_up += 1;
-        } else if end_of(r) > end_s {
+        } else if r.ended_at() > end_s {
             w.drain += 1;
         } else {
             w.requests += 1;
@@ -114,7 +56,7 @@ pub fn steady_window(records: &[RequestRecord]) -> Option<SteadyWindow> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kinds::TokenSource;
+    use crate::openai::TokenSource;
 
     fn record(started_at: f64, e2e_s: f64) -> RequestRecord {
         RequestRecord {
@@ -125,7 +67,7 @@ mod tests {
             ttft_s: Some(0.1),
             e2e_s,
             tpot_s: None,
-            input_tokens: Some(10),
+            prompt_tokens: Some(10),
             output_tokens: 10,
             tokens_counted_by: TokenSource::Server,
             finish_reason: None,

@@ -42,7 +42,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::kinds::ErrorKind;
+use crate::openai::ErrorKind;
 use crate::stats::{wilson, Interval};
 use crate::targets::{Bound, Outcome};
 
@@ -497,7 +497,7 @@ pub fn bench_verdict(
         .iter()
         .map(|r| CallOutcome {
             start_s: r.started_at,
-            end_s: r.started_at + r.e2e_s,
+            end_s: r.ended_at(),
             error: (!r.ok).then(|| r.error_kind.clone().unwrap_or_else(|| "unknown".into())),
         })
         .collect();
@@ -794,15 +794,15 @@ mod tests {
     /// was retried four times.
     fn class_call(
         started_at: f64,
-        duration_s: f64,
+        e2e_s: f64,
         wait_s: f64,
         error: Option<&str>,
     ) -> super::super::classroom_records::CallRecord {
         let line = serde_json::json!({
             "user": 0, "session": "ses_0", "task": 0, "kind": "agent",
             "started_at": started_at, "prompt_tokens": null, "output_tokens": 0,
-            "token_source": "client", "ttft_s": null,
-            "duration_s": duration_s, "wait_s": wait_s,
+            "tokens_counted_by": "client", "ttft_s": null,
+            "e2e_s": e2e_s, "wait_s": wait_s,
             "retries": if error.is_some() { 4 } else { 0 },
             "retried_kinds": [], "error_kind": error, "tool_calls": 0,
         });
@@ -882,7 +882,7 @@ mod tests {
 
     #[test]
     fn a_run_whose_own_figures_cannot_be_trusted_says_so_and_fails_under_strict() {
-        use crate::results::steady::SteadyWindow;
+        use crate::results::records::SteadyWindow;
         use crate::results::{LevelSummary, RateFigures};
         let short = LevelSummary {
             shape: "short".into(),

@@ -6,14 +6,31 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
 use crate::error::ConfigError;
 
 mod base_url;
 mod keys;
 
-pub use crate::kinds::Provenance;
 pub use base_url::{http_url, BaseUrl};
 pub use keys::{parse_api_keys, read_api_keys};
+
+/// Provenance recorded with every result (what to share with results: profile, image digest,
+/// model revision, DGX OS version; plus the driver).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// Server profile name, e.g. `classroom-64k`.
+    pub profile: Option<String>,
+    /// vLLM image digest.
+    pub image_digest: Option<String>,
+    /// Model revision.
+    pub model_revision: Option<String>,
+    /// DGX OS version.
+    pub dgx_os_version: Option<String>,
+    /// NVIDIA driver version.
+    pub driver_version: Option<String>,
+}
 
 /// An API key. Its `Debug` and `Display` never show the key; results name a
 /// key by index or by [`Secret::short_id`].

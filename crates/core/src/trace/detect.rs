@@ -14,10 +14,12 @@
 //!   `round_index`, `input_tokens_total`) or else a Mooncake-style line;
 //!   a `.json` file that is not one line is a conversation too.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, Read};
 use std::path::Path;
 
-use super::{claude_code, mooncake, opencode, tracelab, SourceFormat, Trace, TraceSource, Unread};
+use super::{
+    claude_code, mooncake, open, opencode, tracelab, SourceFormat, Trace, TraceSource, Unread,
+};
 
 /// How a source is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,25 +42,6 @@ fn unread(path: &Path, line: usize, reason: impl Into<String>) -> Unread {
 }
 
 const SQLITE_MAGIC: &[u8] = b"SQLite format 3\0";
-const GZIP_MAGIC: &[u8] = &[0x1f, 0x8b];
-
-/// The file at `path`, decompressed when it is gzipped.
-pub fn open(path: &Path) -> Result<Box<dyn BufRead>, Unread> {
-    let mut file =
-        std::fs::File::open(path).map_err(|e| unread(path, 0, format!("cannot open it: {e}")))?;
-    let mut magic = [0u8; 2];
-    let n = file.read(&mut magic).unwrap_or(0);
-    let file =
-        std::fs::File::open(path).map_err(|e| unread(path, 0, format!("cannot open it: {e}")))?;
-    if n == 2 && magic == GZIP_MAGIC {
-        Ok(Box::new(BufReader::new(flate2::read::MultiGzDecoder::new(
-            BufReader::new(file),
-        ))))
-    } else {
-        Ok(Box::new(BufReader::new(file)))
-    }
-}
-
 /// The `.json` (and `.json.gz`) files of a folder, sorted.
 fn conversation_files(dir: &Path) -> Vec<std::path::PathBuf> {
     let mut files: Vec<_> = std::fs::read_dir(dir)

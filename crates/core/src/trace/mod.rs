@@ -332,6 +332,30 @@ impl std::fmt::Display for Unread {
     }
 }
 
+const GZIP_MAGIC: &[u8] = &[0x1f, 0x8b];
+
+/// The file at `path`, decompressed when it is gzipped: how every reader of
+/// a source opens its files.
+pub fn open(path: &std::path::Path) -> Result<Box<dyn std::io::BufRead>, Unread> {
+    use std::io::{BufReader, Read};
+    let cannot = |e: std::io::Error| Unread {
+        file: path.display().to_string(),
+        line: 0,
+        reason: format!("cannot open it: {e}"),
+    };
+    let mut file = std::fs::File::open(path).map_err(cannot)?;
+    let mut magic = [0u8; 2];
+    let n = file.read(&mut magic).unwrap_or(0);
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    if n == 2 && magic == GZIP_MAGIC {
+        Ok(Box::new(BufReader::new(flate2::read::MultiGzDecoder::new(
+            BufReader::new(file),
+        ))))
+    } else {
+        Ok(Box::new(BufReader::new(file)))
+    }
+}
+
 /// A recorded workload.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Trace {

@@ -244,7 +244,7 @@ pub fn read_database(db: &Path, store: &mut Store) -> Result<(), Unread> {
         tempfile::tempdir().map_err(|e| unread(db, 0, format!("no scratch folder: {e}")))?;
     let copy = scratch.path().join("opencode.db");
     let cannot = |e: std::io::Error| unread(db, 0, format!("cannot read it: {e}"));
-    let mut input = super::detect::open(db)?;
+    let mut input = super::open(db)?;
     let mut out = std::fs::File::create(&copy).map_err(cannot)?;
     std::io::copy(&mut input, &mut out).map_err(cannot)?;
     drop(out);

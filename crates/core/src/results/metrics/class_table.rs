@@ -2,7 +2,7 @@
 //! order of its summary table (the GB10 measurements' table, then the rest).
 
 use super::{Better, ClassMetric, ClassroomSummary, IntervalMethod, Shown, Source, Unit, View};
-use crate::kinds::ErrorKind;
+use crate::openai::ErrorKind;
 
 use self::{Better as B, IntervalMethod as I, Source as S, Unit as U, View as V};
 

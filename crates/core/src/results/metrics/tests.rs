@@ -59,7 +59,7 @@ fn full_level() -> LevelSummary {
         slo_share: Some(0.75),
         goodput_per_s: Some(1.5),
         server_restarted: false,
-        steady: Some(crate::results::steady::SteadyWindow {
+        steady: Some(crate::results::records::SteadyWindow {
             start_s: 1.5,
             end_s: 2.5,
             requests: 3,
@@ -178,8 +178,10 @@ fn class_figures_are_read_from_the_summary() {
         ttft_p95_s: Some(60.0),
         ..Default::default()
     };
-    s.errors_by_kind.insert(crate::kinds::ErrorKind::Http503, 2);
-    s.errors_by_kind.insert(crate::kinds::ErrorKind::Http429, 5);
+    s.errors_by_kind
+        .insert(crate::openai::ErrorKind::Http503, 2);
+    s.errors_by_kind
+        .insert(crate::openai::ErrorKind::Http429, 5);
     let read = |key: &str| (class_metric(key).expect(key).read)(&s);
     assert_eq!(read("students"), Some(40.0));
     assert_eq!(read("completed"), Some(45.0));

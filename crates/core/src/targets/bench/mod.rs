@@ -30,8 +30,9 @@
 use std::collections::BTreeMap;
 
 use crate::error::ConfigError;
-use crate::kinds::{Shape, MAX_CONCURRENCY};
+use crate::flags::MAX_CONCURRENCY;
 use crate::results::metrics::{level_metric, Better, LevelMetric, Unit};
+use crate::shape::Shape;
 use crate::targets::capacity::{parse_capacity_targets, CapacityTarget};
 pub use crate::targets::ClassroomTargets;
 use crate::targets::{check_value_kinds, parse_classroom_targets, Bound, KeyKind};

@@ -1,5 +1,5 @@
 use super::*;
-use crate::kinds::ErrorKind;
+use crate::openai::ErrorKind;
 
 fn value(text: &str) -> toml::Value {
     toml::Value::Table(toml::from_str(text).expect("toml"))
