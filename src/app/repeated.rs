@@ -50,7 +50,7 @@ pub struct RepeatedRuns {
 pub fn plan_line(runs: u32, seed: u64, estimate_s: Option<f64>) -> String {
     let total = match estimate_s {
         Some(s) => format!(
-            "about {} of server time in all",
+            "{} of server time in all",
             about_duration(s * f64::from(runs))
         ),
         None => format!("{runs} times one run's server time"),
@@ -257,5 +257,5 @@ pub(super) fn finish<O>(
     if r.interrupted {
         return Err(Error::Interrupted(r.folder));
     }
-    Ok(Ran::Repeated(r))
+    Ok(Ran::Repeated(Box::new(r)))
 }

@@ -191,7 +191,7 @@ pub enum Ran<O> {
     /// One run.
     One(O),
     /// Several runs of `--repeat`.
-    Repeated(super::repeated::RepeatedRuns),
+    Repeated(Box<super::repeated::RepeatedRuns>),
 }
 
 impl<O: Finished> Finished for Ran<O> {
@@ -241,7 +241,7 @@ async fn lifecycle<W: Workload>(
     conn.close().await;
     let output = match result? {
         Ran::One(output) => output,
-        Ran::Repeated(r) => return super::repeated::finish(r, settings, &io.events),
+        Ran::Repeated(r) => return super::repeated::finish(*r, settings, &io.events),
     };
     io.events.table(output.table());
     io.events.written(Written::Results, output.folder());
@@ -324,7 +324,7 @@ async fn connected<W: Workload>(
     if repeat > 1 {
         return super::repeated::repeat(workload, prepared, &ctx, router, repeat)
             .await
-            .map(Ran::Repeated);
+            .map(|r| Ran::Repeated(Box::new(r)));
     }
     let started_utc = conn.clock.utc_now();
     let folder = RunFolder::create(&settings.results_dir, W::KIND, started_utc)?;

@@ -7,25 +7,13 @@
 
 use crate::cli_support;
 
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::replay_cli::TRACE;
+use crate::replay_cli::{the_folder, TRACE};
 use cli_support::{assert_one_line_error, codendum, read_json, run, write_file, Running};
 use codendum_core::stats::wilson;
 use codendum_core::targets::{Bound, Outcome};
 use serde_json::Value;
-
-/// The one folder under `results`.
-fn only_child(results: &Path) -> PathBuf {
-    let folders: Vec<PathBuf> = std::fs::read_dir(results)
-        .expect("results")
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    assert_eq!(folders.len(), 1, "{folders:?}");
-    folders[0].clone()
-}
 
 /// The figure `key` of the group labelled `label` in `repeat.json`.
 fn figure<'a>(repeat: &'a Value, label: &str, key: &str) -> &'a Value {
@@ -101,7 +89,7 @@ fn bench_repeat_writes_each_run_and_the_figures_across_them() {
         f.stderr
     );
     assert!(f.stderr.contains("Across 3 runs"), "{}", f.stderr);
-    let top = only_child(&cwd.join("results"));
+    let top = the_folder(&cwd.join("results"));
     let repeat = read_json(&top.join("repeat.json"));
     assert_eq!(repeat["kind"], "repeat");
     assert_eq!(repeat["schema_version"], 1);
@@ -218,7 +206,7 @@ fn classroom_repeat_pools_the_class_and_refuses_zero_runs() {
     assert_one_line_error(&f, "--repeat");
     let f = run(class("2"));
     assert_eq!(f.code, Some(0), "{}", f.both());
-    let top = only_child(&cwd.join("results"));
+    let top = the_folder(&cwd.join("results"));
     assert!(top
         .file_name()
         .is_some_and(|n| n.to_string_lossy().starts_with("classroom-")));
@@ -265,7 +253,7 @@ fn replay_repeat_replays_the_trace_once_per_run() {
     ]);
     let f = run(cmd);
     assert_eq!(f.code, Some(0), "{}", f.both());
-    let top = only_child(&cwd.join("results"));
+    let top = the_folder(&cwd.join("results"));
     let repeat = read_json(&top.join("repeat.json"));
     assert_eq!(repeat["of"], "replay");
     for i in 1..=2u64 {
@@ -324,7 +312,7 @@ fn ctrl_c_keeps_the_finished_runs_and_their_summary() {
     running.signal("INT");
     let f = running.wait(Duration::from_secs(120));
     assert_eq!(f.code, Some(130), "{}", f.both());
-    let top = only_child(&cwd.join("results"));
+    let top = the_folder(&cwd.join("results"));
     let repeat = read_json(&top.join("repeat.json"));
     assert_eq!(repeat["stopped_early"], true);
     assert!(

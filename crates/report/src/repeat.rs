@@ -191,7 +191,7 @@ pub(crate) fn repeat_doc(r: &RepeatSummary) -> Doc {
             ]
         })
         .collect();
-    doc.table(&["Run", "Seed", "Folder", "Verdict"], rows, 1);
+    doc.table(&["Run", "Seed", "Folder", "Verdict"], rows, 4);
     doc
 }
 

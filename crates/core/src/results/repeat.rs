@@ -126,11 +126,17 @@ fn pooled_percentile(series: &[Vec<f64>], p: f64) -> (Option<f64>, Option<Interv
 }
 
 /// A mean or a rate pooled over runs: the runs' mean, by Student's t over
-/// the runs.
+/// the runs; a figure no run measured below 0 (a rate, a time) keeps its
+/// interval at 0 or above.
 fn pooled_mean(r: &Repeated) -> (Option<f64>, Option<Interval>) {
     let v: Vec<f64> = r.values.iter().flatten().copied().collect();
     match batch_means(&v) {
-        Some((mean, i)) => (Some(mean), Some(i)),
+        Some((mean, mut i)) => {
+            if v.iter().all(|x| *x >= 0.0) {
+                i.lo = i.lo.map(|lo| lo.max(0.0));
+            }
+            (Some(mean), Some(i))
+        }
         None => (Some(r.mean), None),
     }
 }

@@ -230,8 +230,6 @@ pub fn summarize_repeat(
             }
         }
     }
-    let mut level_runs: Vec<(String, Vec<u32>, Vec<(LevelSummary, Vec<RequestRecord>)>)> =
-        Vec::new();
     for label in labels {
         let mut idx = Vec::new();
         let mut data = Vec::new();
@@ -243,9 +241,6 @@ pub fn summarize_repeat(
                 }
             }
         }
-        level_runs.push((label, idx, data));
-    }
-    for (label, idx, data) in &level_runs {
         let view: Vec<RunLevel<'_>> = data
             .iter()
             .map(|(level, records)| RunLevel { level, records })
@@ -265,8 +260,8 @@ pub fn summarize_repeat(
             }
         }
         groups.push(RepeatGroup {
-            label: label.clone(),
-            runs: idx.clone(),
+            label,
+            runs: idx,
             figures,
         });
     }
@@ -378,4 +373,67 @@ pub fn read_repeat(folder: &Path) -> Result<RepeatSummary, ResultsError> {
         line: 0,
         reason: e.to_string(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::verdict::{judge, CallOutcome, Expectations};
+    use crate::results::RunStatus;
+
+    fn calls(n: usize, failed: usize) -> Vec<CallOutcome> {
+        (0..n)
+            .map(|i| CallOutcome {
+                start_s: i as f64,
+                end_s: i as f64 + 0.5,
+                // Failures spread between successes: errors, not outages.
+                error: (i % (n / failed.max(1)) == 1 && i / (n / failed.max(1)) < failed)
+                    .then(|| "http_500".to_string()),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_pooled_verdict_sums_the_runs_and_judges_the_pooled_error_rate() {
+        let limit = Expectations {
+            unmet: Vec::new(),
+            max_error_rate: 0.05,
+        };
+        let a = judge(&calls(100, 2), &limit);
+        let b = judge(&calls(100, 4), &limit);
+        assert_eq!((a.errors, b.errors), (2, 4));
+        let pooled = Verdict::pooled(&[(1, &a), (2, &b)], 0.05);
+        assert_eq!((pooled.calls, pooled.errors), (200, 6));
+        assert_eq!(pooled.status, RunStatus::WithErrors);
+        assert_eq!(pooled.error_rate, Some(0.03));
+        let i = pooled.error_rate_interval.expect("interval");
+        assert_eq!(i, crate::stats::wilson(6, 200).expect("wilson"));
+        assert_eq!(
+            pooled.error_rate_outcome,
+            Some(Bound::Max.judge(Some(0.03), Some(i), 0.05))
+        );
+        assert_eq!(pooled.errors_by_kind["http_500"], 6);
+        // A run that failed fails the repetition, named by its number.
+        let failed = judge(
+            &calls(10, 0),
+            &Expectations {
+                unmet: vec!["no coding request completed".into()],
+                max_error_rate: 0.05,
+            },
+        );
+        let pooled = Verdict::pooled(&[(1, &a), (2, &failed)], 0.05);
+        assert_eq!(pooled.status, RunStatus::Failed);
+        assert!(
+            pooled.line.contains("run 2: no coding request completed"),
+            "{}",
+            pooled.line
+        );
+        assert_eq!(pooled.exit_code(), 1);
+    }
+
+    #[test]
+    fn run_folders_are_numbered_from_one() {
+        assert_eq!(run_folder_name(1), "run-1");
+        assert_eq!(run_folder_name(12), "run-12");
+    }
 }
