@@ -343,3 +343,48 @@ fn ctrl_c_keeps_the_finished_runs_and_their_summary() {
     assert_eq!(pooled_runs, finished, "only finished runs are pooled");
     assert!(f.stderr.contains("runs made"), "{}", f.stderr);
 }
+
+#[test]
+fn a_live_server_is_checked_and_confirmed_once_and_read_between_runs() {
+    let rt = cli_support::runtime();
+    let twin = cli_support::start_twin(&rt, "classroom-64k", 20.0);
+    let dir = tempfile::tempdir().expect("dir");
+    let cwd = dir.path();
+    let mut cmd = codendum(cwd);
+    cmd.args([
+        "bench",
+        "--concurrency",
+        "2",
+        "--shapes",
+        "short",
+        "--requests-per-level",
+        "6",
+        "--output-tokens",
+        "8",
+        "--base-url",
+        &twin.base_url(),
+        "--yes",
+        "--repeat",
+        "2",
+        "--results-dir",
+        "results",
+        "--no-report",
+    ]);
+    let f = run(cmd);
+    assert_eq!(f.code, Some(0), "{}", f.both());
+    assert_eq!(
+        f.stderr.matches("Benchmark plan").count(),
+        1,
+        "{}",
+        f.stderr
+    );
+    assert!(f.stderr.contains("seeds 1–2"), "{}", f.stderr);
+    let top = the_folder(&cwd.join("results"));
+    for i in 1..=2 {
+        let run = top.join(format!("run-{i}"));
+        // Each run read the server's /metrics over its own span.
+        assert!(run.join("server-timeline.jsonl").is_file(), "run {i}");
+    }
+    let repeat = read_json(&top.join("repeat.json"));
+    assert_eq!(repeat["verdict"]["calls"], 12);
+}
