@@ -95,7 +95,7 @@ pub(super) async fn repeat<W: Workload>(
             next = workload.again(&this);
         }
         if i > 1 {
-            drain(conn, events).await;
+            drain(conn, &ctx.stop, events).await;
             if let Some(live) = ctx.live {
                 router = super::router_watch::watch(&live.target, events).await?;
             }
@@ -184,13 +184,14 @@ pub(super) async fn repeat<W: Workload>(
 
 /// Waits until the server shows no request running or waiting (read from
 /// its `/metrics`), at most [`DRAIN_LIMIT`]; without `/metrics` the
-/// workload's own end (every request ended or cut) is what there is.
-async fn drain(conn: &Connection, events: &Events) {
+/// workload's own end (every request ended or cut) is what there is. A
+/// Ctrl-C ends the wait.
+async fn drain(conn: &Connection, stop: &tokio::sync::watch::Receiver<bool>, events: &Events) {
     let Some(scraper) = &conn.scraper else {
         return;
     };
     let start = conn.clock.now_secs();
-    loop {
+    while !*stop.borrow() {
         match load_now(scraper).await {
             Some(load) if load.running + load.waiting > 0.0 => {}
             // Idle, or a page without vLLM's gauges: nothing to wait for.
