@@ -244,6 +244,11 @@ pub struct ReplayArgs {
     /// OpenAI endpoint.
     #[arg(long, value_enum, default_value = "chat")]
     pub endpoint: EndpointArg,
+    /// Run the same workload N times against the same server (run i with --seed + i − 1; the
+    /// server let drain between runs) and report each figure's mean, spread and coefficient of
+    /// variation across runs beside the figure pooled over every run with its 95 % interval.
+    #[arg(long, default_value_t = Count(1), value_name = "N", value_parser = typed::<Repeats>())]
+    pub repeat: Repeats,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub run: RunArgs,
@@ -529,6 +534,11 @@ pub struct BenchArgs {
     /// share and goodput (requests meeting the SLO per second).
     #[arg(long, value_name = "KEY=VALUE,...", value_parser = typed::<SloValue>())]
     pub slo: Option<SloValue>,
+    /// Run the same workload N times against the same server (run i with --seed + i − 1; the
+    /// server let drain between runs) and report each figure's mean, spread and coefficient of
+    /// variation across runs beside the figure pooled over every run with its 95 % interval.
+    #[arg(long, default_value_t = Count(1), value_name = "N", value_parser = typed::<Repeats>())]
+    pub repeat: Repeats,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub run: RunArgs,
@@ -566,6 +576,8 @@ pub type BlockSize = Count<1, 1_048_576>;
 pub type Students = Count<1, 10_000>;
 /// Seeds of a plan's search.
 pub type Seeds = Count<1, { codendum::plan::config::MAX_SEEDS as u64 }>;
+/// Runs of `--repeat`.
+pub type Repeats = Count<1, 1000>;
 
 /// The classroom scenario.
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -594,6 +606,11 @@ pub struct ClassroomArgs {
     /// A server timeline recorded on the host (codendum metrics --watch 5 --json) to fold in.
     #[arg(long, value_name = "FILE")]
     pub server_timeline: Option<PathBuf>,
+    /// Run the same workload N times against the same server (run i with --seed + i − 1; the
+    /// server let drain between runs) and report each figure's mean, spread and coefficient of
+    /// variation across runs beside the figure pooled over every run with its 95 % interval.
+    #[arg(long, default_value_t = Count(1), value_name = "N", value_parser = typed::<Repeats>())]
+    pub repeat: Repeats,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub run: RunArgs,

@@ -93,6 +93,7 @@ fn resolve_run(
         write_report: !run.no_report,
         max_error_rate: run.max_error_rate.0,
         strict: run.strict,
+        repeat: 1,
     };
     Ok((server, settings))
 }
@@ -175,8 +176,13 @@ async fn bench(args: BenchArgs, events: Events) -> Result<(), Error> {
         BENCH_TIME_SCALE,
         &events,
     )?;
+    let settings = RunSettings {
+        repeat: args.repeat.get_u32(),
+        ..settings
+    };
     let config = resolve_bench(&args)?;
-    let outcome = codendum::app::bench::run(&server, &settings, &config, io(events)).await?;
+    let outcome =
+        codendum::app::bench::run_as_asked(&server, &settings, &config, io(events)).await?;
     exit_status(&outcome, &settings)
 }
 
@@ -317,8 +323,13 @@ async fn classroom(args: ClassroomArgs, events: Events) -> Result<(), Error> {
         CLASSROOM_TIME_SCALE,
         &events,
     )?;
+    let settings = RunSettings {
+        repeat: args.repeat.get_u32(),
+        ..settings
+    };
     let class = resolve_classroom(&args, &settings.client)?;
-    let result = codendum::app::classroom::run(&server, &settings, &class, io(events)).await?;
+    let result =
+        codendum::app::classroom::run_as_asked(&server, &settings, &class, io(events)).await?;
     exit_status(&result, &settings)
 }
 
@@ -504,6 +515,10 @@ async fn replay(args: ReplayArgs, events: Events) -> Result<(), Error> {
         CLASSROOM_TIME_SCALE,
         &events,
     )?;
+    let settings = RunSettings {
+        repeat: args.repeat.get_u32(),
+        ..settings
+    };
     let replay = codendum::app::replay::ReplaySettings {
         source: args.source.clone(),
         format: args.format.map(|f| f.0),

@@ -57,6 +57,15 @@ pub enum Event {
     /// The run's verdict line, when it does not fail the run (a failing
     /// verdict is the command's error).
     Verdict(String),
+    /// A run of `--repeat` starts: run `run` of `of` (from 1), with `seed`.
+    RepeatRun {
+        /// Its number, from 1.
+        run: u32,
+        /// Runs asked for.
+        of: u32,
+        /// The seed it runs with.
+        seed: u64,
+    },
     /// The first Ctrl-C or SIGTERM: the command is stopping.
     Stopping,
     /// The command ends at once (`why`: a second interrupt, or too long
@@ -83,6 +92,7 @@ impl Event {
                 Written::Plan => format!("Plan in {}", path.display()),
             },
             Event::Verdict(line) => format!("{program}: {line}"),
+            Event::RepeatRun { run, of, seed } => format!("\nRun {run}/{of} (seed {seed})"),
             Event::Stopping => format!(
                 "\n{program}: stopping: no new requests; writing what was measured (Ctrl-C again ends at once)"
             ),

@@ -362,6 +362,7 @@ fn run_settings(settings: &Settings, p: &SuiteProfile) -> RunSettings {
         write_report: false,
         max_error_rate: codendum_core::results::verdict::DEFAULT_MAX_ERROR_RATE,
         strict: false,
+        repeat: 1,
     }
 }
 

@@ -5,7 +5,7 @@
 
 use super::fleet_bench::finish_bench;
 use super::guard::TimelineFlag;
-use super::run::{Ctx, Finished, RunIo, Started, Workload};
+use super::run::{Ctx, Finished, Ran, RunIo, Started, Workload};
 use super::sampling::RunMetrics;
 use crate::bench::{
     plan_text, run_bench, BenchConfig, BenchDeps, BenchOutcome, BenchPlan, Load, SpeedGuess,
@@ -24,6 +24,16 @@ pub async fn run(
     io: RunIo<'_>,
 ) -> Result<BenchOutcome, Error> {
     super::run::run(server, settings, &Bench(config), io).await
+}
+
+/// Runs the benchmark as the settings ask: once, or `--repeat` times.
+pub async fn run_as_asked(
+    server: &Server,
+    settings: &RunSettings,
+    config: &BenchConfig,
+    io: RunIo<'_>,
+) -> Result<Ran<BenchOutcome>, Error> {
+    super::run::run_as_asked(server, settings, &Bench(config), io).await
 }
 
 /// The bench workload.
@@ -67,6 +77,28 @@ impl Workload for Bench<'_> {
         matches!(self.0.load, Load::Calibration { .. })
     }
 
+    fn seed(&self) -> u64 {
+        self.0.seed
+    }
+
+    fn slo(&self) -> Option<codendum_core::results::slo::Slo> {
+        self.0.slo
+    }
+
+    fn again(&self, plan: &BenchPlan) -> Option<BenchPlan> {
+        Some(plan.clone())
+    }
+
+    fn run_estimate_s(&self, plan: &BenchPlan, ctx: &Ctx<'_>) -> Option<f64> {
+        let speed = speed_for(self.0, ctx)?;
+        match self.0.load {
+            Load::Closed | Load::Calibration { .. } | Load::Cells(_) => {
+                Some(crate::bench::estimate_duration(self.0, plan, &speed).as_secs_f64())
+            }
+            _ => None,
+        }
+    }
+
     async fn prepare(&self, ctx: &Ctx<'_>) -> Result<(BenchPlan, String), Error> {
         let config = self.0;
         let plan = BenchPlan::new(config, ctx.facts);
@@ -81,13 +113,7 @@ impl Workload for Bench<'_> {
         {
             ctx.events.warn(w);
         }
-        // A calibration run's length depends on the server it measures:
-        // known for the twin, else estimated from its first cells.
-        let speed = match (&config.load, &ctx.conn.profile) {
-            (Load::Calibration { .. }, Some(p)) => Some(speed_of(p)),
-            (Load::Calibration { .. }, None) => None,
-            _ => Some(SpeedGuess::default()),
-        };
+        let speed = speed_for(config, ctx);
         let text = plan_text(
             config,
             &plan,
@@ -122,7 +148,18 @@ impl Workload for Bench<'_> {
             events: ctx.events.clone(),
             measure_client_cpu: !conn.is_embedded(),
         };
-        let outcome = run_bench(self.0, (&plan, ctx.facts), ctx.run, folder, deps).await;
+        // Under --repeat, run i's prompts come from the seed plus i.
+        let reseeded;
+        let config = if ctx.run_index == 0 {
+            self.0
+        } else {
+            reseeded = BenchConfig {
+                seed: self.0.seed.wrapping_add(u64::from(ctx.run_index)),
+                ..self.0.clone()
+            };
+            &reseeded
+        };
+        let outcome = run_bench(config, (&plan, ctx.facts), ctx.run, folder, deps).await;
         let read = sampling
             .finish(
                 &conn.clock,
@@ -147,6 +184,17 @@ impl Workload for Bench<'_> {
             RunFolder::at(&outcome.folder).write_bench_summary(&outcome.summary)?;
         }
         Ok(outcome)
+    }
+}
+
+/// The plan's speed guess: a calibration run's length depends on the
+/// server it measures, known for the twin, else estimated from its first
+/// cells (`None`).
+fn speed_for(config: &BenchConfig, ctx: &Ctx<'_>) -> Option<SpeedGuess> {
+    match (&config.load, &ctx.conn.profile) {
+        (Load::Calibration { .. }, Some(p)) => Some(speed_of(p)),
+        (Load::Calibration { .. }, None) => None,
+        _ => Some(SpeedGuess::default()),
     }
 }
 

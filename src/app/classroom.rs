@@ -16,7 +16,7 @@ use super::class_side::{
 };
 use super::fleet::RunTimelines;
 use super::guard::TimelineFlag;
-use super::run::{Ctx, RunIo, Started, Workload};
+use super::run::{Ctx, Ran, RunIo, Started, Workload};
 use crate::classroom::{
     run_classroom_until, ClassroomConfig, ClassroomSummary, JsonlSink, LiveStatus,
 };
@@ -62,6 +62,16 @@ pub async fn run(
     super::run::run(server, settings, &Classroom(class), io).await
 }
 
+/// Runs the class as the settings ask: once, or `--repeat` times.
+pub async fn run_as_asked(
+    server: &Server,
+    settings: &RunSettings,
+    class: &ClassroomSettings,
+    io: RunIo<'_>,
+) -> Result<Ran<ClassroomResult>, Error> {
+    super::run::run_as_asked(server, settings, &Classroom(class), io).await
+}
+
 /// The classroom workload.
 struct Classroom<'a>(&'a ClassroomSettings);
 
@@ -82,6 +92,20 @@ impl Workload for Classroom<'_> {
 
     fn agent_spread(&self) -> Option<std::sync::Arc<codendum_core::class::AgentSpread>> {
         Some(std::sync::Arc::new(self.0.config.class.agent.clone()))
+    }
+
+    fn seed(&self) -> u64 {
+        self.0.config.seed
+    }
+
+    fn again(&self, config: &ClassroomConfig) -> Option<ClassroomConfig> {
+        Some(config.clone())
+    }
+
+    fn run_estimate_s(&self, config: &ClassroomConfig, _ctx: &Ctx<'_>) -> Option<f64> {
+        // New coding requests stop at the window's end; the last ones
+        // finish after it.
+        Some(config.duration.as_secs_f64())
     }
 
     async fn prepare(&self, ctx: &Ctx<'_>) -> Result<(ClassroomConfig, String), Error> {
@@ -106,10 +130,12 @@ impl Workload for Classroom<'_> {
 
     async fn execute(
         &self,
-        config: ClassroomConfig,
+        mut config: ClassroomConfig,
         ctx: &Ctx<'_>,
         started: Started,
     ) -> Result<ClassResult, Error> {
+        // Under --repeat, run i's students draw from the seed plus i.
+        config.seed = config.seed.wrapping_add(u64::from(ctx.run_index));
         let (conn, events) = (ctx.conn, ctx.events);
         let Started {
             folder,

@@ -32,6 +32,7 @@ pub mod fleet_bench;
 pub mod guard;
 pub mod metrics;
 pub mod plan;
+pub mod repeated;
 pub mod replay;
 pub mod report;
 pub mod router_watch;

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use super::class_side::{class_server, class_server_side, write_class_summary, ClassResult};
 use super::guard::TimelineFlag;
-use super::run::{Ctx, RunIo, Started, Workload};
+use super::run::{Ctx, Ran, RunIo, Started, Workload};
 use crate::classroom::{ClassroomConfig, ClassroomSummary, JsonlSink};
 use crate::events::Events;
 use crate::replay::{self, ReplayConfig, Schedule};
@@ -85,14 +85,15 @@ pub fn read_trace(
     })
 }
 
-/// Runs the replay against `server`; an interrupted one writes its folder
-/// and returns [`Error::Interrupted`].
+/// Runs the replay against `server` as the settings ask (once, or
+/// `--repeat` times); an interrupted one writes its folder and returns
+/// [`Error::Interrupted`].
 pub async fn run(
     server: &Server,
     settings: &RunSettings,
     replay: &ReplaySettings,
     io: RunIo<'_>,
-) -> Result<ReplayResult, Error> {
+) -> Result<Ran<ReplayResult>, Error> {
     let trace = read_trace(
         &replay.source,
         replay.format,
@@ -111,7 +112,7 @@ pub async fn run(
         steady,
         trace,
     };
-    super::run::run(server, settings, &workload, io).await
+    super::run::run_as_asked(server, settings, &workload, io).await
 }
 
 /// The replay workload: the trace, read before connecting.
@@ -144,6 +145,18 @@ impl Workload for Replay<'_> {
 
     fn plan_on_twin(&self) -> bool {
         true
+    }
+
+    fn seed(&self) -> u64 {
+        self.replay.seed
+    }
+
+    fn again(&self, model: &String) -> Option<String> {
+        Some(model.clone())
+    }
+
+    fn run_estimate_s(&self, _model: &String, _ctx: &Ctx<'_>) -> Option<f64> {
+        Some(self.trace.calls.last().map_or(0.0, |c| c.at_s) / self.replay.speed)
     }
 
     async fn prepare(&self, ctx: &Ctx<'_>) -> Result<(String, String), Error> {
@@ -193,7 +206,8 @@ async fn run_replay(
     let config = ReplayConfig {
         model: model.clone(),
         speed: replay.speed,
-        salt: replay.seed,
+        // Under --repeat, run i's synthetic text comes from the seed plus i.
+        salt: replay.seed.wrapping_add(u64::from(ctx.run_index)),
         endpoint: replay.endpoint,
         api_key: ctx.run.client.api_key.clone(),
         template,
@@ -298,7 +312,7 @@ async fn run_replay(
             class: None,
             context_limit: None,
             output_limit: 0,
-            seed: replay.seed,
+            seed: replay.seed.wrapping_add(u64::from(ctx.run_index)),
             prompt_file: None,
             client_times: None,
             api_keys: usize::from(ctx.run.client.api_key.is_some()),

@@ -62,7 +62,8 @@ pub fn report(run: &ReportRun, events: &Events) -> Result<Vec<PathBuf>, Error> {
 fn recorded_sessions(path: &Path) -> Option<SourceFormat> {
     let own = codendum_core::capture::is_capture(path)
         || (path.is_dir() && results::summary_kind_of(path).is_some())
-        || path.join(results::REQUESTS_JSONL).is_file();
+        || path.join(results::REQUESTS_JSONL).is_file()
+        || results::repeat_folder::is_repeat(path);
     if own {
         return None;
     }

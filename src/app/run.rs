@@ -5,7 +5,8 @@
 //! ([`Sampling`]), let the workload run, say where the results are and the
 //! verdict, write the report, and turn the verdict into the exit code. A
 //! workload plugs in what is its own ([`Workload`]): its plan against this
-//! server, and the run itself.
+//! server, and the run itself. Under `--repeat N` the run part happens N
+//! times after the one guard and confirmation ([`super::repeated`]).
 
 use std::path::Path;
 
@@ -54,6 +55,9 @@ pub struct Ctx<'a> {
     /// Whether the busy guard could read `/metrics` (`None`: not asked,
     /// the embedded twin).
     pub metrics_reachable: Option<bool>,
+    /// Which run of `--repeat` this is, from 0 (0 for a single run): the
+    /// workload's seeds are its given seed plus this.
+    pub run_index: u32,
 }
 
 /// What the lifecycle started for the run, handed to the workload to use
@@ -113,6 +117,30 @@ pub trait Workload {
         false
     }
 
+    /// The seed the run was given (`--seed`), for `--repeat`'s plan and
+    /// its runs' list.
+    fn seed(&self) -> u64 {
+        0
+    }
+
+    /// The per-request objectives the run judges (`--slo`), judged again
+    /// on the figures pooled over `--repeat`'s runs.
+    fn slo(&self) -> Option<codendum_core::results::slo::Slo> {
+        None
+    }
+
+    /// The prepared run once more, for another run of `--repeat`; `None`:
+    /// the workload does not repeat.
+    fn again(&self, _prepared: &Self::Prepared) -> Option<Self::Prepared> {
+        None
+    }
+
+    /// One run's length against this server, simulated seconds, as far as
+    /// the plan can tell (for `--repeat`'s total); `None`: unknown.
+    fn run_estimate_s(&self, _prepared: &Self::Prepared, _ctx: &Ctx<'_>) -> Option<f64> {
+        None
+    }
+
     /// What the workload will do against this server, and its plan text.
     async fn prepare(&self, ctx: &Ctx<'_>) -> Result<(Self::Prepared, String), Error>;
 
@@ -136,15 +164,85 @@ pub async fn run<W: Workload>(
     workload: &W,
     io: RunIo<'_>,
 ) -> Result<W::Output, Error> {
+    match lifecycle(server, settings, workload, io, 1).await? {
+        Ran::One(output) => Ok(output),
+        Ran::Repeated(r) => Err(Error::Failed(format!(
+            "one run was asked and several were made; results in {}",
+            r.folder.display()
+        ))),
+    }
+}
+
+/// Runs `workload` as the settings ask: once, or `settings.repeat` times
+/// against the same server ([`super::repeated`]). An interrupted run or
+/// repetition writes what it measured and returns [`Error::Interrupted`].
+pub async fn run_as_asked<W: Workload>(
+    server: &Server,
+    settings: &RunSettings,
+    workload: &W,
+    io: RunIo<'_>,
+) -> Result<Ran<W::Output>, Error> {
+    lifecycle(server, settings, workload, io, settings.repeat.max(1)).await
+}
+
+/// What a run as asked gave: one run's output or a repetition's.
+#[derive(Debug)]
+pub enum Ran<O> {
+    /// One run.
+    One(O),
+    /// Several runs of `--repeat`.
+    Repeated(Box<super::repeated::RepeatedRuns>),
+}
+
+impl<O: Finished> Finished for Ran<O> {
+    fn folder(&self) -> &Path {
+        match self {
+            Ran::One(o) => o.folder(),
+            Ran::Repeated(r) => &r.folder,
+        }
+    }
+
+    fn verdict(&self) -> Option<&Verdict> {
+        match self {
+            Ran::One(o) => o.verdict(),
+            Ran::Repeated(r) => Some(&r.summary.verdict),
+        }
+    }
+
+    fn interrupted(&self) -> bool {
+        match self {
+            Ran::One(o) => o.interrupted(),
+            Ran::Repeated(r) => r.interrupted,
+        }
+    }
+
+    fn table(&self) -> String {
+        match self {
+            Ran::One(o) => o.table(),
+            Ran::Repeated(r) => codendum_report::repeat::text_table(&r.summary),
+        }
+    }
+}
+
+async fn lifecycle<W: Workload>(
+    server: &Server,
+    settings: &RunSettings,
+    workload: &W,
+    io: RunIo<'_>,
+    repeat: u32,
+) -> Result<Ran<W::Output>, Error> {
     let opts = ConnectOptions {
         max_connections: pool_size(workload.max_in_flight()),
         student_keys: workload.student_keys(),
         agent: workload.agent_spread(),
     };
     let conn = Connection::open(server, &settings.client, &opts).await?;
-    let result = connected(server, settings, workload, &io, &conn).await;
+    let result = connected(server, settings, workload, &io, &conn, repeat).await;
     conn.close().await;
-    let output = result?;
+    let output = match result? {
+        Ran::One(output) => output,
+        Ran::Repeated(r) => return super::repeated::finish(*r, settings, &io.events),
+    };
     io.events.table(output.table());
     io.events.written(Written::Results, output.folder());
     // A verdict that fails the run is the command's error, said last by
@@ -158,7 +256,7 @@ pub async fn run<W: Workload>(
     if output.interrupted() {
         return Err(Error::Interrupted(output.folder().to_path_buf()));
     }
-    Ok(output)
+    Ok(Ran::One(output))
 }
 
 async fn connected<W: Workload>(
@@ -167,7 +265,8 @@ async fn connected<W: Workload>(
     workload: &W,
     io: &RunIo<'_>,
     conn: &Connection,
-) -> Result<W::Output, Error> {
+    repeat: u32,
+) -> Result<Ran<W::Output>, Error> {
     let events = &io.events;
     let live = server.live();
     // Before any request through the base URL: the router's figures cover
@@ -200,12 +299,21 @@ async fn connected<W: Workload>(
         events,
         stop: io.stop.clone(),
         metrics_reachable: guard.as_ref().map(GuardVerdict::checked),
+        run_index: 0,
     };
     let (prepared, mut plan) = workload.prepare(&ctx).await?;
     if guard.as_ref().is_some_and(|g| !g.checked()) {
         plan = format!("{}\n  {UNCHECKED_PLAN_LINE}", plan.trim_end());
     }
-    if live.is_some() || workload.plan_on_twin() {
+    if repeat > 1 {
+        let estimate = workload.run_estimate_s(&prepared, &ctx);
+        plan = format!(
+            "{}\n  {}",
+            plan.trim_end(),
+            super::repeated::plan_line(repeat, workload.seed(), estimate)
+        );
+    }
+    if live.is_some() || workload.plan_on_twin() || repeat > 1 {
         events.emit(Event::Plan(plan.clone()));
     }
     if live.is_some() && !settings.yes && !(io.confirm)(&plan) {
@@ -213,16 +321,42 @@ async fn connected<W: Workload>(
             "not confirmed: pass --yes to run without asking".into(),
         ));
     }
+    if repeat > 1 {
+        return super::repeated::repeat(workload, prepared, &ctx, router, repeat)
+            .await
+            .map(|r| Ran::Repeated(Box::new(r)));
+    }
     let started_utc = conn.clock.utc_now();
     let folder = RunFolder::create(&settings.results_dir, W::KIND, started_utc)?;
-    let sampling = Sampling::start(live, conn, &folder, ctx.metrics_reachable, events).await?;
+    execute_in(workload, prepared, &ctx, router, (folder, started_utc))
+        .await
+        .map(Ran::One)
+}
+
+/// Starts reading the server into `folder` and runs the prepared workload
+/// there.
+pub(super) async fn execute_in<W: Workload>(
+    workload: &W,
+    prepared: W::Prepared,
+    ctx: &Ctx<'_>,
+    router: Option<RouterWatch>,
+    (folder, started_utc): (RunFolder, DateTime<Utc>),
+) -> Result<W::Output, Error> {
+    let sampling = Sampling::start(
+        ctx.live,
+        ctx.conn,
+        &folder,
+        ctx.metrics_reachable,
+        ctx.events,
+    )
+    .await?;
     let started = Started {
         folder,
         started_utc,
         sampling,
         router,
     };
-    workload.execute(prepared, &ctx, started).await
+    workload.execute(prepared, ctx, started).await
 }
 
 /// Against a live server: the busy guard (its load, from Prometheus when

@@ -137,6 +137,9 @@ pub struct RunSettings {
     /// Exit 1 also when the run completed but is not valid as a capacity
     /// figure (`--strict`).
     pub strict: bool,
+    /// Runs of the same workload against the same server (`--repeat`; 1:
+    /// one run).
+    pub repeat: u32,
 }
 
 impl RunSettings {
@@ -151,6 +154,7 @@ impl RunSettings {
             write_report: true,
             max_error_rate: codendum_core::results::verdict::DEFAULT_MAX_ERROR_RATE,
             strict: false,
+            repeat: 1,
         }
     }
 }

@@ -76,6 +76,7 @@ mod prom_http;
 mod prom_parse;
 mod prom_window;
 mod proxy_http;
+mod repeat_runs;
 mod replay_class;
 mod replay_cli;
 mod replay_privacy;

@@ -9,7 +9,7 @@ use cli_support::{assert_one_line_error, codendum, run, write_file};
 
 /// Two sessions of two turns in AIPerf's form (the second turn adds 64
 /// tokens to the history), sharing a 512-token prefix.
-const TRACE: &str = concat!(
+pub const TRACE: &str = concat!(
     r#"{"session_id":"a","timestamp":0,"input_length":576,"output_length":8,"hash_ids":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,100,101,102,103]}"#,
     "\n",
     r#"{"session_id":"a","delay":500,"input_length":64,"output_length":8,"hash_ids":[104,105,106,107]}"#,

@@ -137,15 +137,12 @@ pub fn write_report_with(
     if results::capacity::is_capacity(folder) {
         let r = results::capacity::read_capacity(folder)
             .map_err(|e| bad_folder(folder, e.to_string()))?;
-        let doc = super::capacity::capacity_doc(&r);
-        return write_pair(
-            [folder.join("report.md"), folder.join("report.html")],
-            "cannot write the report",
-            |md, h| {
-                markdown::render(&doc, md)?;
-                html::render(&doc, h)
-            },
-        );
+        return write_doc(folder, &super::capacity::capacity_doc(&r));
+    }
+    if results::repeat_folder::is_repeat(folder) {
+        let r = results::repeat_folder::read_repeat(folder)
+            .map_err(|e| bad_folder(folder, e.to_string()))?;
+        return write_doc(folder, &super::repeat::repeat_doc(&r));
     }
     let run = load_run(folder, server_timeline)?;
     let md_path = folder.join("report.md");
@@ -228,6 +225,18 @@ pub fn write_timeline_report(path: &Path) -> Result<Vec<PathBuf>, Error> {
 
 /// Writes a Markdown file and an HTML file with `write` (Markdown first);
 /// the two paths.
+/// Writes `doc` as `report.md` and `report.html` into `folder`.
+fn write_doc(folder: &Path, doc: &super::doc::Doc) -> Result<Vec<PathBuf>, Error> {
+    write_pair(
+        [folder.join("report.md"), folder.join("report.html")],
+        "cannot write the report",
+        |md, h| {
+            markdown::render(doc, md)?;
+            html::render(doc, h)
+        },
+    )
+}
+
 fn write_pair(
     [md_path, html_path]: [PathBuf; 2],
     context: &str,

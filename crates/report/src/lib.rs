@@ -13,7 +13,8 @@
 //! - [`observed`]: reports of a real class (a capture, imported sessions);
 //! - [`capacity`]: the report of a capacity search and the comparison of
 //!   searches;
-//! - [`timeline`]: the report of a host timeline alone.
+//! - [`timeline`]: the report of a host timeline alone;
+//! - [`repeat`]: the report of a repeated run (`--repeat`).
 //!
 //! Every report says, in one sentence, that its figures are measurements,
 //! not guarantees ([`DISCLAIMER`]).
@@ -33,6 +34,7 @@ pub mod model;
 pub mod observed;
 mod observed_doc;
 pub mod rebuild;
+pub mod repeat;
 mod replicas_doc;
 mod run_docs;
 pub mod svg;

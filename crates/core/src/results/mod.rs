@@ -17,6 +17,7 @@ pub mod metrics;
 pub mod profile_check;
 pub mod records;
 pub mod repeat;
+pub mod repeat_folder;
 pub mod replicas;
 pub mod router_figures;
 pub mod schema;

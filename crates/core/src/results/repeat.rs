@@ -10,7 +10,8 @@
 //!   latencies from the requests its own figures came from: a level's
 //!   steady window, a class's successful calls or completed coding
 //!   requests), its interval by order statistics with the dependence read
-//!   within each run; a share over every run's requests, by Wilson; a mean
+//!   within each run; a share over every run's requests (the error rate,
+//!   the SLO share), by Wilson; a mean
 //!   or a rate as the runs' mean, its interval by Student's t over the
 //!   runs (each run one batch).
 
@@ -44,6 +45,21 @@ pub struct Repeated {
     pub pooled: Option<f64>,
     /// The pooled figure's 95 % interval.
     pub pooled_interval: Option<Interval>,
+    /// Whether the coefficient of variation is above [`UNSTABLE_CV`]: the
+    /// figure moves between identical runs more than a run can tell.
+    #[serde(default)]
+    pub unstable: bool,
+}
+
+/// The coefficient of variation across runs above which a figure is
+/// flagged "unstable across runs" (a fraction: 0.10 = 10 %).
+pub const UNSTABLE_CV: f64 = 0.10;
+
+impl Repeated {
+    /// Whether the figure moves between runs by more than [`UNSTABLE_CV`].
+    pub fn is_unstable(&self) -> bool {
+        self.unstable
+    }
 }
 
 /// One run's level: its summary and its records (every request of the
@@ -83,12 +99,14 @@ fn across(key: &str, values: Vec<Option<f64>>) -> Option<Repeated> {
     let mean = v.iter().sum::<f64>() / n as f64;
     let sd = (n > 1)
         .then(|| (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt());
+    let cv = sd.filter(|_| mean != 0.0).map(|s| s / mean.abs());
     Some(Repeated {
         key: key.to_string(),
         values,
         mean,
         sd,
-        cv: sd.filter(|_| mean != 0.0).map(|s| s / mean.abs()),
+        cv,
+        unstable: cv.is_some_and(|c| c > UNSTABLE_CV),
         min: v.iter().copied().fold(f64::INFINITY, f64::min),
         max: v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
         pooled: None,
@@ -108,11 +126,17 @@ fn pooled_percentile(series: &[Vec<f64>], p: f64) -> (Option<f64>, Option<Interv
 }
 
 /// A mean or a rate pooled over runs: the runs' mean, by Student's t over
-/// the runs.
+/// the runs; a figure no run measured below 0 (a rate, a time) keeps its
+/// interval at 0 or above.
 fn pooled_mean(r: &Repeated) -> (Option<f64>, Option<Interval>) {
     let v: Vec<f64> = r.values.iter().flatten().copied().collect();
     match batch_means(&v) {
-        Some((mean, i)) => (Some(mean), Some(i)),
+        Some((mean, mut i)) => {
+            if v.iter().all(|x| *x >= 0.0) {
+                i.lo = i.lo.map(|lo| lo.max(0.0));
+            }
+            (Some(mean), Some(i))
+        }
         None => (Some(r.mean), None),
     }
 }
@@ -174,6 +198,18 @@ pub fn repeat_levels(runs: &[RunLevel<'_>]) -> Vec<Repeated> {
                         .map(|run| run.records.iter().filter(|x| !x.ok).count() as u64)
                         .sum();
                     ((n > 0).then(|| bad as f64 / n as f64), wilson(bad, n))
+                }
+                IntervalMethod::Wilson if m.key() == "slo_share" => {
+                    // Each run's requests meeting the SLO, from its share.
+                    let (met, n) = runs
+                        .iter()
+                        .filter_map(|run| {
+                            let share = run.level.slo_share?;
+                            let n = run.level.requests;
+                            Some(((share * n as f64).round() as u64, n))
+                        })
+                        .fold((0, 0), |(a, b), (m, n)| (a + m, b + n));
+                    ((n > 0).then(|| met as f64 / n as f64), wilson(met, n))
                 }
                 _ => pooled_mean(&r),
             };
@@ -289,6 +325,7 @@ mod tests {
         assert!((ttft.mean - 0.69).abs() < 1e-9 && ttft.values.len() == 3);
         assert!((ttft.sd.expect("spread") - 0.1).abs() < 1e-9);
         assert!((ttft.cv.expect("cv") - 0.1 / 0.69).abs() < 1e-9);
+        assert!(ttft.unstable, "a CV of 14 % is above 10 %");
         let pooled = ttft.pooled.expect("pooled");
         assert!(
             ttft.pooled_interval.is_some_and(|i| i.contains(pooled)),

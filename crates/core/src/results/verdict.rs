@@ -368,17 +368,74 @@ pub fn judge(calls: &[CallOutcome], expected: &Expectations) -> Verdict {
             verdict.max_error_rate,
         )
     });
-    if verdict.status == RunStatus::WithErrors && verdict.errors_missed_limit() {
-        verdict.reasons.push(format!(
-            "{} errors are {:.1} % of the calls{}, above --max-error-rate {}",
-            verdict.errors,
-            verdict.error_rate.unwrap_or(0.0) * 100.0,
-            percent_interval(verdict.error_rate_interval),
-            verdict.max_error_rate
-        ));
+    verdict.finish()
+}
+
+impl Verdict {
+    /// The verdict over several runs of one workload (`--repeat`), from each
+    /// run's own (`(run number, verdict)`): their calls and errors pooled,
+    /// the error rate judged against `max_error_rate` with the pooled
+    /// Wilson interval, failed when any run failed, and each run's reasons
+    /// and validity named with its number. Outages and restarts stay in
+    /// each run's verdict.
+    pub fn pooled(runs: &[(u32, &Verdict)], max_error_rate: f64) -> Verdict {
+        let mut errors_by_kind: BTreeMap<String, u64> = BTreeMap::new();
+        let mut reasons = Vec::new();
+        let mut not_valid = Vec::new();
+        for (i, v) in runs {
+            for (k, n) in &v.errors_by_kind {
+                *errors_by_kind.entry(k.clone()).or_default() += n;
+            }
+            if v.status == RunStatus::Failed {
+                reasons.extend(v.reasons.iter().map(|r| format!("run {i}: {r}")));
+            }
+            not_valid.extend(v.not_valid.iter().map(|r| format!("run {i}: {r}")));
+        }
+        let calls: u64 = runs.iter().map(|(_, v)| v.calls).sum();
+        let errors: u64 = runs.iter().map(|(_, v)| v.errors).sum();
+        let status = if runs.iter().any(|(_, v)| v.status == RunStatus::Failed) {
+            RunStatus::Failed
+        } else if errors > 0 {
+            RunStatus::WithErrors
+        } else {
+            RunStatus::Clean
+        };
+        let error_rate = (calls > 0).then(|| errors as f64 / calls as f64);
+        let error_rate_interval = wilson(errors, calls);
+        Verdict {
+            status,
+            line: String::new(),
+            reasons,
+            calls,
+            errors,
+            errors_by_kind,
+            error_rate,
+            max_error_rate,
+            outages: Vec::new(),
+            answered_until_s: None,
+            server_restarts: Vec::new(),
+            error_rate_interval,
+            error_rate_outcome: (calls > 0)
+                .then(|| Bound::Max.judge(error_rate, error_rate_interval, max_error_rate)),
+            not_valid,
+        }
+        .finish()
     }
-    verdict.line = line(&verdict);
-    verdict
+
+    /// Adds why errors above the limit fail the run, then writes the line.
+    fn finish(mut self) -> Verdict {
+        if self.status == RunStatus::WithErrors && self.errors_missed_limit() {
+            self.reasons.push(format!(
+                "{} errors are {:.1} % of the calls{}, above --max-error-rate {}",
+                self.errors,
+                self.error_rate.unwrap_or(0.0) * 100.0,
+                percent_interval(self.error_rate_interval),
+                self.max_error_rate
+            ));
+        }
+        self.line = line(&self);
+        self
+    }
 }
 
 /// The end of the last success before `t`, seconds (0 when none).
