@@ -15,8 +15,9 @@ use std::time::Instant;
 use codendum::classroom::{
     run_classroom, ClassroomConfig, ClientTimes, LiveStatus, MemorySink, PromptSet,
 };
-use codendum::plan::cell::{figures, CellResult, Window, SAMPLE_INTERVAL};
 use codendum::plan::config::CellSpec;
+use codendum::plan::figures::{figures, CellResult, Window};
+use codendum::virtual_time::SAMPLE_INTERVAL;
 use codendum_core::clock::Clock;
 use codendum_core::profile::Profile;
 use codendum_twin::inproc::{InProcTransport, StatsSampler};

@@ -21,8 +21,8 @@ use crate::acceptance::quick::{quick_class, QUICK_BENCH_LEVEL_CAP, QUICK_BENCH_R
 use crate::bench::config::{Cell, Load, DEFAULT_CONCURRENCY};
 use crate::bench::BenchConfig;
 use crate::classroom::ClassroomConfig;
-use crate::plan::cell::{figures, CellResult, Window};
 use crate::plan::config::CellSpec;
+use crate::plan::figures::{figures, CellResult, Window};
 use codendum_core::error::Error;
 use codendum_core::profile::Profile;
 use codendum_core::results::LevelSummary;

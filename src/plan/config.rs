@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::variants::{check_replicas, expand, FleetVariant};
 use crate::classroom::Scenario;
 use codendum_core::error::ConfigError;
 use codendum_core::profile::Profile;
@@ -48,7 +49,7 @@ pub struct PlanConfig {
     pub seed: u64,
     /// Seeds a search runs (`--seeds`, default [`DEFAULT_SEEDS`]): its
     /// answer is the range of the largest class over them
-    /// ([`super::search::SeedsAnswer`]). `--users` plans use `seed` only.
+    /// ([`super::search_results::SeedsAnswer`]). `--users` plans use `seed` only.
     pub seeds: u32,
     /// Worker threads, one cell at a time each (`--jobs`; default: the
     /// available cores). Results do not depend on it.
@@ -89,18 +90,16 @@ impl PlanConfig {
     }
 
     /// Checks the values and loads the profiles, one per fleet
-    /// ([`super::fleet::expand`]); errors name the flag.
+    /// ([`super::variants::expand`]); errors name the flag.
     pub fn validate(&self) -> Result<Vec<Profile>, ConfigError> {
         self.validate_fleets().map(|(profiles, _)| profiles)
     }
 
     /// [`Self::validate`] with the fleet of each profile returned.
-    pub fn validate_fleets(
-        &self,
-    ) -> Result<(Vec<Profile>, Vec<super::fleet::FleetVariant>), ConfigError> {
-        super::fleet::check_replicas(&self.replicas)?;
+    pub fn validate_fleets(&self) -> Result<(Vec<Profile>, Vec<FleetVariant>), ConfigError> {
+        check_replicas(&self.replicas)?;
         let bases = self.load_profiles()?;
-        Ok(super::fleet::expand(self, bases))
+        Ok(expand(&self.replicas, &self.routers, bases))
     }
 
     fn load_profiles(&self) -> Result<Vec<Profile>, ConfigError> {

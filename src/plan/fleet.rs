@@ -3,32 +3,17 @@
 //! a profile whose `[fleet]` says how many replicas run behind which router.
 //! A fleet of one replica keeps the profile's own name and runs the single
 //! server path of [`super::cell`] unchanged, so its figures are exactly
-//! today's. With `--users`, [`answers`] gives for each router the fewest
-//! replicas that meet the targets; without, the search finds the largest
-//! class of every fleet as of any variant.
+//! those of the single server. The variants come from [`super::variants`];
+//! this file holds what a plan answers about them. With `--users`,
+//! [`answers`] gives for each router the fewest replicas that meet the
+//! targets; without, the search finds the largest class of every fleet as
+//! of any variant.
 
 use serde::{Deserialize, Serialize};
 
 use super::config::PlanConfig;
-use super::run::{JudgedCell, PlanResults};
-use codendum_core::error::ConfigError;
-use codendum_core::profile::fleet::RouterPolicy;
-use codendum_core::profile::Profile;
-
-/// One fleet of one profile: the server variant's profile name and what it is.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FleetVariant {
-    /// The variant's profile name in the cells: the profile's own name for
-    /// one replica, else `classroom-64k ×4 session`.
-    pub name: String,
-    /// The profile it is built from.
-    pub base: String,
-    /// Replicas (engines, each with its own KV blocks and prefix cache).
-    pub replicas: u32,
-    /// The router's name; absent for one replica (no routing).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub router: Option<String>,
-}
+use super::variants::FleetVariant;
+use super::verdicts::JudgedCell;
 
 /// The fewest replicas meeting the targets for one router and class.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,84 +45,6 @@ pub struct FleetPlan {
     pub lines: Vec<String>,
 }
 
-/// The name of a fleet variant of `base`.
-pub fn fleet_name(base: &str, replicas: u32, router: RouterPolicy) -> String {
-    if replicas == 1 {
-        base.to_string()
-    } else {
-        format!("{base} ×{replicas} {router}")
-    }
-}
-
-/// Checks `--replicas` (each 1..=64).
-pub fn check_replicas(replicas: &[u32]) -> Result<(), ConfigError> {
-    for r in replicas {
-        codendum_core::flags::replicas("--replicas", *r)?;
-    }
-    Ok(())
-}
-
-/// Parses `--router a,b` with the router module's parser; the error names
-/// the flag and lists the valid routers.
-pub fn parse_routers(raw: &str) -> Result<Vec<RouterPolicy>, ConfigError> {
-    codendum_core::flags::routers("--router", raw)
-}
-
-/// The replica counts and routers of a plan for `profile`: the flags when
-/// given, else the profile's `[fleet]` table (sorted, duplicates removed).
-fn axes(config: &PlanConfig, profile: &Profile) -> (Vec<u32>, Vec<RouterPolicy>) {
-    let mut replicas = if config.replicas.is_empty() {
-        vec![profile.fleet.replicas]
-    } else {
-        config.replicas.clone()
-    };
-    replicas.sort_unstable();
-    replicas.dedup();
-    let mut routers = Vec::new();
-    let given = if config.routers.is_empty() {
-        vec![profile.fleet.router]
-    } else {
-        config.routers.clone()
-    };
-    for r in given {
-        if !routers.contains(&r) {
-            routers.push(r);
-        }
-    }
-    (replicas, routers)
-}
-
-/// Expands loaded profiles into one profile per fleet (its `[fleet]` set,
-/// renamed by [`fleet_name`]), in report order: profile, router, replicas;
-/// one replica once per profile, first.
-pub fn expand(config: &PlanConfig, bases: Vec<Profile>) -> (Vec<Profile>, Vec<FleetVariant>) {
-    let mut profiles = Vec::new();
-    let mut variants: Vec<FleetVariant> = Vec::new();
-    for base in bases {
-        let (replicas, routers) = axes(config, &base);
-        for router in &routers {
-            for r in &replicas {
-                let name = fleet_name(&base.name, *r, *router);
-                if variants.iter().any(|v| v.name == name) {
-                    continue;
-                }
-                let mut p = base.clone();
-                p.fleet.replicas = *r;
-                p.fleet.router = if *r == 1 { base.fleet.router } else { *router };
-                p.name = name.clone();
-                variants.push(FleetVariant {
-                    name,
-                    base: base.name.clone(),
-                    replicas: *r,
-                    router: (*r > 1).then(|| router.name().to_string()),
-                });
-                profiles.push(p);
-            }
-        }
-    }
-    (profiles, variants)
-}
-
 /// The note for `--router` given where every fleet has one replica (as
 /// `serve` says it), else `None`.
 pub fn router_note(config: &PlanConfig) -> Option<String> {
@@ -151,21 +58,23 @@ pub fn router_note(config: &PlanConfig) -> Option<String> {
     })
 }
 
-/// The fleet section of a plan: `None` when every variant is one replica
-/// and no flag asked for fleets.
+/// The fleet section of a plan of `cells`: `None` when every variant is
+/// one replica and no flag asked for fleets. A search (`searched`) has no
+/// fewest-replicas answers.
 pub fn plan_fleet(
     config: &PlanConfig,
     variants: Vec<FleetVariant>,
-    results: &PlanResults,
+    cells: &[JudgedCell],
+    searched: bool,
 ) -> Option<FleetPlan> {
     let asked = !config.replicas.is_empty() || !config.routers.is_empty();
     if !asked && variants.iter().all(|v| v.replicas == 1) {
         return None;
     }
-    let answers = if results.search.is_some() {
+    let answers = if searched {
         Vec::new()
     } else {
-        answers(&variants, &results.cells)
+        answers(&variants, cells)
     };
     let lines = lines(&answers);
     Some(FleetPlan {

@@ -5,9 +5,10 @@
 
 use std::sync::Arc;
 
-use super::cell::{figures, CellResult, NoSink, Window, SAMPLE_INTERVAL};
 use super::config::{CellSpec, PlanConfig};
+use super::figures::{figures, CellResult, Window};
 use crate::classroom::{run_classroom, ClassroomConfig, LiveStatus};
+use crate::virtual_time::{NoRecords, SAMPLE_INTERVAL};
 use codendum_core::error::Error;
 use codendum_core::profile::fleet::FleetSpec;
 use codendum_core::prom::{window_stats, TimelineSample};
@@ -39,7 +40,7 @@ pub(super) async fn simulate_fleet(
         classroom,
         fleet.clone(),
         clock.clone(),
-        Arc::new(NoSink),
+        Arc::new(NoRecords),
         status,
     )
     .await;

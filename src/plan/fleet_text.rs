@@ -5,7 +5,8 @@
 use std::fmt::Write as _;
 
 use super::fleet::FleetPlan;
-use super::run::{JudgedCell, PlanResults};
+use super::results::PlanResults;
+use super::verdicts::JudgedCell;
 use codendum_report::format::{opt_fixed, opt_percent, xml_escape};
 
 /// The header and rows of the fleet table, or `None` without fleets.

@@ -4,8 +4,7 @@
 //! themselves are [`codendum_core::targets::classroom`]'s (through
 //! [`super::verdicts::judge_cell`]); this module only reads them.
 
-use super::run::JudgedCell;
-use super::verdicts::{Bottleneck, Check, KV_HIGH, PERSISTENT};
+use super::verdicts::{Bottleneck, Check, JudgedCell, KV_HIGH, PERSISTENT};
 use codendum_core::targets::{Bound, ClassroomKey};
 
 /// Whether every ceiling of the cell is met: the targets more students

@@ -4,129 +4,18 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use serde::{Deserialize, Serialize};
-
-use super::cell::{run_cell, CellResult};
+use super::cell::run_cell;
 use super::config::{cells, variant_name, CellSpec, PlanConfig};
-use super::search_text::{agree, missed_floors, students, students_do};
+use super::figures::CellResult;
+use super::limit::{classify, meets_ceilings};
+use super::results::{PlanParameters, PlanResults, VariantVerdict};
 use super::verdicts::{
-    classroom_targets, judge_cell, Bottleneck, Check, ClassroomTargets, TargetList,
+    classroom_targets, judge, Bottleneck, ClassroomTargets, JudgedCell, TargetList,
 };
+use super::wording::{agree, missed_floors, students, students_do};
 use codendum_core::error::Error;
 use codendum_core::profile::Profile;
-
 use codendum_core::results::schema::{PLAN_KIND, PLAN_SCHEMA_VERSION};
-
-/// The parameters a plan ran with (everything that shapes its results;
-/// `jobs` does not).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PlanParameters {
-    /// Class sizes tried, ascending (in a search: the sizes probed).
-    pub users: Vec<u32>,
-    /// Profiles, as given.
-    pub profiles: Vec<String>,
-    /// `max_num_seqs` overrides (empty: the profiles' own).
-    pub max_num_seqs: Vec<u32>,
-    /// Scenario name.
-    pub scenario: String,
-    /// Window for new coding requests, seconds.
-    pub duration_s: f64,
-    /// Ramp-up, seconds.
-    pub ramp_up_s: f64,
-    /// Seed (the first of a search's seeds).
-    pub seed: u64,
-    /// Seeds a search ran (`seed`, `seed + 1`, …); absent when one.
-    #[serde(default = "one_seed", skip_serializing_if = "is_one_seed")]
-    pub seeds: u32,
-    /// Upper end of a search (`--max-users`), students; absent when the
-    /// class sizes were given (`--users`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_users: Option<u32>,
-    /// Fleet sizes asked for (`--replicas`), replicas; empty: the profiles' own.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub replicas: Vec<u32>,
-    /// Routers asked for (`--router`), names; empty: the profiles' own.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub routers: Vec<String>,
-    /// The class the students and the persona drew from (its name; `lab`
-    /// by default). Absent in plans written before class files.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub class: Option<String>,
-}
-
-fn one_seed() -> u32 {
-    1
-}
-
-fn is_one_seed(n: &u32) -> bool {
-    *n == 1
-}
-
-/// A cell with its target checks.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct JudgedCell {
-    /// The cell's figures.
-    pub result: CellResult,
-    /// One check per target of its profile.
-    pub checks: Vec<Check>,
-    /// Whether every check passed (true when the profile has no targets).
-    pub meets_targets: bool,
-}
-
-/// The answer for one server variant (a profile, with its `max_num_seqs`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct VariantVerdict {
-    /// `classroom-64k` or `classroom-64k @ 32 seqs`.
-    pub variant: String,
-    /// Profile name.
-    pub profile: String,
-    /// `max_num_seqs` of the variant.
-    pub max_num_seqs: u32,
-    /// The profile's classroom targets.
-    pub targets: TargetList,
-    /// The largest class size tried such that it and every smaller size
-    /// tried met the targets; `None` when the smallest already missed.
-    /// In a search: the answer (`carries`) when it meets every target,
-    /// floors included; `None` otherwise.
-    pub largest_class: Option<u32>,
-    /// The smallest class size tried that missed the targets.
-    /// In a search: the first class that missed a ceiling (`carries + 1`).
-    pub first_miss: Option<u32>,
-    /// Where the limit comes from, judged at the smallest class tried that
-    /// missed a ceiling (which is `first_miss` unless that class missed
-    /// only a floor); `None` when no class missed a ceiling.
-    pub limit: Option<Bottleneck>,
-    /// One sentence for people.
-    pub summary: String,
-}
-
-/// Everything a plan found: the contents of `plan.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PlanResults {
-    /// Always [`PLAN_KIND`].
-    pub kind: String,
-    /// [`PLAN_SCHEMA_VERSION`].
-    pub schema_version: u32,
-    /// What was run.
-    pub parameters: PlanParameters,
-    /// Every cell, in report order (profile, `max_num_seqs`, users).
-    pub cells: Vec<JudgedCell>,
-    /// One answer per server variant.
-    pub verdicts: Vec<VariantVerdict>,
-    /// The search for the largest class (no `--users`): its probes and
-    /// answers. Absent when the class sizes were given.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub search: Option<super::search::SearchResults>,
-    /// The fleets (replicas × router) and, with `--users`, the fewest
-    /// replicas per router. Absent when every cell is one server and no
-    /// fleet was asked for.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fleet: Option<super::fleet::FleetPlan>,
-    /// One line per fitted profile whose classes went outside the region
-    /// its calibration measured (contexts, requests in flight).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub region_warnings: Vec<String>,
-}
 
 /// For each fitted profile (`[calibration]`), a warning when its cells'
 /// prompts or running requests went beyond what its calibration measured.
@@ -148,19 +37,15 @@ pub fn region_warnings(profiles: &[Profile], cells: &[JudgedCell]) -> Vec<String
         .collect()
 }
 
-/// Runs a plan: validates `config`, simulates every cell (in parallel over
-/// `config.jobs` threads; the results do not depend on the number) and
-/// judges them. `on_cell` is called as each cell finishes (from worker
-/// threads, in completion order), e.g. for a progress line. With
-/// `config.max_users` set this is a search ([`super::search::run_search`])
-/// and `on_cell` is called for each probe on the bisection's path.
-pub fn run_plan(
+/// Runs a plan of the class sizes given (`config.users`): validates
+/// `config`, simulates every cell (in parallel over `config.jobs` threads;
+/// the results do not depend on the number) and judges them. `on_cell` is
+/// called as each cell finishes (from worker threads, in completion
+/// order), e.g. for a progress line.
+pub fn run_grid(
     config: &PlanConfig,
     on_cell: &(dyn Fn(&CellResult) + Sync),
 ) -> Result<PlanResults, Error> {
-    if config.max_users.is_some() {
-        return super::search::run_search(config, &|_, cell, _| on_cell(&cell.result));
-    }
     let (profiles, fleets) = config.validate_fleets()?;
     let targets = profiles
         .iter()
@@ -187,19 +72,8 @@ pub fn run_plan(
         region_warnings: Vec::new(),
     };
     results.region_warnings = region_warnings(&profiles, &results.cells);
-    results.fleet = super::fleet::plan_fleet(config, fleets, &results);
+    results.fleet = super::fleet::plan_fleet(config, fleets, &results.cells, false);
     Ok(results)
-}
-
-/// Judges a cell against its profile's targets.
-pub fn judge(targets: &ClassroomTargets, result: CellResult) -> JudgedCell {
-    let checks = judge_cell(targets, &result);
-    let meets_targets = checks.iter().all(|c| c.met);
-    JudgedCell {
-        result,
-        checks,
-        meets_targets,
-    }
 }
 
 /// The index of the profile named `name` (the first when none is).
@@ -332,7 +206,7 @@ pub fn verdicts(
             // The limit is judged at the first class that missed a ceiling
             // (a floor such as server output is not a limit a larger class
             // runs into: a small class cannot produce a large output).
-            let ceiling_miss = mine.iter().find(|c| !super::limit::meets_ceilings(c));
+            let ceiling_miss = mine.iter().find(|c| !meets_ceilings(c));
             let limit = ceiling_miss.map(|m| {
                 // The same class with more seats: met (`Some(true)`), tried
                 // and missed (`Some(false)`), or not tried (`None`).
@@ -347,7 +221,7 @@ pub fn verdicts(
                     .collect();
                 let more_seats_met =
                     (!more_seats.is_empty()).then(|| more_seats.iter().any(|o| o.meets_targets));
-                super::limit::classify(m, more_seats_met)
+                classify(m, more_seats_met)
             });
             let t = profiles
                 .iter()

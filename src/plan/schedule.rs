@@ -14,11 +14,11 @@ use std::sync::mpsc;
 use std::sync::Mutex;
 
 use super::bisect::{Bisection, Outcome};
-use super::cell::{run_cell, CellResult};
+use super::cell::run_cell;
 use super::config::{CellSpec, PlanConfig};
+use super::figures::CellResult;
 use super::limit::meets_ceilings;
-use super::run::{judge, JudgedCell};
-use super::verdicts::ClassroomTargets;
+use super::verdicts::{judge, ClassroomTargets, JudgedCell};
 use codendum_core::error::Error;
 use codendum_core::profile::Profile;
 

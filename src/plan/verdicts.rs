@@ -6,11 +6,33 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::cell::CellResult;
+use super::figures::CellResult;
 use codendum_core::error::ConfigError;
 use codendum_core::stats::Interval;
 use codendum_core::targets::{parse_classroom_targets, ClassroomCheck};
 pub use codendum_core::targets::{Bound, ClassroomTargets, Outcome, TargetList, Threshold};
+
+/// A cell with its target checks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JudgedCell {
+    /// The cell's figures.
+    pub result: CellResult,
+    /// One check per target of its profile.
+    pub checks: Vec<Check>,
+    /// Whether every check passed (true when the profile has no targets).
+    pub meets_targets: bool,
+}
+
+/// Judges a cell against its profile's targets.
+pub fn judge(targets: &ClassroomTargets, result: CellResult) -> JudgedCell {
+    let checks = judge_cell(targets, &result);
+    let meets_targets = checks.iter().all(|c| c.met);
+    JudgedCell {
+        result,
+        checks,
+        meets_targets,
+    }
+}
 
 /// Reads `[targets.classroom]` of a profile's `[targets]` table (as kept by
 /// [`codendum_core::profile::Profile::targets`]). No such table: no targets.

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 
-use super::run::{JudgedCell, PlanResults};
+use super::results::PlanResults;
+use super::verdicts::JudgedCell;
 use codendum_core::error::Error;
 use codendum_report::format::{fixed, opt_count, opt_fixed, opt_percent, xml_escape};
 use codendum_report::svg::{AxisTitle, LineChart, Series};

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use codendum::classroom::ClassroomSummary;
 use codendum::plan::limit::{classify, meets_ceilings};
-use codendum::plan::run::judge;
+use codendum::plan::verdicts::judge;
 use codendum::plan::{
     classroom_targets, plan_search, run_plan, run_search, Bottleneck, CellResult, CellSpec,
     PlanConfig, PlanResults,

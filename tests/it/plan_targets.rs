@@ -10,7 +10,7 @@ use codendum::plan::{
 use codendum_core::profile::Profile;
 
 /// A cell whose summary carries the same figures as its own fields (as
-/// [`codendum::plan::cell::figures`] makes it): targets judge the summary.
+/// [`codendum::plan::figures::figures`] makes it): targets judge the summary.
 fn cell(users: u32, seqs: u32) -> CellResult {
     let mut summary = ClassroomSummary::from_records(users as usize, &[], &[]);
     summary.ttft_p95_s = Some(40.0);

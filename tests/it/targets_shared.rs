@@ -14,7 +14,7 @@ use codendum::acceptance::runner::{WorkloadResults, WorkloadSummary};
 use codendum::acceptance::suite::judge_all;
 use codendum::acceptance::{parse_targets, Settings, Suite, TrialKind, WorkloadKind};
 use codendum::classroom::{CallKind, CallRecord, ClassroomSummary, TaskOutcome, TaskRecord};
-use codendum::plan::cell::{figures, Window};
+use codendum::plan::figures::{figures, Window};
 use codendum::plan::{classroom_targets, judge_cell, CellResult, CellSpec};
 use codendum_core::openai::{ErrorKind, TokenSource};
 use codendum_core::profile::Profile;
