@@ -131,6 +131,7 @@ pub(crate) fn run_loop<'a>(
                 return LoopEnd::Failed(err.kind);
             }
             overflows = 0;
+            conv.steps_done += 1;
             let (turn, calls) = assistant_turn(&outcome, step);
             conv.messages.push(turn);
             let total = match outcome.usage {
@@ -237,9 +238,40 @@ async fn run_tool_calls(
         conv.messages
             .push(json!({"role": "tool", "tool_call_id": id, "content": result.content}));
     }
+    let agent = &shared.config.class.agent;
+    // The class's prompt sizes by call: the next call's prompt grows by
+    // notes towards the size at the session's rank, by at most one draw of
+    // the appended tokens (a step adds what a step adds; a session whose
+    // rank puts it far below its place's sizes catches up over steps, not
+    // in one prefill), and never shrinks.
+    let by_call = conv
+        .growth_rank
+        .and_then(|u| agent.prompt_tokens_at(conv.steps_done, u));
+    if let Some(target) = by_call {
+        let have = super::sizes::estimate(
+            conv.system.len()
+                + serde_json::to_string(&conv.tools).map_or(0, |t| t.len())
+                + serde_json::to_string(&conv.messages).map_or(0, |m| m.len()),
+        );
+        let step = agent
+            .appended_tokens
+            .as_ref()
+            .map_or(u64::MAX, |d| d.sample(&mut st.rng).max(0.0) as u64);
+        let pad = (target.max(0.0) as u64).saturating_sub(have).min(step);
+        let offset = conv.messages.len();
+        if let Some(last) = conv.messages[first..].last_mut().filter(|_| pad > 0) {
+            let padded = format!(
+                "{}\n\n{}",
+                last["content"].as_str().unwrap_or(""),
+                super::sizes::notes(pad, offset)
+            );
+            last["content"] = json!(padded);
+        }
+        return Some(());
+    }
     // The class's appended tokens: the step's results grow by notes up to
     // the drawn size (never shrink: the agent needs what its tools said).
-    if let Some(d) = &shared.config.class.agent.appended_tokens {
+    if let Some(d) = &agent.appended_tokens {
         let target = d.sample(&mut st.rng).max(0.0) as u64;
         let have = super::sizes::estimate(results_len);
         // Notes of another offset for each step, as tool output differs.

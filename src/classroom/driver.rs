@@ -185,18 +185,38 @@ async fn one_session(shared: &Shared, session: &Session, mut rng: ChaCha8Rng) ->
     let id = session_id(&mut rng);
     let mut conv = Conversation::main(config, id);
     let agent = &config.class.agent;
-    if let Some(d) = &agent.prompt_tokens {
-        // The class's first prompt: the system prompt grows by shared notes
-        // up to the drawn size (with the tools and the exercise).
-        let target = d.sample(&mut rng).max(0.0) as u64;
+    if !agent.prompt_tokens_by_call.is_empty() {
+        conv.growth_rank = Some(rng.gen());
+    }
+    let first_prompt = match conv.growth_rank {
+        Some(u) => agent.prompt_tokens_at(0, u),
+        None => agent.prompt_tokens.as_ref().map(|d| d.sample(&mut rng)),
+    };
+    if let Some(target) = first_prompt {
+        // The class's first prompt: the system prompt grows by notes up to
+        // the drawn size (with the tools and the exercise); notes every
+        // session shares up to the class's shared head, the session's own
+        // after it (all shared when the class does not say).
+        let target = target.max(0.0) as u64;
         let have = super::sizes::estimate(
             conv.system.len()
                 + serde_json::to_string(&conv.tools).map_or(0, |t| t.len())
                 + config.scenario.exercise().len(),
         );
         if target > have {
+            let missing = target - have;
+            let shared = agent.shared_prompt_tokens.as_ref().map_or(missing, |d| {
+                (d.sample(&mut rng).max(0.0) as u64)
+                    .saturating_sub(have)
+                    .min(missing)
+            });
             conv.system.push_str("\n\n");
-            conv.system.push_str(&super::sizes::notes(target - have, 0));
+            conv.system.push_str(&super::sizes::notes(shared, 0));
+            let own = missing - shared;
+            if own > 0 {
+                let tag = conv.id.clone();
+                conv.system.push_str(&super::sizes::own_notes(own, &tag));
+            }
         }
     }
     conv.compact_at = agent

@@ -122,6 +122,12 @@ pub(crate) struct Conversation {
     /// Prompt tokens at which this session compacts (the class's draw);
     /// `None`: only at the context limit.
     pub compact_at: Option<u64>,
+    /// The session's rank in the class's prompt sizes by call
+    /// (`agent.prompt_tokens_by_call`, drawn once per session); `None`:
+    /// the class has none, or a subagent's conversation.
+    pub growth_rank: Option<f64>,
+    /// Main-agent calls this conversation has made.
+    pub steps_done: u32,
 }
 
 impl Conversation {
@@ -136,6 +142,8 @@ impl Conversation {
             messages: Vec::new(),
             step_cap: config.step_cap,
             compact_at: None,
+            growth_rank: None,
+            steps_done: 0,
         }
     }
 
@@ -150,6 +158,8 @@ impl Conversation {
             messages: vec![json!({"role": "user", "content": task})],
             step_cap: config.subagent_step_cap,
             compact_at: None,
+            growth_rank: None,
+            steps_done: 0,
         }
     }
 }

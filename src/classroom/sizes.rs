@@ -34,6 +34,20 @@ pub fn notes(tokens: u64, offset: usize) -> String {
     out
 }
 
+/// About `tokens` tokens of notes that only a session tagged `tag` holds
+/// (each line names the tag), so no two sessions share them.
+pub fn own_notes(tokens: u64, tag: &str) -> String {
+    let want = tokens as usize * CHARS_PER_TOKEN;
+    let mut out = String::with_capacity(want + 80);
+    let mut i = 0;
+    while out.len() < want {
+        let line = NOTES[i % NOTES.len()];
+        out.push_str(&format!("{line} ({tag} {})\n", i + 1));
+        i += 1;
+    }
+    out
+}
+
 /// Tokens of a text, estimated as the client estimates them.
 pub fn estimate(text_len: usize) -> u64 {
     (text_len / CHARS_PER_TOKEN) as u64

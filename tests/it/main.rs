@@ -34,6 +34,7 @@ mod capture_tls;
 mod capture_whole_class;
 mod check_cli;
 mod class_file;
+mod class_learned;
 mod classroom_agent;
 mod classroom_class;
 mod classroom_compaction;

@@ -268,10 +268,24 @@ pub async fn replay_with(
     speed: f64,
     salt: u64,
 ) -> replay::ReplayOutcome {
+    replay_configured(transport, clock, trace, |config| {
+        config.speed = speed;
+        config.salt = salt;
+    })
+    .await
+}
+
+/// `codendum replay` of `trace` through `transport` on `clock`, the
+/// template measured first, with the settings `set` gives.
+pub async fn replay_configured(
+    transport: Arc<dyn Transport>,
+    clock: &Clock,
+    trace: &codendum_core::trace::Trace,
+    set: impl FnOnce(&mut ReplayConfig),
+) -> replay::ReplayOutcome {
     let template = replay::template_tokens(transport.as_ref(), Endpoint::Chat, "qwen3-coder").await;
     let mut config = ReplayConfig::new("qwen3-coder", template);
-    config.speed = speed;
-    config.salt = salt;
+    set(&mut config);
     replay::run_replay(
         trace,
         &config,

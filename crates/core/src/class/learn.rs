@@ -29,13 +29,22 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::dist::Distribution;
-use super::{Class, ToolTimes};
+use super::{ByCall, Class, ToolTimes};
 use crate::results::classroom_records::CallKind;
 use crate::trace::{SourceFormat, Trace, TraceCall, WaitReason};
 
 /// Observations kept as samples up to this many; more become a quantile
 /// table.
 pub const KEEP_SAMPLES: usize = 200;
+
+/// Where the buckets of `agent.prompt_tokens_by_call` start (a session's
+/// main-agent call, 0 its first): doubling, as a conversation's growth
+/// slows relative to its size.
+const BY_CALL_EDGES: [u32; 9] = [0, 1, 2, 4, 8, 16, 32, 64, 128];
+
+/// A bucket of `agent.prompt_tokens_by_call` with fewer observations is
+/// merged into the one before it.
+const BY_CALL_MIN: usize = 8;
 
 /// A prompt this much shorter than its session's previous one (a
 /// fraction) starts over from a summary: the conversation was compacted.
@@ -101,6 +110,8 @@ struct Obs {
     compaction: Vec<f64>,
     appended: Vec<f64>,
     prompt: Vec<f64>,
+    prompt_by_call: Vec<(u32, f64)>,
+    shared_prompt: Vec<f64>,
     compact_at: Vec<f64>,
     tool_gaps: Vec<f64>,
     tool_kinds: BTreeMap<String, Vec<f64>>,
@@ -163,6 +174,15 @@ fn gather(obs: &mut Obs, source: &Source<'_>) {
             .find(|&&i| kind_of(&trace.calls[i], root) == CallKind::Agent)
         {
             obs.prompt.push(trace.calls[first].input_tokens as f64);
+        }
+        // Every main-agent call's prompt by its place in the session.
+        let main = calls
+            .iter()
+            .filter(|&&i| kind_of(&trace.calls[i], root) == CallKind::Agent);
+        for (k, &i) in main.enumerate() {
+            let at = u32::try_from(k).unwrap_or(u32::MAX);
+            obs.prompt_by_call
+                .push((at, trace.calls[i].input_tokens as f64));
         }
         for (n, (_, task)) in tasks.iter().enumerate() {
             obs.requests += 1;
@@ -227,6 +247,36 @@ fn gather(obs: &mut Obs, source: &Source<'_>) {
                     WaitReason::Unknown => {}
                 }
             }
+        }
+    }
+    // The head of each session's first prompt shared with another
+    // session's first prompt (the system prompt and the tools).
+    let firsts: Vec<&TraceCall> = by_root
+        .iter()
+        .filter_map(|(root, calls)| {
+            calls
+                .iter()
+                .map(|&i| &trace.calls[i])
+                .find(|c| kind_of(c, root) == CallKind::Agent)
+        })
+        .collect();
+    if firsts.len() > 1 {
+        for (n, c) in firsts.iter().enumerate() {
+            let blocks = firsts
+                .iter()
+                .enumerate()
+                .filter(|(m, _)| *m != n)
+                .map(|(_, o)| {
+                    c.hash_ids
+                        .iter()
+                        .zip(&o.hash_ids)
+                        .take_while(|(a, b)| a == b)
+                        .count()
+                })
+                .max()
+                .unwrap_or(0);
+            let tokens = (blocks as u64 * u64::from(trace.block_size)).min(c.input_tokens);
+            obs.shared_prompt.push(tokens as f64);
         }
     }
     // Subagent sessions and their calls.
@@ -332,16 +382,6 @@ pub fn learn(sources: &[Source<'_>], name: &str, defaults: &Class) -> Learned {
         0.0,
         &mut p.follow_ups,
     );
-    if let Some(d) = fit(
-        r,
-        o,
-        "person.session_s",
-        "sessions with a length",
-        &obs.session_s,
-        0.0,
-    ) {
-        p.session_s = Some(d);
-    }
     // A person's own recorded sessions (not a class with a window) show
     // people going on to their next session when one is over.
     let own: Vec<&str> = sources
@@ -354,6 +394,26 @@ pub fn learn(sources: &[Source<'_>], name: &str, defaults: &Class) -> Learned {
         })
         .map(|s| s.name.as_str())
         .collect();
+    if !own.is_empty() && own.len() == sources.len() {
+        // A person's own session ends when its requests are asked; its
+        // recorded length holds waits of hours (a person away) that a
+        // class caps, and drawn apart from the follow-ups it would cut
+        // long sessions short.
+        r.learned.push((
+            "person.session_s".into(),
+            "none: the sessions are a person's own, each over when its follow-ups are asked".into(),
+        ));
+        p.session_s = None;
+    } else if let Some(d) = fit(
+        r,
+        o,
+        "person.session_s",
+        "sessions with a length",
+        &obs.session_s,
+        0.0,
+    ) {
+        p.session_s = Some(d);
+    }
     if own.is_empty() {
         r.kept.push((
             "person.next_session".into(),
@@ -465,6 +525,13 @@ pub fn learn(sources: &[Source<'_>], name: &str, defaults: &Class) -> Learned {
             &mut a.prompt_tokens,
         ),
         (
+            "agent.shared_prompt_tokens",
+            "first prompts' heads shared with another session",
+            &obs.shared_prompt,
+            0.0,
+            &mut a.shared_prompt_tokens,
+        ),
+        (
             "agent.compact_at_tokens",
             "compactions",
             &obs.compact_at,
@@ -481,6 +548,16 @@ pub fn learn(sources: &[Source<'_>], name: &str, defaults: &Class) -> Learned {
                 }
             }
         }
+    }
+    match by_call(&obs.prompt_by_call, &origin) {
+        Some((buckets, line)) => {
+            a.prompt_tokens_by_call = buckets;
+            r.learned.push(("agent.prompt_tokens_by_call".into(), line));
+        }
+        None => r.kept.push((
+            "agent.prompt_tokens_by_call".into(),
+            "no main-agent calls in the sources; prompts grow by agent.appended_tokens".into(),
+        )),
     }
     learn_tools(&obs, &origin, &mut a.tool_s, &mut report);
     report.kept.push((
@@ -524,6 +601,61 @@ fn fit(
             None
         }
     }
+}
+
+/// Prompt tokens by a call's place in its session, in the buckets of
+/// [`BY_CALL_EDGES`] (one with fewer than [`BY_CALL_MIN`] calls merged into
+/// the one before it), with the report's line; `None` without calls.
+pub fn by_call(obs: &[(u32, f64)], origin: &str) -> Option<(Vec<ByCall>, String)> {
+    let mut groups: Vec<(u32, Vec<f64>)> = Vec::new();
+    for (n, &from) in BY_CALL_EDGES.iter().enumerate() {
+        let to = BY_CALL_EDGES.get(n + 1).copied().unwrap_or(u32::MAX);
+        let values: Vec<f64> = obs
+            .iter()
+            .filter(|(k, _)| (from..to).contains(k))
+            .map(|(_, v)| v.max(1.0))
+            .collect();
+        match groups.last_mut() {
+            Some((_, before)) if values.len() < BY_CALL_MIN => before.extend(values),
+            _ if values.is_empty() => {}
+            _ => groups.push((from, values)),
+        }
+    }
+    let buckets: Vec<ByCall> = groups
+        .iter()
+        .filter_map(|(from, values)| {
+            let to = groups
+                .iter()
+                .find(|(f, _)| f > from)
+                .map_or("on".to_string(), |(f, _)| format!("to {}", f - 1));
+            Distribution::from_observations(
+                format!(
+                    "learned from {origin}: {} main-agent calls {from} {to} of a session",
+                    values.len()
+                ),
+                values,
+                KEEP_SAMPLES,
+            )
+            .map(|tokens| ByCall {
+                from_call: *from,
+                tokens,
+            })
+        })
+        .collect();
+    if buckets.is_empty() {
+        return None;
+    }
+    let medians: Vec<String> = buckets
+        .iter()
+        .map(|b| format!("{}+ {:.0}", b.from_call, b.tokens.quantile(0.5)))
+        .collect();
+    let line = format!(
+        "P50 by call {} from {} main-agent calls in {} buckets",
+        medians.join(", "),
+        obs.len(),
+        buckets.len()
+    );
+    Some((buckets, line))
 }
 
 /// [`fit`] into `slot` when there are values.

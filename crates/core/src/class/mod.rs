@@ -28,8 +28,10 @@ pub use dist::{Distribution, Shape};
 
 use crate::error::ConfigError;
 
-/// The version of the class-file format this build reads and writes.
-pub const CLASS_SCHEMA_VERSION: u32 = 1;
+/// The version of the class-file format this build writes; it reads this
+/// one and every earlier one (version 2 added
+/// `agent.prompt_tokens_by_call` and `agent.shared_prompt_tokens`).
+pub const CLASS_SCHEMA_VERSION: u32 = 2;
 
 /// The name of the default class.
 pub const DEFAULT_CLASS: &str = "lab";
@@ -94,10 +96,45 @@ pub struct AgentSpread {
     /// Tokens of a session's first prompt (system prompt, tool definitions
     /// and the first message). `None`: the prompt set's own size.
     pub prompt_tokens: Option<Distribution>,
+    /// Tokens at the head of a session's first prompt that every session
+    /// shares (the system prompt and the tool definitions); the rest of
+    /// the first prompt is the session's own. `None`: the whole first
+    /// prompt is shared.
+    pub shared_prompt_tokens: Option<Distribution>,
     /// Prompt tokens at which the client compacts a session, drawn once
     /// per session. `None`: the client's rule (the context limit less the
     /// output reserve).
     pub compact_at_tokens: Option<Distribution>,
+    /// Prompt tokens of a session's main-agent calls by the call's place in
+    /// the session, ascending by [`ByCall::from_call`] (empty: the prompts
+    /// grow by [`AgentSpread::appended_tokens`] alone). A session draws one
+    /// rank and reads every call's size at it, so a conversation that is
+    /// long early stays long, as recorded conversations grow.
+    pub prompt_tokens_by_call: Vec<ByCall>,
+}
+
+/// Prompt tokens of the calls from one place in a session on (to the next
+/// bucket's `from_call`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ByCall {
+    /// The first call of the bucket: 0 is a session's first main-agent
+    /// call (titles, compactions and subagents' calls are not counted).
+    pub from_call: u32,
+    /// Prompt tokens of the bucket's calls.
+    pub tokens: Distribution,
+}
+
+impl AgentSpread {
+    /// The prompt tokens of a session's main-agent call number `call` (0:
+    /// its first) at rank `u` (0..=1), when the class has them by call.
+    pub fn prompt_tokens_at(&self, call: u32, u: f64) -> Option<f64> {
+        self.prompt_tokens_by_call
+            .iter()
+            .rev()
+            .find(|b| b.from_call <= call)
+            .or(self.prompt_tokens_by_call.first())
+            .map(|b| b.tokens.quantile(u))
+    }
 }
 
 /// Output tokens per call, by why the call was made.

@@ -8,7 +8,7 @@ use std::path::Path;
 use toml::{Table, Value};
 
 use super::dist::{Distribution, Shape};
-use super::{AgentSpread, Class, OutputTokens, Person, ToolTimes, CLASS_SCHEMA_VERSION};
+use super::{AgentSpread, ByCall, Class, OutputTokens, Person, ToolTimes, CLASS_SCHEMA_VERSION};
 use crate::error::ConfigError;
 
 /// One table being read: its path for messages and the keys taken so far.
@@ -221,7 +221,53 @@ fn person(mut f: Fields<'_>) -> Res<Person> {
     Ok(p)
 }
 
-fn agent(mut f: Fields<'_>) -> Res<AgentSpread> {
+/// `agent.prompt_tokens_by_call`: an array of distribution tables, each
+/// with its `from_call`, rising strictly from 0.
+fn by_call(f: &mut Fields<'_>, version: u32) -> Res<Vec<ByCall>> {
+    let name = f.name("prompt_tokens_by_call");
+    let Some(v) = f.get("prompt_tokens_by_call") else {
+        return Ok(Vec::new());
+    };
+    if version < 2 {
+        return Err(format!("{name} needs schema_version 2"));
+    }
+    let Value::Array(rows) = v else {
+        return Err(format!("{name} must be an array of tables ([[{name}]])"));
+    };
+    let mut out: Vec<ByCall> = Vec::with_capacity(rows.len());
+    for (i, row) in rows.iter().enumerate() {
+        let at = format!("{name}[{i}]");
+        let Value::Table(t) = row else {
+            return Err(format!("{at} must be a table"));
+        };
+        let from_call = match t.get("from_call") {
+            Some(Value::Integer(n)) if (0..=i64::from(u32::MAX)).contains(n) => *n as u32,
+            Some(_) => return Err(format!("{at}.from_call must be a whole number ≥ 0")),
+            None => return Err(format!("{at}.from_call is missing")),
+        };
+        let expected_first = i > 0 || from_call == 0;
+        if !expected_first {
+            return Err(format!(
+                "{at}.from_call must be 0 (the session's first call)"
+            ));
+        }
+        if out.last().is_some_and(|b| b.from_call >= from_call) {
+            return Err(format!("{at}.from_call must rise above the one before it"));
+        }
+        let mut rest = t.clone();
+        rest.remove("from_call");
+        out.push(ByCall {
+            from_call,
+            tokens: distribution(&rest, &at, 1.0, ANY)?,
+        });
+    }
+    if out.is_empty() {
+        return Err(format!("{name} is empty"));
+    }
+    Ok(out)
+}
+
+fn agent(mut f: Fields<'_>, version: u32) -> Res<AgentSpread> {
     let calls_per_request = f.dist("calls_per_request", 1.0, 10_000.0)?;
     let subagent_share = f.fraction("subagent_share")?;
     let subagent_calls = f.dist("subagent_calls", 1.0, 10_000.0)?;
@@ -229,6 +275,11 @@ fn agent(mut f: Fields<'_>) -> Res<AgentSpread> {
     let appended_tokens = f.optional_dist("appended_tokens", 0.0, ANY)?;
     let prompt_tokens = f.optional_dist("prompt_tokens", 1.0, ANY)?;
     let compact_at_tokens = f.optional_dist("compact_at_tokens", 1.0, ANY)?;
+    let prompt_tokens_by_call = by_call(&mut f, version)?;
+    let shared_prompt_tokens = f.optional_dist("shared_prompt_tokens", 0.0, ANY)?;
+    if version < 2 && shared_prompt_tokens.is_some() {
+        return Err("agent.shared_prompt_tokens needs schema_version 2".into());
+    }
     let mut o = f.table("output_tokens")?;
     let output_tokens = OutputTokens {
         title: o.dist("title", 1.0, ANY)?,
@@ -258,28 +309,30 @@ fn agent(mut f: Fields<'_>) -> Res<AgentSpread> {
         appended_tokens,
         prompt_tokens,
         compact_at_tokens,
+        prompt_tokens_by_call,
+        shared_prompt_tokens,
     })
 }
 
 fn class(table: &Table) -> Res<Class> {
     let mut f = Fields::new(table, "");
-    match f.get("schema_version") {
-        Some(Value::Integer(v)) if *v == i64::from(CLASS_SCHEMA_VERSION) => {}
+    let version = match f.get("schema_version") {
+        Some(Value::Integer(v)) if (1..=i64::from(CLASS_SCHEMA_VERSION)).contains(v) => *v as u32,
         Some(Value::Integer(v)) => {
             return Err(format!(
-                "schema_version {v} is not the version this build reads ({CLASS_SCHEMA_VERSION})"
+                "schema_version {v} is not a version this build reads (1 to {CLASS_SCHEMA_VERSION})"
             ))
         }
         Some(_) => return Err("schema_version must be a whole number".into()),
         None => return Err("schema_version is missing".into()),
-    }
+    };
     let name = f.text("name")?.ok_or("name is missing")?;
     if name.trim().is_empty() {
         return Err("name is empty".into());
     }
     let description = f.text("description")?.unwrap_or_default();
     let person = person(f.table("person")?)?;
-    let agent = agent(f.table("agent")?)?;
+    let agent = agent(f.table("agent")?, version)?;
     f.done()?;
     Ok(Class {
         name,

@@ -62,7 +62,7 @@ fn errors_name_the_file_and_the_field() {
         e.contains("person.next_session must be true or false"),
         "{e}"
     );
-    let e = err(&lab.replace("schema_version = 1", "schema_version = 9"));
+    let e = err(&lab.replace("schema_version = 2", "schema_version = 9"));
     assert!(e.contains("schema_version 9"), "{e}");
     let e = err("schema_version = 1\nname = \"x\"\n[person]\n");
     assert!(e.contains("person.pause_s is missing"), "{e}");

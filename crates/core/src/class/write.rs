@@ -58,6 +58,10 @@ pub fn describe(d: &Distribution) -> String {
 fn section(out: &mut String, name: &str, about: &str, d: &Distribution) {
     let _ = writeln!(out, "\n# {about}: {}", describe(d));
     let _ = writeln!(out, "[{name}]");
+    body(out, d);
+}
+
+fn body(out: &mut String, d: &Distribution) {
     let _ = writeln!(out, "source = {}", quote(&d.source));
     let _ = writeln!(out, "count = {}", d.count);
     match &d.shape {
@@ -158,6 +162,11 @@ pub fn to_toml(class: &Class) -> String {
             &a.prompt_tokens,
         ),
         (
+            "shared_prompt_tokens",
+            "Tokens at the head of a first prompt that every session shares",
+            &a.shared_prompt_tokens,
+        ),
+        (
             "compact_at_tokens",
             "Prompt tokens at which the client compacted",
             &a.compact_at_tokens,
@@ -166,6 +175,21 @@ pub fn to_toml(class: &Class) -> String {
         if let Some(d) = d {
             section(&mut out, &format!("agent.{name}"), about, d);
         }
+    }
+    for (i, b) in a.prompt_tokens_by_call.iter().enumerate() {
+        let upto = a
+            .prompt_tokens_by_call
+            .get(i + 1)
+            .map_or("on".to_string(), |n| format!("to {}", n.from_call - 1));
+        let _ = writeln!(
+            out,
+            "\n# Prompt tokens of a session's main-agent calls {} {upto}: {}",
+            b.from_call,
+            describe(&b.tokens)
+        );
+        let _ = writeln!(out, "[[agent.prompt_tokens_by_call]]");
+        let _ = writeln!(out, "from_call = {}", b.from_call);
+        body(&mut out, &b.tokens);
     }
     let _ = writeln!(out, "\n[agent.output_tokens]");
     for (kind, d) in a.output_tokens.kinds() {

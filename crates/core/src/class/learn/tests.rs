@@ -210,3 +210,89 @@ fn a_recorded_wait_reason_decides_whose_wait_it_is() {
     );
     assert!(l.class.agent.tool_s.bash.quantile(1.0) >= 30.0);
 }
+
+#[test]
+fn prompts_by_call_are_learned_in_buckets_and_sparse_buckets_merge() {
+    // Three sessions of 40 main-agent calls, prompts 1,000 + 100 a call
+    // (+ 10 per session), so each bucket's values are known.
+    let obs: Vec<(u32, f64)> = (0..3)
+        .flat_map(|s| {
+            (0..40u32).map(move |k| (k, 1_000.0 + 100.0 * f64::from(k) + 10.0 * f64::from(s)))
+        })
+        .collect();
+    let (buckets, line) = by_call(&obs, "t").expect("buckets");
+    let starts: Vec<u32> = buckets.iter().map(|b| b.from_call).collect();
+    // Calls 0, 1 and 2–3 hold 3, 3 and 6 observations: one bucket.
+    assert_eq!(starts, vec![0, 4, 8, 16, 32]);
+    assert_eq!(buckets[0].tokens.count, 12);
+    assert_eq!(
+        (buckets[0].tokens.min(), buckets[0].tokens.max()),
+        (1_000.0, 1_320.0)
+    );
+    assert_eq!(
+        (buckets[4].tokens.min(), buckets[4].tokens.max()),
+        (4_200.0, 4_920.0)
+    );
+    assert!(
+        line.contains("from 120 main-agent calls in 5 buckets"),
+        "{line}"
+    );
+    // A session's rank reads each place's size; past the last bucket, the last.
+    let mut a = Class::lab().agent.clone();
+    a.prompt_tokens_by_call = buckets;
+    assert_eq!(a.prompt_tokens_at(0, 0.0), Some(1_000.0));
+    assert_eq!(a.prompt_tokens_at(9, 1.0), Some(2_520.0));
+    assert_eq!(a.prompt_tokens_at(500, 1.0), Some(4_920.0));
+    assert!(by_call(&[], "t").is_none());
+}
+
+#[test]
+fn a_learned_class_holds_prompts_by_call_and_the_shared_head_and_reads_back() {
+    // The session twice, the second's prompts on blocks of its own after
+    // the first two (its system prompt and tools).
+    let one = session();
+    let mut two = session();
+    for c in &mut two.calls {
+        c.session = c.session.as_ref().map(|s| format!("{s}2"));
+        c.parent = c.parent.as_ref().map(|s| format!("{s}2"));
+        for (i, id) in c.hash_ids.iter_mut().enumerate() {
+            if i >= 2 {
+                *id += 1_000;
+            }
+        }
+    }
+    let mut t = one.clone();
+    t.calls.extend(two.calls);
+    link_dependencies(&mut t);
+    let src = Source {
+        name: "two.json".into(),
+        trace: &t,
+        tool_times: None,
+    };
+    let l = learn(&[src], "two", &Class::lab());
+    let a = &l.class.agent;
+    // Two blocks of 4 tokens shared by both first prompts (16 tokens).
+    assert_eq!(
+        a.shared_prompt_tokens.as_ref().map(|d| d.shape.clone()),
+        Some(crate::class::Shape::Samples(vec![8.0, 8.0]))
+    );
+    // Five main-agent calls a session: one bucket (10 calls, from call 0).
+    assert_eq!(a.prompt_tokens_by_call.len(), 1);
+    assert_eq!(a.prompt_tokens_by_call[0].tokens.count, 10);
+    assert!(l
+        .report
+        .learned
+        .iter()
+        .any(|(f, why)| f == "agent.prompt_tokens_by_call" && why.contains("0+ ")));
+    let text = crate::class::write::to_toml(&l.class);
+    assert!(text.contains("schema_version = 2"), "{text}");
+    assert!(text.contains("[[agent.prompt_tokens_by_call]]"), "{text}");
+    let back = Class::parse(&text, std::path::Path::new("two.toml")).expect(&text);
+    assert_eq!(back, l.class);
+    // A version-1 file may not hold them.
+    let old = text.replace("schema_version = 2", "schema_version = 1");
+    let e = Class::parse(&old, std::path::Path::new("old.toml"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("needs schema_version 2"), "{e}");
+}
