@@ -184,7 +184,7 @@ impl Client {
         };
         let http = Arc::new(
             HttpClient::new(
-                &codendum_core::target::BaseUrl::parse(base).expect("base URL"),
+                &codendum_core::access::BaseUrl::parse(base).expect("base URL"),
                 opts,
             )
             .expect("client"),

@@ -78,7 +78,7 @@ fn main() {
     let twin = twin_rt.block_on(start_server(&set, clock.clone()));
     let client = Arc::new(
         HttpClient::new(
-            &codendum_core::target::BaseUrl::parse(twin.base_url()).expect("base URL"),
+            &codendum_core::access::BaseUrl::parse(twin.base_url()).expect("base URL"),
             ClientOptions {
                 max_connections: set.streams,
                 clock: clock.clone(),

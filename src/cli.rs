@@ -22,8 +22,8 @@ use codendum::settings::values::{
 };
 use codendum::settings::values::{ClassSloValue, TiersValue};
 use codendum::settings::DEFAULT_SEED;
+use codendum_core::access::BaseUrl;
 use codendum_core::profile::fleet::MAX_REPLICAS;
-use codendum_core::target::BaseUrl;
 
 /// clap's parser for a typed value: the type's own `FromStr`, its error on
 /// one line naming the flag (`invalid --concurrency: 0 is outside

@@ -17,9 +17,9 @@ use codendum::settings::env;
 use codendum::settings::{
     twin_fleet, ClientSettings, LiveServer, RunSettings, Server, TwinSettings, DEFAULT_PROFILE,
 };
+use codendum_core::access::{Provenance, Secret, Target};
 use codendum_core::error::{ConfigError, Error};
 use codendum_core::profile::Profile;
-use codendum_core::target::{Provenance, Secret, Target};
 
 use crate::cli::{
     ArrivalArg, BenchArgs, CapacityArgs, CaptureArgs, CheckArgs, ClassroomArgs, Cli, Command,
@@ -461,7 +461,7 @@ fn resolve_students(
     config.output_limit = args.output_limit.0;
     config.seed = seed;
     config.api_keys = match &args.api_keys_file {
-        Some(path) => codendum_core::target::read_api_keys(path)?,
+        Some(path) => codendum_core::access::read_api_keys(path)?,
         None => client.api_key.iter().cloned().collect(),
     };
     if let Some(path) = &args.prompt_file {
@@ -575,7 +575,7 @@ async fn serve(args: ServeArgs, events: Events) -> Result<(), Error> {
         keys.push(Secret::new(k));
     }
     if let Some(path) = &args.api_keys_file {
-        keys.extend(codendum_core::target::read_api_keys(path)?);
+        keys.extend(codendum_core::access::read_api_keys(path)?);
     }
     if args.proxy && keys.is_empty() {
         return Err(ConfigError::invalid("--proxy", "needs --api-keys-file or --api-key").into());

@@ -430,8 +430,8 @@ pub fn load_summary(folder: &Path, kind: WorkloadKind) -> Result<WorkloadSummary
 #[cfg(test)]
 mod tests {
     use super::*;
+    use codendum_core::access::Secret;
     use codendum_core::profile::Profile;
-    use codendum_core::target::Secret;
     use codendum_core::targets::bench::ProfileTargets;
 
     fn suite_profile(replicas: u32) -> SuiteProfile {

@@ -32,6 +32,7 @@ use crate::classroom::{
 };
 use crate::events::{Event, Events};
 use crate::settings::{RunSettings, Server};
+use codendum_core::access::Secret;
 use codendum_core::clock::Clock;
 use codendum_core::error::{Check, Error};
 use codendum_core::prom::TimelineSample;
@@ -39,7 +40,6 @@ use codendum_core::results::capacity::{
     CapacityParameters, CapacityResults, CapacityStep, Prediction, TierSpec, CAPACITY_JSON,
 };
 use codendum_core::results::{FolderKind, Verdict};
-use codendum_core::target::Secret;
 use codendum_core::targets::TargetList;
 
 /// How long the calls in flight may go on after Ctrl-C or SIGTERM

@@ -23,13 +23,13 @@ use crate::classroom::{
 use crate::connect::Connection;
 use crate::events::{Event, Events};
 use crate::settings::{RunSettings, Server};
+use codendum_core::access::Secret;
 use codendum_core::clock::Clock;
 use codendum_core::error::{Check, Error};
 use codendum_core::prom::ReplicaSample;
 use codendum_core::results::{
     self, ClassroomParameters, ClassroomRunSummary, FolderKind, MetricsContinuity, RunHeader,
 };
-use codendum_core::target::Secret;
 
 /// How long the calls in flight may go on after Ctrl-C or SIGTERM
 /// (simulated seconds), as bench's cancel grace.

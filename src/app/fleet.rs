@@ -10,13 +10,13 @@ use crate::events::Events;
 use crate::scrape::api::{PromApiError, PromClient};
 use crate::scrape::replicas_render::{render_fleet_table, FleetRow};
 use crate::scrape::{PromSource, PromSourceError, PrometheusOptions};
+use codendum_core::access::Target;
 use codendum_core::clock::Clock;
 use codendum_core::error::{ConfigError, Error};
 use codendum_core::prom::replicas::replica_name;
 use codendum_core::prom::{ReplicaSample, TimelineSample, REPLICA_TIMELINE_JSONL};
 use codendum_core::results::FleetFigures;
 use codendum_core::results::{RunFolder, SERVER_TIMELINE_JSONL};
-use codendum_core::target::Target;
 
 /// The sampling interval of a run's server figures (and the step of its
 /// Prometheus range queries), simulated seconds.

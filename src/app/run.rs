@@ -21,9 +21,9 @@ use crate::events::{Event, Events, Written};
 use crate::scrape::router_reader::RouterWatch;
 use crate::settings::{LiveServer, RunSettings, Server};
 use chrono::{DateTime, Utc};
+use codendum_core::access::Secret;
 use codendum_core::error::Error;
 use codendum_core::results::{FolderKind, RunFolder, Verdict};
-use codendum_core::target::Secret;
 
 /// Asks the operator to go ahead with a plan; `false` refuses (exit 3).
 pub type Confirm = dyn Fn(&str) -> bool + Send + Sync;

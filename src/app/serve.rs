@@ -9,10 +9,10 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::events::Events;
+use codendum_core::access::Secret;
 use codendum_core::error::{ConfigError, Error};
 use codendum_core::profile::fleet::FleetSpec;
 use codendum_core::profile::Profile;
-use codendum_core::target::Secret;
 use codendum_twin::faults::FaultPlan;
 use codendum_twin::fleet::start_fleet;
 use codendum_twin::persona::AgentPersona;

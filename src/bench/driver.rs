@@ -40,7 +40,7 @@ pub(crate) struct LevelContext<'a> {
     /// The run's cells and the shapes that fit.
     pub plan: &'a super::BenchPlan,
     /// The key every request carries.
-    pub api_key: Option<codendum_core::target::Secret>,
+    pub api_key: Option<codendum_core::access::Secret>,
     pub transport: &'a dyn Transport,
     /// `/tokenize`, for streams that carry no usage.
     pub info: &'a dyn ServerInfo,

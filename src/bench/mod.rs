@@ -243,7 +243,7 @@ async fn size_run_prompts(
     config: &BenchConfig,
     deps: &BenchDeps<'_>,
     model: &str,
-    (api_key, run_id): (Option<codendum_core::target::Secret>, &str),
+    (api_key, run_id): (Option<codendum_core::access::Secret>, &str),
     shapes: &[codendum_core::shape::Shape],
 ) -> (PromptSizing, Vec<ShapePrompt>) {
     let sizing_ctx = SizingContext {

@@ -14,10 +14,10 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 
 use super::seams::ServerInfo;
+use codendum_core::access::Secret;
 use codendum_core::openai::{CallRequest, Endpoint, Transport};
 use codendum_core::results::{PromptSizing, ShapeSizing, SizingMethod};
 use codendum_core::shape::Shape;
-use codendum_core::target::Secret;
 
 /// Characters per token assumed when nothing better is known.
 pub const FALLBACK_CHARS_PER_TOKEN: f64 = 4.0;

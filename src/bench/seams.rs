@@ -226,8 +226,8 @@ impl ServerFacts {
     /// with the embedded twin's own profile.
     pub fn provenance(
         &self,
-        stated: &codendum_core::target::Provenance,
-    ) -> codendum_core::target::Provenance {
+        stated: &codendum_core::access::Provenance,
+    ) -> codendum_core::access::Provenance {
         let mut provenance = stated.clone();
         if let Some(p) = &self.twin_profile {
             provenance.profile = Some(p.clone());

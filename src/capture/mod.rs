@@ -59,9 +59,9 @@ pub use tls::TlsFiles;
 
 use crate::classroom::client_times::CAPTURE_HEADER_FILE;
 use crate::events::Events;
+use codendum_core::access::BaseUrl;
 use codendum_core::capture::CaptureHeader;
 use codendum_core::error::{ConfigError, Error};
-use codendum_core::target::BaseUrl;
 
 /// What a capture runs with.
 #[derive(Debug, Clone)]

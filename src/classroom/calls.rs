@@ -12,8 +12,8 @@ use super::config::ClassroomConfig;
 use super::prompt;
 use super::records::{CallKind, CallRecord};
 use super::session::Shared;
+use codendum_core::access::Secret;
 use codendum_core::openai::{CallOutcome, CallRequest, Endpoint};
-use codendum_core::target::Secret;
 
 /// Most retries of one model call.
 pub const MAX_RETRIES: u32 = 5;

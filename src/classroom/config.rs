@@ -6,9 +6,9 @@ use std::time::Duration;
 use super::client_times::ClientTimes;
 use super::prompt::PromptSet;
 use super::scenario::Scenario;
+use codendum_core::access::Secret;
 use codendum_core::class::{Class, Distribution};
 use codendum_core::error::{Check, ConfigError};
-use codendum_core::target::Secret;
 
 /// Default output limit (`max_tokens` of every agent step), tokens.
 ///

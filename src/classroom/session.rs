@@ -12,9 +12,9 @@ use super::records::{CallKind, CallRecord, RecordSink, TaskRecord};
 use super::shell::ShellState;
 use super::status::LiveStatus;
 use super::workspace::Workspace;
+use codendum_core::access::Secret;
 use codendum_core::clock::Clock;
 use codendum_core::openai::{ErrorKind, Transport};
-use codendum_core::target::Secret;
 
 /// What every student shares during a run.
 pub(crate) struct Shared {

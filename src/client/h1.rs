@@ -16,7 +16,7 @@ use std::sync::Mutex;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use codendum_core::target::BaseUrl;
+use codendum_core::access::BaseUrl;
 
 use super::h1_wire::{parse_response_head, BodyDecoder, Piece, ResponseHead};
 use codendum_core::clock::Clock;

@@ -21,12 +21,12 @@ mod side_calls;
 pub use side_calls::ModelInfo;
 
 use self::h1::H1Pool;
+use codendum_core::access::{read_pem_bundle, BaseUrl, Secret};
 use codendum_core::clock::Clock;
 use codendum_core::error::ConfigError;
 use codendum_core::openai::http_error::{error_message, retry_after};
 use codendum_core::openai::stream::{truncate_message, Flow, StreamMeter};
 use codendum_core::openai::{CallError, CallOutcome, CallRequest, ErrorKind, Transport};
-use codendum_core::target::{read_pem_bundle, BaseUrl, Secret};
 
 /// How long to keep reading after `[DONE]` so the connection can go back to
 /// the pool (simulated time; vLLM ends the body right after `[DONE]`).

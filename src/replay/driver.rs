@@ -31,10 +31,10 @@ use tokio::sync::watch;
 use super::call::{self, Sent};
 use super::template::Template;
 use crate::classroom::{CallRecord, RecordSink, TaskOutcome, TaskRecord};
+use codendum_core::access::Secret;
 use codendum_core::clock::Clock;
 use codendum_core::openai::{Endpoint, Transport};
 use codendum_core::results::classroom_records::CallKind;
-use codendum_core::target::Secret;
 use codendum_core::trace::theory::TheoreticalCache;
 use codendum_core::trace::{Carry, Trace, TraceCall};
 

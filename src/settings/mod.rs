@@ -15,10 +15,10 @@ pub mod values;
 
 use std::path::PathBuf;
 
+pub use codendum_core::access::ClientSettings;
+use codendum_core::access::{Provenance, Target};
 use codendum_core::profile::fleet::{FleetSpec, RouterPolicy};
 use codendum_core::profile::Profile;
-pub use codendum_core::target::ClientSettings;
-use codendum_core::target::{Provenance, Target};
 
 use crate::scrape::PrometheusOptions;
 

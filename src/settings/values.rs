@@ -289,7 +289,7 @@ impl FromStr for HttpUrl {
     type Err = String;
 
     fn from_str(raw: &str) -> Result<Self, String> {
-        codendum_core::target::http_url("", raw)
+        codendum_core::access::http_url("", raw)
             .map(HttpUrl)
             .map_err(reason)
     }
@@ -318,7 +318,7 @@ impl FromStr for CaFile {
 
     fn from_str(raw: &str) -> Result<Self, String> {
         let path = PathBuf::from(raw.trim());
-        codendum_core::target::read_pem_bundle(&path).map_err(|e| e.to_string())?;
+        codendum_core::access::read_pem_bundle(&path).map_err(|e| e.to_string())?;
         Ok(CaFile(path))
     }
 }

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use chrono::{TimeZone, Utc};
 use codendum::bench::ServerWindow;
+use codendum_core::access::Provenance;
 use codendum_core::openai::{Endpoint, TokenSource};
 use codendum_core::results::level::{summarize_level, LevelFrame};
 use codendum_core::results::{
@@ -14,7 +15,6 @@ use codendum_core::results::{
     write_summary_json, BenchParameters, BenchSummary, LevelEnd, PromptSizing, RequestRecord,
     ResultsError, RunHeader, ServerDescription, ShapeSizing, SizingMethod,
 };
-use codendum_core::target::Provenance;
 
 fn fixture(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -9,11 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use codendum::capture::{self, CaptureConfig, CaptureHandle};
+use codendum_core::access::Secret;
 use codendum_core::clock::Clock;
 use codendum_core::openai::chunk::{parse_chunk, Assembler};
 use codendum_core::openai::sse::{SseDecoder, SseEvent};
 use codendum_core::profile::Profile;
-use codendum_core::target::Secret;
 use codendum_twin::answer::{AnswerPart, AnswerRequest, PlannedAnswer, Responder};
 use codendum_twin::{start, TwinHandle, TwinOptions};
 use serde_json::{json, Value};

@@ -10,8 +10,8 @@ use classroom_support::{run, ScriptedModel};
 use codendum::classroom::{
     run_classroom, CallKind, ClassroomConfig, ClassroomOutcome, JsonlSink, LiveStatus, TaskOutcome,
 };
+use codendum_core::access::Secret;
 use codendum_core::clock::Clock;
-use codendum_core::target::Secret;
 
 #[tokio::test(start_paused = true)]
 async fn a_small_class_produces_task_and_request_records_and_a_summary() {

@@ -26,7 +26,7 @@ fn client(addr: std::net::SocketAddr) -> HttpClient {
         ..ClientOptions::default()
     };
     HttpClient::new(
-        &codendum_core::target::BaseUrl::parse(format!("http://{addr}/v1")).expect("base URL"),
+        &codendum_core::access::BaseUrl::parse(format!("http://{addr}/v1")).expect("base URL"),
         opts,
     )
     .expect("client")

@@ -8,8 +8,8 @@ use crate::client_support;
 use client_support::chat_request;
 
 use codendum::client::{ClientOptions, HttpClient};
+use codendum_core::access::Secret;
 use codendum_core::openai::{CallRequest, ErrorKind, TokenSource, Transport};
-use codendum_core::target::Secret;
 use serde_json::json;
 use wiremock::matchers::{body_partial_json, header, method, path};
 use wiremock::{Match, Mock, MockServer, Request, ResponseTemplate};
@@ -24,7 +24,7 @@ fn client(server: &MockServer, key: Option<&str>) -> HttpClient {
         ..ClientOptions::default()
     };
     HttpClient::new(
-        &codendum_core::target::BaseUrl::parse(format!("{}/v1", server.uri())).expect("base URL"),
+        &codendum_core::access::BaseUrl::parse(format!("{}/v1", server.uri())).expect("base URL"),
         opts,
     )
     .expect("client")
@@ -225,7 +225,7 @@ async fn connection_refused_is_connect() {
         ..ClientOptions::default()
     };
     let c = HttpClient::new(
-        &codendum_core::target::BaseUrl::parse(format!("http://127.0.0.1:{port}/v1"))
+        &codendum_core::access::BaseUrl::parse(format!("http://127.0.0.1:{port}/v1"))
             .expect("base URL"),
         opts,
     )

@@ -26,7 +26,7 @@ fn client(base: &str, timeout: Duration) -> HttpClient {
         ..ClientOptions::default()
     };
     HttpClient::new(
-        &codendum_core::target::BaseUrl::parse(base).expect("base URL"),
+        &codendum_core::access::BaseUrl::parse(base).expect("base URL"),
         opts,
     )
     .expect("client")
@@ -121,7 +121,7 @@ async fn times_are_simulated_seconds_on_a_scaled_clock() {
         ..ClientOptions::default()
     };
     let o = HttpClient::new(
-        &codendum_core::target::BaseUrl::parse(base).expect("base URL"),
+        &codendum_core::access::BaseUrl::parse(base).expect("base URL"),
         opts,
     )
     .expect("client")

@@ -97,7 +97,7 @@ async fn https_with_private_ca() {
     ca_file.write_all(pki.ca_pem.as_bytes()).expect("write CA");
 
     let trusted = HttpClient::new(
-        &codendum_core::target::BaseUrl::parse(&base).expect("base URL"),
+        &codendum_core::access::BaseUrl::parse(&base).expect("base URL"),
         ClientOptions {
             cacert: Some(ca_file.path().to_path_buf()),
             timeout: Duration::from_secs(20),
@@ -110,7 +110,7 @@ async fn https_with_private_ca() {
     assert_eq!(o.message.content, "secure");
 
     let untrusted = HttpClient::new(
-        &codendum_core::target::BaseUrl::parse(&base).expect("base URL"),
+        &codendum_core::access::BaseUrl::parse(&base).expect("base URL"),
         ClientOptions {
             timeout: Duration::from_secs(20),
             ..ClientOptions::default()

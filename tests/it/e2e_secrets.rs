@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use cli_support::{codendum, only_folder, run_in, runtime, write_file, Finished, Running};
+use codendum_core::access::Secret;
 use codendum_core::clock::Clock;
 use codendum_core::profile::Profile;
-use codendum_core::target::Secret;
 use codendum_twin::{start, TwinOptions};
 
 const FLAG_KEY: &str = "sk-test-flag-0001";

@@ -85,7 +85,7 @@ async fn bench_with_faults(spec: &str) -> Run {
         .expect("twin starts");
     let timeout = Duration::from_secs(TIMEOUT_S);
     let client = HttpClient::new(
-        &codendum_core::target::BaseUrl::parse(twin.base_url()).expect("base URL"),
+        &codendum_core::access::BaseUrl::parse(twin.base_url()).expect("base URL"),
         ClientOptions {
             timeout,
             max_connections: 8,

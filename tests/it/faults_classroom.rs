@@ -27,7 +27,7 @@ async fn class_with_faults(spec: &str) -> codendum::classroom::ClassroomOutcome 
         .await
         .expect("twin");
     let client = HttpClient::new(
-        &codendum_core::target::BaseUrl::parse(twin.base_url()).expect("base URL"),
+        &codendum_core::access::BaseUrl::parse(twin.base_url()).expect("base URL"),
         ClientOptions {
             clock: clock.clone(),
             // simulated seconds: a stall of 120 s times out

@@ -24,7 +24,7 @@ async fn fleet_of(replicas: u32, router: RouterPolicy) -> (FleetHandle, Arc<Http
         .await
         .expect("fleet starts");
     let client = HttpClient::new(
-        &codendum_core::target::BaseUrl::parse(f.base_url()).expect("base URL"),
+        &codendum_core::access::BaseUrl::parse(f.base_url()).expect("base URL"),
         ClientOptions {
             clock,
             max_connections: 16,

@@ -7,8 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use codendum_core::access::read_api_keys;
 use codendum_core::error::ConfigError;
-use codendum_core::target::read_api_keys;
 
 use crate::cli_support::{assert_one_line_error, codendum, run, Running};
 

@@ -18,7 +18,7 @@ use codendum_testkit::servers::{fixture, Servers, MODEL};
 
 fn client(base: &str) -> HttpClient {
     HttpClient::new(
-        &codendum_core::target::BaseUrl::parse(base).expect("base URL"),
+        &codendum_core::access::BaseUrl::parse(base).expect("base URL"),
         ClientOptions::default(),
     )
     .expect("client")

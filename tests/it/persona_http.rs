@@ -35,7 +35,7 @@ async fn fifty_sessions_over_http_follow_the_class() {
         .await
         .expect("twin");
     let client = HttpClient::new(
-        &codendum_core::target::BaseUrl::parse(twin.base_url()).expect("base URL"),
+        &codendum_core::access::BaseUrl::parse(twin.base_url()).expect("base URL"),
         ClientOptions {
             clock: clock.clone(),
             max_connections: 128,

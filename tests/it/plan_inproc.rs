@@ -60,7 +60,7 @@ async fn in_process_and_http_give_the_same_answer() {
         .await
         .expect("twin");
     let client = HttpClient::new(
-        &codendum_core::target::BaseUrl::parse(twin.base_url()).expect("base URL"),
+        &codendum_core::access::BaseUrl::parse(twin.base_url()).expect("base URL"),
         ClientOptions {
             clock: clock.clone(),
             ..ClientOptions::default()

@@ -3,9 +3,9 @@
 
 use crate::report_support;
 
+use codendum_core::access::Provenance;
 use codendum_core::results::metrics::{Better, Shown, Unit};
 use codendum_core::results::LevelSummary;
-use codendum_core::target::Provenance;
 use codendum_report::{markdown, Assessment, BenchReport, ComparedFigure, Comparison, RunInfo};
 
 fn run(profile: &str, image: &str, server: &str) -> RunInfo {

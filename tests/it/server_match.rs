@@ -334,8 +334,8 @@ fn a_twin_started_from_a_profile_states_that_profile() {
     let rt = runtime();
     for name in ["classroom-64k", "classroom-64k-high-concurrency"] {
         let twin = start_twin(&rt, name, 1.0);
-        let target = codendum_core::target::Target::at(
-            codendum_core::target::BaseUrl::parse(twin.base_url()).expect("base URL"),
+        let target = codendum_core::access::Target::at(
+            codendum_core::access::BaseUrl::parse(twin.base_url()).expect("base URL"),
         );
         let client = codendum::settings::ClientSettings::new(Duration::from_secs(10));
         let profile = Profile::load(name).expect("profile");

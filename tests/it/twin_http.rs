@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
+use codendum_core::access::Secret;
 use codendum_core::clock::Clock;
 use codendum_core::profile::Profile;
-use codendum_core::target::Secret;
 use codendum_twin::answer::{AnswerRequest, PlannedAnswer, Responder};
 use codendum_twin::{start, TwinHandle, TwinOptions};
 use serde_json::{json, Value};

@@ -8,8 +8,8 @@
 use std::time::Duration;
 
 use codendum::client::{ClientOptions, HttpClient};
+use codendum_core::access::BaseUrl;
 use codendum_core::openai::Transport;
-use codendum_core::target::BaseUrl;
 use codendum_testkit::scripted::{chat_event, chat_request, paced_script, spawn_plain, Step};
 
 #[tokio::test]

@@ -29,7 +29,7 @@ async fn client_for(base: &str, clock: Clock) -> Arc<HttpClient> {
     };
     Arc::new(
         HttpClient::new(
-            &codendum_core::target::BaseUrl::parse(base).expect("base URL"),
+            &codendum_core::access::BaseUrl::parse(base).expect("base URL"),
             opts,
         )
         .expect("client"),

@@ -54,7 +54,7 @@ fn four_replicas_hold_1024_streams_and_count_every_step() {
         .expect("fleet");
     let client = Arc::new(
         HttpClient::new(
-            &codendum_core::target::BaseUrl::parse(fleet.base_url()).expect("base URL"),
+            &codendum_core::access::BaseUrl::parse(fleet.base_url()).expect("base URL"),
             ClientOptions {
                 max_connections: streams,
                 clock,

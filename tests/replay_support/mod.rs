@@ -18,13 +18,13 @@ use codendum::classroom::{run_classroom, ClassroomConfig, LiveStatus, MemorySink
 use codendum::client::{build_http_client, ClientOptions, HttpClient};
 use codendum::replay::{self, ReplayConfig};
 use codendum::scrape::{Sampler, SamplerHandle, Scraper};
+use codendum_core::access::BaseUrl;
 use codendum_core::clock::Clock;
 use codendum_core::openai::{Endpoint, Transport};
 use codendum_core::profile::Profile;
 use codendum_core::prom::{window_stats, WindowStats};
 use codendum_core::results::classroom_records::{CallKind, CallRecord};
 use codendum_core::stats::{percentile, sorted_finite};
-use codendum_core::target::BaseUrl;
 use codendum_core::trace::SourceFormat;
 use codendum_twin::persona::AgentPersona;
 use codendum_twin::{TwinHandle, TwinOptions};

@@ -17,8 +17,8 @@
 //!   counted a token figure, and the [`openai::Transport`] drivers call;
 //! - [`prom`]: the Prometheus text format and vLLM's figures in it;
 //! - [`shape`]: a bench request's prompt shape (`short`, `long`, a size);
-//! - [`target`]: where the server is (base URL, keys, CA, `/metrics` URLs)
-//!   and the provenance results record;
+//! - [`access`]: where the server is and how to get in (base URL, keys, CA,
+//!   `/metrics` URLs) and the provenance results record;
 //! - [`profile`]: server profiles and hardware TOMLs;
 //! - [`targets`]: what a profile must meet (`[targets]`), one definition;
 //! - [`trace`]: recorded traffic as sizes, timing and prefix blocks (Mooncake
@@ -26,6 +26,7 @@
 //! - [`results`]: results folders, records, the tables of figures and the
 //!   summaries computed from the records.
 
+pub mod access;
 pub mod capture;
 pub mod class;
 pub mod clock;
@@ -38,6 +39,5 @@ pub mod prom;
 pub mod results;
 pub mod shape;
 pub mod stats;
-pub mod target;
 pub mod targets;
 pub mod trace;

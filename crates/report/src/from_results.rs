@@ -38,7 +38,7 @@ pub(crate) fn points(timeline: &[TimelineSample]) -> Vec<TimelinePoint> {
 
 fn run_info(
     header: &RunHeader,
-    provenance: &codendum_core::target::Provenance,
+    provenance: &codendum_core::access::Provenance,
     server: &results::ServerDescription,
 ) -> RunInfo {
     RunInfo {

@@ -10,11 +10,11 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use codendum_core::access::Provenance;
 use codendum_core::observed::server::ServerSide;
 use codendum_core::results::MetricsContinuity;
 use codendum_core::results::Verdict as RunVerdict;
 use codendum_core::results::{ClassroomSummary, LevelSummary};
-use codendum_core::target::Provenance;
 
 /// Where and when a run happened, and with what.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

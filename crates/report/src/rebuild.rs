@@ -12,13 +12,13 @@ use std::path::Path;
 use chrono::{DateTime, NaiveDateTime, Utc};
 
 use super::model::Parameter;
+use codendum_core::access::Provenance;
 use codendum_core::openai::Endpoint;
 use codendum_core::results::{
     self, BenchParameters, BenchSummary, LevelEnd, LevelSummary, PromptSizing, RequestRecord,
     RunHeader, ServerDescription, SizingMethod,
 };
 use codendum_core::results::{summarize_level, LevelFrame};
-use codendum_core::target::Provenance;
 
 /// What the rebuilt summary calls the unknown server and model.
 pub const UNKNOWN: &str = "unknown (summary.json missing)";

@@ -4,10 +4,10 @@
 
 use std::time::Duration;
 
+use codendum_core::access::Secret;
 use codendum_core::clock::Clock;
 use codendum_core::openai::body::{chat_body, BodyOptions};
 use codendum_core::openai::{CallRequest, Endpoint};
-use codendum_core::target::Secret;
 use serde_json::json;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 

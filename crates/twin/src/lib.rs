@@ -47,9 +47,9 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 use answer::Responder;
+use codendum_core::access::Secret;
 use codendum_core::clock::Clock;
 use codendum_core::profile::Profile;
-use codendum_core::target::Secret;
 use engine::{Engine, EngineConfig};
 pub use server::{routes, TwinState};
 

@@ -280,7 +280,7 @@ pub struct CallRequest {
     /// The JSON body (see [`body`] for builders).
     pub body: serde_json::Value,
     /// Bearer token, if any (never logged).
-    pub api_key: Option<crate::target::Secret>,
+    pub api_key: Option<crate::access::Secret>,
     /// Extra headers (for example OpenCode's `x-session-id`).
     pub headers: Vec<(String, String)>,
     /// Record gaps between text chunks in [`CallOutcome::gaps`].

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::classroom_summary::ClassroomSummary;
 use super::summary::{RunHeader, ServerDescription};
 use super::ResultsError;
-use crate::target::Provenance;
+use crate::access::Provenance;
 
 pub use super::schema::{
     CLASSROOM_KIND, CLASSROOM_SCHEMA_VERSION, CLASSROOM_SCHEMA_VERSIONS, REPLAY_KIND,

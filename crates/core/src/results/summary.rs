@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use super::records::LevelSummary;
 use super::ResultsError;
+use crate::access::Provenance;
 use crate::openai::Endpoint;
-use crate::target::Provenance;
 
 pub use super::schema::{BENCH_KIND, BENCH_SCHEMA_VERSION, BENCH_SCHEMA_VERSIONS};
 

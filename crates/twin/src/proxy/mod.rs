@@ -25,9 +25,9 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use serde_json::json;
 
+use codendum_core::access::{read_api_keys, Secret};
 use codendum_core::clock::Clock;
 use codendum_core::error::ConfigError;
-use codendum_core::target::{read_api_keys, Secret};
 
 /// The window of the per-minute limit, simulated seconds.
 const WINDOW: Duration = Duration::from_secs(60);

@@ -21,9 +21,9 @@ use super::metrics::{self, MetricsContext};
 use super::request_body::completions_prompt;
 use super::runner::{EngineCmd, SharedLateness, SharedStats, StepLateness};
 use super::tokenizer;
+use codendum_core::access::Secret;
 use codendum_core::clock::Clock;
 use codendum_core::profile::Profile;
-use codendum_core::target::Secret;
 mod admission;
 pub use admission::{admit, Admitted, Refusal};
 

@@ -1,4 +1,5 @@
-//! Where the server is (base URL, CA, `/metrics` URLs), how requests are
+//! Where the server is and how to get in: its base URL, CA and `/metrics`
+//! URLs (a [`Target`]), how requests are
 //! sent (API key, model, time limit), API keys, and the provenance fields
 //! that results record. Typed values, parsed once; no clap here.
 
