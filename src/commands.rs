@@ -5,8 +5,9 @@
 
 use std::path::PathBuf;
 
-use codendum::app::run::{exit_status, RunIo};
+use codendum::app::run::exit_status;
 use codendum::app::signals::stop_on_signal;
+use codendum::app::workload::RunIo;
 use codendum::bench::arrival::Arrival;
 use codendum::bench::config::{OpenLoop, DEFAULT_OUTPUT_TOKENS};
 use codendum::bench::{BenchConfig, Load};

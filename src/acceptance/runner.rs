@@ -15,7 +15,7 @@ use super::suite::{judge_all, SuiteProfile};
 use super::workload::{bench_config, classroom_config, twin_time_scale, WorkloadKind};
 use crate::app::capacity::CapacitySettings;
 use crate::app::classroom::ClassroomSettings;
-use crate::app::run::RunIo;
+use crate::app::workload::RunIo;
 use crate::events::{Events, Written};
 use crate::settings::{LiveServer, RunSettings, Server, TwinSettings};
 use codendum_core::clock::Clock;

@@ -5,8 +5,9 @@
 
 use super::fleet_bench::finish_bench;
 use super::guard::TimelineFlag;
-use super::run::{Ctx, Finished, Ran, RunIo, Started, Workload};
+use super::run::Ran;
 use super::sampling::RunMetrics;
+use super::workload::{Ctx, Finished, RunIo, Started, Workload};
 use crate::bench::{
     plan_text, run_bench, BenchConfig, BenchDeps, BenchOutcome, BenchPlan, Load, SpeedGuess,
 };

@@ -14,8 +14,8 @@ use tokio::sync::watch;
 
 use super::class_side::class_server;
 use super::guard::TimelineFlag;
-use super::run::{Ctx, Finished, RunIo, Started, Workload};
 use super::sampling::Sampling;
+use super::workload::{Ctx, Finished, RunIo, Started, Workload};
 use crate::capacity::answer::{answers, Finished as SearchDone};
 use crate::capacity::engine::{
     finish_steps, run_steps, Ended, Recorded, ServerView, Settle, StepEvent, StepIo, Timing,

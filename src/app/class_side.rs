@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::run::Finished;
+use super::workload::Finished;
 use crate::classroom::{ClassroomConfig, ClassroomSummary, LiveStatus, ServerFigures};
 use crate::connect::Connection;
 use crate::events::{Event, Events};

@@ -16,7 +16,8 @@ use super::class_side::{
 };
 use super::fleet::RunTimelines;
 use super::guard::TimelineFlag;
-use super::run::{Ctx, Ran, RunIo, Started, Workload};
+use super::run::Ran;
+use super::workload::{Ctx, RunIo, Started, Workload};
 use crate::classroom::{
     run_classroom_until, ClassroomConfig, ClassroomSummary, JsonlSink, LiveStatus,
 };

@@ -5,7 +5,8 @@
 //!   (connect, what the server says of itself, the busy guard and the
 //!   stated profile, plan and confirmation, the report, the verdict as the
 //!   exit code); [`mod@bench`], [`classroom`] and [`replay`] plug their
-//!   workload into it and import no sibling command;
+//!   workload into it ([`workload`]: what one is given and returns) and
+//!   import no sibling command; [`repeated`] runs one N times;
 //! - shared by those: [`sampling`] (how a run reads its server),
 //!   [`class_side`] (a class-like run's server figures and summary),
 //!   [`fleet`] and [`fleet_bench`] (a live fleet's figures, Prometheus),
@@ -41,3 +42,4 @@ pub mod sampling;
 pub mod seams;
 pub mod serve;
 pub mod signals;
+pub mod workload;

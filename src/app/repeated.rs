@@ -9,14 +9,15 @@
 //! once its requests have ended (finished, or cut after the cancel grace,
 //! which closes their streams), and before the next run starts the
 //! server's `/metrics` is read until no request is running or waiting
-//! ([`drain`]), so no request of one run is in flight when the next one
+//! (`drain`), so no request of one run is in flight when the next one
 //! starts. A Ctrl-C or a run that fails ends the repetition; what the runs
 //! before it measured is summed up and kept.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::run::{execute_in, load_now, write_report_at_end, Ctx, Finished, Ran, Workload};
+use super::seams::load_now;
+use super::workload::{execute_in, write_report_at_end, Ctx, Finished, Workload};
 use crate::bench::preview::about_duration;
 use crate::connect::Connection;
 use crate::events::{Event, Events, Written};
@@ -211,11 +212,11 @@ async fn drain(conn: &Connection, stop: &tokio::sync::watch::Receiver<bool>, eve
 /// Says what a repetition measured (its table across runs, where it is,
 /// the unstable figures, the verdict on the pooled figures), writes its
 /// report, and turns an interruption into [`Error::Interrupted`].
-pub(super) fn finish<O>(
+pub(super) fn finish(
     r: RepeatedRuns,
     settings: &RunSettings,
     events: &Events,
-) -> Result<Ran<O>, Error> {
+) -> Result<RepeatedRuns, Error> {
     let table = codendum_report::repeat::text_table(&r.summary);
     events.table(table);
     if let Some(why) = &r.summary.stop_reason {
@@ -258,5 +259,5 @@ pub(super) fn finish<O>(
     if r.interrupted {
         return Err(Error::Interrupted(r.folder));
     }
-    Ok(Ran::Repeated(Box::new(r)))
+    Ok(r)
 }

@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use super::class_side::{class_server, class_server_side, write_class_summary, ClassResult};
 use super::guard::TimelineFlag;
-use super::run::{Ctx, Ran, RunIo, Started, Workload};
+use super::run::Ran;
+use super::workload::{Ctx, RunIo, Started, Workload};
 use crate::classroom::{ClassroomConfig, ClassroomSummary, JsonlSink};
 use crate::events::Events;
 use crate::replay::{self, ReplayConfig, Schedule};

@@ -2,7 +2,7 @@
 //! start the twin), read what the server says of itself once, check a live
 //! server (the busy guard and the stated profile, together), show the plan
 //! and ask, make the results folder and start reading the server
-//! ([`Sampling`]), let the workload run, say where the results are and the
+//! ([`super::sampling::Sampling`]), let the workload run, say where the results are and the
 //! verdict, write the report, and turn the verdict into the exit code. A
 //! workload plugs in what is its own ([`Workload`]): its plan against this
 //! server, and the run itself. Under `--repeat N` the run part happens N
@@ -10,149 +10,15 @@
 
 use std::path::Path;
 
-use tokio::sync::watch;
-
 use super::guard::{busy_guard, GuardVerdict, TimelineFlag, UNCHECKED_PLAN_LINE};
 use super::router_watch;
-use super::sampling::Sampling;
-use crate::bench::{ServerFacts, ServerLoad};
+use super::workload::{write_report_at_end, Ctx, Finished, RunIo, Workload};
+use crate::bench::ServerFacts;
 use crate::connect::{pool_size, ConnectOptions, Connection};
 use crate::events::{Event, Events, Written};
-use crate::scrape::router_reader::RouterWatch;
 use crate::settings::{LiveServer, RunSettings, Server};
-use chrono::{DateTime, Utc};
-use codendum_core::access::Secret;
 use codendum_core::error::Error;
-use codendum_core::results::{FolderKind, RunFolder, Verdict};
-
-/// Asks the operator to go ahead with a plan; `false` refuses (exit 3).
-pub type Confirm = dyn Fn(&str) -> bool + Send + Sync;
-
-/// What a run is given besides its settings.
-pub struct RunIo<'a> {
-    /// Where the run tells its plan, progress, notes and results.
-    pub events: Events,
-    /// Asked before a live run without `--yes`.
-    pub confirm: &'a Confirm,
-    /// Becomes `true` on Ctrl-C / SIGTERM: stop starting requests.
-    pub stop: watch::Receiver<bool>,
-}
-
-/// What a workload has to work with once the server is known.
-pub struct Ctx<'a> {
-    /// The connection (client, `/metrics` scraper, clock, the twin).
-    pub conn: &'a Connection,
-    /// The live server, if the run goes to one.
-    pub live: Option<&'a LiveServer>,
-    /// How the run starts and what it records.
-    pub run: &'a RunSettings,
-    /// What the server said of itself.
-    pub facts: &'a ServerFacts,
-    /// Where to tell things.
-    pub events: &'a Events,
-    /// The stop signal.
-    pub stop: watch::Receiver<bool>,
-    /// Whether the busy guard could read `/metrics` (`None`: not asked,
-    /// the embedded twin).
-    pub metrics_reachable: Option<bool>,
-    /// Which run of `--repeat` this is, from 0 (0 for a single run): the
-    /// workload's seeds are its given seed plus this.
-    pub run_index: u32,
-}
-
-/// What the lifecycle started for the run, handed to the workload to use
-/// and finish.
-pub struct Started {
-    /// The results folder.
-    pub folder: RunFolder,
-    /// When the run started (the folder's name).
-    pub started_utc: DateTime<Utc>,
-    /// Where the server's figures come from.
-    pub sampling: Sampling,
-    /// The router's reading at the start.
-    pub router: Option<RouterWatch>,
-}
-
-/// What every finished workload tells the lifecycle.
-pub trait Finished {
-    /// The results folder.
-    fn folder(&self) -> &Path;
-    /// The run's verdict.
-    fn verdict(&self) -> Option<&Verdict>;
-    /// Whether the run was interrupted.
-    fn interrupted(&self) -> bool;
-    /// The final table.
-    fn table(&self) -> String;
-}
-
-/// A workload of the lifecycle: bench, classroom, replay.
-#[allow(async_fn_in_trait)]
-pub trait Workload {
-    /// What the workload decided against this server before it starts.
-    type Prepared;
-    /// What a finished run returns.
-    type Output: Finished;
-    /// How this command takes in a host timeline (for the guard's advice).
-    const TIMELINE: TimelineFlag;
-    /// The kind of its results folder.
-    const KIND: FolderKind;
-
-    /// Requests kept in flight at most: the connection pool follows.
-    fn max_in_flight(&self) -> usize;
-
-    /// The students' keys: the twin is then fronted by the lab's proxy.
-    fn student_keys(&self) -> Vec<Secret> {
-        Vec::new()
-    }
-
-    /// The agent spread the embedded twin's persona draws from (a
-    /// class's); `None`: the default class's.
-    fn agent_spread(&self) -> Option<std::sync::Arc<codendum_core::class::AgentSpread>> {
-        None
-    }
-
-    /// Whether the plan is shown against the embedded twin too (against a
-    /// live server it always is, for the confirmation).
-    fn plan_on_twin(&self) -> bool {
-        false
-    }
-
-    /// The seed the run was given (`--seed`), for `--repeat`'s plan and
-    /// its runs' list.
-    fn seed(&self) -> u64 {
-        0
-    }
-
-    /// The per-request objectives the run judges (`--slo`), judged again
-    /// on the figures pooled over `--repeat`'s runs.
-    fn slo(&self) -> Option<codendum_core::results::slo::Slo> {
-        None
-    }
-
-    /// The prepared run once more, for another run of `--repeat`; `None`:
-    /// the workload does not repeat.
-    fn again(&self, _prepared: &Self::Prepared) -> Option<Self::Prepared> {
-        None
-    }
-
-    /// One run's length against this server, simulated seconds, as far as
-    /// the plan can tell (for `--repeat`'s total); `None`: unknown.
-    fn run_estimate_s(&self, _prepared: &Self::Prepared, _ctx: &Ctx<'_>) -> Option<f64> {
-        None
-    }
-
-    /// What the workload will do against this server, and its plan text.
-    async fn prepare(&self, ctx: &Ctx<'_>) -> Result<(Self::Prepared, String), Error>;
-
-    /// Runs it, reads the server's figures (finishing `started.sampling`)
-    /// and writes its results into `started.folder`.
-    async fn execute(
-        &self,
-        prepared: Self::Prepared,
-        ctx: &Ctx<'_>,
-        started: Started,
-    ) -> Result<Self::Output, Error>;
-}
+use codendum_core::results::{RunFolder, Verdict};
 
 /// Runs `workload` against `server` from start to end. A finished run is
 /// `Ok` whatever its verdict ([`exit_status`] turns that into the exit
@@ -241,7 +107,10 @@ async fn lifecycle<W: Workload>(
     conn.close().await;
     let output = match result? {
         Ran::One(output) => output,
-        Ran::Repeated(r) => return super::repeated::finish(*r, settings, &io.events),
+        Ran::Repeated(r) => {
+            return super::repeated::finish(*r, settings, &io.events)
+                .map(|r| Ran::Repeated(Box::new(r)))
+        }
     };
     io.events.table(output.table());
     io.events.written(Written::Results, output.folder());
@@ -328,35 +197,9 @@ async fn connected<W: Workload>(
     }
     let started_utc = conn.clock.utc_now();
     let folder = RunFolder::create(&settings.results_dir, W::KIND, started_utc)?;
-    execute_in(workload, prepared, &ctx, router, (folder, started_utc))
+    super::workload::execute_in(workload, prepared, &ctx, router, (folder, started_utc))
         .await
         .map(Ran::One)
-}
-
-/// Starts reading the server into `folder` and runs the prepared workload
-/// there.
-pub(super) async fn execute_in<W: Workload>(
-    workload: &W,
-    prepared: W::Prepared,
-    ctx: &Ctx<'_>,
-    router: Option<RouterWatch>,
-    (folder, started_utc): (RunFolder, DateTime<Utc>),
-) -> Result<W::Output, Error> {
-    let sampling = Sampling::start(
-        ctx.live,
-        ctx.conn,
-        &folder,
-        ctx.metrics_reachable,
-        ctx.events,
-    )
-    .await?;
-    let started = Started {
-        folder,
-        started_utc,
-        sampling,
-        router,
-    };
-    workload.execute(prepared, ctx, started).await
 }
 
 /// Against a live server: the busy guard (its load, from Prometheus when
@@ -374,7 +217,7 @@ async fn check_live(
     let load = async {
         match (&live.prometheus, &conn.scraper) {
             (Some(p), _) => super::fleet::prometheus_load(p, &live.target, events).await,
-            (None, Some(s)) => Ok(load_now(s).await),
+            (None, Some(s)) => Ok(super::seams::load_now(s).await),
             (None, None) => Ok(None),
         }
     };
@@ -395,16 +238,6 @@ async fn check_live(
     Ok(guard)
 }
 
-/// One scrape's running and waiting requests; `None` when `/metrics` could
-/// not be read or has no vLLM gauges.
-pub async fn load_now(scraper: &crate::scrape::Scraper) -> Option<ServerLoad> {
-    let snapshot = scraper.scrape().await.ok()?;
-    Some(ServerLoad {
-        running: snapshot.running?,
-        waiting: snapshot.waiting.unwrap_or(0.0),
-    })
-}
-
 /// The command's answer for a finished run: `Ok` unless its verdict asks
 /// for exit 1 (the run failed: the server stopped answering, nothing
 /// completed; or its errors exceed `--max-error-rate` with their whole
@@ -422,18 +255,5 @@ pub fn exit_status(output: &impl Finished, settings: &RunSettings) -> Result<(),
             v.not_valid.join("; ")
         ))),
         _ => Ok(()),
-    }
-}
-
-/// Writes a run's `report.md` / `report.html` at its end, telling where;
-/// a report that cannot be written is said and the run stands.
-pub fn write_report_at_end(folder: &Path, events: &Events) {
-    match codendum_report::files::write_report(folder, None) {
-        Ok(paths) => {
-            for p in paths {
-                events.written(Written::Report, p);
-            }
-        }
-        Err(e) => events.warn(format!("the report could not be written: {e}")),
     }
 }

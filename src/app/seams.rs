@@ -90,7 +90,7 @@ impl<'a> SampledMetrics<'a> {
 
 impl ServerMetrics for SampledMetrics<'_> {
     fn load_now(&self) -> BoxFuture<'_, Option<ServerLoad>> {
-        Box::pin(async move { super::run::load_now(self.scraper).await })
+        Box::pin(async move { load_now(self.scraper).await })
     }
 
     fn window(&self, t0: f64, t1: f64) -> ServerWindow {
@@ -119,4 +119,14 @@ impl ServerMetrics for SampledMetrics<'_> {
     fn requests_finished(&self, t0: f64, t1: f64) -> Option<f64> {
         self.sampler.window(t0, t1).requests_finished
     }
+}
+
+/// One scrape's running and waiting requests; `None` when `/metrics` could
+/// not be read or has no vLLM gauges.
+pub async fn load_now(scraper: &crate::scrape::Scraper) -> Option<ServerLoad> {
+    let snapshot = scraper.scrape().await.ok()?;
+    Some(ServerLoad {
+        running: snapshot.running?,
+        waiting: snapshot.waiting.unwrap_or(0.0),
+    })
 }

@@ -604,7 +604,7 @@ fn fit(
 }
 
 /// Prompt tokens by a call's place in its session, in the buckets of
-/// [`BY_CALL_EDGES`] (one with fewer than [`BY_CALL_MIN`] calls merged into
+/// `BY_CALL_EDGES` (one with fewer than `BY_CALL_MIN` calls merged into
 /// the one before it), with the report's line; `None` without calls.
 pub fn by_call(obs: &[(u32, f64)], origin: &str) -> Option<(Vec<ByCall>, String)> {
     let mut groups: Vec<(u32, Vec<f64>)> = Vec::new();
