@@ -9,8 +9,9 @@
 
 use std::time::Duration;
 
+use super::judge::TrialPass;
+use super::profile::SuiteProfile;
 use super::settings::Settings;
-use super::suite::{SuiteProfile, TrialPass};
 use super::workload::{classroom_config, Mode, REQUEST_TIMEOUT};
 use crate::capacity::answer::{answers, Finished};
 use crate::capacity::predict::capacity_on_twin;

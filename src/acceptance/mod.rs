@@ -21,6 +21,7 @@
 
 pub mod capacity;
 pub mod judge;
+pub mod profile;
 pub mod quick;
 pub mod reuse;
 pub mod runner;
@@ -28,9 +29,9 @@ pub mod settings;
 pub mod suite;
 pub mod workload;
 
-pub use self::judge::{Bound, Judgement};
+pub use self::judge::{Bound, Judgement, TrialPass};
 pub use self::settings::Settings;
-pub use self::suite::{Suite, TrialKind, TrialPass, TrialSpec};
+pub use self::suite::{Suite, TrialKind, TrialSpec};
 pub use self::workload::{Mode, WorkloadKind};
 pub use codendum_core::targets::bench::{
     parse_targets, BenchLevelTargets, ClassroomTargets, ModeTargets, ProfileTargets,

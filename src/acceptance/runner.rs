@@ -9,9 +9,10 @@ use std::sync::Mutex;
 use tokio::sync::watch;
 
 use super::capacity::{search_on_twin, CapacityFound};
+use super::judge::{judge_bench_level, judge_classroom, Judgement};
+use super::profile::SuiteProfile;
 use super::reuse::{short_hash, RunCache};
 use super::settings::Settings;
-use super::suite::{judge_all, SuiteProfile};
 use super::workload::{bench_config, classroom_config, twin_time_scale, WorkloadKind};
 use crate::app::capacity::CapacitySettings;
 use crate::app::classroom::ClassroomSettings;
@@ -410,6 +411,23 @@ async fn run_classroom(
         summary: WorkloadSummary::Classroom(Box::new(result.summary)),
         reused: false,
     })
+}
+
+/// Judges a workload's results against a mode's targets.
+pub fn judge_all(targets: &ModeTargets, kind: WorkloadKind, r: &WorkloadResults) -> Vec<Judgement> {
+    match (&r.summary, kind) {
+        (WorkloadSummary::Bench(s), WorkloadKind::Bench) => targets
+            .bench
+            .iter()
+            .flat_map(|t| judge_bench_level(s, t, &r.folder))
+            .collect(),
+        (WorkloadSummary::Classroom(s), WorkloadKind::Classroom) => targets
+            .classroom
+            .as_ref()
+            .map(|t| judge_classroom(s, t, &r.folder))
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    }
 }
 
 /// Reads back the summary of a results folder.

@@ -16,28 +16,16 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::capacity::{judge_target, search_settings, CapacityFound};
-use super::judge::{judge_bench_level, judge_classroom, Judgement};
+use super::judge::Judgement;
+use super::judge::TrialPass;
+use super::profile::SuiteProfile;
 use super::reuse::RunCache;
-use super::runner::{
-    run_capacity, run_workload, verdict_message, WorkloadResults, WorkloadSummary,
-};
+use super::runner::{judge_all, run_capacity, run_workload, verdict_message, WorkloadResults};
 use super::settings::Settings;
 use super::workload::WorkloadKind;
 use crate::server_match::{check_target, ProfileCheck};
 use codendum_core::profile::Profile;
-use codendum_core::targets::bench::{parse_targets, ModeTargets, ProfileTargets};
-
-/// How a trial that did not fail ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TrialPass {
-    /// The figure (and its 95 % interval, where it has one) meets the
-    /// target.
-    Met,
-    /// The data cannot tell whether it does (a figure's interval straddles
-    /// the target, a capacity search's answer range straddles the class
-    /// asked for): the trial is listed as ignored, with this reason.
-    Indeterminate(String),
-}
+use codendum_core::targets::bench::{parse_targets, ModeTargets};
 
 /// One selectable check.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,19 +75,6 @@ pub enum TrialKind {
 /// The group and metric of [`TrialKind::ServerMatch`]:
 /// `<profile>::server::matches_profile`.
 pub const SERVER_MATCH_TRIAL: (&str, &str) = ("server", "matches_profile");
-
-/// A profile with its parsed targets.
-#[derive(Debug, Clone)]
-pub struct SuiteProfile {
-    /// As given (an embedded name or a `.toml` path); the twin loads this.
-    pub spec: String,
-    /// The loaded profile.
-    pub profile: Profile,
-    /// Its targets.
-    pub targets: ProfileTargets,
-    /// Whether its trials run by default.
-    pub judged: bool,
-}
 
 type RunCell = Arc<OnceLock<Result<Arc<WorkloadResults>, String>>>;
 type CheckCell = Arc<OnceLock<Result<Arc<ProfileCheck>, String>>>;
@@ -513,23 +488,6 @@ impl Suite {
     /// parse): each is also a failing trial, named so.
     pub fn problems(&self) -> &[(String, String)] {
         &self.problems
-    }
-}
-
-/// Judges a workload's results against a mode's targets.
-pub fn judge_all(targets: &ModeTargets, kind: WorkloadKind, r: &WorkloadResults) -> Vec<Judgement> {
-    match (&r.summary, kind) {
-        (WorkloadSummary::Bench(s), WorkloadKind::Bench) => targets
-            .bench
-            .iter()
-            .flat_map(|t| judge_bench_level(s, t, &r.folder))
-            .collect(),
-        (WorkloadSummary::Classroom(s), WorkloadKind::Classroom) => targets
-            .classroom
-            .as_ref()
-            .map(|t| judge_classroom(s, t, &r.folder))
-            .unwrap_or_default(),
-        _ => Vec::new(),
     }
 }
 

@@ -11,8 +11,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::acceptance::judge::TrialPass;
 use crate::acceptance::runner::interrupted;
-use crate::acceptance::suite::TrialPass;
 use crate::acceptance::{Suite, TrialSpec};
 use crate::events::Events;
 use codendum_core::error::{ConfigError, Error};

@@ -10,8 +10,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use cli_support::{assert_one_line_error, codendum, holds_no_file, run};
+use codendum::acceptance::runner::judge_all;
 use codendum::acceptance::runner::{WorkloadResults, WorkloadSummary};
-use codendum::acceptance::suite::judge_all;
 use codendum::acceptance::{parse_targets, Settings, Suite, TrialKind, WorkloadKind};
 use codendum::classroom::{CallKind, CallRecord, ClassroomSummary, TaskOutcome, TaskRecord};
 use codendum::plan::figures::{figures, Window};

@@ -16,6 +16,18 @@ use codendum_core::targets::{ClassroomCheck, ClassroomKey, Outcome};
 use codendum_report::format::interval_text;
 use codendum_report::model::Verdict;
 
+/// How a trial that did not fail ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TrialPass {
+    /// The figure (and its 95 % interval, where it has one) meets the
+    /// target.
+    Met,
+    /// The data cannot tell whether it does (a figure's interval straddles
+    /// the target, a capacity search's answer range straddles the class
+    /// asked for): the trial is listed as ignored, with this reason.
+    Indeterminate(String),
+}
+
 /// One figure judged against one target.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Judgement {
