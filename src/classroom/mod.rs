@@ -21,6 +21,7 @@ mod agent;
 mod buildlog;
 mod calls;
 pub mod client_times;
+mod command_line;
 pub mod compaction;
 pub mod config;
 pub mod continuous;

@@ -130,7 +130,7 @@ impl ClientTimeKind {
                     .ok()
                     .and_then(|v| v.get("command").and_then(Value::as_str).map(String::from))
                     .unwrap_or_default();
-                if super::shell::is_build_or_test(&command) {
+                if super::command_line::is_build_or_test(&command) {
                     ClientTimeKind::BuildTest
                 } else {
                     ClientTimeKind::Bash
