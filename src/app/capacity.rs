@@ -425,8 +425,13 @@ fn plan_text(
         Settle::Predicted { floor_s, .. } => format!("settles at least {floor_s:.0} s"),
     };
     out.push_str(&format!(
-        "  each step: new students join over {:.0} s; it {settle}; then a {:.0} s window is judged on its own (the calls started in it, each to its end; the coding requests completed in it, those still running counted as such)\n",
-        timing.join_over_s, timing.hold_s
+        "  each step: new students join over {:.0} s; it {settle}; then a {:.0} s window is judged on its own (the calls started in it, each to its end; the coding requests completed in it, those still running counted as such){}\n",
+        timing.join_over_s,
+        timing.hold_s,
+        match timing.max_holds {
+            0 | 1 => String::new(),
+            n => format!("; a step too close to call is held longer, up to {n} windows while the budget allows"),
+        }
     ));
     let budget = timing
         .budget_s

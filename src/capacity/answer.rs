@@ -106,6 +106,9 @@ fn sentence(
         s.push_str(&format!("carries {}", students(a.carries)));
     }
     match confirmed {
+        Some(true) if a.upper > a.carries => {
+            s.push_str(&format!(", {} confirmed by a second hold", a.carries))
+        }
         Some(true) => s.push_str(", confirmed by a second hold"),
         Some(false) => s.push_str(&format!(
             " (a second hold of the first answer did not meet it again, so the answer fell back to {})",
@@ -220,6 +223,7 @@ mod tests {
             window_end_s: 240.0,
             ended_s: 260.0,
             unfinished: 0,
+            holds: 1,
             measured: ClassroomSummary::default(),
             predicted: None,
             censoring: Censoring {
@@ -235,6 +239,7 @@ mod tests {
                     bound: Bound::Max,
                     limit: 10.0,
                     measured: Some(if met { 8.0 } else { 12.5 }),
+                    interval: None,
                     outcome,
                     steers: true,
                 }],

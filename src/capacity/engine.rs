@@ -81,6 +81,18 @@ pub enum Settle {
 }
 
 impl Settle {
+    /// The longest a step settles while calls sent before its change are
+    /// still running, seconds; `None` for a fixed settling, which is kept
+    /// as asked.
+    pub fn longest_s(&self) -> Option<f64> {
+        match self {
+            Settle::Fixed(_) => None,
+            Settle::Predicted {
+                floor_s, ceiling_s, ..
+            } => Some(ceiling_s.max(*floor_s)),
+        }
+    }
+
     /// The settling of a step to `users` students, seconds.
     pub fn for_users(&self, users: u32) -> f64 {
         match self {
@@ -110,6 +122,12 @@ pub struct Timing {
     pub budget_s: Option<f64>,
     /// The most steps.
     pub step_cap: usize,
+    /// The most windows a step is held for: a step whose figure is too
+    /// close to a target to call (its interval straddles the limit) for a
+    /// tier the step decides is held one window longer, and judged again
+    /// over the longer window, up to this many (1: never held longer),
+    /// while the budget allows.
+    pub max_holds: u32,
 }
 
 /// Why the steps ended.
@@ -134,7 +152,8 @@ pub enum StepEvent<'a> {
         index: u32,
         /// Students.
         users: u32,
-        /// `settling`, `holding` or `finishing its calls`.
+        /// `settling`, `holding`, `finishing its calls` or `holding
+        /// longer (too close to call)`.
         phase: &'static str,
         /// How long it will take, seconds.
         seconds: Option<f64>,
@@ -200,12 +219,13 @@ pub async fn run_steps<C: ClassView, S: ServerView>(
             }
         }
         let index = steps.len() as u32 + 1;
+        let decides = search.decides(users, kind);
         let Some(step) = one_step(
             (index, users, kind),
             (settle_s, timing),
-            tiers,
+            (tiers, &decides),
             &io,
-            &mut last_drain_s,
+            (&mut last_drain_s, timing.budget_s.map(|b| first + b)),
         )
         .await
         else {
@@ -223,13 +243,16 @@ pub async fn run_steps<C: ClassView, S: ServerView>(
     }
 }
 
-/// One step; `None` when a stop came first.
+/// One step; `None` when a stop came first. `decides`: for each tier,
+/// whether the step's outcome moves its search (only those are held
+/// longer when too close to call); `budget_end`: when the budget runs
+/// out, seconds since the class started.
 async fn one_step<C: ClassView, S: ServerView>(
     (index, users, kind): (u32, u32, StepKind),
     (settle_s, timing): (f64, &Timing),
-    tiers: &[Tier],
+    (tiers, decides): (&[Tier], &[bool]),
     io: &StepIo<'_, C, S>,
-    last_drain_s: &mut f64,
+    (last_drain_s, budget_end): (&mut f64, Option<f64>),
 ) -> Option<CapacityStep> {
     let clock = io.clock;
     let now = || clock.now_secs() - io.origin;
@@ -248,21 +271,91 @@ async fn one_step<C: ClassView, S: ServerView>(
     });
     phase("settling", Some(settle_s));
     wait_until(io, changed_s + settle_s).await?;
+    // The calls sent before the change must have ended before the window
+    // opens: after a decrease they are the larger class's queue, which a
+    // server slower than the prediction takes longer to work off than the
+    // predicted settling; judged while it drains, the smaller class would
+    // look worse than it is.
+    if let Some(cap_s) = timing.settle.longest_s() {
+        while io
+            .class
+            .status()
+            .open_call_starts_s()
+            .iter()
+            .any(|t| *t < changed_s)
+            && now() - changed_s < cap_s
+        {
+            wait_until(io, now() + DRAIN_POLL_S).await?;
+        }
+    }
+    let settle_s = now() - changed_s;
     let start_s = now();
     phase("holding", Some(timing.hold_s));
-    wait_until(io, start_s + timing.hold_s).await?;
-    let window = StepWindow {
-        start_s,
-        end_s: now(),
-    };
-    phase("finishing its calls", None);
+    let mut holds = 1;
+    let mut end_s = start_s + timing.hold_s;
+    loop {
+        wait_until(io, end_s).await?;
+        let window = StepWindow {
+            start_s,
+            end_s: now(),
+        };
+        phase("finishing its calls", None);
+        let drained_from = now();
+        let (measured, judged) =
+            judge_window(users, window, (changed_s, timing), tiers, io).await?;
+        *last_drain_s = now() - drained_from;
+        // A tier the step decides that its figures cannot call: hold the
+        // class at this size one window longer (the window grows; its
+        // calls so far stay in it), if the budget has room for it.
+        let unsure = judged
+            .iter()
+            .zip(decides)
+            .any(|(t, d)| *d && t.outcome == Outcome::Indeterminate);
+        let room = budget_end.is_none_or(|b| now() + timing.hold_s + *last_drain_s <= b);
+        if unsure && holds < timing.max_holds && room {
+            holds += 1;
+            end_s = window.end_s + timing.hold_s;
+            phase("holding longer (too close to call)", Some(timing.hold_s));
+            continue;
+        }
+        return Some(CapacityStep {
+            index,
+            users,
+            kind,
+            changed_s,
+            settle_s,
+            window_start_s: window.start_s,
+            window_end_s: window.end_s,
+            ended_s: now(),
+            unfinished: measured.unfinished,
+            holds,
+            measured: measured.summary,
+            predicted: None,
+            censoring: measured.censoring,
+            tiers: judged,
+        });
+    }
+}
+
+/// A window judged by every tier: once its calls have finished, or sooner
+/// when those still running can no longer change any outcome (counted at
+/// their best and at their worst), or when the drain's cap is reached;
+/// `None` when a stop came first.
+async fn judge_window<C: ClassView, S: ServerView>(
+    users: u32,
+    window: StepWindow,
+    (changed_s, timing): (f64, &Timing),
+    tiers: &[Tier],
+    io: &StepIo<'_, C, S>,
+) -> Option<(super::window::Measured, Vec<TierStep>)> {
+    let now = || io.clock.now_secs() - io.origin;
     let drained_from = now();
     let timeline = io
         .server
         .window(io.origin + changed_s, io.origin + window.end_s)
         .await;
     let server = (timeline.as_slice(), io.origin);
-    let judged = loop {
+    loop {
         // What is under way first, then the records: a call or coding
         // request is closed only once recorded, so none falls between.
         let open_calls = io.class.status().open_call_starts_s();
@@ -278,7 +371,7 @@ async fn one_step<C: ClassView, S: ServerView>(
         let out_of_time = now() - drained_from >= timing.drain_cap_s;
         if measured.unfinished == 0 || out_of_time {
             let tiers = judge_all(tiers, &measured.summary, &measured.censoring);
-            break (measured, tiers);
+            return Some((measured, tiers));
         }
         let (best, worst) = bounds(users, records, window, server);
         let at_best = judge_all(tiers, &best, &measured.censoring);
@@ -299,28 +392,10 @@ async fn one_step<C: ClassView, S: ServerView>(
                     }
                 }
             }
-            break (measured, judged);
+            return Some((measured, judged));
         }
         wait_until(io, now() + DRAIN_POLL_S).await?;
-    };
-    let ended_s = now();
-    *last_drain_s = ended_s - drained_from;
-    let (measured, judged) = judged;
-    Some(CapacityStep {
-        index,
-        users,
-        kind,
-        changed_s,
-        settle_s,
-        window_start_s: window.start_s,
-        window_end_s: window.end_s,
-        ended_s,
-        unfinished: measured.unfinished,
-        measured: measured.summary,
-        predicted: None,
-        censoring: measured.censoring,
-        tiers: judged,
-    })
+    }
 }
 
 /// Every tier's judgement of a step with these figures.

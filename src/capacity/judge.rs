@@ -4,6 +4,16 @@
 //! the step's outcome for the tier is the worst of the targets the search
 //! steers on ([`ClassroomKey::harder_with_more_students`]).
 //!
+//! A figure with a 95 % interval (a percentile, a rate) is judged by the
+//! one rule of the targets module ([`codendum_core::targets::Bound::judge`]):
+//! met when its whole interval is on the right side of the limit, missed
+//! when the whole interval is on the wrong side, indeterminate when the
+//! interval straddles the limit (the window's calls cannot tell which side
+//! the server is on). A figure without an interval, or whose interval is
+//! open (a percentile of too few calls to bound it, as in a short window
+//! of a small class), is judged by its value: held to its interval, every
+//! short window would be too close to call.
+//!
 //! The coding-request P50 of a window is judged on its censoring bounds
 //! ([`Censoring`]): met when even its highest value (no running request
 //! ever ends) is within the ceiling, missed when even its lowest (every
@@ -18,8 +28,8 @@ use codendum_core::results::capacity::{Censoring, StepCheck, TierStep};
 use codendum_core::results::ClassroomSummary;
 use codendum_core::targets::{Bound, ClassroomCheck, ClassroomKey, Outcome, Tier};
 
-/// The outcome of one check: by its figure, except the coding-request
-/// P50, by its censoring bounds.
+/// The outcome of one check: by its figure and its interval, except the
+/// coding-request P50, by its censoring bounds.
 pub fn outcome_of(check: &ClassroomCheck, censoring: &Censoring, calls: u64) -> Outcome {
     if calls == 0 && check.measured.is_none() && check.key != ClassroomKey::CodingRequestP50 {
         return Outcome::Indeterminate;
@@ -32,7 +42,10 @@ pub fn outcome_of(check: &ClassroomCheck, censoring: &Censoring, calls: u64) -> 
             None => Outcome::Missed,
         };
     }
-    Outcome::from_met(check.passed)
+    match check.interval {
+        Some(i) if i.is_closed() => check.outcome,
+        _ => Outcome::from_met(check.passed),
+    }
 }
 
 /// The tier's judgement of a step with these figures.
@@ -46,6 +59,7 @@ pub fn judge_step(tier: &Tier, summary: &ClassroomSummary, censoring: &Censoring
             bound: c.key.bound(),
             limit: c.limit,
             measured: c.measured,
+            interval: c.interval,
             outcome: outcome_of(c, censoring, summary.requests),
             steers: c.key.harder_with_more_students(),
         })
@@ -110,6 +124,28 @@ mod tests {
         assert_eq!(fast.outcome, Outcome::Missed, "speed below its floor");
         let slow = judge_step(&t[1], &summary(30.0, 9.0), &c);
         assert_eq!(slow.outcome, Outcome::Met);
+    }
+
+    #[test]
+    fn a_figure_whose_interval_straddles_the_ceiling_is_too_close_to_call() {
+        let t = tiers();
+        let c = censoring(300.0, Some(400.0));
+        let with = |lo, hi| {
+            let mut s = summary(9.5, 12.0);
+            s.intervals.insert(
+                "ttft_p95_s".into(),
+                codendum_core::stats::Interval::closed(lo, hi),
+            );
+            judge_step(&t[0], &s, &c)
+        };
+        // 9.5 s under a 10 s ceiling, but its interval reaches past it.
+        let unsure = with(8.8, 10.6);
+        assert_eq!(unsure.outcome, Outcome::Indeterminate);
+        assert_eq!(
+            unsure.checks[0].interval,
+            Some(codendum_core::stats::Interval::closed(8.8, 10.6))
+        );
+        assert_eq!(with(8.8, 9.9).outcome, Outcome::Met);
     }
 
     #[test]

@@ -267,6 +267,7 @@ pub fn predict(input: &TwinClass<'_>, max_users: u32, timing: &Timing) -> Result
     let timing = Timing {
         settle: Settle::Fixed(WATCH_S),
         budget_s: None,
+        max_holds: 1,
         ..timing.clone()
     };
     let twin = search_on_twin(input, Search::bounded(&names, max_users), &timing)?;

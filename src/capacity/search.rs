@@ -133,6 +133,21 @@ impl Search {
             .map(|n| (n, StepKind::Confirm))
     }
 
+    /// For each tier (in the tiers' order), whether the outcome of a step
+    /// of `users` students moves its search: a size inside its open
+    /// bracket, or its answer held again.
+    pub fn decides(&self, users: u32, kind: StepKind) -> Vec<bool> {
+        self.tiers
+            .iter()
+            .map(|t| {
+                let b = &t.bisection;
+                let held_again =
+                    kind == StepKind::Confirm && t.confirmed.is_none() && b.answer() == users;
+                held_again || (users > b.lo && users < b.hi)
+            })
+            .collect()
+    }
+
     /// Records a step of `users` students and each tier's outcome (in the
     /// tiers' order).
     pub fn record(&mut self, users: u32, kind: StepKind, outcomes: &[Outcome]) {

@@ -45,10 +45,19 @@ pub fn targets_text(tier: &Tier) -> String {
         .join(", ")
 }
 
-/// A check as people read it: `TTFT P95 12.4 s (target ≤ 10.00 s)`.
+/// A check as people read it: `TTFT P95 12.4 s (target ≤ 10.00 s)`; one
+/// too close to call says its interval: `TTFT P95 9.8 s, 95 % interval
+/// 8.9–10.7 s (target ≤ 10.0 s)`.
 pub fn check_text(c: &StepCheck) -> String {
+    let interval = match c.interval {
+        Some(i) if c.outcome == Outcome::Indeterminate => {
+            let end = |b: Option<f64>| b.map_or("open".to_string(), |x| value(&c.key, Some(x)));
+            format!(", 95 % interval {} to {}", end(i.lo), end(i.hi))
+        }
+        _ => String::new(),
+    };
     format!(
-        "{} {} (target {} {})",
+        "{} {}{interval} (target {} {})",
         label(&c.key),
         value(&c.key, c.measured),
         c.bound.sign(),
@@ -81,10 +90,17 @@ pub fn misses_text(t: &TierStep) -> String {
 /// relaxed met; when judged (142 calls ended, …): TTFT P95 8.2 s, …`. The
 /// steps table, written once every call has ended, may differ.
 pub fn step_line(step: &CapacityStep) -> String {
-    let what = match step.kind {
-        StepKind::Probe => "",
-        StepKind::Confirm => " (held again)",
+    let mut what = match step.kind {
+        StepKind::Probe => String::new(),
+        StepKind::Confirm => " (held again)".to_string(),
     };
+    if step.holds > 1 {
+        let _ = write!(
+            what,
+            " (held {} windows: too close to call after the first)",
+            step.holds
+        );
+    }
     let tiers: Vec<String> = step
         .tiers
         .iter()

@@ -36,6 +36,7 @@ fn timing() -> Timing {
         drain_cap_s: 900.0,
         budget_s: None,
         step_cap: 40,
+        max_holds: 1,
     }
 }
 
@@ -72,9 +73,12 @@ fn the_twin_finds_each_tier_and_replays_its_steps() {
 /// The search predicts with a four-seat profile and measures a two-seat
 /// server: the prediction is wrong, the search brackets away from it, and
 /// each tier's answer is within one step (the search's resolution) of the
-/// truth found by holding each class size from one student up until the
-/// tier misses. The search's server time is recorded beside the plan's
-/// estimate for a server that carries a fifth fewer.
+/// truth found by holding class sizes by hand, for every class seed from 1
+/// to 10: held by hand, the size one step below the answer does not miss
+/// and the size one step above its upper end (a range when sizes were too
+/// close to call) does not meet. The search's server
+/// time is recorded beside the plan's estimate for a server that carries a
+/// fifth fewer.
 ///
 /// Both sides judge a class in its steady state over windows long enough
 /// for a P95: the search's steps come after minutes of the class running,
@@ -88,15 +92,34 @@ fn the_twin_finds_each_tier_and_replays_its_steps() {
 fn a_wrong_prediction_still_lands_within_one_step_of_the_truth() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (server, guess) = (tiny(dir.path()), seats(dir.path(), 4));
+    // The seeds run side by side, each on a paused runtime of its own.
+    let off: Vec<String> = std::thread::scope(|s| {
+        let runs: Vec<_> = (1..=10u64)
+            .map(|seed| {
+                let (server, guess) = (&server, &guess);
+                s.spawn(move || lands_within_one_step(seed, server, guess))
+            })
+            .collect();
+        runs.into_iter()
+            .flat_map(|r| r.join().expect("the seed's search ran"))
+            .collect()
+    });
+    assert!(off.is_empty(), "{}", off.join("\n"));
+}
+
+/// The search of class seed `seed` predicted with `guess` against the twin
+/// of `server`, each tier's answer beside the truth by hand; what is off
+/// by more than one step.
+fn lands_within_one_step(seed: u64, server: &Profile, guess: &Profile) -> Vec<String> {
     let mut class = ClassroomConfig::new("", None);
-    class.seed = 3;
+    class.seed = seed;
     let tiers = parse_tiers("fast:ttft_p95=5s,slow:ttft_p95=40s").expect("tiers");
     let settings = CapacitySettings {
         class: class.clone(),
         tiers: tiers.clone(),
         tiers_from: TiersFrom::Tiers,
         left_out: Vec::new(),
-        profile: guess,
+        profile: guess.clone(),
         max_users: 16,
         hold: Duration::from_secs(600),
         join_over: Duration::from_secs(20),
@@ -105,7 +128,7 @@ fn a_wrong_prediction_still_lands_within_one_step_of_the_truth() {
         budget: None,
     };
     let timeout = Duration::from_secs(900);
-    let found = capacity_on_twin(&settings, &server, timeout).expect("searches");
+    let found = capacity_on_twin(&settings, server, timeout).expect("searches");
     let answers: Vec<(u32, u32)> = found
         .twin
         .search
@@ -115,57 +138,74 @@ fn a_wrong_prediction_still_lands_within_one_step_of_the_truth() {
         .collect();
     let predicted: Vec<u32> = found.predicted.answers.iter().map(|a| a.carries).collect();
     let steps: Vec<u32> = found.twin.run.steps.iter().map(|s| s.users).collect();
-    eprintln!("predicted {predicted:?}, found {answers:?} in steps {steps:?}");
+    eprintln!("seed {seed}: predicted {predicted:?}, found {answers:?} in steps {steps:?}");
     for s in &found.twin.run.steps {
         eprintln!(
-            "step {}: {} students, ttft p95 {:?} s over {} calls, {:?}",
+            "seed {seed} step {}: {} students, settled {:.0} s, {} windows, ttft p95 {:?} s over {} calls, {:?}",
             s.index,
             s.users,
+            s.settle_s,
+            s.holds,
             s.measured.ttft_p95_s,
             s.measured.requests,
             s.tiers.iter().map(|t| t.outcome).collect::<Vec<_>>()
         );
     }
-    assert!(
-        found.predicted.answers[1].carries > answers[1].1,
-        "the four-seat prediction {predicted:?} is above the two-seat answers {answers:?}"
-    );
+    let mut off = Vec::new();
+    if found.predicted.answers[1].carries <= answers[1].0 {
+        off.push(format!(
+            "seed {seed}: the four-seat prediction {predicted:?} is not above the two-seat answers {answers:?}"
+        ));
+    }
     let input = TwinClass {
-        profile: &server,
+        profile: server,
         class: &class,
         tiers: &tiers,
     };
-    // Each size is held once, past its opening burst, and judged by every
-    // tier; a tier's truth is the size below its first miss.
+    // The sizes one step beyond the search's range are held by hand, past
+    // their opening burst, and judged as the search judges (held longer
+    // while too close to call): one step below its answer must not miss,
+    // one step above its upper end must not meet. More students only make
+    // a ceiling harder to meet, so the truth (the size below the first
+    // miss, with the sizes too close to call) is then within one step of
+    // the answer.
     let by_hand = Timing {
         settle: Settle::Fixed(WATCH_S),
         ..found.timing.clone()
     };
-    let mut truth: Vec<Option<u32>> = vec![None; tiers.len()];
-    for users in 1..=settings.max_users {
-        let step = hold_on_twin(&input, users, &by_hand).expect("holds");
-        for (i, t) in step.tiers.iter().enumerate() {
-            eprintln!(
-                "{}: {users} students by hand: {:?} (ttft p95 {:?} s over {} calls)",
-                t.tier, t.outcome, step.measured.ttft_p95_s, step.measured.requests
-            );
-            if truth[i].is_none() && t.outcome != Outcome::Met {
-                truth[i] = Some(users - 1);
-            }
-        }
-        if truth.iter().all(Option::is_some) {
-            break;
-        }
-    }
     let resolution = found.bounds.resolution;
+    let mut held: std::collections::BTreeMap<u32, Vec<Outcome>> = Default::default();
+    let mut hold = |users: u32| -> Vec<Outcome> {
+        held.entry(users)
+            .or_insert_with(|| {
+                let step = hold_on_twin(&input, users, &by_hand).expect("holds");
+                eprintln!(
+                    "seed {seed}: {users} students by hand: {:?} (ttft p95 {:?} s over {} calls, {} windows)",
+                    step.tiers.iter().map(|t| t.outcome).collect::<Vec<_>>(),
+                    step.measured.ttft_p95_s,
+                    step.measured.requests,
+                    step.holds
+                );
+                step.tiers.iter().map(|t| t.outcome).collect()
+            })
+            .clone()
+    };
     for (i, tier) in tiers.iter().enumerate() {
-        let truth = truth[i].unwrap_or(settings.max_users);
         let (answer, upper) = answers[i];
-        assert!(
-            answer.abs_diff(truth) <= resolution || (answer..=upper).contains(&truth),
-            "{}: the search found {answer}..={upper}, held by hand {truth} (resolution {resolution})",
-            tier.name
-        );
+        let below = answer.saturating_sub(resolution);
+        if below >= 1 && hold(below)[i] == Outcome::Missed {
+            off.push(format!(
+                "seed {seed}: {}: the search found {answer}..={upper}, but {below} students missed by hand (resolution {resolution})",
+                tier.name
+            ));
+        }
+        let above = upper + resolution + 1;
+        if above <= settings.max_users && hold(above)[i] == Outcome::Met {
+            off.push(format!(
+                "seed {seed}: {}: the search found {answer}..={upper}, but {above} students met by hand (resolution {resolution})",
+                tier.name
+            ));
+        }
     }
     let plan = plan_prediction(
         &found.predicted,
@@ -173,10 +213,13 @@ fn a_wrong_prediction_still_lands_within_one_step_of_the_truth() {
         &found.timing,
     );
     eprintln!(
-        "server time {:.0} s, estimated {:.0} s ({:.0} s if it carries a fifth fewer)",
+        "seed {seed}: server time {:.0} s, estimated {:.0} s ({:.0} s if it carries a fifth fewer)",
         found.twin.run.server_time_s, plan.server_time_s, plan.server_time_if_off_s
     );
-    assert!(found.twin.run.server_time_s > 0.0);
+    if found.twin.run.server_time_s <= 0.0 {
+        off.push(format!("seed {seed}: no server time"));
+    }
+    off
 }
 
 /// The lab's GB10 with its profile's TTFT ceiling: the twin's answer, its

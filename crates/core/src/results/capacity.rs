@@ -16,6 +16,7 @@ use super::schema::{check_schema, CAPACITY_KIND, CAPACITY_SCHEMA_VERSION};
 use super::summary::{RunHeader, ServerDescription};
 use super::ResultsError;
 use crate::stats::censored::CensoredBounds;
+use crate::stats::Interval;
 use crate::targets::{Bound, Outcome, TargetList};
 
 /// The file name of a search's results.
@@ -102,6 +103,10 @@ pub struct StepCheck {
     pub limit: f64,
     /// The step's figure, in the key's unit.
     pub measured: Option<f64>,
+    /// The figure's 95 % interval, in the key's unit, when it has one
+    /// (the one that decides met, missed or indeterminate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<Interval>,
     /// Met, missed or indeterminate.
     pub outcome: Outcome,
     /// Whether the search steers on it (a floor more students do not make
@@ -161,6 +166,11 @@ pub struct CapacityStep {
     pub ended_s: f64,
     /// Calls started in its window still running when it was judged.
     pub unfinished: u64,
+    /// Windows of the search's hold it was judged over: more than one
+    /// when a figure was too close to a target to call after the first
+    /// and the step was held longer.
+    #[serde(default = "one_hold")]
+    pub holds: u32,
     /// The step's figures over its window, every call started in it to
     /// its end (taken when the search was over).
     pub measured: ClassroomSummary,
@@ -173,6 +183,10 @@ pub struct CapacityStep {
     /// Each tier's judgement: the outcome the search went on, the checks'
     /// figures from [`CapacityStep::measured`].
     pub tiers: Vec<TierStep>,
+}
+
+fn one_hold() -> u32 {
+    1
 }
 
 impl CapacityStep {
