@@ -90,12 +90,26 @@ fn the_twin_finds_each_tier_and_replays_its_steps() {
 /// twenty in two minutes, whose P95 is their slowest call.
 #[test]
 fn a_wrong_prediction_still_lands_within_one_step_of_the_truth() {
+    // Two class seeds in CI, 7 among them (a step judged right after a
+    // decrease was once off by two there); all ten in the ignored test
+    // below.
+    wrong_predictions_land_within_one_step(&[3, 7]);
+}
+
+#[test]
+#[ignore = "ten class seeds take about 3.5 min of CPU; run with: cargo test --test it -- --ignored ten_seeds"]
+fn ten_seeds_of_a_wrong_prediction_land_within_one_step_of_the_truth() {
+    wrong_predictions_land_within_one_step(&(1..=10).collect::<Vec<u64>>());
+}
+
+fn wrong_predictions_land_within_one_step(seeds: &[u64]) {
     let dir = tempfile::tempdir().expect("tempdir");
     let (server, guess) = (tiny(dir.path()), seats(dir.path(), 4));
     // The seeds run side by side, each on a paused runtime of its own.
     let off: Vec<String> = std::thread::scope(|s| {
-        let runs: Vec<_> = (1..=10u64)
-            .map(|seed| {
+        let runs: Vec<_> = seeds
+            .iter()
+            .map(|&seed| {
                 let (server, guess) = (&server, &guess);
                 s.spawn(move || lands_within_one_step(seed, server, guess))
             })
