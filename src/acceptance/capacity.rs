@@ -14,7 +14,7 @@ use super::profile::SuiteProfile;
 use super::settings::Settings;
 use super::workload::{classroom_config, Mode, REQUEST_TIMEOUT};
 use crate::capacity::answer::{answers, Finished};
-use crate::capacity::predict::capacity_on_twin;
+use crate::capacity::on_twin::capacity_on_twin;
 use crate::capacity::settings::{
     judgeable_in_window, mean_step_s, CapacitySettings, TiersFrom, DEFAULT_HOLD, DEFAULT_JOIN_OVER,
 };

@@ -21,6 +21,7 @@
 pub mod answer;
 pub mod engine;
 pub mod judge;
+pub mod on_twin;
 pub mod predict;
 pub mod search;
 pub mod settings;

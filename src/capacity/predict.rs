@@ -17,7 +17,6 @@ use super::engine::{
 };
 use super::search::Search;
 use super::search::SearchBounds;
-use super::settings::CapacitySettings;
 use super::settle::time_to_plateau;
 use super::window::{measure, Records, StepWindow};
 use crate::classroom::{run_continuous_class, ClassSize, ClassroomConfig, LiveStatus, MemorySink};
@@ -286,54 +285,6 @@ pub fn predict(input: &TwinClass<'_>, max_users: u32, timing: &Timing) -> Result
         steps: twin.run.steps,
         plateaus: twin.plateaus,
         wall_s: twin.wall_s,
-    })
-}
-
-/// The whole search of `settings` in virtual time against the twin of
-/// `server` (the server the search measures; the prediction is made with
-/// `settings.profile`, which may differ): what `codendum capacity` does
-/// against a live server, answered in seconds. The capacity suite's trial
-/// and the tests run it.
-#[derive(Debug, Clone)]
-pub struct TwinCapacity {
-    /// The twin's prediction with `settings.profile`.
-    pub predicted: Predicted,
-    /// The search's bounds.
-    pub bounds: SearchBounds,
-    /// Its timing.
-    pub timing: Timing,
-    /// The search against the twin of `server`.
-    pub twin: TwinRun,
-}
-
-/// Runs [`TwinCapacity`]; `request_timeout` bounds each call.
-pub fn capacity_on_twin(
-    settings: &CapacitySettings,
-    server: &Profile,
-    request_timeout: Duration,
-) -> Result<TwinCapacity, Error> {
-    let input = TwinClass {
-        profile: &settings.profile,
-        class: &settings.class,
-        tiers: &settings.tiers,
-    };
-    let predicted = predict(
-        &input,
-        settings.max_users,
-        &settings.timing(&[], request_timeout),
-    )?;
-    let bounds = settings.bounds(&predicted);
-    let timing = settings.timing(&predicted.plateaus, request_timeout);
-    let on_server = TwinClass {
-        profile: server,
-        ..input
-    };
-    let twin = search_on_twin(&on_server, settings.search(&predicted, bounds), &timing)?;
-    Ok(TwinCapacity {
-        predicted,
-        bounds,
-        timing,
-        twin,
     })
 }
 

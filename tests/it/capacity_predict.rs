@@ -8,9 +8,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use codendum::capacity::engine::{Settle, Timing};
-use codendum::capacity::predict::{
-    capacity_on_twin, hold_on_twin, predict, predict_steps, TwinClass, WATCH_S,
-};
+use codendum::capacity::on_twin::capacity_on_twin;
+use codendum::capacity::predict::{hold_on_twin, predict, predict_steps, TwinClass, WATCH_S};
 use codendum::capacity::settings::{plan_prediction, CapacitySettings, TiersFrom};
 use codendum::classroom::ClassroomConfig;
 use codendum_core::profile::Profile;
