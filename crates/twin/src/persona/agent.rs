@@ -12,59 +12,19 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
-use super::changes::{another_change, change_step, edit_call, source_candidates};
+use super::changes::{another_change, change_step, edit_call, relevance, source_candidates};
 use super::paths::{basename, is_test_path, lang_of};
 use super::recovery::{may_compile, recover};
-pub(super) use super::report::finish;
+use super::report::finish;
+use super::request_plan::{subagent_calls, Plan, BUDGET_WORDS, MAX_STEPS};
 use super::tools::{Slot, ToolRole};
 use super::transcript::{Event, Outcome};
 use super::writing;
-use super::{answer, fnv1a, mix, size, Ctx, PersonaConfig};
+use super::{answer, mix, size, Ctx};
 use crate::answer::PlannedAnswer;
-
-/// After this many steps in one request the agent wraps up whatever state
-/// it is in, whatever the class drew.
-pub const MAX_STEPS: usize = 150;
 
 /// After this many failed test runs the agent stops trying and reports.
 const MAX_FAILED_RUNS: usize = 3;
-
-/// The shape of one coding request, drawn once per request (from its first
-/// step, so every later step sees the same plan).
-pub(super) struct Plan {
-    /// Model calls of the main agent in this request, its first step and
-    /// final answer included (the class's calls per request less the
-    /// subagent's).
-    pub(super) steps: usize,
-    read_steps: usize,
-    pub(super) edits: usize,
-    pub(super) write_new: bool,
-    baseline_test: bool,
-    /// Probability (0..1) of compiling right after a change.
-    compile_after_change: f64,
-}
-
-/// How a subagent's instructions say how far it may look.
-const BUDGET_WORDS: &str = "Report back after at most";
-
-/// Model calls of the subagent started with these instructions: the
-/// searches and reads they allow and the report (the persona writes them
-/// so), else drawn from the class with a seed of the instructions, so the
-/// subagent (which sees them as its task) and its parent (which wrote
-/// them) count the same.
-pub fn subagent_calls(config: &PersonaConfig, prompt: &str) -> usize {
-    let said = prompt
-        .split(BUDGET_WORDS)
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|n| n.parse::<usize>().ok());
-    if let Some(n) = said {
-        return (n + 1).clamp(1, MAX_STEPS);
-    }
-    let seed = mix(fnv1a(prompt.trim()), config.seed ^ 0x05ab_a9e7);
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    (config.spread.subagent_calls.sample_count(&mut rng) as usize).clamp(1, MAX_STEPS)
-}
 
 /// Output tokens of this request's next step that writes code (an edit, a
 /// write, a fix) and of its next other step. A request draws its agent
@@ -380,34 +340,6 @@ fn read_steps(ctx: &Ctx<'_>) -> usize {
         .collect();
     steps.dedup();
     steps.len()
-}
-
-/// How useful reading a file is for the task (higher first).
-pub(super) fn relevance(ctx: &Ctx<'_>, path: &str) -> i32 {
-    let base = basename(path).to_ascii_lowercase();
-    let mut score = 0;
-    if ctx.t.task.contains(path) {
-        score += 4;
-    }
-    if lang_of(path) == Some(ctx.lang) {
-        score += 3;
-    }
-    if base.contains(ctx.topic) {
-        score += 2;
-    }
-    if base.contains("server") {
-        score += 1;
-    }
-    if ["server", "client", "chat", "main"]
-        .iter()
-        .any(|w| base.contains(w))
-    {
-        score += 1;
-    }
-    if is_test_path(path) {
-        score -= 1;
-    }
-    score
 }
 
 /// Files worth reading whose content the conversation does not hold yet

@@ -6,9 +6,10 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 
-use super::agent::{finish, relevance, Plan};
 use super::code;
-use super::paths::{dirname, is_test_path, lang_of, Lang};
+use super::paths::{basename, dirname, is_test_path, lang_of, Lang};
+use super::report::finish;
+use super::request_plan::Plan;
 use super::size;
 use super::tools::{Slot, ToolRole};
 use super::writing;
@@ -193,4 +194,32 @@ fn write_new(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng, tests: bool) -> PlannedAnswer 
         (Slot::Content, json!(content)),
     ]);
     answer(writing::before_change(rng, &path, topic, true), vec![call])
+}
+
+/// How useful reading a file is for the task (higher first).
+pub(super) fn relevance(ctx: &Ctx<'_>, path: &str) -> i32 {
+    let base = basename(path).to_ascii_lowercase();
+    let mut score = 0;
+    if ctx.t.task.contains(path) {
+        score += 4;
+    }
+    if lang_of(path) == Some(ctx.lang) {
+        score += 3;
+    }
+    if base.contains(ctx.topic) {
+        score += 2;
+    }
+    if base.contains("server") {
+        score += 1;
+    }
+    if ["server", "client", "chat", "main"]
+        .iter()
+        .any(|w| base.contains(w))
+    {
+        score += 1;
+    }
+    if is_test_path(path) {
+        score -= 1;
+    }
+    score
 }

@@ -9,20 +9,20 @@ use super::paths::{basename, lang_of, Lang};
 use super::tools::{Slot, ToolRole};
 use super::transcript::Outcome;
 use super::writing;
-use super::{agent, answer, Ctx};
+use super::{answer, request_plan, Ctx};
 use crate::answer::PlannedAnswer;
 
 /// Words the subagent searches for once it has read what it found.
 const MORE_PATTERNS: &[&str] = &["send", "broadcast", "socket", "parse", "test"];
 
 /// The next step of a read-only (explore) agent: its number of calls is
-/// the class's draw for its instructions ([`agent::subagent_calls`]); it
+/// the class's draw for its instructions ([`request_plan::subagent_calls`]); it
 /// searches, reads and searches again until its last call, which reports
 /// its findings (or reports early when there is nothing left to look at).
 pub fn next_step(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
     let t = ctx.t;
     let kit = ctx.kit;
-    let calls = agent::subagent_calls(ctx.config, &t.task);
+    let calls = request_plan::subagent_calls(ctx.config, &t.task);
     let tool_steps = calls - 1;
     if t.steps >= tool_steps {
         return findings(ctx, rng);

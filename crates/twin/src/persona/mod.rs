@@ -24,6 +24,7 @@ pub mod explore;
 pub mod paths;
 mod recovery;
 mod report;
+mod request_plan;
 pub mod size;
 pub mod tools;
 pub mod transcript;
