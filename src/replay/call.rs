@@ -1,4 +1,6 @@
-//! One call of a replay: when it goes out, what it sends, what it leaves.
+//! One call of a replay: when it goes out, what it sends, what it leaves;
+//! and what the calls of a replay share ([`Shared`]: the trace, its root
+//! sessions, the transport, what each call left).
 //!
 //! When: a call that waited for another in the recording goes out the
 //! recorded wait after that call's replayed answer ended (a person's wait
@@ -23,15 +25,22 @@
 //! [`Trace::conversations`]: codendum_core::trace::Trace::conversations
 
 use std::borrow::Cow;
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::driver::{Schedule, Shared, Timing, TooLong};
-use crate::classroom::CallRecord;
+use tokio::sync::watch;
+
+use super::config::{ReplayConfig, Schedule, Timing, TooLong};
+use crate::classroom::{CallRecord, RecordSink};
+use codendum_core::clock::Clock;
+use codendum_core::openai::Transport;
 use codendum_core::openai::{CallRequest, Endpoint};
 use codendum_core::results::classroom_records::CallKind;
 use codendum_core::trace::text::prompt_text;
+use codendum_core::trace::theory::TheoreticalCache;
+use codendum_core::trace::{Carry, Trace};
 use codendum_core::trace::{Dependency, TraceCall, WaitReason};
 
 /// A conversation as sent: the turn before, the answer to it (when this
@@ -345,5 +354,135 @@ mod tests {
             shorten(&call, 8, 16).is_none(),
             "the output alone is too long"
         );
+    }
+}
+
+/// The prompt sizes a server counted against the recorded ones (as sent:
+/// a shortened call's shortened size).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SizeCheck {
+    /// Calls whose prompt the server counted.
+    pub calls: usize,
+    /// Of which within 1 % of the recorded size.
+    pub within_1_pct: usize,
+    /// The largest difference, a fraction of the recorded size.
+    pub max_error: f64,
+}
+
+impl SizeCheck {
+    /// Adds a call of `recorded` prompt tokens the server counted as
+    /// `counted`.
+    pub fn add(&mut self, recorded: u64, counted: u64) {
+        let error = (counted as f64 - recorded as f64).abs() / recorded.max(1) as f64;
+        self.calls += 1;
+        if error <= 0.01 {
+            self.within_1_pct += 1;
+        }
+        self.max_error = self.max_error.max(error);
+    }
+}
+
+/// The trace's root sessions: each call's root, each root's calls (in
+/// arrival order) and first arrival, and each root's `user` index (calls
+/// without a session share one after the named roots).
+pub(super) struct Roots {
+    pub of_call: Vec<usize>,
+    pub calls: Vec<Vec<usize>>,
+    pub at_s: Vec<f64>,
+    pub user: Vec<usize>,
+}
+
+impl Roots {
+    pub(super) fn of(trace: &Trace) -> Roots {
+        let names = trace.roots();
+        let mut index: HashMap<&str, usize> = HashMap::new();
+        let mut roots = Roots {
+            of_call: Vec::with_capacity(names.len()),
+            calls: Vec::new(),
+            at_s: Vec::new(),
+            user: Vec::new(),
+        };
+        let named = names
+            .iter()
+            .flatten()
+            .filter(|n| index.insert(n.as_str(), usize::MAX).is_none())
+            .count();
+        index.clear();
+        for (i, name) in names.iter().enumerate() {
+            let found = name.as_deref().and_then(|n| index.get(n).copied());
+            let r = found.unwrap_or_else(|| {
+                let r = roots.calls.len();
+                roots.calls.push(Vec::new());
+                roots.at_s.push(trace.calls[i].at_s);
+                roots
+                    .user
+                    .push(if name.is_some() { index.len() } else { named });
+                if let Some(n) = name.as_deref() {
+                    index.insert(n, r);
+                }
+                r
+            });
+            roots.of_call.push(r);
+            roots.calls[r].push(i);
+        }
+        roots
+    }
+
+    /// Users of the records: one per named root, one for all calls
+    /// without a session.
+    pub(super) fn user_count(&self) -> usize {
+        self.user.iter().max().map_or(1, |m| m + 1)
+    }
+}
+
+/// Everything the calls of a replay share.
+pub(super) struct Shared {
+    pub calls: Vec<TraceCall>,
+    pub carries: Vec<Option<Carry>>,
+    pub block_size: u32,
+    pub roots: Roots,
+    pub config: ReplayConfig,
+    pub transport: Arc<dyn Transport>,
+    pub clock: Clock,
+    pub origin: f64,
+    pub sink: Arc<dyn RecordSink>,
+    pub stop: Option<watch::Receiver<bool>>,
+    pub sent: Vec<watch::Sender<Option<Arc<Sent>>>>,
+    pub theory: Mutex<TheoreticalCache>,
+    pub records: Mutex<Vec<(bool, CallRecord)>>,
+    pub sizes: Mutex<SizeCheck>,
+    pub skipped: AtomicUsize,
+    pub shortened: AtomicUsize,
+    pub before_part_way: AtomicUsize,
+}
+
+impl Shared {
+    /// Seconds since the replay started.
+    pub fn now(&self) -> f64 {
+        self.clock.now_secs() - self.origin
+    }
+
+    /// Whether the run was asked to stop.
+    pub fn stopped(&self) -> bool {
+        self.stop.as_ref().is_some_and(|s| *s.borrow())
+    }
+
+    /// Publishes what call `i` left for the calls that wait for it.
+    pub fn publish(&self, i: usize, sent: Sent) {
+        self.sent[i].send_replace(Some(Arc::new(sent)));
+    }
+
+    /// What call `i` left, once it has ended.
+    pub async fn answer_of(&self, i: usize) -> Option<Arc<Sent>> {
+        let mut rx = self.sent[i].subscribe();
+        rx.wait_for(Option::is_some)
+            .await
+            .ok()
+            .and_then(|v| v.clone())
+    }
+
+    /// What call `i` left, if it has ended.
+    pub fn answered(&self, i: usize) -> Option<Arc<Sent>> {
+        self.sent[i].borrow().clone()
     }
 }

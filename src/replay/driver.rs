@@ -22,109 +22,20 @@
 //! order the calls went out), and the calls the server's context could not
 //! hold (skipped, or shortened from the front).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
 
-use super::call::{self, Sent};
-use super::template::Template;
+use super::call::{self, Roots, Sent, Shared, SizeCheck};
+use super::config::ReplayConfig;
 use crate::classroom::{CallRecord, RecordSink, TaskOutcome, TaskRecord};
-use codendum_core::access::Secret;
 use codendum_core::clock::Clock;
-use codendum_core::openai::{Endpoint, Transport};
+use codendum_core::openai::Transport;
 use codendum_core::results::classroom_records::CallKind;
 use codendum_core::trace::theory::TheoreticalCache;
-use codendum_core::trace::{Carry, Trace, TraceCall};
-
-/// When a call that waited for another is sent.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Timing {
-    /// The recorded wait after the replayed answer it waited for ends: a
-    /// slower server stretches the session as it would have.
-    #[default]
-    AfterAnswer,
-    /// At its recorded offset from its session's start, whatever the
-    /// server does (a conversation is carried on only when the answer it
-    /// continues is back by then).
-    Original,
-}
-
-/// What is done with a call the server's context cannot hold (its prompt
-/// and output above `max_model_len`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum TooLong {
-    /// Not sent; its dependents go on after its recorded wait.
-    #[default]
-    Skip,
-    /// Sent shortened from the front (whole blocks dropped), as a fresh
-    /// prompt.
-    Shorten,
-}
-
-/// How sessions are started and paced, and what is done with calls the
-/// server cannot hold: what `--users`, `--timing`, `--max-think`,
-/// `--max-wait`, `--start-part-way` and `--too-long` ask.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Schedule {
-    /// Sessions kept running at once (`None`: every session at its
-    /// recorded offset).
-    pub users: Option<usize>,
-    /// When a call that waited for another is sent.
-    pub timing: Timing,
-    /// The longest a person's recorded wait is kept, seconds (recorded
-    /// seconds, before `speed`).
-    pub max_think_s: Option<f64>,
-    /// The longest any recorded wait is kept (a tool's too), seconds
-    /// (recorded seconds, before `speed`).
-    pub max_wait_s: Option<f64>,
-    /// With `users`: the first sessions start part-way through their calls.
-    pub start_part_way: bool,
-    /// What is done with calls beyond `max_model_len`.
-    pub too_long: TooLong,
-}
-
-/// How a trace is sent.
-#[derive(Debug, Clone)]
-pub struct ReplayConfig {
-    /// The model requested.
-    pub model: String,
-    /// Timeline compression: 2 sends twice as fast as recorded.
-    pub speed: f64,
-    /// Salt of the synthetic text (a new salt: nothing cached from an
-    /// earlier replay is hit).
-    pub salt: u64,
-    /// Chat or completions.
-    pub endpoint: Endpoint,
-    /// The key presented (never written).
-    pub api_key: Option<Secret>,
-    /// What the server's chat template adds, taken off each recorded
-    /// prompt length.
-    pub template: Template,
-    /// How sessions are started and paced.
-    pub schedule: Schedule,
-    /// The server's context, tokens (prompt and output together), when
-    /// known.
-    pub max_model_len: Option<u64>,
-}
-
-impl ReplayConfig {
-    /// A replay of `model` at the recorded pace and offsets, chat, no key,
-    /// salt 0, the server's template `template`.
-    pub fn new(model: impl Into<String>, template: Template) -> Self {
-        ReplayConfig {
-            model: model.into(),
-            speed: 1.0,
-            salt: 0,
-            endpoint: Endpoint::Chat,
-            api_key: None,
-            template,
-            schedule: Schedule::default(),
-            max_model_len: None,
-        }
-    }
-}
+use codendum_core::trace::Trace;
 
 /// What a replay returns: every call's record and every coding request's,
 /// and what the run learnt.
@@ -156,142 +67,12 @@ pub struct ReplayOutcome {
     pub steady_s: Option<(f64, f64)>,
 }
 
-/// The prompt sizes a server counted against the recorded ones (as sent:
-/// a shortened call's shortened size).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct SizeCheck {
-    /// Calls whose prompt the server counted.
-    pub calls: usize,
-    /// Of which within 1 % of the recorded size.
-    pub within_1_pct: usize,
-    /// The largest difference, a fraction of the recorded size.
-    pub max_error: f64,
-}
-
-impl SizeCheck {
-    /// Adds a call of `recorded` prompt tokens the server counted as
-    /// `counted`.
-    pub fn add(&mut self, recorded: u64, counted: u64) {
-        let error = (counted as f64 - recorded as f64).abs() / recorded.max(1) as f64;
-        self.calls += 1;
-        if error <= 0.01 {
-            self.within_1_pct += 1;
-        }
-        self.max_error = self.max_error.max(error);
-    }
-}
-
 impl ReplayOutcome {
     /// The theoretical prefix-cache hit rate of what was sent (fraction
     /// 0–1); `None` when nothing was.
     pub fn theoretical_hit_rate(&self) -> Option<f64> {
         let (hit, all) = self.theoretical_tokens;
         (all > 0).then(|| hit as f64 / all as f64)
-    }
-}
-
-/// The trace's root sessions: each call's root, each root's calls (in
-/// arrival order) and first arrival, and each root's `user` index (calls
-/// without a session share one after the named roots).
-pub(super) struct Roots {
-    pub of_call: Vec<usize>,
-    pub calls: Vec<Vec<usize>>,
-    pub at_s: Vec<f64>,
-    pub user: Vec<usize>,
-}
-
-impl Roots {
-    fn of(trace: &Trace) -> Roots {
-        let names = trace.roots();
-        let mut index: HashMap<&str, usize> = HashMap::new();
-        let mut roots = Roots {
-            of_call: Vec::with_capacity(names.len()),
-            calls: Vec::new(),
-            at_s: Vec::new(),
-            user: Vec::new(),
-        };
-        let named = names
-            .iter()
-            .flatten()
-            .filter(|n| index.insert(n.as_str(), usize::MAX).is_none())
-            .count();
-        index.clear();
-        for (i, name) in names.iter().enumerate() {
-            let found = name.as_deref().and_then(|n| index.get(n).copied());
-            let r = found.unwrap_or_else(|| {
-                let r = roots.calls.len();
-                roots.calls.push(Vec::new());
-                roots.at_s.push(trace.calls[i].at_s);
-                roots
-                    .user
-                    .push(if name.is_some() { index.len() } else { named });
-                if let Some(n) = name.as_deref() {
-                    index.insert(n, r);
-                }
-                r
-            });
-            roots.of_call.push(r);
-            roots.calls[r].push(i);
-        }
-        roots
-    }
-
-    /// Users of the records: one per named root, one for all calls
-    /// without a session.
-    fn user_count(&self) -> usize {
-        self.user.iter().max().map_or(1, |m| m + 1)
-    }
-}
-
-/// Everything the calls of a replay share.
-pub(super) struct Shared {
-    pub calls: Vec<TraceCall>,
-    pub carries: Vec<Option<Carry>>,
-    pub block_size: u32,
-    pub roots: Roots,
-    pub config: ReplayConfig,
-    pub transport: Arc<dyn Transport>,
-    pub clock: Clock,
-    pub origin: f64,
-    pub sink: Arc<dyn RecordSink>,
-    pub stop: Option<watch::Receiver<bool>>,
-    pub sent: Vec<watch::Sender<Option<Arc<Sent>>>>,
-    pub theory: Mutex<TheoreticalCache>,
-    pub records: Mutex<Vec<(bool, CallRecord)>>,
-    pub sizes: Mutex<SizeCheck>,
-    pub skipped: AtomicUsize,
-    pub shortened: AtomicUsize,
-    pub before_part_way: AtomicUsize,
-}
-
-impl Shared {
-    /// Seconds since the replay started.
-    pub fn now(&self) -> f64 {
-        self.clock.now_secs() - self.origin
-    }
-
-    /// Whether the run was asked to stop.
-    pub fn stopped(&self) -> bool {
-        self.stop.as_ref().is_some_and(|s| *s.borrow())
-    }
-
-    /// Publishes what call `i` left for the calls that wait for it.
-    pub fn publish(&self, i: usize, sent: Sent) {
-        self.sent[i].send_replace(Some(Arc::new(sent)));
-    }
-
-    /// What call `i` left, once it has ended.
-    pub async fn answer_of(&self, i: usize) -> Option<Arc<Sent>> {
-        let mut rx = self.sent[i].subscribe();
-        rx.wait_for(Option::is_some)
-            .await
-            .ok()
-            .and_then(|v| v.clone())
-    }
-
-    /// What call `i` left, if it has ended.
-    pub fn answered(&self, i: usize) -> Option<Arc<Sent>> {
-        self.sent[i].borrow().clone()
     }
 }
 

@@ -16,12 +16,15 @@
 //!   its verdict's note).
 
 pub mod call;
+pub mod config;
 pub mod driver;
 pub mod source;
 pub mod summary;
 pub mod template;
 
-pub use driver::{run_replay, ReplayConfig, ReplayOutcome, Schedule, SizeCheck, Timing, TooLong};
+pub use call::SizeCheck;
+pub use config::{ReplayConfig, Schedule, Timing, TooLong};
+pub use driver::{run_replay, ReplayOutcome};
 pub use source::load;
 pub use template::{template_tokens, Template};
 

@@ -4,7 +4,8 @@
 
 use std::path::Path;
 
-use super::driver::{ReplayConfig, ReplayOutcome, Timing};
+use super::config::{ReplayConfig, Timing};
+use super::driver::ReplayOutcome;
 use codendum_core::results::ReplayParameters;
 use codendum_core::trace::{SourceFormat, Trace};
 
