@@ -1,5 +1,5 @@
 //! One call of a replay: when it goes out, what it sends, what it leaves;
-//! and what the calls of a replay share ([`Shared`]: the trace, its root
+//! and what the calls of a replay share (`Shared`: the trace, its root
 //! sessions, the transport, what each call left).
 //!
 //! When: a call that waited for another in the recording goes out the
