@@ -16,7 +16,7 @@ use crate::answer::PlannedAnswer;
 const MORE_PATTERNS: &[&str] = &["send", "broadcast", "socket", "parse", "test"];
 
 /// The next step of a read-only (explore) agent: its number of calls is
-/// the class's draw for its instructions ([`request_plan::subagent_calls`]); it
+/// the class's draw for its instructions (`request_plan::subagent_calls`); it
 /// searches, reads and searches again until its last call, which reports
 /// its findings (or reports early when there is nothing left to look at).
 pub fn next_step(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
