@@ -16,11 +16,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use codendum::classroom::{run_classroom, ClassroomConfig, LiveStatus, MemorySink, TaskOutcome};
+use codendum::classroom::{run_classroom, ClassroomConfig, LiveStatus, MemorySink};
 use codendum_core::clock::Clock;
 use codendum_core::profile::fleet::{FleetSpec, RouterPolicy};
 use codendum_core::profile::Profile;
 use codendum_core::prom::window_stats;
+use codendum_core::results::classroom_records::TaskOutcome;
 use codendum_core::stats::{percentile, sorted_finite};
 use codendum_twin::fleet::{imbalance, FleetSampler, FleetTransport};
 use codendum_twin::persona::AgentPersona;

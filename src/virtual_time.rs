@@ -9,15 +9,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::bench::{run_on_twin, BenchConfig, TwinFacts};
-use crate::classroom::{
-    run_classroom, CallRecord, ClassroomConfig, ClassroomSummary, LiveStatus, RecordSink,
-    TaskRecord,
-};
+use crate::classroom::{run_classroom, ClassroomConfig, LiveStatus, RecordSink};
 use crate::settings::{ClientSettings, RunSettings};
 use codendum_core::clock::Clock;
 use codendum_core::error::Error;
 use codendum_core::profile::Profile;
 use codendum_core::prom::TimelineSample;
+use codendum_core::results::classroom_records::{CallRecord, TaskRecord};
+use codendum_core::results::classroom_summary::ClassroomSummary;
 use codendum_core::results::LevelSummary;
 use codendum_twin::inproc::{InProcTransport, StatsSampler};
 use codendum_twin::persona::AgentPersona;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::workload::Finished;
-use crate::classroom::{ClassroomConfig, ClassroomSummary, LiveStatus, ServerFigures};
+use crate::classroom::{ClassroomConfig, LiveStatus};
 use crate::connect::Connection;
 use crate::events::{Event, Events};
 use codendum_core::error::Error;
@@ -18,6 +18,7 @@ use codendum_core::prom::{
     TimelineSample,
 };
 use codendum_core::results::classroom_summary::{class_window, server_output_interval};
+use codendum_core::results::classroom_summary::{ClassroomSummary, ServerFigures};
 use codendum_core::results::metrics::class_summary_rows;
 use codendum_core::results::{self, ClassroomRunSummary, MetricsContinuity, RunFolder, Verdict};
 use codendum_report::format::class_row;

@@ -18,9 +18,7 @@ use super::fleet::RunTimelines;
 use super::guard::TimelineFlag;
 use super::run::Ran;
 use super::workload::{Ctx, RunIo, Started, Workload};
-use crate::classroom::{
-    run_classroom_until, ClassroomConfig, ClassroomSummary, JsonlSink, LiveStatus,
-};
+use crate::classroom::{run_classroom_until, ClassroomConfig, JsonlSink, LiveStatus};
 use crate::connect::Connection;
 use crate::events::{Event, Events};
 use crate::settings::{RunSettings, Server};
@@ -28,6 +26,7 @@ use codendum_core::access::Secret;
 use codendum_core::clock::Clock;
 use codendum_core::error::{Check, Error};
 use codendum_core::prom::ReplicaSample;
+use codendum_core::results::classroom_summary::ClassroomSummary;
 use codendum_core::results::{
     self, ClassroomParameters, ClassroomRunSummary, FolderKind, MetricsContinuity, RunHeader,
 };

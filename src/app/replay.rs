@@ -14,12 +14,13 @@ use super::class_side::{class_server, class_server_side, write_class_summary, Cl
 use super::guard::TimelineFlag;
 use super::run::Ran;
 use super::workload::{Ctx, RunIo, Started, Workload};
-use crate::classroom::{ClassroomConfig, ClassroomSummary, JsonlSink};
+use crate::classroom::{ClassroomConfig, JsonlSink};
 use crate::events::Events;
 use crate::replay::{self, ReplayConfig, Schedule};
 use crate::settings::{RunSettings, Server};
 use codendum_core::error::{ConfigError, Error};
 use codendum_core::openai::{Endpoint, Transport};
+use codendum_core::results::classroom_summary::ClassroomSummary;
 use codendum_core::results::{
     self, ClassroomParameters, ClassroomRunSummary, FolderKind, RunHeader,
 };

@@ -13,10 +13,11 @@ use super::judge::judge_step;
 use super::search::Search;
 use super::settle::settle_for;
 use super::window::{bounds, measure, Records, Server, StepWindow};
-use crate::classroom::{CallRecord, ClassSize, LiveStatus, MemorySink, TaskRecord};
+use crate::classroom::{ClassSize, LiveStatus, MemorySink};
 use codendum_core::clock::Clock;
 use codendum_core::prom::TimelineSample;
 use codendum_core::results::capacity::{CapacityStep, Censoring, StepKind, TierStep};
+use codendum_core::results::classroom_records::{CallRecord, TaskRecord};
 use codendum_core::results::ClassroomSummary;
 use codendum_core::targets::{Outcome, Tier};
 

@@ -17,10 +17,12 @@
 
 use std::collections::HashSet;
 
-use crate::classroom::{CallRecord, RunningTask, ServerFigures, TaskRecord};
+use crate::classroom::RunningTask;
 use codendum_core::prom::{window_stats, TimelineSample};
 use codendum_core::results::capacity::Censoring;
 use codendum_core::results::classroom_records::TaskOutcome;
+use codendum_core::results::classroom_records::{CallRecord, TaskRecord};
+use codendum_core::results::classroom_summary::ServerFigures;
 use codendum_core::results::ClassroomSummary;
 use codendum_core::stats::censored::censored_percentile;
 
@@ -118,7 +120,7 @@ pub fn bounds(
             user: usize::MAX,
             session: String::new(),
             task: 0,
-            kind: crate::classroom::CallKind::Agent,
+            kind: codendum_core::results::classroom_records::CallKind::Agent,
             started_at: *started_at,
             prompt_tokens: None,
             output_tokens,
@@ -237,8 +239,8 @@ fn censoring(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::classroom::CallKind;
     use codendum_core::openai::TokenSource;
+    use codendum_core::results::classroom_records::CallKind;
 
     fn call(started_at: f64, ttft: f64, ok: bool) -> CallRecord {
         CallRecord {

@@ -13,11 +13,11 @@ use super::calls::{body, call_model, title_body, Caller};
 use super::compaction::{self, compacted_messages, is_context_overflow, needs_compaction};
 use super::config::ClassroomConfig;
 use super::prompt;
-use super::records::{CallKind, CallRecord, TaskOutcome, TaskRecord};
 use super::session::{session_id, Conversation, LoopEnd, Shared, Student, TaskAcc};
 use super::status::RunningTask;
 use super::tools::{execute, ToolContext, ToolResult, ToolStep};
 use codendum_core::openai::{CallOutcome, ErrorKind};
+use codendum_core::results::classroom_records::{CallKind, CallRecord, TaskOutcome, TaskRecord};
 
 /// The context limit to compact against: configured, or read from the
 /// server's "maximum context length is N tokens", or 32,768.

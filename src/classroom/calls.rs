@@ -10,10 +10,10 @@ use serde_json::{json, Value};
 
 use super::config::ClassroomConfig;
 use super::prompt;
-use super::records::{CallKind, CallRecord};
 use super::session::Shared;
 use codendum_core::access::Secret;
 use codendum_core::openai::{CallOutcome, CallRequest, Endpoint};
+use codendum_core::results::classroom_records::{CallKind, CallRecord};
 
 /// Most retries of one model call.
 pub const MAX_RETRIES: u32 = 5;

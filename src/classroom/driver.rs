@@ -15,7 +15,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::agent::coding_request;
 use super::config::ClassroomConfig;
-use super::records::{CallRecord, RecordSink, TaskRecord};
+use super::records::RecordSink;
 use super::scenario::Scenario;
 use super::session::{session_id, Conversation, Shared, Student};
 use super::shell::ShellState;
@@ -24,6 +24,7 @@ use super::workspace::Workspace;
 use codendum_core::clock::Clock;
 use codendum_core::error::Error;
 use codendum_core::openai::Transport;
+use codendum_core::results::classroom_records::{CallRecord, TaskRecord};
 use codendum_core::results::classroom_summary::ClassroomSummary;
 
 /// What a finished run returns: its summary and every record (in the order

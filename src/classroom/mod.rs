@@ -41,14 +41,11 @@ pub use calls::{retry_delay, MAX_RETRIES};
 pub use client_times::{ClientTimeKind, ClientTimes};
 /// A class's figures: a plain function of its records, in
 /// [`codendum_core::results::classroom_summary`].
-pub use codendum_core::results::classroom_summary::{ClassroomSummary, ServerFigures};
 pub use config::{ClassroomConfig, DEFAULT_OUTPUT_LIMIT};
 pub use continuous::{run_continuous_class, ClassSize};
 pub use driver::{run_classroom, run_classroom_until, ClassroomOutcome};
 pub use prompt::{PromptSet, PromptSource};
-pub use records::{
-    CallKind, CallRecord, JsonlSink, MemorySink, RecordSink, TaskOutcome, TaskRecord,
-};
+pub use records::{JsonlSink, MemorySink, RecordSink};
 pub use scenario::Scenario;
 pub use status::{LiveStatus, RunningTask, StatusSnapshot};
 

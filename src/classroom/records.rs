@@ -1,7 +1,7 @@
 //! What a classroom run records: one line per model call (`requests.jsonl`)
 //! and one per coding request (`tasks.jsonl`), written through a
-//! [`RecordSink`] as they finish. The records themselves live in
-//! [`codendum_core::results::classroom_records`] and are re-exported here.
+//! [`RecordSink`] as they finish. The records themselves are
+//! [`codendum_core::results::classroom_records`]'s.
 
 use std::fs::File;
 use std::io::Write;
@@ -9,9 +9,7 @@ use std::sync::Mutex;
 
 use serde::Serialize;
 
-pub use codendum_core::results::classroom_records::{
-    CallKind, CallRecord, TaskOutcome, TaskRecord,
-};
+use codendum_core::results::classroom_records::{CallRecord, TaskRecord};
 use codendum_core::results::{JsonlWriter, ResultsError, RunFolder};
 
 /// Where records go as they finish: a run's files ([`JsonlSink`]), or memory

@@ -8,13 +8,14 @@ use serde_json::{json, Value};
 
 use super::config::ClassroomConfig;
 use super::prompt::tool_names;
-use super::records::{CallKind, CallRecord, RecordSink, TaskRecord};
+use super::records::RecordSink;
 use super::shell::ShellState;
 use super::status::LiveStatus;
 use super::workspace::Workspace;
 use codendum_core::access::Secret;
 use codendum_core::clock::Clock;
 use codendum_core::openai::{ErrorKind, Transport};
+use codendum_core::results::classroom_records::{CallKind, CallRecord, TaskRecord};
 
 /// What every student shares during a run.
 pub(crate) struct Shared {

@@ -5,9 +5,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::config::CellSpec;
-use crate::classroom::{ClassroomSummary, ServerFigures};
 use codendum_core::prom::{window_stats, TimelineSample};
 use codendum_core::results::classroom_summary::{server_output_interval, ClassWindow};
+use codendum_core::results::classroom_summary::{ClassroomSummary, ServerFigures};
 
 /// The figures of one cell. Times in simulated seconds; KV usage, shares
 /// and the hit rate are FRACTIONS 0..1.

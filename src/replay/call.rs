@@ -33,11 +33,12 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::config::{ReplayConfig, Schedule, Timing, TooLong};
-use crate::classroom::{CallRecord, RecordSink};
+use crate::classroom::RecordSink;
 use codendum_core::clock::Clock;
 use codendum_core::openai::Transport;
 use codendum_core::openai::{CallRequest, Endpoint};
 use codendum_core::results::classroom_records::CallKind;
+use codendum_core::results::classroom_records::CallRecord;
 use codendum_core::trace::text::prompt_text;
 use codendum_core::trace::theory::TheoreticalCache;
 use codendum_core::trace::{Carry, Trace};

@@ -30,10 +30,11 @@ use tokio::sync::watch;
 
 use super::call::{self, Roots, Sent, Shared, SizeCheck};
 use super::config::ReplayConfig;
-use crate::classroom::{CallRecord, RecordSink, TaskOutcome, TaskRecord};
+use crate::classroom::RecordSink;
 use codendum_core::clock::Clock;
 use codendum_core::openai::Transport;
 use codendum_core::results::classroom_records::CallKind;
+use codendum_core::results::classroom_records::{CallRecord, TaskOutcome, TaskRecord};
 use codendum_core::trace::theory::TheoreticalCache;
 use codendum_core::trace::Trace;
 

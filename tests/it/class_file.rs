@@ -13,11 +13,12 @@ use std::time::Duration;
 
 use cli_support::{assert_one_line_error, codendum, only_folder, run, write_file};
 use codendum::classroom::{
-    run_classroom, CallKind, ClassroomConfig, ClassroomOutcome, LiveStatus, MemorySink, TaskOutcome,
+    run_classroom, ClassroomConfig, ClassroomOutcome, LiveStatus, MemorySink,
 };
 use codendum_core::class::{Class, Distribution, Shape};
 use codendum_core::clock::Clock;
 use codendum_core::profile::Profile;
+use codendum_core::results::classroom_records::{CallKind, TaskOutcome};
 use codendum_twin::inproc::InProcTransport;
 use codendum_twin::persona::AgentPersona;
 use codendum_twin::TwinOptions;

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use classroom_support::{agent_steps, one_student, run, ScriptedModel, Seen};
-use codendum::classroom::{CallKind, TaskOutcome};
 use codendum_core::access::Secret;
 use codendum_core::clock::Clock;
 use codendum_core::openai::{CallError, ErrorKind};
+use codendum_core::results::classroom_records::{CallKind, TaskOutcome};
 
 #[tokio::test(start_paused = true)]
 async fn a_429_with_retry_after_is_retried_after_it_and_counted() {

@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use classroom_support::{run, ScriptedModel};
 use codendum::classroom::{
-    run_classroom, CallKind, ClassroomConfig, ClassroomOutcome, JsonlSink, LiveStatus, TaskOutcome,
+    run_classroom, ClassroomConfig, ClassroomOutcome, JsonlSink, LiveStatus,
 };
 use codendum_core::access::Secret;
 use codendum_core::clock::Clock;
+use codendum_core::results::classroom_records::{CallKind, TaskOutcome};
 
 #[tokio::test(start_paused = true)]
 async fn a_small_class_produces_task_and_request_records_and_a_summary() {

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use classroom_support::{agent_steps, one_student, run, ScriptedModel};
 use codendum::classroom::compaction::{CONTINUE, RECAP_QUESTION};
-use codendum::classroom::{CallKind, TaskOutcome};
 use codendum_core::clock::Clock;
 use codendum_core::openai::{CallError, ErrorKind};
+use codendum_core::results::classroom_records::{CallKind, TaskOutcome};
 
 #[tokio::test(start_paused = true)]
 async fn a_context_overflow_compacts_and_resends_instead_of_retrying() {

@@ -6,10 +6,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use codendum::classroom::{run_classroom, CallKind, LiveStatus, MemorySink, TaskOutcome};
+use codendum::classroom::{run_classroom, LiveStatus, MemorySink};
 use codendum::client::{ClientOptions, HttpClient};
 use codendum_core::clock::Clock;
 use codendum_core::openai::{CallRequest, Endpoint, ErrorKind, TokenSource, Transport};
+use codendum_core::results::classroom_records::{CallKind, TaskOutcome};
 use serde_json::json;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};

@@ -8,13 +8,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use codendum::classroom::{
-    run_classroom, CallKind, ClassroomConfig, LiveStatus, MemorySink, TaskOutcome,
-};
+use codendum::classroom::{run_classroom, ClassroomConfig, LiveStatus, MemorySink};
 use codendum::client::{ClientOptions, HttpClient};
 use codendum_core::clock::Clock;
 use codendum_core::openai::Transport;
 use codendum_core::profile::Profile;
+use codendum_core::results::classroom_records::{CallKind, TaskOutcome};
 use codendum_twin::persona::AgentPersona;
 use codendum_twin::{start, TwinOptions};
 

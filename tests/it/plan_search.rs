@@ -8,7 +8,6 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use codendum::classroom::ClassroomSummary;
 use codendum::plan::limit::{classify, meets_ceilings};
 use codendum::plan::verdicts::judge;
 use codendum::plan::{
@@ -16,6 +15,7 @@ use codendum::plan::{
     PlanConfig, PlanResults,
 };
 use codendum_core::profile::Profile;
+use codendum_core::results::classroom_summary::ClassroomSummary;
 use serde_json::Value;
 
 use crate::cli_support::{assert_one_line_error, codendum, run};

@@ -1,13 +1,13 @@
 //! Judging cells against `[targets.classroom]` and classifying the limit,
 //! on synthetic cell results.
 
-use codendum::classroom::ClassroomSummary;
 use codendum::plan::limit::classify;
 use codendum::plan::run::verdicts;
 use codendum::plan::{
     classroom_targets, judge_cell, Bottleneck, CellResult, CellSpec, ClassroomTargets, JudgedCell,
 };
 use codendum_core::profile::Profile;
+use codendum_core::results::classroom_summary::ClassroomSummary;
 
 /// A cell whose summary carries the same figures as its own fields (as
 /// [`codendum::plan::figures::figures`] makes it): targets judge the summary.

@@ -13,12 +13,13 @@ use cli_support::{assert_one_line_error, codendum, holds_no_file, run};
 use codendum::acceptance::runner::judge_all;
 use codendum::acceptance::runner::{WorkloadResults, WorkloadSummary};
 use codendum::acceptance::{parse_targets, Settings, Suite, TrialKind, WorkloadKind};
-use codendum::classroom::{CallKind, CallRecord, ClassroomSummary, TaskOutcome, TaskRecord};
 use codendum::plan::figures::{figures, Window};
 use codendum::plan::{classroom_targets, judge_cell, CellResult, CellSpec};
 use codendum_core::openai::{ErrorKind, TokenSource};
 use codendum_core::profile::Profile;
 use codendum_core::prom::{ServerSnapshot, TimelineSample};
+use codendum_core::results::classroom_records::{CallKind, CallRecord, TaskOutcome, TaskRecord};
+use codendum_core::results::classroom_summary::ClassroomSummary;
 use codendum_core::results::{
     ClassroomParameters, ClassroomRunSummary, RunHeader, ServerDescription,
 };

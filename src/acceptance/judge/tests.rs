@@ -1,8 +1,8 @@
 use std::path::{Path, PathBuf};
 
 use super::*;
-use crate::classroom::ClassroomSummary;
 use codendum_core::openai::ErrorKind;
+use codendum_core::results::classroom_summary::ClassroomSummary;
 use codendum_core::results::{ClassroomParameters, RunHeader, ServerDescription};
 
 fn sample_folder() -> PathBuf {
