@@ -2,7 +2,7 @@
 //! hardware TOML they name, and the profile's capacity targets (`[targets]`,
 //! kept opaque here). Profiles ship inside the binary and can also be read
 //! from a `.toml` path. The twin, the capacity suite and the planner all
-//! read them from here; `twin::profile` re-exports this module.
+//! read them from here.
 
 pub mod fleet;
 pub mod hardware;

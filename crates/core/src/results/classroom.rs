@@ -12,9 +12,7 @@ use super::summary::{RunHeader, ServerDescription};
 use super::ResultsError;
 use crate::access::Provenance;
 
-pub use super::schema::{
-    CLASSROOM_KIND, CLASSROOM_SCHEMA_VERSION, CLASSROOM_SCHEMA_VERSIONS, REPLAY_KIND,
-};
+use super::schema::{CLASSROOM_KIND, CLASSROOM_SCHEMA_VERSIONS, REPLAY_KIND};
 /// File name of the per-coding-request lines.
 pub const TASKS_JSONL: &str = "tasks.jsonl";
 
@@ -62,7 +60,7 @@ pub struct ClassroomParameters {
 /// `summary.json` of a classroom run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClassroomRunSummary {
-    /// Kind [`CLASSROOM_KIND`], schema [`CLASSROOM_SCHEMA_VERSION`], run id,
+    /// Kind [`CLASSROOM_KIND`], schema [`CLASSROOM_SCHEMA_VERSION`](super::schema::CLASSROOM_SCHEMA_VERSION), run id,
     /// times, and whether it was stopped before the end.
     #[serde(flatten)]
     pub header: RunHeader,

@@ -36,7 +36,7 @@ use chrono::{DateTime, Utc};
 pub use self::classroom::{
     read_classroom_folder_summary, read_classroom_summary, read_replay_summary, summary_kind,
     write_classroom_summary, ClassroomParameters, ClassroomRunSummary, ReplayParameters,
-    CLASSROOM_KIND, CLASSROOM_SCHEMA_VERSION, REPLAY_KIND, TASKS_JSONL,
+    TASKS_JSONL,
 };
 pub use self::classroom_summary::{ClassroomSummary, ServerFigures};
 pub use self::continuity::MetricsContinuity;
@@ -49,11 +49,13 @@ pub use self::level::{apply_server_window, summarize_level, LevelFrame, ServerWi
 pub use self::metrics::{level_metric, LevelMetric, LEVEL_METRICS};
 pub use self::records::{ErrorGroup, LevelEnd, LevelSummary, RateFigures, RequestRecord};
 pub use self::replicas::{imbalance, FleetFigures, ReplicaFigures, ReplicaMetric, REPLICA_METRICS};
-pub use self::schema::FolderKind;
+pub use self::schema::{
+    FolderKind, BENCH_KIND, BENCH_SCHEMA_VERSION, CLASSROOM_KIND, CLASSROOM_SCHEMA_VERSION,
+    REPLAY_KIND,
+};
 pub use self::summary::{
     read_summary_json, write_summary_json, BenchParameters, BenchSummary, EngineSettings,
     PromptSizing, RunHeader, ServerDescription, ShapeSizing, SizingMethod, SkippedShape,
-    BENCH_KIND, BENCH_SCHEMA_VERSION,
 };
 pub use self::summary::{RateSearch, RateStep};
 pub use self::time_split::{PhaseTime, TimeSplit};

@@ -13,7 +13,7 @@ use super::ResultsError;
 use crate::access::Provenance;
 use crate::openai::Endpoint;
 
-pub use super::schema::{BENCH_KIND, BENCH_SCHEMA_VERSION, BENCH_SCHEMA_VERSIONS};
+use super::schema::{BENCH_KIND, BENCH_SCHEMA_VERSIONS};
 
 /// How prompts were sized to their target token counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -140,7 +140,7 @@ pub struct RunHeader {
 /// The whole `summary.json` of a bench run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BenchSummary {
-    /// Kind [`BENCH_KIND`], schema [`BENCH_SCHEMA_VERSION`], run id (also
+    /// Kind [`BENCH_KIND`], schema [`BENCH_SCHEMA_VERSION`](super::schema::BENCH_SCHEMA_VERSION), run id (also
     /// inside every prompt tag), times, and whether it was interrupted (the
     /// levels are then partial).
     #[serde(flatten)]
