@@ -63,7 +63,7 @@ pub enum Event {
         run: u32,
         /// Runs asked for.
         of: u32,
-        /// The seed it runs with.
+        /// The random seed it runs with.
         seed: u64,
     },
     /// The first Ctrl-C or SIGTERM: the command is stopping.

@@ -149,7 +149,7 @@ impl Workload for Bench<'_> {
             events: ctx.events.clone(),
             measure_client_cpu: !conn.is_embedded(),
         };
-        // Under --repeat, run i's prompts come from the seed plus i.
+        // Under --repeat, the run at index i (from 0) builds its prompts from --seed + i.
         let reseeded;
         let config = if ctx.run_index == 0 {
             self.0

@@ -134,7 +134,7 @@ impl Workload for Classroom<'_> {
         ctx: &Ctx<'_>,
         started: Started,
     ) -> Result<ClassResult, Error> {
-        // Under --repeat, run i's students draw from the seed plus i.
+        // Under --repeat, the run at index i (from 0) draws its students from --seed + i.
         config.seed = config.seed.wrapping_add(u64::from(ctx.run_index));
         let (conn, events) = (ctx.conn, ctx.events);
         let Started {

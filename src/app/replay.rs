@@ -208,7 +208,7 @@ async fn run_replay(
     let config = ReplayConfig {
         model: model.clone(),
         speed: replay.speed,
-        // Under --repeat, run i's synthetic text comes from the seed plus i.
+        // Under --repeat, the run at index i (from 0) salts its synthetic text with --seed + i.
         salt: replay.seed.wrapping_add(u64::from(ctx.run_index)),
         endpoint: replay.endpoint,
         api_key: ctx.run.client.api_key.clone(),

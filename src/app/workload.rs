@@ -112,7 +112,7 @@ pub trait Workload {
         false
     }
 
-    /// The seed the run was given (`--seed`), for `--repeat`'s plan and
+    /// The random seed the run was given (`--seed`), for `--repeat`'s plan and
     /// its runs' list.
     fn seed(&self) -> u64 {
         0

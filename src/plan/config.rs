@@ -190,7 +190,7 @@ pub struct CellSpec {
     pub overridden: bool,
     /// Students.
     pub users: u32,
-    /// The seed of this cell when it is not the plan's own (`--seed`): a
+    /// The random seed of this cell when it is not the plan's own (`--seed`): a
     /// search's further seeds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,

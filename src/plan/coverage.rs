@@ -45,7 +45,7 @@ use codendum_twin::TwinOptions;
 /// run reported for the figure.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Trial {
-    /// The seed.
+    /// The random seed of the class and the twin.
     pub seed: u64,
     /// The values the figure is a percentile of (TTFTs of successful
     /// calls or requests, seconds), in start order.

@@ -114,7 +114,7 @@ fn wrong_predictions_land_within_one_step(seeds: &[u64]) {
             })
             .collect();
         runs.into_iter()
-            .flat_map(|r| r.join().expect("the seed's search ran"))
+            .flat_map(|r| r.join().expect("the search of this class seed ran"))
             .collect()
     });
     assert!(off.is_empty(), "{}", off.join("\n"));

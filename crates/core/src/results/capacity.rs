@@ -76,7 +76,7 @@ pub struct CapacityParameters {
     pub workload: String,
     /// The class's scenario.
     pub scenario: String,
-    /// The seed.
+    /// The random seed of the class.
     pub seed: u64,
     /// Simulated seconds per real second (1 for a live server).
     pub clock_scale: f64,

@@ -42,7 +42,7 @@ pub struct RepeatRun {
     pub index: u32,
     /// Its folder, relative to the repeated run's (`run-1`).
     pub folder: String,
-    /// The seed it ran with (the first run's plus its index − 1).
+    /// The random seed it ran with (`--seed` plus its number − 1).
     pub seed: u64,
     /// Whether it was stopped before its end; its figures are then left out
     /// of the figures across runs.
