@@ -104,7 +104,7 @@ pub(crate) async fn call_model(
             .in_flight
             .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
         match &outcome.error {
-            Some(e) if e.kind.is_retryable() && retries < MAX_RETRIES && !shared.stopping() => {
+            Some(e) if shared.sends_again(e.kind, retries) => {
                 let delay = e
                     .retry_after
                     .unwrap_or_else(|| retry_delay(retries, &mut rng));

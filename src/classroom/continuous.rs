@@ -63,7 +63,14 @@ pub async fn run_continuous_class(
     mut control: watch::Receiver<ClassSize>,
     stop: Option<watch::Receiver<bool>>,
 ) -> Result<ClassroomOutcome, Error> {
-    let shared = start_shared(config, transport, clock, (sink, status), stop.clone());
+    let shared = start_shared(
+        config,
+        transport,
+        clock,
+        (sink, status),
+        stop.clone(),
+        f64::INFINITY,
+    );
     let sessions = Arc::new(AtomicUsize::new(0));
     let mut join_rng = ChaCha8Rng::seed_from_u64(config.seed ^ 0x6A09_E667_F3BC_C908);
     let mut seats: Vec<Option<Seat>> = Vec::new();

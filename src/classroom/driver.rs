@@ -293,7 +293,14 @@ pub async fn run_classroom_until(
     status: Arc<LiveStatus>,
     stop: Option<tokio::sync::watch::Receiver<bool>>,
 ) -> Result<ClassroomOutcome, Error> {
-    let shared = start_shared(config, transport, clock, (sink, status), stop);
+    let shared = start_shared(
+        config,
+        transport,
+        clock,
+        (sink, status),
+        stop,
+        config.duration.as_secs_f64(),
+    );
     let mut students = tokio::task::JoinSet::new();
     for user in 0..config.users {
         students.spawn(run_student(Arc::clone(&shared), user));
@@ -314,6 +321,7 @@ pub(crate) fn start_shared(
     clock: Clock,
     (sink, status): (Arc<dyn RecordSink>, Arc<LiveStatus>),
     stop: Option<tokio::sync::watch::Receiver<bool>>,
+    window_end_s: f64,
 ) -> Arc<Shared> {
     let origin = clock.now_secs();
     status.start_at(origin);
@@ -329,6 +337,7 @@ pub(crate) fn start_shared(
         tasks: Mutex::new(Vec::new()),
         sink_error: Mutex::new(None),
         stop,
+        window_end_s,
     })
 }
 

@@ -7,7 +7,9 @@
 //!
 //! Definitions (seconds are simulated seconds on the run's clock):
 //! - a *model call* is one request after OpenCode-like retries (2 s doubling
-//!   plus up to 25 % jitter, capped at 30 s, at most 5; `retry-after` wins);
+//!   plus up to 25 % jitter, capped at 30 s, at most 5; `retry-after` wins;
+//!   a call that cannot connect once the class's window is over is not
+//!   sent again, so a server gone at the end does not hold the run);
 //!   its record keeps the last attempt's TTFT and duration, and the student's
 //!   wait including retry pauses;
 //! - *model time* of a coding request: the sum of the waits of its agent,

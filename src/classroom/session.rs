@@ -33,12 +33,27 @@ pub(crate) struct Shared {
     pub sink_error: Mutex<Option<std::io::Error>>,
     /// Turns true when the run is asked to stop (Ctrl-C); `None`: never.
     pub stop: Option<tokio::sync::watch::Receiver<bool>>,
+    /// Seconds since the start at which the class's window ends (no new
+    /// request after it); infinite for a class without one.
+    pub window_end_s: f64,
 }
 
 impl Shared {
     /// Simulated seconds since the run started.
     pub fn now(&self) -> f64 {
         self.clock.now_secs() - self.origin
+    }
+
+    /// Whether a call that failed with `kind` is sent again: OpenCode's
+    /// rule (a retryable error, at most [`super::calls::MAX_RETRIES`]
+    /// times), except after a stop, and except a call that cannot reach the
+    /// server once the class's window is over: a server gone at the end of
+    /// a class would otherwise hold the run for a minute of back-off.
+    pub fn sends_again(&self, kind: ErrorKind, retries_so_far: u32) -> bool {
+        kind.is_retryable()
+            && retries_so_far < super::calls::MAX_RETRIES
+            && !self.stopping()
+            && !(kind == ErrorKind::Connect && self.now() >= self.window_end_s)
     }
 
     /// Whether a stop was asked for: start nothing new.
