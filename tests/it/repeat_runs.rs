@@ -54,6 +54,19 @@ fn short_bench(cwd: &std::path::Path, args: &[&str]) -> std::process::Command {
     cmd
 }
 
+/// `codendum compare` of a repetition's folder against its own first run,
+/// into `cmp/`; its `compare.md`.
+fn compare_with_first_run(cwd: &std::path::Path, top: &std::path::Path) -> String {
+    let mut cmd = codendum(cwd);
+    cmd.arg("compare")
+        .arg(top)
+        .arg(top.join("run-1"))
+        .args(["--out", "cmp"]);
+    let c = run(cmd);
+    assert_eq!(c.code, Some(0), "{}", c.both());
+    std::fs::read_to_string(cwd.join("cmp").join("compare.md")).expect("compare.md")
+}
+
 fn width(interval: &Value) -> f64 {
     interval["hi"].as_f64().expect("hi") - interval["lo"].as_f64().expect("lo")
 }
@@ -181,14 +194,7 @@ fn bench_repeat_writes_each_run_and_the_figures_across_them() {
     // own first run, the output rate (pooled as the runs' mean, its
     // interval by Student's t over three runs, which holds every run's
     // value) cannot be a real change.
-    let mut cmd = codendum(cwd);
-    cmd.arg("compare")
-        .arg(&top)
-        .arg(top.join("run-1"))
-        .args(["--out", "cmp"]);
-    let c = run(cmd);
-    assert_eq!(c.code, Some(0), "{}", c.both());
-    let md = std::fs::read_to_string(cwd.join("cmp").join("compare.md")).expect("compare.md");
+    let md = compare_with_first_run(cwd, &top);
     let name = top
         .file_name()
         .expect("name")
@@ -270,14 +276,7 @@ fn a_repeated_sweep_pools_each_rate_by_its_place_and_compares_by_it() {
     }
     // Compared with its own first run, every level of the repetition,
     // the sweep's rates included, finds its pooled figures.
-    let mut cmd = codendum(cwd);
-    cmd.arg("compare")
-        .arg(&top)
-        .arg(top.join("run-1"))
-        .args(["--out", "cmp"]);
-    let c = run(cmd);
-    assert_eq!(c.code, Some(0), "{}", c.both());
-    let md = std::fs::read_to_string(cwd.join("cmp").join("compare.md")).expect("compare.md");
+    let md = compare_with_first_run(cwd, &top);
     let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| Output ")).collect();
     assert_eq!(rows.len(), 4, "{md}");
     for row in rows {

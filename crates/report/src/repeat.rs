@@ -224,7 +224,14 @@ pub fn text_table(r: &RepeatSummary) -> String {
         let rows: Vec<[String; 5]> = group
             .figures
             .iter()
-            .filter(|f| class || level_metrics_in(View::Compare).any(|m| m.key() == f.key))
+            .filter(|f| {
+                // A sweep's rate and a search's answer move between runs
+                // by design: shown with the compared figures.
+                class
+                    || f.key == FIND_RATE_ANSWER
+                    || f.key == "rate_per_s"
+                    || level_metrics_in(View::Compare).any(|m| m.key() == f.key)
+            })
             .map(|f| {
                 let (label, shown, _) = figure_format(class, &f.key);
                 [
