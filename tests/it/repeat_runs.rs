@@ -44,6 +44,29 @@ fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
 }
 
+/// `codendum bench` of short prompts with 16 output tokens against the
+/// twin at 50×, into `results/`, with `args` added.
+fn short_bench(cwd: &std::path::Path, args: &[&str]) -> std::process::Command {
+    let mut cmd = codendum(cwd);
+    cmd.args(["bench", "--shapes", "short", "--output-tokens", "16"]);
+    cmd.args(["--time-scale", "50", "--results-dir", "results"]);
+    cmd.args(args);
+    cmd
+}
+
+/// `codendum compare` of a repetition's folder against its own first run,
+/// into `cmp/`; its `compare.md`.
+fn compare_with_first_run(cwd: &std::path::Path, top: &std::path::Path) -> String {
+    let mut cmd = codendum(cwd);
+    cmd.arg("compare")
+        .arg(top)
+        .arg(top.join("run-1"))
+        .args(["--out", "cmp"]);
+    let c = run(cmd);
+    assert_eq!(c.code, Some(0), "{}", c.both());
+    std::fs::read_to_string(cwd.join("cmp").join("compare.md")).expect("compare.md")
+}
+
 fn width(interval: &Value) -> f64 {
     interval["hi"].as_f64().expect("hi") - interval["lo"].as_f64().expect("lo")
 }
@@ -52,29 +75,21 @@ fn width(interval: &Value) -> f64 {
 fn bench_repeat_writes_each_run_and_the_figures_across_them() {
     let dir = tempfile::tempdir().expect("dir");
     let cwd = dir.path();
-    let mut cmd = codendum(cwd);
-    cmd.args([
-        "bench",
-        "--concurrency",
-        "4",
-        "--shapes",
-        "short",
-        "--requests-per-level",
-        "32",
-        "--output-tokens",
-        "16",
-        "--slo",
-        "ttft=60s",
-        "--time-scale",
-        "50",
-        "--seed",
-        "7",
-        "--repeat",
-        "3",
-        "--results-dir",
-        "results",
-    ]);
-    let f = run(cmd);
+    let f = run(short_bench(
+        cwd,
+        &[
+            "--concurrency",
+            "4",
+            "--requests-per-level",
+            "32",
+            "--slo",
+            "ttft=60s",
+            "--seed",
+            "7",
+            "--repeat",
+            "3",
+        ],
+    ));
     assert_eq!(f.code, Some(0), "{}", f.both());
     for i in 1..=3 {
         assert!(
@@ -175,6 +190,99 @@ fn bench_repeat_writes_each_run_and_the_figures_across_them() {
         .arg(top.join("run-2"));
     let c = run(cmd);
     assert_eq!(c.code, Some(0), "{}", c.both());
+    // The repetition itself compares by its pooled figures: against its
+    // own first run, the output rate (pooled as the runs' mean, its
+    // interval by Student's t over three runs, which holds every run's
+    // value) cannot be a real change.
+    let md = compare_with_first_run(cwd, &top);
+    let name = top
+        .file_name()
+        .expect("name")
+        .to_string_lossy()
+        .into_owned();
+    assert!(
+        md.contains(&format!("Repeated runs: {name} (3 runs)")),
+        "{md}"
+    );
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| Output "))
+        .unwrap_or_else(|| panic!("an output row in {md}"));
+    let pooled = out["pooled"].as_f64().expect("pooled");
+    assert!(row.contains(&format!("{pooled:.1}")), "{row} vs {pooled}");
+    assert!(row.trim_end().ends_with("| within noise |"), "{row}");
+}
+
+#[test]
+fn a_repeated_sweep_pools_each_rate_by_its_place_and_compares_by_it() {
+    let dir = tempfile::tempdir().expect("dir");
+    let cwd = dir.path();
+    let f = run(short_bench(
+        cwd,
+        &[
+            "--sweep",
+            "2",
+            "--concurrency",
+            "4",
+            "--requests-per-level",
+            "16",
+            "--seed",
+            "3",
+            "--repeat",
+            "2",
+            "--no-report",
+        ],
+    ));
+    assert_eq!(f.code, Some(0), "{}", f.both());
+    let top = the_folder(&cwd.join("results"));
+    let repeat = read_json(&top.join("repeat.json"));
+    let rates_of = |i: u32| -> Vec<f64> {
+        let s = read_json(&top.join(format!("run-{i}")).join("summary.json"));
+        s["levels"]
+            .as_array()
+            .expect("levels")
+            .iter()
+            .filter_map(|l| l["rate"]["rate_per_s"].as_f64())
+            .collect()
+    };
+    let (a, b) = (rates_of(1), rates_of(2));
+    assert_eq!((a.len(), b.len()), (2, 2), "{a:?} {b:?}");
+    let labels: Vec<&str> = repeat["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .map(|g| g["label"].as_str().expect("label"))
+        .collect();
+    // Two closed-loop levels and two rate levels, each pooled over both
+    // runs: no level left alone in a group of one run.
+    assert_eq!(labels.len(), 4, "{labels:?}");
+    for g in repeat["groups"].as_array().expect("groups") {
+        assert_eq!(g["runs"], serde_json::json!([1, 2]), "{g}");
+    }
+    for k in 0..2 {
+        let label = labels
+            .iter()
+            .find(|l| l.contains(&format!("sweep rate {}", k + 1)))
+            .or_else(|| {
+                labels
+                    .iter()
+                    .find(|l| l.ends_with(&format!("{} req/s", a[k])))
+            })
+            .unwrap_or_else(|| panic!("rate {} in {labels:?}", k + 1));
+        if a[k] != b[k] {
+            let rate = figure(&repeat, label, "rate_per_s");
+            assert_eq!(rate["values"], serde_json::json!([a[k], b[k]]), "{rate}");
+        }
+    }
+    // Compared with its own first run, every level of the repetition,
+    // the sweep's rates included, finds its pooled figures.
+    let md = compare_with_first_run(cwd, &top);
+    let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| Output ")).collect();
+    assert_eq!(rows.len(), 4, "{md}");
+    for row in rows {
+        let pooled_cell = row.split('|').nth(2).expect("a cell").trim();
+        assert_ne!(pooled_cell, "–", "{row}");
+    }
 }
 
 #[test]

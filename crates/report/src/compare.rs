@@ -212,6 +212,9 @@ pub struct Comparison {
     pub sections: Vec<ComparisonSection>,
     /// Overlaid charts, one series per run.
     pub charts: Vec<Chart>,
+    /// Per column, how many runs of a repetition (`--repeat`) its figures
+    /// were pooled over; `None` for a single run.
+    pub pooled_runs: Vec<Option<usize>>,
 }
 
 /// A comparison needs at least two runs.

@@ -8,12 +8,27 @@ use super::format::upper_first;
 use super::model::{BenchReport, ClassroomReport};
 use super::svg::{AxisTitle, CdfChart, CdfCurve, Chart, LineChart, Series};
 use codendum_core::results::metrics::{class_metrics_in, level_metrics_in, View};
+use codendum_core::results::repeat_folder::{RepeatGroup, RepeatSummary};
 use codendum_core::results::LevelSummary;
+use codendum_core::stats::Interval;
 
 impl Comparison {
     /// Compares benchmark runs level by level. `runs` pairs a label (empty:
     /// `Run N`) with a report; the first run is the baseline.
     pub fn of_bench(runs: &[(String, &BenchReport)]) -> Result<Comparison, TooFewRuns> {
+        Comparison::of_bench_pooled(runs, &vec![None; runs.len()])
+    }
+
+    /// [`Comparison::of_bench`] where some runs stand for a repetition
+    /// (`pooled[i]`: the repetition's summary, `runs[i]`: its first
+    /// finished run's report): their column shows the figures pooled over
+    /// every run of the repetition with the pooled 95 % intervals, and a
+    /// figure the repetition did not pool is left empty. Charts are left
+    /// out when a column is pooled (they would show one run of it).
+    pub fn of_bench_pooled(
+        runs: &[(String, &BenchReport)],
+        pooled: &[Option<&RepeatSummary>],
+    ) -> Result<Comparison, TooFewRuns> {
         if runs.len() < 2 {
             return Err(TooFewRuns(runs.len()));
         }
@@ -23,10 +38,15 @@ impl Comparison {
         let keys = level_keys(runs);
         let sections = keys
             .iter()
-            .map(|(shape, load)| level_section(runs, shape, load))
+            .map(|(shape, load)| level_section(runs, pooled, shape, load))
             .collect();
-        let charts = bench_charts(runs, &labels, &keys);
+        let charts = if pooled.iter().any(Option::is_some) {
+            Vec::new()
+        } else {
+            bench_charts(runs, &labels, &keys)
+        };
         Ok(Comparison {
+            pooled_runs: pooled_runs(pooled),
             kind: RunKind::Bench,
             labels,
             runs: infos,
@@ -40,6 +60,15 @@ impl Comparison {
     /// Compares classroom runs on their headline figures, with overlaid
     /// distributions. The first run is the baseline.
     pub fn of_classroom(runs: &[(String, &ClassroomReport)]) -> Result<Comparison, TooFewRuns> {
+        Comparison::of_classroom_pooled(runs, &vec![None; runs.len()])
+    }
+
+    /// [`Comparison::of_classroom`] where some runs stand for a repetition,
+    /// as in [`Comparison::of_bench_pooled`].
+    pub fn of_classroom_pooled(
+        runs: &[(String, &ClassroomReport)],
+        pooled: &[Option<&RepeatSummary>],
+    ) -> Result<Comparison, TooFewRuns> {
         if runs.len() < 2 {
             return Err(TooFewRuns(runs.len()));
         }
@@ -48,11 +77,14 @@ impl Comparison {
         let (differences, same) = Comparison::provenance_fields(&infos);
         let figures = class_metrics_in(View::Compare)
             .map(|m| {
-                let values = runs.iter().map(|(_, r)| (m.read)(&r.summary)).collect();
-                let intervals = runs
+                let (values, intervals) = runs
                     .iter()
-                    .map(|(_, r)| m.interval_of(&r.summary))
-                    .collect();
+                    .zip(pooled)
+                    .map(|((_, r), rep)| match rep {
+                        Some(rep) => pooled_figure(rep.class_group(), m.key),
+                        None => ((m.read)(&r.summary), m.interval_of(&r.summary)),
+                    })
+                    .unzip();
                 ComparedFigure::new(m.label, m.unit, m.better, values)
                     .shown_as(m.shown)
                     .with_intervals(intervals)
@@ -86,7 +118,7 @@ impl Comparison {
             waiting,
         );
         queue.markers = false;
-        let charts = vec![
+        let mut charts = vec![
             Chart::Cdf(CdfChart {
                 title: "Time to first token".to_string(),
                 x: AxisTitle::new("TTFT", "s"),
@@ -107,7 +139,11 @@ impl Comparison {
             }),
             Chart::Line(queue),
         ];
+        if pooled.iter().any(Option::is_some) {
+            charts.clear();
+        }
         Ok(Comparison {
+            pooled_runs: pooled_runs(pooled),
             kind: RunKind::Classroom,
             labels,
             runs: infos,
@@ -137,8 +173,30 @@ fn level_keys(runs: &[(String, &BenchReport)]) -> Vec<(String, String)> {
     keys
 }
 
-/// One level's figures across the runs.
-fn level_section(runs: &[(String, &BenchReport)], shape: &str, load: &str) -> ComparisonSection {
+/// How many runs each column pooled (`None`: a single run).
+fn pooled_runs(pooled: &[Option<&RepeatSummary>]) -> Vec<Option<usize>> {
+    pooled
+        .iter()
+        .map(|p| p.map(|r| r.runs.iter().filter(|x| !x.interrupted).count()))
+        .collect()
+}
+
+/// A figure as a repetition pooled it: the pooled value and its 95 %
+/// interval; nothing when the group or the figure is not there.
+fn pooled_figure(group: Option<&RepeatGroup>, key: &str) -> (Option<f64>, Option<Interval>) {
+    group
+        .and_then(|g| g.figures.iter().find(|f| f.key == key))
+        .map_or((None, None), |f| (f.pooled, f.pooled_interval))
+}
+
+/// One level's figures across the runs; a pooled column's from its
+/// repetition's group of the level.
+fn level_section(
+    runs: &[(String, &BenchReport)],
+    pooled: &[Option<&RepeatSummary>],
+    shape: &str,
+    load: &str,
+) -> ComparisonSection {
     let rows: Vec<Option<&LevelSummary>> = runs
         .iter()
         .map(|(_, r)| {
@@ -163,14 +221,18 @@ fn level_section(runs: &[(String, &BenchReport)], shape: &str, load: &str) -> Co
         figures: level_metrics_in(View::Compare)
             .filter(|m| m.shown_for(&rows.iter().flatten().copied().collect::<Vec<_>>()))
             .map(|m| {
-                let values = rows
+                let (values, intervals) = rows
                     .iter()
-                    .map(|row| row.and_then(|l| m.number(l)))
-                    .collect();
-                let intervals = rows
-                    .iter()
-                    .map(|row| row.and_then(|l| m.interval_of(l)))
-                    .collect();
+                    .zip(pooled)
+                    .map(|(row, rep)| match (row, rep) {
+                        (Some(l), Some(rep)) => {
+                            let run = rep.first_finished().map_or(0, |r| r.index);
+                            pooled_figure(rep.group_of_level(run, l), m.key())
+                        }
+                        (Some(l), None) => (m.number(l), m.interval_of(l)),
+                        (None, _) => (None, None),
+                    })
+                    .unzip();
                 ComparedFigure::new(m.label, m.unit, m.better, values)
                     .shown_as(m.shown)
                     .with_intervals(intervals)

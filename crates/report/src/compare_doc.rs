@@ -78,6 +78,20 @@ fn provenance_summary(c: &Comparison) -> String {
         .first()
         .map(String::as_str)
         .unwrap_or("the first run");
+    let pooled: Vec<String> = c
+        .labels
+        .iter()
+        .zip(&c.pooled_runs)
+        .filter_map(|(label, n)| n.map(|n| format!("{label} ({n} runs)")))
+        .collect();
+    if !pooled.is_empty() {
+        summary.push_str(&format!(
+            " Repeated runs: {}; their columns hold each figure pooled over every finished run, \
+             with its pooled interval (\"–\" where a figure is not pooled), and their provenance \
+             is their first run's.",
+            pooled.join(", ")
+        ));
+    }
     summary.push_str(&format!(
         " Changes are relative to {base}. Figures in parentheses are 95 % intervals; a change is \
          \"better\" or \"worse\" only when the two runs' intervals do not overlap, else it is \

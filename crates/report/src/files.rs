@@ -372,7 +372,8 @@ pub fn workload_differences(runs: &[LoadedRun]) -> Vec<String> {
 
 /// Compares folders (the first is the baseline) and writes `compare.md` and
 /// `compare.html` into `out`. Refuses runs of different workloads unless
-/// `force`.
+/// `force`. A repetition's folder (`--repeat`) compares by its figures
+/// pooled over its runs.
 pub fn write_comparison(
     folders: &[PathBuf],
     force: bool,
@@ -400,10 +401,26 @@ pub fn write_comparison(
         )
         .into());
     }
-    let runs = folders
-        .iter()
-        .map(|f| load_run(f, None))
-        .collect::<Result<Vec<_>, _>>()?;
+    // A repetition's folder stands in by its first finished run (its
+    // workload, server and provenance) and its pooled figures.
+    let mut repeats: Vec<Option<results::repeat_folder::RepeatSummary>> = Vec::new();
+    let mut runs = Vec::new();
+    for f in folders {
+        if results::repeat_folder::is_repeat(f) {
+            let r =
+                results::repeat_folder::read_repeat(f).map_err(|e| bad_folder(f, e.to_string()))?;
+            let first = r
+                .first_finished()
+                .ok_or_else(|| bad_folder(f, "no run of the repetition finished"))?;
+            runs.push(load_run(&f.join(&first.folder), None)?);
+            repeats.push(Some(r));
+        } else {
+            runs.push(load_run(f, None)?);
+            repeats.push(None);
+        }
+    }
+    let pooled: Vec<Option<&results::repeat_folder::RepeatSummary>> =
+        repeats.iter().map(Option::as_ref).collect();
     let diffs = workload_differences(&runs);
     if !diffs.is_empty() && !force {
         return Err(Error::Config(ConfigError::invalid(
@@ -423,7 +440,7 @@ pub fn write_comparison(
                 LoadedRun::Classroom(..) | LoadedRun::Observed(_) => None,
             })
             .collect();
-        Comparison::of_bench(&reports)
+        Comparison::of_bench_pooled(&reports, &pooled)
     } else if runs.iter().all(|r| !matches!(r, LoadedRun::Bench(..))) {
         // Simulated, replayed and real classes share their figures.
         let reports: Vec<(String, &ClassroomReport)> = folders
@@ -434,7 +451,7 @@ pub fn write_comparison(
                 LoadedRun::Bench(..) => None,
             })
             .collect();
-        Comparison::of_classroom(&reports)
+        Comparison::of_classroom_pooled(&reports, &pooled)
     } else {
         return Err(ConfigError::invalid(
             "compare",

@@ -14,6 +14,7 @@ use codendum_core::results::metrics::{
 };
 use codendum_core::results::repeat::Repeated;
 use codendum_core::results::repeat_folder::{RepeatGroup, RepeatSummary};
+use codendum_core::results::repeat_levels::FIND_RATE_ANSWER;
 
 /// How a figure is named and shown: its label with its unit, its shown
 /// form and its unit.
@@ -24,6 +25,14 @@ fn figure_format(class: bool, key: &str) -> (String, Shown, Unit) {
         }
     } else if let Some(m) = LEVEL_METRICS.iter().find(|m| m.key() == key) {
         return (m.header(), m.shown, m.unit);
+    }
+    if key == FIND_RATE_ANSWER {
+        let shown = Shown::of(Unit::RequestsPerSecond);
+        let label = format!(
+            "Highest rate meeting the SLO ({})",
+            shown.symbol(Unit::RequestsPerSecond)
+        );
+        return (label, shown, Unit::RequestsPerSecond);
     }
     (key.to_string(), Shown::Decimals(2), Unit::None)
 }
@@ -215,7 +224,14 @@ pub fn text_table(r: &RepeatSummary) -> String {
         let rows: Vec<[String; 5]> = group
             .figures
             .iter()
-            .filter(|f| class || level_metrics_in(View::Compare).any(|m| m.key() == f.key))
+            .filter(|f| {
+                // A sweep's rate and a search's answer move between runs
+                // by design: shown with the compared figures.
+                class
+                    || f.key == FIND_RATE_ANSWER
+                    || f.key == "rate_per_s"
+                    || level_metrics_in(View::Compare).any(|m| m.key() == f.key)
+            })
             .map(|f| {
                 let (label, shown, _) = figure_format(class, &f.key);
                 [

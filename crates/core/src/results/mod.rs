@@ -18,6 +18,7 @@ pub mod profile_check;
 pub mod records;
 pub mod repeat;
 pub mod repeat_folder;
+pub mod repeat_levels;
 pub mod replicas;
 pub mod router_figures;
 pub mod schema;

@@ -141,6 +141,15 @@ fn pooled_mean(r: &Repeated) -> (Option<f64>, Option<Interval>) {
     }
 }
 
+/// A figure each run gave once (a search's answer, a sweep level's rate):
+/// its spread across the runs, pooled as the runs' mean with Student's t
+/// over the runs; `None` when no run gave it.
+pub fn repeat_values(key: &str, values: Vec<Option<f64>>) -> Option<Repeated> {
+    let mut r = across(key, values)?;
+    (r.pooled, r.pooled_interval) = pooled_mean(&r);
+    Some(r)
+}
+
 /// The percentile a key names (`ttft_p95_s` → 95, `output_speed_p50_tok_per_s`
 /// → 50).
 fn percentile_of(key: &str) -> Option<f64> {

@@ -16,7 +16,8 @@ use serde::{Deserialize, Serialize};
 
 use super::classroom_records::{CallRecord, TaskRecord};
 pub use super::repeat::UNSTABLE_CV;
-use super::repeat::{repeat_classes, repeat_levels, Repeated, RunClass, RunLevel};
+use super::repeat::{repeat_classes, Repeated, RunClass};
+use super::repeat_levels::{bench_groups, RunBench};
 use super::slo::Slo;
 use super::verdict::Verdict;
 use super::{read_jsonl, read_summary, LevelSummary, RequestRecord, ResultsError, RunSummary};
@@ -29,6 +30,9 @@ pub const REPEAT_JSON: &str = "repeat.json";
 pub const REPEAT_KIND: &str = "repeat";
 /// The `schema_version` of `repeat.json`.
 pub const REPEAT_SCHEMA_VERSION: u32 = 1;
+
+/// The label of a classroom or replay repetition's group.
+pub const CLASS_GROUP: &str = "class";
 
 /// The name of run `index`'s folder (1-based): `run-2`.
 pub fn run_folder_name(index: u32) -> String {
@@ -119,6 +123,45 @@ pub struct RepeatSummary {
 }
 
 impl RepeatSummary {
+    /// The first run that finished (its folder stands for the repetition's
+    /// workload and server); `None` when every run was interrupted.
+    pub fn first_finished(&self) -> Option<&RepeatRun> {
+        self.runs.iter().find(|r| !r.interrupted)
+    }
+
+    /// The group that pooled `level`, a level of run `run` (its number,
+    /// from 1): the class's for a class; for a bench level, the group of
+    /// its shape and load, found by its label (`short, N=8`, `short, 2
+    /// req/s`) or, for a sweep's rate, by the rate run `run` measured there.
+    pub fn group_of_level(&self, run: u32, level: &LevelSummary) -> Option<&RepeatGroup> {
+        let closed =
+            |g: &&RepeatGroup| g.label == format!("{}, N={}", level.shape, level.concurrency);
+        let Some(rate) = &level.rate else {
+            return self.groups.iter().find(closed);
+        };
+        let fixed = format!("{}, {} req/s", level.shape, rate.rate_per_s);
+        let sweep = format!("{}, sweep rate ", level.shape);
+        self.groups.iter().find(|g| {
+            if g.label == fixed {
+                return true;
+            }
+            if !g.label.starts_with(&sweep) {
+                return false;
+            }
+            let at = g.runs.iter().position(|r| *r == run);
+            let rates = g.figures.iter().find(|f| f.key == "rate_per_s");
+            match (at, rates) {
+                (Some(i), Some(f)) => f.values.get(i).copied().flatten() == Some(rate.rate_per_s),
+                _ => false,
+            }
+        })
+    }
+
+    /// The class's group (classroom and replay repetitions).
+    pub fn class_group(&self) -> Option<&RepeatGroup> {
+        self.groups.iter().find(|g| g.label == CLASS_GROUP)
+    }
+
     /// Every figure flagged unstable: `(group, figure)`.
     pub fn unstable(&self) -> Vec<(&str, &Repeated)> {
         self.groups
@@ -180,29 +223,6 @@ fn load(folder: &Path) -> Result<Loaded, ResultsError> {
     })
 }
 
-/// A bench level's label: `short, N=8` or `short, 2 req/s`.
-fn level_label(l: &LevelSummary) -> String {
-    match &l.rate {
-        Some(r) => format!("{}, {} req/s", l.shape, r.rate_per_s),
-        None => format!("{}, N={}", l.shape, l.concurrency),
-    }
-}
-
-/// The records of level `l` among a run's records.
-fn level_records(l: &LevelSummary, records: &[RequestRecord]) -> Vec<RequestRecord> {
-    let end = l.started_at_s + l.wall_time_s;
-    records
-        .iter()
-        .filter(|r| {
-            r.shape == l.shape
-                && r.concurrency == l.concurrency
-                && r.started_at >= l.started_at_s - 1e-9
-                && r.started_at <= end + 1e-9
-        })
-        .cloned()
-        .collect()
-}
-
 /// Reads the runs' folders (`top/run-i/`) and sums them up. Runs marked
 /// interrupted are listed but left out of the figures and the verdict.
 pub fn summarize_repeat(
@@ -218,38 +238,24 @@ pub fn summarize_repeat(
     let mut groups = Vec::new();
     let mut judgements = Vec::new();
     let mut verdicts: Vec<(u32, &Verdict)> = Vec::new();
-    // Bench: one group per level, matched across runs by its label.
-    let mut labels: Vec<String> = Vec::new();
-    for (_, l) in &loaded {
-        if let Loaded::Bench(s, _) = l {
-            for level in &s.levels {
-                let label = level_label(level);
-                if !labels.contains(&label) {
-                    labels.push(label);
-                }
-            }
-        }
-    }
-    for label in labels {
-        let mut idx = Vec::new();
-        let mut data = Vec::new();
-        for (i, l) in &loaded {
-            if let Loaded::Bench(s, records) = l {
-                if let Some(level) = s.levels.iter().find(|x| level_label(x) == label) {
-                    idx.push(*i);
-                    data.push((level.clone(), level_records(level, records)));
-                }
-            }
-        }
-        let view: Vec<RunLevel<'_>> = data
-            .iter()
-            .map(|(level, records)| RunLevel { level, records })
-            .collect();
-        let figures = repeat_levels(&view);
+    // Bench: one group per level, matched across runs by its slot.
+    let benches: Vec<RunBench<'_>> = loaded
+        .iter()
+        .filter_map(|(i, l)| match l {
+            Loaded::Bench(s, records) => Some(RunBench {
+                index: *i,
+                levels: &s.levels,
+                searches: &s.rate_search,
+                records,
+            }),
+            Loaded::Class(..) => None,
+        })
+        .collect();
+    for group in bench_groups(&benches) {
         if let Some(slo) = &asked.slo {
-            if let Some(f) = figures.iter().find(|f| f.key == "slo_share") {
+            if let Some(f) = group.figures.iter().find(|f| f.key == "slo_share") {
                 judgements.push(PooledJudgement {
-                    group: label.clone(),
+                    group: group.label.clone(),
                     figure: f.key.clone(),
                     bound: Bound::Min,
                     limit: slo.share,
@@ -259,11 +265,7 @@ pub fn summarize_repeat(
                 });
             }
         }
-        groups.push(RepeatGroup {
-            label,
-            runs: idx,
-            figures,
-        });
+        groups.push(group);
     }
     // Classroom and replay: one group, the class.
     let class: Vec<(u32, RunClass<'_>)> = loaded
@@ -283,7 +285,7 @@ pub fn summarize_repeat(
     if !class.is_empty() {
         let view: Vec<RunClass<'_>> = class.iter().map(|(_, c)| *c).collect();
         groups.push(RepeatGroup {
-            label: "class".into(),
+            label: CLASS_GROUP.into(),
             runs: class.iter().map(|(i, _)| *i).collect(),
             figures: repeat_classes(&view),
         });
