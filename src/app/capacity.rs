@@ -167,7 +167,13 @@ impl Workload for Capacity<'_> {
         let bounds = s.bounds(&predicted);
         let timing = s.timing(&predicted.plateaus, request_timeout);
         let prediction = plan_prediction(&predicted, &s.search(&predicted, bounds), &timing);
-        let plan = plan_text(s, ctx, &class, &prediction, (bounds, &timing));
+        let plan = plan_text(
+            s,
+            ctx,
+            &class,
+            (&prediction, &predicted.clears),
+            (bounds, &timing),
+        );
         Ok((
             Prepared {
                 class,
@@ -363,7 +369,7 @@ fn plan_text(
     s: &CapacitySettings,
     ctx: &Ctx<'_>,
     class: &ClassroomConfig,
-    prediction: &Prediction,
+    (prediction, clears): (&Prediction, &[(u32, f64)]),
     (bounds, timing): (SearchBounds, &Timing),
 ) -> String {
     let mut out = format!(
@@ -424,8 +430,18 @@ fn plan_text(
         ),
         Settle::Predicted { floor_s, .. } => format!("settles at least {floor_s:.0} s"),
     };
+    // Past its settling a step waits for the calls sent before its change.
+    let clear = match timing.settle.longest_s() {
+        Some(cap) => clears
+            .iter()
+            .map(|(_, s)| s.min(cap))
+            .fold(None, |m: Option<f64>, s| Some(m.map_or(s, |m| m.max(s))))
+            .map(|s| format!(" and until the calls sent before the change have ended (the twin's: up to {s:.0} s)"))
+            .unwrap_or_default(),
+        None => String::new(),
+    };
     out.push_str(&format!(
-        "  each step: new students join over {:.0} s; it {settle}; then a {:.0} s window is judged on its own (the calls started in it, each to its end; the coding requests completed in it, those still running counted as such){}\n",
+        "  each step: new students join over {:.0} s; it {settle}{clear}; then a {:.0} s window is judged on its own (the calls started in it, each to its end; the coding requests completed in it, those still running counted as such){}\n",
         timing.join_over_s,
         timing.hold_s,
         match timing.max_holds {

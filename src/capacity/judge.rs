@@ -9,10 +9,12 @@
 //! met when its whole interval is on the right side of the limit, missed
 //! when the whole interval is on the wrong side, indeterminate when the
 //! interval straddles the limit (the window's calls cannot tell which side
-//! the server is on). A figure without an interval, or whose interval is
-//! open (a percentile of too few calls to bound it, as in a short window
-//! of a small class), is judged by its value: held to its interval, every
-//! short window would be too close to call.
+//! the server is on). An open bound (a percentile of too few calls to bound
+//! it, as in a short window of a small class) reaches past any limit on its
+//! side: a TTFT P95 with no upper bound cannot show its ceiling met, only
+//! missed (when its lower bound is already past it) or too close to call,
+//! and such a step is held longer like any other too close to call. A
+//! figure without an interval (a peak, a count) is judged by its value.
 //!
 //! The coding-request P50 of a window is judged on its censoring bounds
 //! ([`Censoring`]): met when even its highest value (no running request
@@ -28,8 +30,9 @@ use codendum_core::results::capacity::{Censoring, StepCheck, TierStep};
 use codendum_core::results::ClassroomSummary;
 use codendum_core::targets::{Bound, ClassroomCheck, ClassroomKey, Outcome, Tier};
 
-/// The outcome of one check: by its figure and its interval, except the
-/// coding-request P50, by its censoring bounds.
+/// The outcome of one check: by the targets module's rule on its figure
+/// and its interval, except the coding-request P50, by its censoring
+/// bounds.
 pub fn outcome_of(check: &ClassroomCheck, censoring: &Censoring, calls: u64) -> Outcome {
     if calls == 0 && check.measured.is_none() && check.key != ClassroomKey::CodingRequestP50 {
         return Outcome::Indeterminate;
@@ -42,10 +45,7 @@ pub fn outcome_of(check: &ClassroomCheck, censoring: &Censoring, calls: u64) -> 
             None => Outcome::Missed,
         };
     }
-    match check.interval {
-        Some(i) if i.is_closed() => check.outcome,
-        _ => Outcome::from_met(check.passed),
-    }
+    check.outcome
 }
 
 /// The tier's judgement of a step with these figures.
@@ -146,6 +146,26 @@ mod tests {
             Some(codendum_core::stats::Interval::closed(8.8, 10.6))
         );
         assert_eq!(with(8.8, 9.9).outcome, Outcome::Met);
+    }
+
+    #[test]
+    fn an_open_bound_on_the_limits_side_is_too_close_to_call() {
+        use codendum_core::stats::Interval;
+        let t = tiers();
+        let c = censoring(300.0, Some(400.0));
+        let with = |value: f64, lo: Option<f64>, hi: Option<f64>| {
+            let mut s = summary(value, 12.0);
+            s.intervals.insert("ttft_p95_s".into(), Interval { lo, hi });
+            judge_step(&t[0], &s, &c).outcome
+        };
+        // Too few calls for an upper bound: 4 s under a 10 s ceiling
+        // could still be above it.
+        assert_eq!(with(4.0, Some(2.0), None), Outcome::Indeterminate);
+        // Its lower bound already past the ceiling: missed however few.
+        assert_eq!(with(14.0, Some(11.0), None), Outcome::Missed);
+        // Open below only: the open side cannot cross a ceiling.
+        assert_eq!(with(4.0, None, Some(6.0)), Outcome::Met);
+        assert_eq!(with(12.0, None, Some(15.0)), Outcome::Indeterminate);
     }
 
     #[test]

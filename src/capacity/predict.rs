@@ -17,7 +17,7 @@ use super::engine::{
 };
 use super::search::Search;
 use super::search::SearchBounds;
-use super::settle::time_to_plateau;
+use super::settle::{time_to_clear, time_to_plateau};
 use super::window::{measure, Records, StepWindow};
 use crate::classroom::{run_continuous_class, ClassSize, ClassroomConfig, LiveStatus, MemorySink};
 use crate::virtual_time::{on_paused_runtime, SAMPLE_INTERVAL};
@@ -61,6 +61,11 @@ pub struct Predicted {
     pub steps: Vec<CapacityStep>,
     /// Each size it tried and its seconds to plateau.
     pub plateaus: Vec<(u32, f64)>,
+    /// Each change it made after the first: the larger of the sizes before
+    /// and after, and the seconds until the calls sent before the change
+    /// had ended ([`time_to_clear`]), which a live step waits past its
+    /// settling.
+    pub clears: Vec<(u32, f64)>,
     /// Real seconds it took.
     pub wall_s: f64,
 }
@@ -200,20 +205,24 @@ pub struct TwinRun {
     pub search: Search,
     /// Each size it tried and its seconds to plateau.
     pub plateaus: Vec<(u32, f64)>,
+    /// Each change after the first: the larger size and the seconds until
+    /// the calls sent before it had ended.
+    pub clears: Vec<(u32, f64)>,
     /// Real seconds it took.
     pub wall_s: f64,
 }
 
 /// Runs `search` against the twin of `input.profile` in virtual time: the
 /// steps of [`run_steps`], their figures taken again once the class is
-/// over, and each step's time to plateau.
+/// over, and each step's time to plateau and to clear the calls sent
+/// before it.
 pub fn search_on_twin(
     input: &TwinClass<'_>,
     mut search: Search,
     timing: &Timing,
 ) -> Result<TwinRun, Error> {
     let began = Instant::now();
-    let (run, search, timeline, origin) = on_paused_runtime(async {
+    let (run, search, timeline, origin, clears) = on_paused_runtime(async {
         let running = start(input, timing);
         let (_keep, stop) = watch::channel(false);
         let view = Recorded {
@@ -241,7 +250,15 @@ pub fn search_on_twin(
             open_calls: &[],
         };
         finish_steps(&mut run.steps, input.tiers, records, (&timeline, origin));
-        Ok((run, search, timeline, origin))
+        let clears: Vec<(u32, f64)> = run
+            .steps
+            .windows(2)
+            .map(|w| {
+                let larger = w[0].users.max(w[1].users);
+                (larger, time_to_clear(&calls, w[1].changed_s))
+            })
+            .collect();
+        Ok((run, search, timeline, origin, clears))
     })?;
     let plateaus = run
         .steps
@@ -255,6 +272,7 @@ pub fn search_on_twin(
         run,
         search,
         plateaus,
+        clears,
         wall_s: began.elapsed().as_secs_f64(),
     })
 }
@@ -284,6 +302,7 @@ pub fn predict(input: &TwinClass<'_>, max_users: u32, timing: &Timing) -> Result
         answers,
         steps: twin.run.steps,
         plateaus: twin.plateaus,
+        clears: twin.clears,
         wall_s: twin.wall_s,
     })
 }

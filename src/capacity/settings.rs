@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::engine::{Settle, Timing};
 use super::predict::{Predicted, WATCH_S};
 use super::search::{default_resolution, rehearse, Search, SearchBounds};
-use super::settle::AVERAGE_S;
+use super::settle::{clear_for, AVERAGE_S};
 use crate::classroom::ClassroomConfig;
 use codendum_core::profile::Profile;
 use codendum_core::results::capacity::{CapacityStep, Prediction, StepKind};
@@ -152,15 +152,20 @@ fn as_predicted((carries, upper): (u32, u32), n: u32) -> Outcome {
     }
 }
 
-/// The server time of `steps`, seconds: each settles, holds and waits for
-/// its calls (`drain_s`, the twin's mean); a size some tier finds too
-/// close to call (`unsure`) is held as long as a step may be.
+/// The server time of `steps`, seconds, as the steps spend it: each
+/// settles, and past its settling waits for the calls sent before its
+/// change to end (the twin's time to clear them, `clears`, up to the
+/// settling's longest; not with a fixed settling, which is kept as
+/// asked), holds and waits for its window's calls (`drain_s`, the twin's
+/// mean); a size some tier finds too close to call (`unsure`) is held as
+/// long as a step may be.
 fn server_time(
     steps: &[(u32, StepKind)],
     timing: &Timing,
-    drain_s: f64,
+    (drain_s, clears): (f64, &[(u32, f64)]),
     unsure: impl Fn(u32) -> bool,
 ) -> f64 {
+    let mut before = 0;
     steps
         .iter()
         .map(|(n, _)| {
@@ -169,7 +174,13 @@ fn server_time(
             } else {
                 1
             };
-            timing.settle.for_users(*n) + f64::from(holds) * (timing.hold_s + drain_s)
+            let settle = timing.settle.for_users(*n);
+            let settle = match timing.settle.longest_s() {
+                Some(cap) => settle.max(clear_for(before, *n, clears).min(cap)),
+                None => settle,
+            };
+            before = *n;
+            settle + f64::from(holds) * (timing.hold_s + drain_s)
         })
         .sum()
 }
@@ -194,12 +205,12 @@ pub fn plan_prediction(predicted: &Predicted, search: &Search, timing: &Timing) 
         tiers: predicted.answers.clone(),
         steps: predicted.plateaus.clone(),
         planned: planned.iter().map(|(n, _)| *n).collect(),
-        server_time_s: server_time(&planned, timing, drain_s, |n| {
+        server_time_s: server_time(&planned, timing, (drain_s, &predicted.clears), |n| {
             answered
                 .iter()
                 .any(|a| as_predicted(*a, n) == Outcome::Indeterminate)
         }),
-        server_time_if_off_s: server_time(&off, timing, drain_s, |n| {
+        server_time_if_off_s: server_time(&off, timing, (drain_s, &predicted.clears), |n| {
             fewer
                 .iter()
                 .any(|a| as_predicted(*a, n) == Outcome::Indeterminate)

@@ -8,8 +8,14 @@
 //! its new level. The plateau is the load's mean over the second half of
 //! the stretch watched; the load has reached it at the first moment its
 //! trailing [`AVERAGE_S`]-second mean comes within [`tolerance`] of it.
+//!
+//! A live step also waits, past its settling, until the calls sent before
+//! the change have ended (so a window never judges the previous size's
+//! queue): [`time_to_clear`] reads that wait on the twin's records, and
+//! the plan counts it ([`clear_for`]).
 
 use codendum_core::prom::TimelineSample;
+use codendum_core::results::classroom_records::CallRecord;
 
 /// The trailing mean's span, seconds.
 pub const AVERAGE_S: f64 = 30.0;
@@ -80,6 +86,35 @@ pub fn settle_for(users: u32, plateaus: &[(u32, f64)], floor_s: f64, ceiling_s: 
     (s / 10.0).ceil() * 10.0
 }
 
+/// Seconds from `changed_s` (a change of the class's size, seconds since
+/// the class started) until every call sent before it had ended, read on
+/// the class's records (a call ends `wait_s` after it was sent); 0 when
+/// none was in flight at the change.
+pub fn time_to_clear(calls: &[CallRecord], changed_s: f64) -> f64 {
+    calls
+        .iter()
+        .filter(|c| c.started_at < changed_s)
+        .map(|c| c.started_at + c.wait_s - changed_s)
+        .fold(0.0, f64::max)
+}
+
+/// The wait for the calls sent before a change from `before` students to
+/// `users` to end, seconds, from the twin's clearing times (`clears`: the
+/// larger size of each change it made, and the seconds its calls took to
+/// clear): the time at the size nearest the larger of the two (the larger
+/// class's load is what those calls wait behind). 0 from an empty class
+/// or without a prediction.
+pub fn clear_for(before: u32, users: u32, clears: &[(u32, f64)]) -> f64 {
+    if before == 0 {
+        return 0.0;
+    }
+    let larger = before.max(users);
+    clears
+        .iter()
+        .min_by_key(|(u, _)| u.abs_diff(larger))
+        .map_or(0.0, |(_, s)| *s)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,5 +159,23 @@ mod tests {
         assert_eq!(settle_for(100, &p, 30.0, 300.0), 300.0);
         assert_eq!(settle_for(10, &[(10, 41.0)], 30.0, 300.0), 50.0);
         assert_eq!(settle_for(10, &[], 30.0, 300.0), 300.0);
+    }
+
+    #[test]
+    fn the_calls_before_a_change_clear_when_the_last_of_them_ends() {
+        let call = |started_at: f64, wait_s: f64| CallRecord {
+            wait_s,
+            ..crate::capacity::window::tests::call(started_at, 1.0, true)
+        };
+        let calls = [call(10.0, 30.0), call(90.0, 50.0), call(120.0, 5.0)];
+        // At 100 s the call sent at 90 s runs until 140 s.
+        assert_eq!(time_to_clear(&calls, 100.0), 40.0);
+        assert_eq!(time_to_clear(&calls, 200.0), 0.0);
+        assert_eq!(time_to_clear(&[], 5.0), 0.0);
+        let clears = [(10, 20.0), (40, 120.0)];
+        assert_eq!(clear_for(0, 40, &clears), 0.0, "from an empty class");
+        assert_eq!(clear_for(38, 12, &clears), 120.0, "the larger class");
+        assert_eq!(clear_for(8, 12, &clears), 20.0);
+        assert_eq!(clear_for(8, 12, &[]), 0.0);
     }
 }

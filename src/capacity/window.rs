@@ -237,12 +237,13 @@ fn censoring(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use codendum_core::openai::TokenSource;
     use codendum_core::results::classroom_records::CallKind;
 
-    fn call(started_at: f64, ttft: f64, ok: bool) -> CallRecord {
+    /// A call record sent at `started_at` with this TTFT, ended 5 s after it.
+    pub(crate) fn call(started_at: f64, ttft: f64, ok: bool) -> CallRecord {
         CallRecord {
             user: 0,
             session: "ses_0".into(),

@@ -85,14 +85,24 @@ impl codendum::capacity::engine::ServerView for NoMetrics {
 /// The search around a guess of [`EDGE`] against the scripted server: its
 /// steps and the tier's answer.
 fn search(max_holds: u32) -> (Vec<CapacityStep>, TierAnswer, Ended) {
+    search_around(EDGE, (12, 300.0), max_holds)
+}
+
+/// The search around `guess` over `1..=max_users` with windows of
+/// `hold_s` against the scripted server: its steps and the tier's answer.
+fn search_around(
+    guess: u32,
+    (max_users, hold_s): (u32, f64),
+    max_holds: u32,
+) -> (Vec<CapacityStep>, TierAnswer, Ended) {
     let tiers = parse_tiers(&format!("edge:ttft_p95={LIMIT_S}s")).expect("tiers");
     let bounds = SearchBounds {
-        max_users: 12,
+        max_users,
         resolution: 1,
         confirm: true,
     };
     let timing = Timing {
-        hold_s: 300.0,
+        hold_s,
         join_over_s: 10.0,
         settle: Settle::Fixed(60.0),
         drain_cap_s: 120.0,
@@ -125,7 +135,7 @@ fn search(max_holds: u32) -> (Vec<CapacityStep>, TierAnswer, Ended) {
                 run_continuous_class(&class, transport, clock, (sink, status), rx, None).await
             })
         };
-        let mut search = Search::around(&[("edge".to_string(), EDGE)], bounds);
+        let mut search = Search::around(&[("edge".to_string(), guess)], bounds);
         let (_keep, stop) = watch::channel(false);
         let view = Recorded {
             sink: sink.as_ref(),
@@ -229,4 +239,39 @@ fn without_room_to_hold_longer_the_step_on_the_ceiling_is_judged_once() {
         .expect("the size on the ceiling is tried");
     assert_eq!(edge.tiers[0].outcome, Outcome::Indeterminate);
     assert!((answer.carries..=answer.upper).contains(&EDGE));
+}
+
+/// Two students in a 60 s window make a handful of calls: their TTFT P95
+/// is far under the ceiling, but so few calls give it no upper bound (a
+/// P95 needs 72 for one), and the open side is the side that could cross
+/// the ceiling. The step is too close to call, not met by its value, and
+/// the answer says the size is undecided.
+#[test]
+fn a_step_with_too_few_calls_for_an_upper_bound_is_too_close_to_call() {
+    let (steps, answer, _) = search_around(2, (2, 60.0), 1);
+    show(&steps, &answer);
+    let two = steps
+        .iter()
+        .find(|s| s.users == 2)
+        .expect("two students are tried");
+    assert!(
+        (1..72).contains(&two.measured.requests),
+        "a few calls: {}",
+        two.measured.requests
+    );
+    let check = &two.tiers[0].checks[0];
+    let interval = check.interval.expect("a percentile has its interval");
+    assert!(
+        interval.hi.is_none(),
+        "{interval:?}: too few calls to bound it above"
+    );
+    assert!(
+        check.measured.is_some_and(|v| v < LIMIT_S / 2.0),
+        "its value alone is well within the ceiling: {:?}",
+        check.measured
+    );
+    assert_eq!(check.outcome, Outcome::Indeterminate);
+    assert_eq!(two.tiers[0].outcome, Outcome::Indeterminate);
+    assert!(answer.undecided.contains(&2), "{}", answer.sentence);
+    assert!(answer.carries < 2, "{}", answer.sentence);
 }

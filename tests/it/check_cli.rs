@@ -202,8 +202,11 @@ fn a_failing_target_exits_1_naming_the_trial_and_why() {
 }
 
 /// Capacity targets on a two-seat server: one search in virtual time
-/// answers both tiers; two students at a one-minute TTFT ceiling are
-/// carried, twelve at five seconds are not. The listing names both trials.
+/// answers both tiers; twelve students at five seconds are not carried;
+/// two at a one-minute TTFT ceiling cannot be called from the quick
+/// trial's two-minute windows (their few calls leave the TTFT P95 without
+/// an upper bound), so that trial is indeterminate, with its range. The
+/// listing names both trials.
 const TWO_SEAT_CAPACITY: &str = r#"
 [targets.quick.capacity.easy]
 students = 2
@@ -245,7 +248,8 @@ fn a_capacity_target_is_met_or_missed_by_the_search_on_the_twin() {
     assert_eq!(f.code, Some(1), "{}", f.both());
     let lines: Vec<&str> = f.stderr.lines().collect();
     assert!(
-        lines.contains(&"two-seats::capacity-easy::students ... ok"),
+        lines.iter().any(|l| l
+            .starts_with("two-seats::capacity-easy::students ... indeterminate: the answer 0 to ")),
         "{}",
         f.stderr
     );
@@ -261,7 +265,7 @@ fn a_capacity_target_is_met_or_missed_by_the_search_on_the_twin() {
         failed.contains("(the embedded twin of two-seats in virtual time, "),
         "{failed}"
     );
-    // Each tier's answer is said, the met one's too.
+    // Each tier's answer is said, the undecided one's too.
     assert!(
         lines
             .iter()
@@ -271,7 +275,7 @@ fn a_capacity_target_is_met_or_missed_by_the_search_on_the_twin() {
     );
     assert_eq!(
         lines.last().copied(),
-        Some("codendum: 1 of 2 trials failed: two-seats::capacity-hard::students")
+        Some("codendum: 1 of 2 trials failed, 1 indeterminate: two-seats::capacity-hard::students")
     );
 }
 

@@ -289,6 +289,41 @@ mod tests {
             ),
             Outcome::Missed
         );
+        // Open below: a ceiling is met by its upper bound, a floor never.
+        let below = |hi: f64| {
+            Some(Interval {
+                lo: None,
+                hi: Some(hi),
+            })
+        };
+        assert_eq!(Bound::Max.judge(Some(0.5), below(0.8), 1.0), Outcome::Met);
+        assert_eq!(
+            Bound::Max.judge(Some(0.9), below(1.3), 1.0),
+            Outcome::Indeterminate
+        );
+        assert_eq!(
+            Bound::Min.judge(Some(12.0), below(14.0), 10.0),
+            Outcome::Indeterminate
+        );
+        assert_eq!(
+            Bound::Min.judge(Some(6.0), below(8.0), 10.0),
+            Outcome::Missed
+        );
+        // Open above: a floor is met by its lower bound.
+        let above = |lo: f64| {
+            Some(Interval {
+                lo: Some(lo),
+                hi: None,
+            })
+        };
+        assert_eq!(
+            Bound::Min.judge(Some(14.0), above(11.0), 10.0),
+            Outcome::Met
+        );
+        assert_eq!(
+            Bound::Min.judge(Some(11.0), above(9.0), 10.0),
+            Outcome::Indeterminate
+        );
         // No interval: the value alone; not measured: missed.
         assert_eq!(Bound::Max.judge(Some(0.0), None, 0.0), Outcome::Met);
         assert_eq!(Bound::Max.judge(Some(1.0), None, 0.0), Outcome::Missed);
