@@ -238,7 +238,9 @@ fn detail(label: &str, side: &Side) {
         .unzip();
     let busy = running.iter().filter(|r| **r > 0.0).count().max(1) as f64;
     eprintln!(
-        "  {label}: {} calls; prompt P50/P95 {} tokens; gap between starts P50/P95 {} s;          calls in flight at a start P50/P95 {}; engine running P50/P95 {} (busy seconds {busy}),          waiting P95 {}; slowest 5 % ({} calls): prompt P50/P95 {} tokens, in flight P50/P95 {}",
+        "  {label}: {} calls; prompt P50/P95 {} tokens; gap between starts P50/P95 {} s; \
+         calls in flight at a start P50/P95 {}; engine running P50/P95 {} (busy seconds {busy}), \
+         waiting P50/P95 {}; slowest 5 % ({} calls): prompt P50/P95 {} tokens, in flight P50/P95 {}",
         ok.len(),
         p50_95(prompts),
         p50_95(gaps),
