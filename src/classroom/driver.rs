@@ -21,6 +21,7 @@ use super::session::{session_id, Conversation, Shared, Student};
 use super::shell::ShellState;
 use super::status::LiveStatus;
 use super::workspace::Workspace;
+use codendum_core::class::sessions;
 use codendum_core::clock::Clock;
 use codendum_core::error::Error;
 use codendum_core::openai::Transport;
@@ -178,7 +179,7 @@ async fn one_session(shared: &Shared, session: &Session, mut rng: ChaCha8Rng) ->
         &mut rng,
     );
     shell.client_times = config.client_times.clone();
-    let follow_ups = person.follow_ups.sample_count(&mut rng) as usize;
+    let mut follow_ups = person.follow_ups.sample_count(&mut rng) as usize;
     let session_end = person
         .session_s
         .as_ref()
@@ -235,19 +236,31 @@ async fn one_session(shared: &Shared, session: &Session, mut rng: ChaCha8Rng) ->
     };
     // No new request once the window, or the student's session, is over.
     let window = session_end.map_or(session.window_s, |end| end.min(session.window_s));
-    for index in 0..=follow_ups {
+    let mut index = 0;
+    loop {
         let text = request_text(config.scenario, index);
         if shared.now() >= window || shared.stopping() || st.leaving() {
             break;
         }
         coding_request(shared, &mut st, &mut conv, index, text).await;
-        if index == follow_ups {
+        if index == 0 {
+            // A class that draws sessions whole: the session's row, picked
+            // from its first answer as the model picks it, says how many
+            // requests it makes.
+            if let Some(shapes) = &agent.sessions {
+                if let Some((row, _)) = sessions::row_of(shapes, &conv.messages) {
+                    follow_ups = row.len() - 1;
+                }
+            }
+        }
+        if index >= follow_ups {
             break;
         }
         let pause = person.pause_s.sample(&mut st.rng).max(0.0);
         if shared.now() + pause >= window || !pause_for(shared, pause, st.leave.clone()).await {
             break;
         }
+        index += 1;
     }
     st.rng
 }

@@ -15,7 +15,7 @@ use cli_support::{assert_one_line_error, codendum, only_folder, run, write_file}
 use codendum::classroom::{
     run_classroom, ClassroomConfig, ClassroomOutcome, LiveStatus, MemorySink,
 };
-use codendum_core::class::{Class, Distribution, Shape};
+use codendum_core::class::{Class, Distribution, SessionShapes, Shape};
 use codendum_core::clock::Clock;
 use codendum_core::profile::Profile;
 use codendum_core::results::classroom_records::{CallKind, TaskOutcome};
@@ -158,6 +158,66 @@ fn the_persona_makes_the_calls_and_answers_its_class_draws() {
         let gap = t[1].start - t[0].end;
         assert!((gap - 25.0).abs() < 0.01, "student {user}: pause {gap}");
     }
+}
+
+/// A class that draws sessions whole: every simulated session takes one
+/// recorded row, its requests as many as the row's and each request the
+/// row's calls, the rows drawn about evenly.
+#[test]
+fn sessions_are_drawn_whole_from_the_class_s_rows() {
+    let rows: Vec<Vec<u32>> = vec![
+        vec![1],
+        vec![3],
+        vec![6, 2],
+        vec![12, 4, 20],
+        vec![4, 4, 4, 4],
+    ];
+    let mut class = (*Class::lab()).clone();
+    class.agent.sessions = SessionShapes::from_rows("test", rows.clone());
+    class.agent.subagent_share = 0.0;
+    // Apart, these would give every session one request of 30 calls.
+    class.agent.calls_per_request = Distribution::value("test", 30.0);
+    class.person.follow_ups = Distribution::value("test", 0.0);
+    class.person.pause_s = Distribution::value("test", 25.0);
+    let out = simulate(class, 30, 5);
+    // Each student's session as its calls per request, in order.
+    let mut sessions: BTreeMap<usize, BTreeMap<usize, u32>> = BTreeMap::new();
+    for r in out
+        .requests
+        .iter()
+        .filter(|r| matches!(r.kind, CallKind::Agent | CallKind::Subagent))
+    {
+        *sessions
+            .entry(r.user)
+            .or_default()
+            .entry(r.task)
+            .or_default() += 1;
+    }
+    assert_eq!(sessions.len(), 30, "every student has a session");
+    let drawn: Vec<Vec<u32>> = sessions
+        .values()
+        .map(|s| s.values().copied().collect())
+        .collect();
+    let exact = drawn.iter().filter(|d| rows.contains(d)).count();
+    assert!(exact * 10 >= drawn.len() * 9, "sessions {drawn:?}");
+    // Requests per session come with their calls: no session of one
+    // request draws the long rows' counts.
+    for d in &drawn {
+        assert!(d.len() > 1 || d[0] <= 3, "a one-request session of {d:?}");
+    }
+    // Every row is drawn, about evenly (30 sessions over 5 rows).
+    for row in &rows {
+        let n = drawn.iter().filter(|d| *d == row).count();
+        assert!(
+            (2..=12).contains(&n),
+            "row {row:?} drawn {n} times: {drawn:?}"
+        );
+    }
+    let per_session = drawn.iter().map(|d| d.iter().sum::<u32>()).sum::<u32>() as f64 / 30.0;
+    assert!(
+        (7.0..=20.0).contains(&per_session),
+        "mean calls a session {per_session:.1} (rows 12.8)"
+    );
 }
 
 #[test]
@@ -355,6 +415,16 @@ fn a_class_learned_from_real_sessions_counts_them_and_takes_the_person_s_waits()
         }
         other => panic!("{} waits kept as samples, got {other:?}", person.len()),
     }
+    // Every session is kept whole, one row each, and said.
+    let shapes = class.agent.sessions.as_ref().expect("sessions drawn whole");
+    assert_eq!(shapes.calls.len(), sessions, "{:?}", shapes.calls);
+    assert!(
+        learned
+            .stdout
+            .contains(&format!("{sessions} sessions drawn whole")),
+        "{}",
+        learned.stdout
+    );
     // None of them times its tools by kind, nor says which test failed.
     assert!(
         learned.stdout.contains("tool kinds not told apart")

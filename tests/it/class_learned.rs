@@ -16,14 +16,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::replay_support::replay_configured;
-use codendum::classroom::ClassroomConfig;
+use codendum::classroom::{run_classroom, ClassroomConfig, LiveStatus, MemorySink};
 use codendum::replay::source::read;
-use codendum::virtual_time::class_against;
 use codendum_core::class::learn::{learn, Source};
 use codendum_core::class::{Class, Distribution, Shape};
 use codendum_core::clock::Clock;
 use codendum_core::profile::Profile;
-use codendum_core::prom::window_stats;
+use codendum_core::prom::{window_stats, TimelineSample};
+use codendum_core::results::classroom_records::CallRecord;
 use codendum_core::stats::{percentile, sorted_finite};
 use codendum_core::trace::detect::ImportOptions;
 use codendum_core::trace::Trace;
@@ -32,13 +32,16 @@ use codendum_twin::persona::AgentPersona;
 use codendum_twin::TwinOptions;
 
 /// One side's figures: steady server output (tokens/s), TTFT P50 and P95
-/// (seconds), the prefix-cache hit rate (0..1), calls made.
-#[derive(Debug, Clone, Copy)]
+/// (seconds), the prefix-cache hit rate (0..1), calls made; its per-call
+/// records and the engine's timeline (seconds since the side's start).
+#[derive(Debug, Clone)]
 struct Side {
     output_tok_s: f64,
     ttft_s: (f64, f64),
     hit: f64,
     calls: usize,
+    records: Vec<CallRecord>,
+    timeline: Vec<TimelineSample>,
 }
 
 /// classroom-64k with a context that holds the conversations (131,072).
@@ -98,7 +101,7 @@ fn learned(trace: &Trace, max_wait_s: f64) -> Class {
     class
 }
 
-fn ttfts(records: &[codendum_core::results::classroom_records::CallRecord]) -> (f64, f64) {
+fn ttfts(records: &[CallRecord]) -> (f64, f64) {
     let v = sorted_finite(
         records
             .iter()
@@ -136,6 +139,8 @@ async fn replayed(trace: &Trace, users: usize, max_wait_s: f64) -> (Side, (f64, 
             .prefix_hit_rate
             .expect("hit rate"),
         calls: outcome.requests.len(),
+        records: outcome.requests.clone(),
+        timeline: since(&timeline, t0),
     };
     (side, steady)
 }
@@ -158,10 +163,16 @@ async fn simulated(class: &Class, users: usize, steady: (f64, f64), seed: u64) -
         Arc::new(class.agent.clone()),
     ));
     opts.seed = seed;
-    let run = class_against(&config, opts, clock)
+    let transport = Arc::new(InProcTransport::start(opts));
+    let sampler = StatsSampler::spawn(Arc::clone(&transport), Duration::from_secs(1));
+    let t0 = clock.now_secs();
+    let sink = Arc::new(MemorySink::default());
+    let status = Arc::new(LiveStatus::new(clock.clone()));
+    let run = run_classroom(&config, transport.clone(), clock, sink.clone(), status)
         .await
         .expect("class runs");
-    let (timeline, t0) = (run.timeline, run.origin);
+    let timeline = sampler.finish();
+    transport.stop();
     let t1 = timeline.last().map_or(t0, |s| s.t) + 1.0;
     let (a, b) = (steady.0.max(1.0), steady.1);
     let w = window_stats(&timeline, t0 + a, t0 + b);
@@ -175,7 +186,71 @@ async fn simulated(class: &Class, users: usize, steady: (f64, f64), seed: u64) -
             .prefix_hit_rate
             .expect("hit rate"),
         calls: run.summary.requests as usize,
+        records: sink.requests(),
+        timeline: since(&timeline, t0),
     }
+}
+
+/// The timeline with its times from `t0`.
+fn since(timeline: &[TimelineSample], t0: f64) -> Vec<TimelineSample> {
+    timeline
+        .iter()
+        .cloned()
+        .map(|mut s| {
+            s.t -= t0;
+            s
+        })
+        .collect()
+}
+
+/// P50 / P95 of `values` as text.
+fn p50_95(values: impl IntoIterator<Item = f64>) -> String {
+    let v = sorted_finite(values);
+    match (percentile(&v, 50.0), percentile(&v, 95.0)) {
+        (Some(a), Some(b)) => format!("{a:.1} / {b:.1}"),
+        _ => "–".into(),
+    }
+}
+
+/// What one side's calls looked like (prompt sizes, gaps between call
+/// starts, calls in flight when one starts, the engine's queue) beside
+/// its TTFTs: what tells where a TTFT tail comes from.
+fn detail(label: &str, side: &Side) {
+    let ok: Vec<&CallRecord> = side.records.iter().filter(|r| r.is_ok()).collect();
+    let mut starts: Vec<f64> = ok.iter().map(|r| r.started_at).collect();
+    starts.sort_by(f64::total_cmp);
+    let gaps = starts.windows(2).map(|w| w[1] - w[0]);
+    let in_flight = |r: &CallRecord| {
+        ok.iter()
+            .filter(|o| o.started_at <= r.started_at && o.ended_at() > r.started_at)
+            .count() as f64
+    };
+    let prompts = ok.iter().filter_map(|r| r.prompt_tokens).map(|p| p as f64);
+    // The calls behind the TTFT tail: the slowest twentieth.
+    let ttft_p95 = side.ttft_s.1;
+    let slow: Vec<&&CallRecord> = ok
+        .iter()
+        .filter(|r| r.ttft_s.is_some_and(|t| t >= ttft_p95))
+        .collect();
+    let snapshots = side.timeline.iter().filter_map(|s| s.snapshot.as_ref());
+    let (running, waiting): (Vec<f64>, Vec<f64>) = snapshots
+        .map(|s| (s.running.unwrap_or(0.0), s.waiting.unwrap_or(0.0)))
+        .unzip();
+    let busy = running.iter().filter(|r| **r > 0.0).count().max(1) as f64;
+    eprintln!(
+        "  {label}: {} calls; prompt P50/P95 {} tokens; gap between starts P50/P95 {} s; \
+         calls in flight at a start P50/P95 {}; engine running P50/P95 {} (busy seconds {busy}), \
+         waiting P50/P95 {}; slowest 5 % ({} calls): prompt P50/P95 {} tokens, in flight P50/P95 {}",
+        ok.len(),
+        p50_95(prompts),
+        p50_95(gaps),
+        p50_95(ok.iter().map(|r| in_flight(r))),
+        p50_95(running.iter().copied().filter(|r| *r > 0.0)),
+        p50_95(waiting),
+        slow.len(),
+        p50_95(slow.iter().filter_map(|r| r.prompt_tokens).map(|p| p as f64)),
+        p50_95(slow.iter().map(|r| in_flight(r))),
+    );
 }
 
 fn rel(a: f64, b: f64) -> f64 {
@@ -248,9 +323,11 @@ async fn a_class_learned_from_one_half_against_a_replay_of_the_other() {
             "{label}: replay of {dir}, steady {:.0}–{:.0} s",
             steady.0, steady.1
         );
+        detail("replay", &replay);
         for seed in 1..=4 {
             let sim = simulated(&class, users, steady, seed).await;
             print(&format!("{label}, seed {seed}"), &sim, &replay);
+            detail(&format!("class, seed {seed}"), &sim);
         }
     }
 }

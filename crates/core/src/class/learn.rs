@@ -29,7 +29,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::dist::Distribution;
-use super::{ByCall, Class, ToolTimes};
+use super::{ByCall, Class, SessionShapes, ToolTimes};
 use crate::results::classroom_records::CallKind;
 use crate::trace::{SourceFormat, Trace, TraceCall, WaitReason};
 
@@ -101,6 +101,7 @@ struct Obs {
     follow_ups: Vec<f64>,
     session_s: Vec<f64>,
     calls_per_request: Vec<f64>,
+    session_rows: Vec<Vec<u32>>,
     requests_with_subagent: usize,
     subagent_calls: Vec<f64>,
     title: Vec<f64>,
@@ -184,6 +185,7 @@ fn gather(obs: &mut Obs, source: &Source<'_>) {
             obs.prompt_by_call
                 .push((at, trace.calls[i].input_tokens as f64));
         }
+        let mut row = Vec::with_capacity(tasks.len());
         for (n, (_, task)) in tasks.iter().enumerate() {
             obs.requests += 1;
             let steps: Vec<usize> = task
@@ -198,6 +200,7 @@ fn gather(obs: &mut Obs, source: &Source<'_>) {
                 .collect();
             if !steps.is_empty() {
                 obs.calls_per_request.push(steps.len() as f64);
+                row.push(u32::try_from(steps.len()).unwrap_or(u32::MAX));
             }
             if steps
                 .iter()
@@ -248,6 +251,7 @@ fn gather(obs: &mut Obs, source: &Source<'_>) {
                 }
             }
         }
+        obs.session_rows.push(row);
     }
     // The head of each session's first prompt shared with another
     // session's first prompt (the system prompt and the tools).
@@ -557,6 +561,26 @@ pub fn learn(sources: &[Source<'_>], name: &str, defaults: &Class) -> Learned {
         None => r.kept.push((
             "agent.prompt_tokens_by_call".into(),
             "no main-agent calls in the sources; prompts grow by agent.appended_tokens".into(),
+        )),
+    }
+    match SessionShapes::from_rows(
+        format!("{origin}: each session's calls per coding request"),
+        std::mem::take(&mut obs.session_rows),
+    ) {
+        Some(sh) => {
+            let line = format!(
+                "{} sessions drawn whole: mean {:.1} requests and {:.1} model calls a session",
+                sh.calls.len(),
+                sh.calls.iter().map(Vec::len).sum::<usize>() as f64 / sh.calls.len() as f64,
+                sh.mean_calls()
+            );
+            a.sessions = Some(sh);
+            r.learned.push(("agent.sessions".into(), line));
+        }
+        None => r.kept.push((
+            "agent.sessions".into(),
+            "no coding request with a model call; follow-ups and calls per request are drawn apart"
+                .into(),
         )),
     }
     learn_tools(&obs, &origin, &mut a.tool_s, &mut report);

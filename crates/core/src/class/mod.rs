@@ -19,19 +19,22 @@
 pub mod dist;
 pub mod learn;
 mod parse;
+pub mod sessions;
 pub mod write;
 
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 pub use dist::{Distribution, Shape};
+pub use sessions::SessionShapes;
 
 use crate::error::ConfigError;
 
 /// The version of the class-file format this build writes; it reads this
 /// one and every earlier one (version 2 added
-/// `agent.prompt_tokens_by_call` and `agent.shared_prompt_tokens`).
-pub const CLASS_SCHEMA_VERSION: u32 = 2;
+/// `agent.prompt_tokens_by_call` and `agent.shared_prompt_tokens`, version
+/// 3 `agent.sessions`).
+pub const CLASS_SCHEMA_VERSION: u32 = 3;
 
 /// The name of the default class.
 pub const DEFAULT_CLASS: &str = "lab";
@@ -111,6 +114,11 @@ pub struct AgentSpread {
     /// rank and reads every call's size at it, so a conversation that is
     /// long early stays long, as recorded conversations grow.
     pub prompt_tokens_by_call: Vec<ByCall>,
+    /// Recorded sessions drawn whole: each one's model calls per coding
+    /// request, so a simulated session's follow-ups and its requests'
+    /// calls come from one recorded session ([`sessions`]). `None`: the
+    /// follow-ups and [`AgentSpread::calls_per_request`] are drawn apart.
+    pub sessions: Option<SessionShapes>,
 }
 
 /// Prompt tokens of the calls from one place in a session on (to the next

@@ -8,7 +8,10 @@ use std::path::Path;
 use toml::{Table, Value};
 
 use super::dist::{Distribution, Shape};
-use super::{AgentSpread, ByCall, Class, OutputTokens, Person, ToolTimes, CLASS_SCHEMA_VERSION};
+use super::{
+    AgentSpread, ByCall, Class, OutputTokens, Person, SessionShapes, ToolTimes,
+    CLASS_SCHEMA_VERSION,
+};
 use crate::error::ConfigError;
 
 /// One table being read: its path for messages and the keys taken so far.
@@ -267,6 +270,51 @@ fn by_call(f: &mut Fields<'_>, version: u32) -> Res<Vec<ByCall>> {
     Ok(out)
 }
 
+/// `agent.sessions`: a table with its `source` and `calls`, an array of
+/// rows (one per session) of whole numbers ≥ 1 (calls per request).
+fn sessions(f: &mut Fields<'_>, version: u32) -> Res<Option<SessionShapes>> {
+    let name = f.name("sessions");
+    let Some(v) = f.get("sessions") else {
+        return Ok(None);
+    };
+    if version < 3 {
+        return Err(format!("{name} needs schema_version 3"));
+    }
+    let Value::Table(t) = v else {
+        return Err(format!("{name} must be a table ([{name}])"));
+    };
+    if let Some(k) = t.keys().find(|k| !matches!(k.as_str(), "source" | "calls")) {
+        return Err(format!("{name}.{k} is not a field of a class file"));
+    }
+    let source = match t.get("source") {
+        Some(Value::String(s)) => s.clone(),
+        Some(_) => return Err(format!("{name}.source must be text")),
+        None => String::new(),
+    };
+    let Some(Value::Array(rows)) = t.get("calls") else {
+        return Err(format!(
+            "{name}.calls must be an array of rows ([[12, 4], [3]])"
+        ));
+    };
+    let mut calls = Vec::with_capacity(rows.len());
+    for (i, row) in rows.iter().enumerate() {
+        let Value::Array(row) = row else {
+            return Err(format!("{name}.calls[{i}] must be an array of counts"));
+        };
+        let mut r = Vec::with_capacity(row.len());
+        for (j, c) in row.iter().enumerate() {
+            match c {
+                Value::Integer(n) if (1..=i64::from(u32::MAX)).contains(n) => r.push(*n as u32),
+                _ => return Err(format!("{name}.calls[{i}][{j}] must be a whole number ≥ 1")),
+            }
+        }
+        calls.push(r);
+    }
+    let shapes = SessionShapes { source, calls };
+    shapes.check().map_err(|e| format!("{name}: {e}"))?;
+    Ok(Some(shapes))
+}
+
 fn agent(mut f: Fields<'_>, version: u32) -> Res<AgentSpread> {
     let calls_per_request = f.dist("calls_per_request", 1.0, 10_000.0)?;
     let subagent_share = f.fraction("subagent_share")?;
@@ -276,6 +324,7 @@ fn agent(mut f: Fields<'_>, version: u32) -> Res<AgentSpread> {
     let prompt_tokens = f.optional_dist("prompt_tokens", 1.0, ANY)?;
     let compact_at_tokens = f.optional_dist("compact_at_tokens", 1.0, ANY)?;
     let prompt_tokens_by_call = by_call(&mut f, version)?;
+    let sessions = sessions(&mut f, version)?;
     let shared_prompt_tokens = f.optional_dist("shared_prompt_tokens", 0.0, ANY)?;
     if version < 2 && shared_prompt_tokens.is_some() {
         return Err("agent.shared_prompt_tokens needs schema_version 2".into());
@@ -311,6 +360,7 @@ fn agent(mut f: Fields<'_>, version: u32) -> Res<AgentSpread> {
         compact_at_tokens,
         prompt_tokens_by_call,
         shared_prompt_tokens,
+        sessions,
     })
 }
 

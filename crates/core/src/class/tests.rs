@@ -62,7 +62,7 @@ fn errors_name_the_file_and_the_field() {
         e.contains("person.next_session must be true or false"),
         "{e}"
     );
-    let e = err(&lab.replace("schema_version = 2", "schema_version = 9"));
+    let e = err(&lab.replace("schema_version = 3", "schema_version = 9"));
     assert!(e.contains("schema_version 9"), "{e}");
     let e = err("schema_version = 1\nname = \"x\"\n[person]\n");
     assert!(e.contains("person.pause_s is missing"), "{e}");
@@ -73,4 +73,38 @@ fn errors_name_the_file_and_the_field() {
     assert!(e.contains("--class") && e.contains("lab"), "{e}");
     let e = Class::load("missing/class.toml").unwrap_err().to_string();
     assert!(e.contains("missing/class.toml"), "{e}");
+}
+
+#[test]
+fn sessions_drawn_whole_read_back_and_need_schema_3() {
+    let mut c = (*Class::lab()).clone();
+    c.agent.sessions =
+        SessionShapes::from_rows("rows \"here\"", vec![vec![14, 3, 41], vec![1], vec![2, 2]]);
+    let text = write::to_toml(&c);
+    assert!(text.contains("schema_version = 3"), "{text}");
+    let back = Class::parse(&text, Path::new("w.toml")).expect(&text);
+    assert_eq!(back, c, "{text}");
+    // An older file with the newer field is refused, naming both.
+    let e = err(&text.replace("schema_version = 3", "schema_version = 2"));
+    assert!(e.contains("agent.sessions needs schema_version 3"), "{e}");
+    let e = err(&text.replace("  [1],", "  [0],"));
+    assert!(e.contains("agent.sessions.calls[1][0]"), "{e}");
+    let e = err(&text.replace("  [1],", "  [],"));
+    assert!(e.contains("agent.sessions: calls[1] is empty"), "{e}");
+    let e = err(&text.replace("calls = [", "rows = 1\ncalls = ["));
+    assert!(e.contains("agent.sessions.rows"), "{e}");
+}
+
+#[test]
+fn files_of_every_earlier_schema_still_read() {
+    // The embedded lab class is a schema 1 file; schema 2 is the same
+    // with the fields schema 2 added, here none.
+    let lab_text = EMBEDDED_CLASSES[0].1;
+    assert!(lab_text.contains("schema_version = 1"));
+    let lab = Class::parse(lab_text, Path::new("lab.toml")).expect("schema 1");
+    assert!(lab.agent.sessions.is_none());
+    let two = write::to_toml(&lab).replace("schema_version = 3", "schema_version = 2");
+    assert_eq!(Class::parse(&two, Path::new("two.toml")).expect(&two), lab);
+    let one = two.replace("schema_version = 2", "schema_version = 1");
+    assert_eq!(Class::parse(&one, Path::new("one.toml")).expect(&one), lab);
 }

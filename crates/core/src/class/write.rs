@@ -191,6 +191,23 @@ pub fn to_toml(class: &Class) -> String {
         let _ = writeln!(out, "from_call = {}", b.from_call);
         body(&mut out, &b.tokens);
     }
+    if let Some(sh) = &a.sessions {
+        let _ = writeln!(
+            out,
+            "\n# Recorded sessions drawn whole, {} of them (mean {:.1} model calls a session):\n\
+             # each row a session's model calls per coding request, in order.",
+            sh.calls.len(),
+            sh.mean_calls()
+        );
+        let _ = writeln!(out, "[agent.sessions]");
+        let _ = writeln!(out, "source = {}", quote(&sh.source));
+        let _ = writeln!(out, "calls = [");
+        for row in &sh.calls {
+            let cells: Vec<String> = row.iter().map(u32::to_string).collect();
+            let _ = writeln!(out, "  [{}],", cells.join(", "));
+        }
+        let _ = writeln!(out, "]");
+    }
     let _ = writeln!(out, "\n[agent.output_tokens]");
     for (kind, d) in a.output_tokens.kinds() {
         section(

@@ -16,7 +16,7 @@ use super::changes::{another_change, change_step, edit_call, relevance, source_c
 use super::paths::{basename, is_test_path, lang_of};
 use super::recovery::{may_compile, recover};
 use super::report::finish;
-use super::request_plan::{subagent_calls, Plan, BUDGET_WORDS, MAX_STEPS};
+use super::request_plan::{subagent_calls, Plan, SessionCalls, BUDGET_WORDS, MAX_STEPS};
 use super::tools::{Slot, ToolRole};
 use super::transcript::{Event, Outcome};
 use super::writing;
@@ -90,10 +90,12 @@ fn plan_of(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> Plan {
     // distribution closer than drawing above the floor would).
     let sub = delegated_calls(ctx).unwrap_or(0);
     let calls = &ctx.config.spread.calls_per_request;
-    let drawn = if sub == 0 {
-        calls.sample_at_least(1.5, &mut p).round() as usize
-    } else {
-        calls.sample_count(&mut p) as usize
+    let drawn = match ctx.session_calls {
+        // The session's recorded row says; past the first step, at least
+        // two calls (a step and an answer).
+        Some(SessionCalls::Drawn(n)) => n as usize,
+        _ if sub == 0 => calls.sample_at_least(1.5, &mut p).round() as usize,
+        _ => calls.sample_count(&mut p) as usize,
     };
     let floor = sub + 2;
     let steps = drawn.max(floor).saturating_sub(sub).clamp(2, MAX_STEPS);
@@ -278,7 +280,12 @@ fn after_tests(
 fn first_step(ctx: &Ctx<'_>, rng: &mut ChaCha8Rng) -> PlannedAnswer {
     let kit = ctx.kit;
     // A request drawn to take one call is answered at once.
-    if ctx.config.spread.calls_per_request.sample_count(rng) <= 1 {
+    let at_once = match ctx.session_calls {
+        Some(SessionCalls::Drawn(n)) => n <= 1,
+        Some(SessionCalls::FirstStep(share)) => rng.gen_bool(share.clamp(0.0, 1.0)),
+        None => ctx.config.spread.calls_per_request.sample_count(rng) <= 1,
+    };
+    if at_once {
         return finish(ctx, rng, true);
     }
     if let Some(task) = kit.get(ToolRole::Task) {

@@ -126,6 +126,9 @@ pub struct Ctx<'a> {
     /// kind of agent answering (main agent or subagent step); a final
     /// answer draws its own.
     pub out_tokens: usize,
+    /// The current request's model calls from its session's recorded
+    /// shape, when the class draws sessions whole.
+    pub session_calls: Option<request_plan::SessionCalls>,
 }
 
 impl Responder for AgentPersona {
@@ -146,6 +149,7 @@ impl Responder for AgentPersona {
             tests_missing: None,
             config: &self.config,
             out_tokens: 0,
+            session_calls: request_plan::session_calls(&self.config.spread, request.messages),
         };
         (ctx.test_command, ctx.tests_missing) = test_runner(&t);
         if !kit.offered_any() {

@@ -116,6 +116,10 @@ fn a_session_s_requests_steps_and_waits_are_measured() {
     assert_eq!(a.output_tokens.subagent_step.mean(), 22.0);
     assert_eq!(c.person.pause_s.mean(), 30.0);
     assert_eq!(c.person.follow_ups.mean(), 1.0);
+    // The session whole: its two requests' calls, in order.
+    let shapes = a.sessions.as_ref().expect("sessions");
+    assert_eq!(shapes.calls, vec![vec![5, 2]]);
+    assert!(r.learned.iter().any(|(f, _)| f == "agent.sessions"));
     assert_eq!(c.person.session_s.as_ref().map(|d| d.mean()), Some(44.0));
     assert_eq!(a.prompt_tokens.as_ref().map(|d| d.mean()), Some(16.0));
     // 148 − (40 + 100) and 490 − (460 + 20); the subagent's 20 − (12 + 4).
@@ -285,12 +289,12 @@ fn a_learned_class_holds_prompts_by_call_and_the_shared_head_and_reads_back() {
         .iter()
         .any(|(f, why)| f == "agent.prompt_tokens_by_call" && why.contains("0+ ")));
     let text = crate::class::write::to_toml(&l.class);
-    assert!(text.contains("schema_version = 2"), "{text}");
+    assert!(text.contains("schema_version = 3"), "{text}");
     assert!(text.contains("[[agent.prompt_tokens_by_call]]"), "{text}");
     let back = Class::parse(&text, std::path::Path::new("two.toml")).expect(&text);
     assert_eq!(back, l.class);
     // A version-1 file may not hold them.
-    let old = text.replace("schema_version = 2", "schema_version = 1");
+    let old = text.replace("schema_version = 3", "schema_version = 1");
     let e = Class::parse(&old, std::path::Path::new("old.toml"))
         .unwrap_err()
         .to_string();

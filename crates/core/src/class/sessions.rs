@@ -1,0 +1,240 @@
+//! Whole sessions, drawn jointly: the recorded sequence of model calls per
+//! coding request of each learned session (`agent.sessions`), so a
+//! simulated session takes one recorded session's shape — how many
+//! requests it makes and how many calls each takes — instead of drawing
+//! its follow-ups and each request's calls apart. A long recorded session
+//! has both many requests and many calls per request; independent draws
+//! lose that, and with it the calls a class sends.
+//!
+//! Two parties share the draw without talking to each other: the client
+//! (the classroom's student, which decides how many requests a session
+//! makes) and the model (the twin's persona, which decides how many calls
+//! a request takes). Both see the session's first answer, so both derive
+//! the session's rank from it ([`session_rank`]) and pick the same row
+//! ([`SessionShapes::pick`]); the first request's first step, taken before
+//! that answer exists, answers at once with the share of rows whose first
+//! request took one call, and the pick keeps to the rows that agree with
+//! what it did.
+
+use serde_json::Value;
+
+/// The recorded sessions' shapes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionShapes {
+    /// Where they come from, in a few words.
+    pub source: String,
+    /// One row per session: model calls (main-agent and subagent steps;
+    /// titles and compactions apart) of each coding request, in order.
+    /// Every row holds at least one request, every count is at least 1.
+    pub calls: Vec<Vec<u32>>,
+}
+
+impl SessionShapes {
+    /// Sessions from their rows; rows without a request are dropped,
+    /// counts of 0 raised to 1. `None` when no row is left.
+    pub fn from_rows(source: impl Into<String>, rows: Vec<Vec<u32>>) -> Option<Self> {
+        let calls: Vec<Vec<u32>> = rows
+            .into_iter()
+            .filter(|r| !r.is_empty())
+            .map(|r| r.into_iter().map(|c| c.max(1)).collect())
+            .collect();
+        (!calls.is_empty()).then(|| SessionShapes {
+            source: source.into(),
+            calls,
+        })
+    }
+
+    /// The share (0..=1) of sessions whose first request took one call:
+    /// how often a simulated session's first step is its answer.
+    pub fn one_call_first_share(&self) -> f64 {
+        let ones = self.calls.iter().filter(|r| r[0] <= 1).count();
+        ones as f64 / self.calls.len() as f64
+    }
+
+    /// The row of a session at rank `u` (0..1) among the rows that agree
+    /// with its first request's first step: those whose first request
+    /// took one call when `first_answered_at_once`, the others otherwise
+    /// (every row when none agrees).
+    pub fn pick(&self, u: f64, first_answered_at_once: bool) -> &[u32] {
+        let agree: Vec<&Vec<u32>> = self
+            .calls
+            .iter()
+            .filter(|r| (r[0] <= 1) == first_answered_at_once)
+            .collect();
+        let rows: Vec<&Vec<u32>> = if agree.is_empty() {
+            self.calls.iter().collect()
+        } else {
+            agree
+        };
+        let u = if u.is_finite() {
+            u.clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        let i = ((u * rows.len() as f64) as usize).min(rows.len() - 1);
+        rows[i]
+    }
+
+    /// Model calls of coding request `request` (0: the first) of a
+    /// session whose row is `row`; past the row's end, its last request's.
+    pub fn calls_of(row: &[u32], request: usize) -> u32 {
+        row.get(request).or(row.last()).copied().unwrap_or(1)
+    }
+
+    /// Checks the rows; the error says what is wrong in a few words.
+    pub fn check(&self) -> Result<(), String> {
+        if self.calls.is_empty() {
+            return Err("calls is empty".into());
+        }
+        for (i, r) in self.calls.iter().enumerate() {
+            if r.is_empty() {
+                return Err(format!("calls[{i}] is empty (a session has a request)"));
+            }
+            if let Some(j) = r.iter().position(|&c| c == 0) {
+                return Err(format!("calls[{i}][{j}] is 0 (a request makes a call)"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The mean model calls of a session (its requests' calls summed).
+    pub fn mean_calls(&self) -> f64 {
+        let total: u64 = self
+            .calls
+            .iter()
+            .map(|r| r.iter().map(|&c| u64::from(c)).sum::<u64>())
+            .sum();
+        total as f64 / self.calls.len() as f64
+    }
+}
+
+/// Whether an assistant message (OpenAI chat form) answered without
+/// calling a tool.
+pub fn answered_at_once(message: &Value) -> bool {
+    message
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .is_none_or(Vec::is_empty)
+}
+
+/// A session's rank (0..1) from its first assistant message (OpenAI chat
+/// form): a hash of its text and its tool calls' names and arguments, the
+/// parts a client sends back unchanged, so the client and the model
+/// derive the same rank.
+pub fn session_rank(first_answer: &Value) -> f64 {
+    // FNV-1a over the parts, each ended by a zero byte.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |s: &str| {
+        for b in s.bytes().chain(std::iter::once(0)) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    };
+    eat(first_answer
+        .get("content")
+        .and_then(Value::as_str)
+        .unwrap_or(""));
+    for call in first_answer
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let f = call.get("function");
+        let part = |k: &str| f.and_then(|f| f.get(k)).and_then(Value::as_str);
+        eat(part("name").unwrap_or(""));
+        eat(part("arguments").unwrap_or(""));
+    }
+    // SplitMix64's finaliser spreads the hash before it becomes a rank.
+    let mut z = h;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// The first assistant message of a conversation (OpenAI chat messages,
+/// the system message included or not).
+pub fn first_answer(messages: &[Value]) -> Option<&Value> {
+    messages
+        .iter()
+        .find(|m| m.get("role").and_then(Value::as_str) == Some("assistant"))
+}
+
+/// Coding requests a conversation has opened: its user messages.
+pub fn requests_opened(messages: &[Value]) -> usize {
+    messages
+        .iter()
+        .filter(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+        .count()
+}
+
+/// Which row a conversation is on and which of its requests is current:
+/// `None` before its first answer (its first request's first step).
+pub fn row_of<'a>(shapes: &'a SessionShapes, messages: &[Value]) -> Option<(&'a [u32], usize)> {
+    let first = first_answer(messages)?;
+    let row = shapes.pick(session_rank(first), answered_at_once(first));
+    Some((row, requests_opened(messages).saturating_sub(1)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn shapes() -> SessionShapes {
+        SessionShapes::from_rows("t", vec![vec![1], vec![3, 8], vec![12, 5, 20], vec![]]).unwrap()
+    }
+
+    #[test]
+    fn rows_are_kept_whole_and_the_pick_agrees_with_the_first_step() {
+        let s = shapes();
+        assert_eq!(s.calls.len(), 3, "the empty row is dropped");
+        assert!((s.one_call_first_share() - 1.0 / 3.0).abs() < 1e-12);
+        for u in [0.0, 0.3, 0.99, 1.0] {
+            assert_eq!(s.pick(u, true), &[1]);
+            assert_ne!(s.pick(u, false), &[1]);
+        }
+        assert_eq!(s.pick(0.2, false), &[3, 8]);
+        assert_eq!(s.pick(0.7, false), &[12, 5, 20]);
+        assert_eq!(SessionShapes::calls_of(&[3, 8], 5), 8);
+        assert!((s.mean_calls() - (1.0 + 11.0 + 37.0) / 3.0).abs() < 1e-12);
+        assert!(SessionShapes::from_rows("t", vec![vec![]]).is_none());
+    }
+
+    #[test]
+    fn client_and_model_derive_the_same_row_from_the_conversation() {
+        let s = shapes();
+        let answer = json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "read", "arguments": "{\"filePath\":\"x\"}"}}]});
+        // The client's copy (its own call id) and the model's view of it.
+        let mut echoed = answer.clone();
+        echoed["tool_calls"][0]["id"] = json!("call_0_0");
+        assert_eq!(session_rank(&answer), session_rank(&echoed));
+        let messages = vec![
+            json!({"role": "system", "content": "s"}),
+            json!({"role": "user", "content": "do it"}),
+            echoed,
+            json!({"role": "tool", "tool_call_id": "call_0_0", "content": "x"}),
+            json!({"role": "assistant", "content": "done"}),
+            json!({"role": "user", "content": "more"}),
+        ];
+        let (row, request) = row_of(&s, &messages).unwrap();
+        assert_eq!(row, s.pick(session_rank(&answer), false));
+        assert_eq!(request, 1);
+        assert!(row_of(&s, &messages[..2]).is_none());
+    }
+
+    #[test]
+    fn ranks_spread_evenly() {
+        // Different first answers land all over 0..1.
+        let ranks: Vec<f64> = (0..4000)
+            .map(|i| session_rank(&json!({"role": "assistant", "content": format!("answer {i}")})))
+            .collect();
+        for q in 0..10 {
+            let lo = f64::from(q) / 10.0;
+            let n = ranks.iter().filter(|r| **r >= lo && **r < lo + 0.1).count();
+            assert!((300..=500).contains(&n), "decile {q}: {n}");
+        }
+    }
+}
