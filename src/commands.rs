@@ -783,7 +783,7 @@ fn calibrate_check(
     events.table(codendum::calibrate::check::check_text(&checks, tolerance));
     let beyond = checks
         .iter()
-        .filter(|c| c.outcome == codendum_core::targets::Outcome::Missed)
+        .filter(|c| c.outcome == codendum_core::bound::Outcome::Missed)
         .count();
     if beyond > 0 {
         return Err(Error::Failed(format!(
