@@ -4,7 +4,8 @@
 //! itself is [`super::server_match`].
 
 use crate::events::Events;
-use crate::settings::{ClientSettings, LiveServer, Server};
+use crate::settings::{LiveServer, Server};
+use codendum_core::access::ClientSettings;
 use std::path::Path;
 
 use super::{check, ServerAnswers, MODELS_LIMIT};

@@ -14,7 +14,8 @@ use codendum::bench::{
     ServerInfo, ServerLoad, ServerMetrics, ServerWindow,
 };
 use codendum::events::{Event, Events};
-use codendum::settings::{ClientSettings, RunSettings};
+use codendum::settings::RunSettings;
+use codendum_core::access::ClientSettings;
 use codendum_core::clock::Clock;
 use codendum_core::error::Error;
 use codendum_core::openai::{CallError, CallOutcome, CallRequest, ErrorKind, Transport, Usage};

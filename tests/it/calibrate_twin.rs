@@ -27,7 +27,8 @@ use codendum::bench::{
 use codendum::calibrate::{CalibrateOptions, FactOverrides, FitOptions, DEFAULT_BANDWIDTH_GB_S};
 use codendum::plan::cell::run_cell;
 use codendum::plan::config::{CellSpec, PlanConfig};
-use codendum::settings::{ClientSettings, RunSettings};
+use codendum::settings::RunSettings;
+use codendum_core::access::ClientSettings;
 use codendum_core::clock::Clock;
 use codendum_core::profile::Profile;
 use codendum_core::prom::TimelineSample;
