@@ -7,8 +7,7 @@
 
 use std::path::Path;
 
-pub use codendum_core::bound::Bound;
-use codendum_core::bound::Outcome;
+use codendum_core::bound::{Bound, Outcome};
 use codendum_core::results::metrics::Source;
 use codendum_core::results::{BenchSummary, ClassroomRunSummary, LevelSummary};
 use codendum_core::stats::Interval;
