@@ -29,7 +29,7 @@ use codendum_core::error::Error;
 use codendum_core::openai::Endpoint;
 use codendum_core::results::profile_check::ProfileCheck;
 use codendum_core::results::EngineSettings;
-pub use codendum_core::server_figures::ServerWindow;
+use codendum_core::server_figures::ServerWindow;
 use futures::future::BoxFuture;
 
 /// Facts about the server apart from generating text.

@@ -22,7 +22,7 @@ use codendum::bench::calibration::{calibration_plan, CalibrationInputs};
 use codendum::bench::config::Cell;
 use codendum::bench::{
     run_bench, BenchConfig, BenchDeps, BenchPlan, Load, ServerFacts, ServerInfo, ServerLoad,
-    ServerMetrics, ServerWindow,
+    ServerMetrics,
 };
 use codendum::calibrate::{CalibrateOptions, FactOverrides, FitOptions, DEFAULT_BANDWIDTH_GB_S};
 use codendum::plan::cell::run_cell;
@@ -33,6 +33,7 @@ use codendum_core::clock::Clock;
 use codendum_core::profile::Profile;
 use codendum_core::prom::TimelineSample;
 use codendum_core::results::{FolderKind, LevelSummary, RunFolder};
+use codendum_core::server_figures::ServerWindow;
 use codendum_twin::inproc::InProcTransport;
 use codendum_twin::TwinOptions;
 
