@@ -16,9 +16,9 @@ use codendum::events::Events;
 use codendum::scrape::PrometheusOptions;
 use codendum::settings::env;
 use codendum::settings::{
-    twin_fleet, ClientSettings, LiveServer, RunSettings, Server, TwinSettings, DEFAULT_PROFILE,
+    twin_fleet, LiveServer, RunSettings, Server, TwinSettings, DEFAULT_PROFILE,
 };
-use codendum_core::access::{Provenance, Secret, Target};
+use codendum_core::access::{ClientSettings, Provenance, Secret, Target};
 use codendum_core::error::{ConfigError, Error};
 use codendum_core::profile::Profile;
 
@@ -783,7 +783,7 @@ fn calibrate_check(
     events.table(codendum::calibrate::check::check_text(&checks, tolerance));
     let beyond = checks
         .iter()
-        .filter(|c| c.outcome == codendum_core::targets::Outcome::Missed)
+        .filter(|c| c.outcome == codendum_core::bound::Outcome::Missed)
         .count();
     if beyond > 0 {
         return Err(Error::Failed(format!(

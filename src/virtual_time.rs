@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use crate::bench::{run_on_twin, BenchConfig, TwinFacts};
 use crate::classroom::{run_classroom, ClassroomConfig, LiveStatus, RecordSink};
-use crate::settings::{ClientSettings, RunSettings};
+use crate::settings::RunSettings;
+use codendum_core::access::ClientSettings;
 use codendum_core::clock::Clock;
 use codendum_core::error::Error;
 use codendum_core::profile::Profile;

@@ -18,10 +18,11 @@ use crate::capacity::on_twin::capacity_on_twin;
 use crate::capacity::settings::{
     judgeable_in_window, mean_step_s, CapacitySettings, TiersFrom, DEFAULT_HOLD, DEFAULT_JOIN_OVER,
 };
+use codendum_core::bound::Outcome;
 use codendum_core::results::capacity::TierAnswer;
 use codendum_core::targets::bench::ModeTargets;
 use codendum_core::targets::capacity::{judge_students, CapacityTarget};
-use codendum_core::targets::{Outcome, Tier};
+use codendum_core::targets::Tier;
 
 /// Each step's steady window in quick mode, simulated seconds: long
 /// enough for a class of a few dozen students to start a few hundred calls.

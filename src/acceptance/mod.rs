@@ -29,13 +29,10 @@ pub mod settings;
 pub mod suite;
 pub mod workload;
 
-pub use self::judge::{Bound, Judgement, TrialPass};
+pub use self::judge::{Judgement, TrialPass};
 pub use self::settings::Settings;
 pub use self::suite::{Suite, TrialKind, TrialSpec};
 pub use self::workload::{Mode, WorkloadKind};
-pub use codendum_core::targets::bench::{
-    parse_targets, BenchLevelTargets, ClassroomTargets, ModeTargets, ProfileTargets,
-};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -10,7 +10,7 @@ use std::str::FromStr;
 use super::workload::{Mode, REQUEST_TIMEOUT};
 use crate::settings::env::{self, *};
 use crate::settings::values::{CaFile, HttpUrls, Names};
-use crate::settings::ClientSettings;
+use codendum_core::access::ClientSettings;
 use codendum_core::access::{read_api_keys, BaseUrl, Provenance, Secret, Target};
 use codendum_core::error::ConfigError;
 use codendum_core::profile::known_profiles;

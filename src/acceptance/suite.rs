@@ -23,8 +23,9 @@ use super::reuse::RunCache;
 use super::runner::{judge_all, run_capacity, run_workload, verdict_message, WorkloadResults};
 use super::settings::Settings;
 use super::workload::WorkloadKind;
-use crate::server_match::{check_target, ProfileCheck};
+use crate::server_match::check_target;
 use codendum_core::profile::Profile;
+use codendum_core::results::profile_check::ProfileCheck;
 use codendum_core::targets::bench::{parse_targets, ModeTargets};
 
 /// One selectable check.

@@ -15,8 +15,8 @@ use codendum_core::clock::Clock;
 use codendum_core::error::{ConfigError, Error};
 use codendum_core::prom::replicas::replica_name;
 use codendum_core::prom::{ReplicaSample, TimelineSample, REPLICA_TIMELINE_JSONL};
-use codendum_core::results::FleetFigures;
 use codendum_core::results::{RunFolder, SERVER_TIMELINE_JSONL};
+use codendum_core::server_figures::FleetFigures;
 
 /// The sampling interval of a run's server figures (and the step of its
 /// Prometheus range queries), simulated seconds.
@@ -90,7 +90,7 @@ pub struct RunTimelines {
     pub fleet: Vec<TimelineSample>,
     /// Each replica's samples (empty for one server).
     pub replicas: Vec<ReplicaSample>,
-    /// [`codendum_core::results::replicas::SOURCE_SCRAPE`] or `SOURCE_PROMETHEUS`.
+    /// [`codendum_core::server_figures::SOURCE_SCRAPE`] or `SOURCE_PROMETHEUS`.
     pub source: &'static str,
     /// Whether the fleet's figures were read after the run (Prometheus):
     /// then the levels' server figures and `server-timeline.jsonl` are

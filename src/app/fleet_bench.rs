@@ -5,13 +5,15 @@
 use futures::future::BoxFuture;
 
 use super::fleet::{clock_secs_at, OpenedPrometheus, RunTimelines};
-use crate::bench::{BenchOutcome, ServerLoad, ServerMetrics, ServerWindow};
+use crate::bench::{BenchOutcome, ServerLoad, ServerMetrics};
 use crate::events::Events;
 use crate::scrape::replicas_render::{render_fleet_table, FleetRow};
 use codendum_core::clock::Clock;
 use codendum_core::error::Error;
 use codendum_core::prom::{fleet_figures_with, lagged_window, TimelineSample};
-use codendum_core::results::{apply_server_window, FleetFigures, RunFolder};
+use codendum_core::results::{apply_server_window, RunFolder};
+use codendum_core::server_figures::FleetFigures;
+use codendum_core::server_figures::ServerWindow;
 
 /// Prometheus seen as the bench driver's [`ServerMetrics`]: the busy
 /// guard's load from an instant query; the levels' windows stay empty
@@ -91,7 +93,7 @@ fn bench_fleet_table(levels: &[codendum_core::results::LevelSummary], source: &s
         .filter_map(|l| {
             let fleet = match (&l.fleet, source) {
                 (Some(f), _) => f,
-                (None, codendum_core::results::replicas::SOURCE_PROMETHEUS) => &no_replicas,
+                (None, codendum_core::server_figures::SOURCE_PROMETHEUS) => &no_replicas,
                 (None, _) => return None,
             };
             Some(FleetRow {

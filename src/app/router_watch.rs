@@ -8,7 +8,7 @@ use crate::scrape::router_reader::{RouterReader, RouterWatch};
 use codendum_core::access::Target;
 use codendum_core::error::Error;
 use codendum_core::openai::ErrorKind;
-use codendum_core::results::router_figures::{router_table, RouterFigures};
+use codendum_core::server_figures::router_figures::{router_table, RouterFigures};
 
 /// The first read of the router, when the target names its page; a page
 /// that cannot be read is said on stderr and the run goes on without.

@@ -14,8 +14,8 @@ use crate::scrape::{Recording, Sampler, SamplerHandle};
 use crate::settings::LiveServer;
 use codendum_core::clock::Clock;
 use codendum_core::error::Error;
-use codendum_core::results::replicas::{SOURCE_PROMETHEUS, SOURCE_SCRAPE};
 use codendum_core::results::{RunFolder, SERVER_TIMELINE_JSONL};
+use codendum_core::server_figures::{SOURCE_PROMETHEUS, SOURCE_SCRAPE};
 
 /// Where a run reads its server.
 #[derive(Debug)]

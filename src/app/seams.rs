@@ -4,10 +4,11 @@
 
 use futures::future::BoxFuture;
 
-use crate::bench::{ServerInfo, ServerLoad, ServerMetrics, ServerWindow};
+use crate::bench::{ServerInfo, ServerLoad, ServerMetrics};
 use crate::client::HttpClient;
 use crate::scrape::{SamplerHandle, Scraper};
 use codendum_core::openai::Endpoint;
+use codendum_core::server_figures::ServerWindow;
 
 impl ServerInfo for HttpClient {
     fn model_id(&self) -> BoxFuture<'_, Result<String, String>> {

@@ -34,7 +34,7 @@ use tokio::sync::watch;
 pub use self::cells::BenchPlan;
 pub use self::config::{fit_shapes, BenchConfig, Load};
 pub use self::preview::{estimate_duration, plan_text, SpeedGuess};
-pub use self::seams::{ServerFacts, ServerInfo, ServerLoad, ServerMetrics, ServerWindow};
+pub use self::seams::{ServerFacts, ServerInfo, ServerLoad, ServerMetrics};
 pub use self::twin_facts::{run_on_twin, TwinFacts};
 
 use self::driver::{run_level, LevelContext};

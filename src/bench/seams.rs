@@ -27,9 +27,9 @@
 pub use crate::client::ModelInfo;
 use codendum_core::error::Error;
 use codendum_core::openai::Endpoint;
-pub use codendum_core::results::level::ServerWindow;
 use codendum_core::results::profile_check::ProfileCheck;
 use codendum_core::results::EngineSettings;
+use codendum_core::server_figures::ServerWindow;
 use futures::future::BoxFuture;
 
 /// Facts about the server apart from generating text.

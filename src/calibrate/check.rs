@@ -6,7 +6,7 @@
 //! measured ones with their error.
 //!
 //! Each figure is judged by the one rule of
-//! [`codendum_core::targets::Bound::judge`]: the prediction `p` is within the
+//! [`codendum_core::bound::Bound::judge`]: the prediction `p` is within the
 //! tolerance `t` of the measured truth `μ` when `μ` lies in
 //! `[p / (1 + t), p / (1 − t)]`; the measured figure's 95 % interval decides
 //! whether it surely does (**within**), surely does not (**beyond**: the
@@ -20,12 +20,12 @@ use serde::Serialize;
 
 use crate::bench::config::{Cell, Load, OpenLoop};
 use crate::bench::BenchConfig;
+use codendum_core::bound::{Bound, Outcome};
 use codendum_core::error::{ConfigError, Error};
 use codendum_core::profile::Profile;
 use codendum_core::results::{self, BenchSummary, LevelSummary};
 use codendum_core::shape::Shape;
 use codendum_core::stats::Interval;
-use codendum_core::targets::{Bound, Outcome};
 
 /// One figure of one level: measured, predicted, and the error.
 #[derive(Debug, Clone, PartialEq, Serialize)]

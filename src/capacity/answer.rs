@@ -7,8 +7,9 @@ use super::engine::Ended;
 use super::judge::floors_missed;
 use super::search::{Search, SearchBounds};
 use super::text::{check_text, minutes, misses_text};
+use codendum_core::bound::Outcome;
 use codendum_core::results::capacity::{CapacityStep, PredictedTier, StepKind, TierAnswer};
-use codendum_core::targets::{ClassroomKey, Outcome};
+use codendum_core::targets::ClassroomKey;
 
 /// What the answers are made from.
 pub struct Finished<'a> {
@@ -207,9 +208,9 @@ fn more_time(a: &TierAnswer, closed: bool, f: &Finished<'_>) -> Option<String> {
 mod tests {
     use super::super::search::rehearse;
     use super::*;
+    use codendum_core::bound::Bound;
     use codendum_core::results::capacity::{Censoring, StepCheck, TierStep};
     use codendum_core::results::ClassroomSummary;
-    use codendum_core::targets::Bound;
 
     fn step(index: u32, users: u32, kind: StepKind, met: bool) -> CapacityStep {
         let outcome = Outcome::from_met(met);

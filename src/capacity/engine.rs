@@ -14,12 +14,13 @@ use super::search::Search;
 use super::settle::settle_for;
 use super::window::{bounds, measure, Records, Server, StepWindow};
 use crate::classroom::{ClassSize, LiveStatus, MemorySink};
+use codendum_core::bound::Outcome;
 use codendum_core::clock::Clock;
 use codendum_core::prom::TimelineSample;
 use codendum_core::results::capacity::{CapacityStep, Censoring, StepKind, TierStep};
 use codendum_core::results::classroom_records::{CallRecord, TaskRecord};
 use codendum_core::results::ClassroomSummary;
-use codendum_core::targets::{Outcome, Tier};
+use codendum_core::targets::Tier;
 
 /// How often the drain checks for calls still in flight, seconds.
 const DRAIN_POLL_S: f64 = 1.0;

@@ -5,7 +5,7 @@
 //! steers on ([`ClassroomKey::harder_with_more_students`]).
 //!
 //! A figure with a 95 % interval (a percentile, a rate) is judged by the
-//! one rule of the targets module ([`codendum_core::targets::Bound::judge`]):
+//! one judging rule ([`codendum_core::bound::Bound::judge`]):
 //! met when its whole interval is on the right side of the limit, missed
 //! when the whole interval is on the wrong side, indeterminate when the
 //! interval straddles the limit (the window's calls cannot tell which side
@@ -26,9 +26,10 @@
 //! short), not missed. A window whose calls all failed has no latency
 //! either; that is missed, as it would be in `plan`.
 
+use codendum_core::bound::{Bound, Outcome};
 use codendum_core::results::capacity::{Censoring, StepCheck, TierStep};
 use codendum_core::results::ClassroomSummary;
-use codendum_core::targets::{Bound, ClassroomCheck, ClassroomKey, Outcome, Tier};
+use codendum_core::targets::{ClassroomCheck, ClassroomKey, Tier};
 
 /// The outcome of one check: by the targets module's rule on its figure
 /// and its interval, except the coding-request P50, by its censoring

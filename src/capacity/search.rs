@@ -11,8 +11,8 @@
 //! again confirms it; otherwise the answer falls back to the size met
 //! below it, which may reopen the search.
 
+use codendum_core::bound::Outcome;
 use codendum_core::results::capacity::StepKind;
-use codendum_core::targets::Outcome;
 
 use crate::plan::bisect::Bisection;
 

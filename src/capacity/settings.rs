@@ -10,9 +10,10 @@ use super::predict::{Predicted, WATCH_S};
 use super::search::{default_resolution, rehearse, Search, SearchBounds};
 use super::settle::{clear_for, AVERAGE_S};
 use crate::classroom::ClassroomConfig;
+use codendum_core::bound::Outcome;
 use codendum_core::profile::Profile;
 use codendum_core::results::capacity::{CapacityStep, Prediction, StepKind};
-use codendum_core::targets::{ClassroomKey, ClassroomTargets, Outcome, Tier};
+use codendum_core::targets::{ClassroomKey, ClassroomTargets, Tier};
 
 /// The search's window per step when none is given, seconds.
 pub const DEFAULT_HOLD: Duration = Duration::from_secs(180);

@@ -3,11 +3,12 @@
 
 use std::fmt::Write as _;
 
+use codendum_core::bound::Outcome;
 use codendum_core::results::capacity::{
     CapacityStep, PredictedTier, StepCheck, StepKind, TierAnswer, TierStep, STEP_FIGURES,
 };
 use codendum_core::results::metrics::class_metric;
-use codendum_core::targets::{ClassroomKey, Outcome, Tier};
+use codendum_core::targets::{ClassroomKey, Tier};
 use codendum_report::format::show_with_unit;
 
 pub use codendum_report::capacity::{figure, range};

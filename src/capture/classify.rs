@@ -17,7 +17,7 @@
 use axum::http::HeaderMap;
 use serde_json::Value;
 
-pub use codendum_core::capture::{CaptureKind, RequestInfo};
+use codendum_core::capture::{CaptureKind, RequestInfo};
 
 use crate::classroom::client_times::ClientTimeKind;
 

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::classroom::client_times::CAPTURE_HEADER_FILE;
+use codendum_core::capture::CAPTURE_HEADER_FILE;
 use codendum_core::capture::{CaptureHeader, CALLS_FILE};
 use codendum_core::error::{ConfigError, Error};
 use codendum_core::results::RunFolder;

@@ -57,10 +57,10 @@ pub use recorder::{CaptureDisk, FolderDisk, Losses};
 pub use store::{Store, StoreOptions};
 pub use tls::TlsFiles;
 
-use crate::classroom::client_times::CAPTURE_HEADER_FILE;
 use crate::events::Events;
 use codendum_core::access::BaseUrl;
 use codendum_core::capture::CaptureHeader;
+use codendum_core::capture::CAPTURE_HEADER_FILE;
 use codendum_core::error::{ConfigError, Error};
 
 /// What a capture runs with.

@@ -14,11 +14,12 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 use serde_json::Value;
 
-use super::classify::{after_answer, After, CaptureKind, RequestInfo};
+use super::classify::{after_answer, After};
 use super::notice::Notifier;
 use super::observe::{tool_lines, Answer};
 use super::recorder::{CaptureDisk, ClientTimesSource, FolderDisk, Losses, Recorder};
 use crate::classroom::client_times::{ClientTimeKind, ClientTimes};
+use codendum_core::capture::{CaptureKind, RequestInfo};
 use codendum_core::error::Error;
 use codendum_core::openai::TokenSource;
 

@@ -42,7 +42,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-pub use codendum_core::targets::Outcome;
+use codendum_core::bound::Outcome;
 
 /// How a bisection starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

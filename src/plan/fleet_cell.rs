@@ -12,7 +12,7 @@ use crate::virtual_time::{NoRecords, SAMPLE_INTERVAL};
 use codendum_core::error::Error;
 use codendum_core::profile::fleet::FleetSpec;
 use codendum_core::prom::{window_stats, TimelineSample};
-use codendum_core::results::FleetFigures;
+use codendum_core::server_figures::FleetFigures;
 use codendum_twin::fleet::{FleetSampler, FleetTransport};
 use codendum_twin::TwinOptions;
 

@@ -5,7 +5,8 @@
 //! [`super::verdicts::judge_cell`]); this module only reads them.
 
 use super::verdicts::{Bottleneck, Check, JudgedCell, KV_HIGH, PERSISTENT};
-use codendum_core::targets::{Bound, ClassroomKey};
+use codendum_core::bound::Bound;
+use codendum_core::targets::ClassroomKey;
 
 /// Whether every ceiling of the cell is met: the targets more students
 /// only make harder to meet ([`ClassroomKey::harder_with_more_students`]:
@@ -87,10 +88,11 @@ pub fn classify(failed: &JudgedCell, more_seats_met: Option<bool>) -> Bottleneck
         };
     }
     let split = r.summary.server.time_split;
-    let phase =
-        |f: fn(&codendum_core::results::TimeSplit) -> Option<codendum_core::results::PhaseTime>| {
-            split.as_ref().and_then(f).map(|p| p.mean_s)
-        };
+    let phase = |f: fn(
+        &codendum_core::server_figures::TimeSplit,
+    ) -> Option<codendum_core::server_figures::PhaseTime>| {
+        split.as_ref().and_then(f).map(|p| p.mean_s)
+    };
     let prefill_heavier = match (phase(|s| s.prefill), phase(|s| s.decode)) {
         (Some(p), Some(d)) => p > d,
         _ => true,

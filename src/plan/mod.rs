@@ -47,10 +47,7 @@ pub use results::{PlanParameters, PlanResults, VariantVerdict};
 pub use search::run_search;
 pub use search_results::{Probe, SearchParameters, SearchResults, SeatsProbe, VariantSearch};
 pub use variants::FleetVariant;
-pub use verdicts::{
-    classroom_targets, judge_cell, Bottleneck, Check, ClassroomTargets, JudgedCell, TargetList,
-    Threshold,
-};
+pub use verdicts::{classroom_targets, judge_cell, Bottleneck, Check, JudgedCell};
 pub use write::{write_plan, write_plan_files};
 
 use std::path::PathBuf;

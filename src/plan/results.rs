@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use super::fleet::FleetPlan;
 use super::search_results::SearchResults;
-use super::verdicts::{Bottleneck, JudgedCell, TargetList};
+use super::verdicts::{Bottleneck, JudgedCell};
+use codendum_core::targets::TargetList;
 
 /// The parameters a plan ran with (everything that shapes its results;
 /// `jobs` does not).

@@ -9,13 +9,12 @@ use super::config::{cells, variant_name, CellSpec, PlanConfig};
 use super::figures::CellResult;
 use super::limit::{classify, meets_ceilings};
 use super::results::{PlanParameters, PlanResults, VariantVerdict};
-use super::verdicts::{
-    classroom_targets, judge, Bottleneck, ClassroomTargets, JudgedCell, TargetList,
-};
+use super::verdicts::{classroom_targets, judge, Bottleneck, JudgedCell};
 use super::wording::{agree, missed_floors, students, students_do};
 use codendum_core::error::Error;
 use codendum_core::profile::Profile;
 use codendum_core::results::schema::{PLAN_KIND, PLAN_SCHEMA_VERSION};
+use codendum_core::targets::{ClassroomTargets, TargetList};
 
 /// For each fitted profile (`[calibration]`), a warning when its cells'
 /// prompts or running requests went beyond what its calibration measured.

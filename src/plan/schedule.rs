@@ -13,14 +13,16 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::mpsc;
 use std::sync::Mutex;
 
-use super::bisect::{Bisection, Outcome};
+use super::bisect::Bisection;
 use super::cell::run_cell;
 use super::config::{CellSpec, PlanConfig};
 use super::figures::CellResult;
 use super::limit::meets_ceilings;
-use super::verdicts::{judge, ClassroomTargets, JudgedCell};
+use super::verdicts::{judge, JudgedCell};
+use codendum_core::bound::Outcome;
 use codendum_core::error::Error;
 use codendum_core::profile::Profile;
+use codendum_core::targets::ClassroomTargets;
 
 /// One search for the largest class: a variant (and seed), its targets,
 /// its bisection and the cells it has.

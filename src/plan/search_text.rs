@@ -6,8 +6,10 @@ use std::fmt::Write as _;
 
 use super::results::{PlanResults, VariantVerdict};
 use super::search_results::{Probe, SeedsAnswer, VariantSearch};
-use super::verdicts::{Bottleneck, ClassroomTargets, JudgedCell, Outcome, TargetList, PERSISTENT};
+use super::verdicts::{Bottleneck, JudgedCell, PERSISTENT};
 use super::wording::{agree, check_text, missed_floors, missed_text, students, students_do};
+use codendum_core::bound::Outcome;
+use codendum_core::targets::{ClassroomTargets, TargetList};
 use codendum_report::format::{opt_fixed, opt_percent, xml_escape};
 
 /// The progress line of one probe: `classroom-64k: 40 students: meets

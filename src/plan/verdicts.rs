@@ -7,10 +7,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::figures::CellResult;
+use codendum_core::bound::{Bound, Outcome};
 use codendum_core::error::ConfigError;
 use codendum_core::stats::Interval;
-use codendum_core::targets::{parse_classroom_targets, ClassroomCheck};
-pub use codendum_core::targets::{Bound, ClassroomTargets, Outcome, TargetList, Threshold};
+use codendum_core::targets::{parse_classroom_targets, ClassroomCheck, ClassroomTargets};
 
 /// A cell with its target checks.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -3,7 +3,8 @@
 //! (plain functions).
 
 use super::limit::floors;
-use super::verdicts::{Check, JudgedCell, Outcome};
+use super::verdicts::{Check, JudgedCell};
+use codendum_core::bound::Outcome;
 use codendum_report::format::{fixed, opt_fixed};
 
 /// A check as people read it: `ttft_p95_s 80.5 [72.4–90.1] (target ≤

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::io::BufReader;
 use std::path::Path;
 
-use crate::classroom::client_times::CAPTURE_HEADER_FILE;
+use codendum_core::capture::CAPTURE_HEADER_FILE;
 use codendum_core::capture::{CallLine, CALLS_FILE};
 use codendum_core::error::{ConfigError, Error};
 use codendum_core::results::classroom_records::{CallKind, CallRecord};

@@ -5,7 +5,7 @@
 
 use super::render::{format_count, format_percent};
 use codendum_core::prom::replicas::ReplicaSample;
-use codendum_core::results::FleetFigures;
+use codendum_core::server_figures::FleetFigures;
 
 /// One window of the table: its label (`short c8`, `class`), the fleet's
 /// own figures (peak running, peak waiting, peak KV fraction, preemptions,
@@ -112,7 +112,7 @@ pub fn render_replica_readings(replicas: &[ReplicaSample]) -> String {
     let served: Option<Vec<f64>> = finished.into_iter().collect();
     if let Some(x) = served
         .as_deref()
-        .and_then(codendum_core::results::replicas::imbalance)
+        .and_then(codendum_core::server_figures::imbalance)
     {
         out.push_str(&format!(
             "imbalance (max over mean of requests finished): {x:.2}\n"
@@ -142,7 +142,7 @@ pub fn render_replica_watch(replica: &ReplicaSample) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use codendum_core::results::ReplicaFigures;
+    use codendum_core::server_figures::ReplicaFigures;
 
     #[test]
     fn a_fleet_row_then_one_row_per_replica_and_the_imbalance() {

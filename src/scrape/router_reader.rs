@@ -4,7 +4,7 @@
 
 use codendum_core::prom::parse::parse;
 use codendum_core::prom::router_page::{router_figures, RouterSnapshot};
-use codendum_core::results::router_figures::RouterFigures;
+use codendum_core::server_figures::router_figures::RouterFigures;
 
 use super::sampler::{ScrapeError, Scraper};
 

@@ -12,14 +12,16 @@ use codendum_core::clock::Clock;
 use codendum_core::error::one_line;
 use codendum_core::prom::continuity::{classify_run, Continuity, RunTracker};
 use codendum_core::prom::parse::{parse, ParseError};
-pub use codendum_core::prom::replicas::Recording;
-pub use codendum_core::prom::replicas::Scraped;
 use codendum_core::prom::replicas::{
     fleet_figures, fleet_window, replica_name, split_replicas, timeline_sample, ReplicaSample,
+    Scraped,
 };
 use codendum_core::prom::snapshot::ServerSnapshot;
 use codendum_core::prom::window::{TimelineSample, WindowStats};
-use codendum_core::results::{FleetFigures, JsonlWriter};
+use codendum_core::results::JsonlWriter;
+use codendum_core::server_figures::FleetFigures;
+
+use super::recording::Recording;
 
 /// Why a scrape failed. The message names the URL and fits on one line.
 #[derive(Debug, thiserror::Error)]
@@ -400,7 +402,7 @@ impl SamplerHandle {
         let recorded = lock(&self.recorded);
         fleet_figures(
             &recorded.replicas,
-            codendum_core::results::replicas::SOURCE_SCRAPE,
+            codendum_core::server_figures::SOURCE_SCRAPE,
             t0,
             t1,
         )

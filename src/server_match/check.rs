@@ -4,9 +4,10 @@
 //! One set of stated values against a profile is
 //! [`super::compare`].
 
-use super::{compare, Comparison, Difference, ProfileCheck, StatedSettings};
+use super::{compare, Comparison, StatedSettings};
 use crate::client::ModelInfo;
 use codendum_core::profile::Profile;
+use codendum_core::results::profile_check::{Difference, ProfileCheck};
 use codendum_core::results::profile_check::{FIELDS, MODELS_SOURCE};
 
 /// Everything the server answered: `/v1/models`, and each `/metrics` URL's

@@ -4,14 +4,16 @@
 //! itself is [`super::server_match`].
 
 use crate::events::Events;
-use crate::settings::{ClientSettings, LiveServer, Server};
+use crate::settings::{LiveServer, Server};
+use codendum_core::access::ClientSettings;
 use std::path::Path;
 
-use super::{check, ProfileCheck, ServerAnswers, MODELS_LIMIT};
+use super::{check, ServerAnswers, MODELS_LIMIT};
 use crate::client::{HttpClient, ModelInfo};
 use crate::connect::{ConnectOptions, Connection};
 use codendum_core::access::{Secret, Target};
 use codendum_core::profile::Profile;
+use codendum_core::results::profile_check::ProfileCheck;
 
 /// `/v1/models` through the run's client, within [`MODELS_LIMIT`];
 /// `Err` is why, in one line.

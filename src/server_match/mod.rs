@@ -27,7 +27,6 @@ mod check;
 mod live;
 
 pub use check::{check, ServerAnswers};
-pub use codendum_core::results::profile_check::{Difference, ProfileCheck, Setting};
 pub use live::{check_live, check_target, read_metrics_pages, read_models, read_profile_check};
 
 use std::time::Duration;
@@ -35,7 +34,7 @@ use std::time::Duration;
 use crate::client::ModelInfo;
 use codendum_core::profile::ServerSettings;
 use codendum_core::prom::{parse, ServerSnapshot};
-use codendum_core::results::profile_check::MODELS_SOURCE;
+use codendum_core::results::profile_check::{Difference, Setting, MODELS_SOURCE};
 
 /// The longest the check waits for `/v1/models` (real time).
 pub const MODELS_LIMIT: Duration = Duration::from_secs(10);

@@ -15,8 +15,7 @@ pub mod values;
 
 use std::path::PathBuf;
 
-pub use codendum_core::access::ClientSettings;
-use codendum_core::access::{Provenance, Target};
+use codendum_core::access::{ClientSettings, Provenance, Target};
 use codendum_core::profile::fleet::{FleetSpec, RouterPolicy};
 use codendum_core::profile::Profile;
 

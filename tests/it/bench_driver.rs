@@ -11,14 +11,16 @@ use std::time::Duration;
 use codendum::app::guard::{busy_guard, TimelineFlag};
 use codendum::bench::{
     plan_text, run_reading_facts, BenchConfig, BenchDeps, BenchOutcome, BenchPlan, ServerFacts,
-    ServerInfo, ServerLoad, ServerMetrics, ServerWindow,
+    ServerInfo, ServerLoad, ServerMetrics,
 };
 use codendum::events::{Event, Events};
-use codendum::settings::{ClientSettings, RunSettings};
+use codendum::settings::RunSettings;
+use codendum_core::access::ClientSettings;
 use codendum_core::clock::Clock;
 use codendum_core::error::Error;
 use codendum_core::openai::{CallError, CallOutcome, CallRequest, ErrorKind, Transport, Usage};
 use codendum_core::results::{self, LevelEnd, SizingMethod};
+use codendum_core::server_figures::ServerWindow;
 use codendum_core::stats::{percentile, sorted_finite};
 use futures::future::BoxFuture;
 use tokio::sync::watch;

@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use chrono::{TimeZone, Utc};
-use codendum::bench::ServerWindow;
 use codendum_core::access::Provenance;
 use codendum_core::openai::{Endpoint, TokenSource};
 use codendum_core::results::level::{summarize_level, LevelFrame};
@@ -15,6 +14,7 @@ use codendum_core::results::{
     write_summary_json, BenchParameters, BenchSummary, LevelEnd, PromptSizing, RequestRecord,
     ResultsError, RunHeader, ServerDescription, ShapeSizing, SizingMethod,
 };
+use codendum_core::server_figures::ServerWindow;
 
 fn fixture(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -173,7 +173,7 @@ fn live_like_run(truth: &Profile, ladder: Vec<u32>, root: &Path) -> std::path::P
         let transport = std::sync::Arc::new(InProcTransport::start(opts));
         let sampler = StatsSampler::spawn(transport.clone(), Duration::from_secs(1));
         let mut run = codendum::settings::RunSettings::new(
-            codendum::settings::ClientSettings::new(Duration::from_secs(3_600)),
+            codendum_core::access::ClientSettings::new(Duration::from_secs(3_600)),
         );
         run.results_dir = root.to_path_buf();
         run.yes = true;

@@ -22,16 +22,18 @@ use codendum::bench::calibration::{calibration_plan, CalibrationInputs};
 use codendum::bench::config::Cell;
 use codendum::bench::{
     run_bench, BenchConfig, BenchDeps, BenchPlan, Load, ServerFacts, ServerInfo, ServerLoad,
-    ServerMetrics, ServerWindow,
+    ServerMetrics,
 };
 use codendum::calibrate::{CalibrateOptions, FactOverrides, FitOptions, DEFAULT_BANDWIDTH_GB_S};
 use codendum::plan::cell::run_cell;
 use codendum::plan::config::{CellSpec, PlanConfig};
-use codendum::settings::{ClientSettings, RunSettings};
+use codendum::settings::RunSettings;
+use codendum_core::access::ClientSettings;
 use codendum_core::clock::Clock;
 use codendum_core::profile::Profile;
 use codendum_core::prom::TimelineSample;
 use codendum_core::results::{FolderKind, LevelSummary, RunFolder};
+use codendum_core::server_figures::ServerWindow;
 use codendum_twin::inproc::InProcTransport;
 use codendum_twin::TwinOptions;
 

@@ -12,8 +12,9 @@ use codendum::capacity::on_twin::capacity_on_twin;
 use codendum::capacity::predict::{hold_on_twin, predict, predict_steps, TwinClass, WATCH_S};
 use codendum::capacity::settings::{plan_prediction, CapacitySettings, TiersFrom};
 use codendum::classroom::ClassroomConfig;
+use codendum_core::bound::Outcome;
 use codendum_core::profile::Profile;
-use codendum_core::targets::{parse_tiers, Outcome};
+use codendum_core::targets::parse_tiers;
 use codendum_testkit::profiles::write_gb10_with_seats;
 
 /// A two-seat server with the lab's hardware.

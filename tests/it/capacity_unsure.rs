@@ -22,11 +22,12 @@ use codendum::classroom::{
     run_continuous_class, ClassSize, ClassroomConfig, LiveStatus, MemorySink,
 };
 use codendum::virtual_time::on_paused_runtime;
+use codendum_core::bound::Outcome;
 use codendum_core::clock::Clock;
 use codendum_core::openai::{CallOutcome, CallRequest, Transport};
 use codendum_core::prom::TimelineSample;
 use codendum_core::results::capacity::{CapacityStep, TierAnswer};
-use codendum_core::targets::{parse_tiers, Outcome};
+use codendum_core::targets::parse_tiers;
 
 /// The tier's TTFT P95 ceiling, seconds.
 const LIMIT_S: f64 = 10.0;

@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use codendum::bench::{run_reading_facts, BenchConfig, BenchDeps, ServerInfo};
 use codendum::client::{ClientOptions, HttpClient};
-use codendum::settings::{ClientSettings, RunSettings};
+use codendum::settings::RunSettings;
+use codendum_core::access::ClientSettings;
 use codendum_core::clock::Clock;
 use codendum_core::profile::Profile;
 use codendum_core::results::{self, RequestRecord};

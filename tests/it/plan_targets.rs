@@ -3,11 +3,10 @@
 
 use codendum::plan::limit::classify;
 use codendum::plan::run::verdicts;
-use codendum::plan::{
-    classroom_targets, judge_cell, Bottleneck, CellResult, CellSpec, ClassroomTargets, JudgedCell,
-};
+use codendum::plan::{classroom_targets, judge_cell, Bottleneck, CellResult, CellSpec, JudgedCell};
 use codendum_core::profile::Profile;
 use codendum_core::results::classroom_summary::ClassroomSummary;
+use codendum_core::targets::ClassroomTargets;
 
 /// A cell whose summary carries the same figures as its own fields (as
 /// [`codendum::plan::figures::figures`] makes it): targets judge the summary.

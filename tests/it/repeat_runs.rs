@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use crate::replay_cli::{the_folder, TRACE};
 use cli_support::{assert_one_line_error, codendum, read_json, run, write_file, Running};
+use codendum_core::bound::{Bound, Outcome};
 use codendum_core::stats::wilson;
-use codendum_core::targets::{Bound, Outcome};
 use serde_json::Value;
 
 /// The figure `key` of the group labelled `label` in `repeat.json`.

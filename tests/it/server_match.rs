@@ -337,7 +337,7 @@ fn a_twin_started_from_a_profile_states_that_profile() {
         let target = codendum_core::access::Target::at(
             codendum_core::access::BaseUrl::parse(twin.base_url()).expect("base URL"),
         );
-        let client = codendum::settings::ClientSettings::new(Duration::from_secs(10));
+        let client = codendum_core::access::ClientSettings::new(Duration::from_secs(10));
         let profile = Profile::load(name).expect("profile");
         let check = rt
             .block_on(check_target(&profile, (&target, &client), &[]))

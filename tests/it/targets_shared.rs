@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use cli_support::{assert_one_line_error, codendum, holds_no_file, run};
 use codendum::acceptance::runner::judge_all;
 use codendum::acceptance::runner::{WorkloadResults, WorkloadSummary};
-use codendum::acceptance::{parse_targets, Settings, Suite, TrialKind, WorkloadKind};
+use codendum::acceptance::{Settings, Suite, TrialKind, WorkloadKind};
 use codendum::plan::figures::{figures, Window};
 use codendum::plan::{classroom_targets, judge_cell, CellResult, CellSpec};
 use codendum_core::openai::{ErrorKind, TokenSource};
@@ -23,6 +23,7 @@ use codendum_core::results::classroom_summary::ClassroomSummary;
 use codendum_core::results::{
     ClassroomParameters, ClassroomRunSummary, RunHeader, ServerDescription,
 };
+use codendum_core::targets::bench::parse_targets;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

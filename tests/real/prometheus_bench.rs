@@ -25,7 +25,7 @@ use codendum_core::clock::Clock;
 use codendum_core::prom::{
     align_timeline, fleet_figures, LatencyHistograms, ReplicaSample, TimelineSample,
 };
-use codendum_core::results::TimeSplit;
+use codendum_core::server_figures::TimeSplit;
 use serde_json::Value;
 
 use codendum_testkit::cli::{codendum, only_folder, read_json, read_jsonl, run_in};

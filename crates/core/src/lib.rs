@@ -2,6 +2,8 @@
 //! (the twin, the reports, the drivers, the capacity suite) speaks, and
 //! depends on nothing of ours.
 //!
+//! - [`bound`]: the one judging rule of a figure with its interval against
+//!   a limit (met, indeterminate, missed);
 //! - [`capture`]: the files of a `codendum capture` folder (header, one
 //!   line per call), one definition for every reader;
 //! - [`class`]: class files, the distributions a simulated class draws from;
@@ -23,10 +25,18 @@
 //! - [`targets`]: what a profile must meet (`[targets]`), one definition;
 //! - [`trace`]: recorded traffic as sizes, timing and prefix blocks (Mooncake
 //!   and AIPerf traces, no text);
+//! - [`server_figures`]: the server's figures over a window (peaks,
+//!   increases, the time split, each replica's), computed by [`prom`] and
+//!   kept by [`results`];
 //! - [`results`]: results folders, records, the tables of figures and the
 //!   summaries computed from the records.
+//!
+//! Imports point one way: `stats`, `bound`, `server_figures` → `prom` →
+//! `results` (records, summaries, tables) → `targets` → `results::capacity`
+//! (a capacity search's answer keeps the targets it was judged on).
 
 pub mod access;
+pub mod bound;
 pub mod capture;
 pub mod class;
 pub mod clock;
@@ -37,6 +47,7 @@ pub mod openai;
 pub mod profile;
 pub mod prom;
 pub mod results;
+pub mod server_figures;
 pub mod shape;
 pub mod stats;
 pub mod targets;

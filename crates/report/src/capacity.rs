@@ -4,12 +4,13 @@
 //! every step measured beside the twin's prediction for it with the error,
 //! and a chart of class size against TTFT P95 with each tier's line.
 
+use codendum_core::bound::Outcome;
 use codendum_core::results::capacity::{
     CapacityResults, CapacityStep, StepKind, TierSpec, STEP_FIGURES,
 };
 use codendum_core::results::metrics::{class_metric, Shown};
 use codendum_core::results::ClassroomSummary;
-use codendum_core::targets::{ClassroomKey, Outcome};
+use codendum_core::targets::ClassroomKey;
 
 use super::doc::{Block, Doc};
 use super::format::{fixed, show_with_unit, MISSING};

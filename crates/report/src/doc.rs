@@ -4,8 +4,8 @@
 use super::format::{fixed, MISSING};
 use super::model::{Parameter, RunInfo, Verdict};
 use super::svg::Chart;
+use codendum_core::bound::Outcome;
 use codendum_core::results::Verdict as RunVerdict;
-use codendum_core::targets::Outcome;
 
 /// The one sentence every report carries.
 pub const DISCLAIMER: &str =

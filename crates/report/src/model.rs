@@ -12,9 +12,9 @@ use serde::{Deserialize, Serialize};
 
 use codendum_core::access::Provenance;
 use codendum_core::observed::server::ServerSide;
-use codendum_core::results::MetricsContinuity;
-use codendum_core::results::Verdict as RunVerdict;
-use codendum_core::results::{ClassroomSummary, LevelSummary};
+use codendum_core::results::{
+    ClassroomSummary, LevelSummary, MetricsContinuity, Verdict as RunVerdict,
+};
 
 /// Where and when a run happened, and with what.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -75,7 +75,7 @@ pub struct FleetWindow {
     /// What the window is: `short c8`, `class`.
     pub label: String,
     /// The replicas' figures and the imbalance.
-    pub fleet: codendum_core::results::FleetFigures,
+    pub fleet: codendum_core::server_figures::FleetFigures,
 }
 
 /// Where a level starts on the server timeline.
@@ -102,7 +102,7 @@ pub struct Verdict {
     /// Met, missed or indeterminate (the figure's interval straddles the
     /// target); absent where only `passed` was judged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub outcome: Option<codendum_core::targets::Outcome>,
+    pub outcome: Option<codendum_core::bound::Outcome>,
 }
 
 /// Everything a benchmark report shows.
@@ -140,7 +140,7 @@ pub struct BenchReport {
     pub metrics_continuity: Vec<MetricsContinuity>,
     /// What the router in front of the replicas counted (`--router-metrics-url`).
     #[serde(default)]
-    pub router: Option<codendum_core::results::router_figures::RouterFigures>,
+    pub router: Option<codendum_core::server_figures::router_figures::RouterFigures>,
 }
 
 impl BenchReport {
@@ -198,7 +198,7 @@ pub struct ClassroomReport {
     pub metrics_continuity: Vec<MetricsContinuity>,
     /// What the router in front of the replicas counted (`--router-metrics-url`).
     #[serde(default)]
-    pub router: Option<codendum_core::results::router_figures::RouterFigures>,
+    pub router: Option<codendum_core::server_figures::router_figures::RouterFigures>,
     /// A real class (a capture, imported sessions): each student's figures,
     /// what the recording lost, the server's side; `None` for a simulated
     /// class or a replay.

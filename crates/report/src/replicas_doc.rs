@@ -68,7 +68,7 @@ pub(crate) fn push_fleet(doc: &mut Doc, windows: &[FleetWindow]) {
 /// the retries the students never saw. Nothing without router figures.
 pub(crate) fn push_router(
     doc: &mut Doc,
-    router: Option<&codendum_core::results::router_figures::RouterFigures>,
+    router: Option<&codendum_core::server_figures::router_figures::RouterFigures>,
     client_failures: Option<u64>,
 ) {
     let Some(r) = router else {
@@ -152,7 +152,8 @@ pub(crate) fn replica_charts(lines: &[ReplicaLine]) -> Vec<Chart> {
 mod tests {
     use super::*;
     use crate::model::TimelinePoint;
-    use codendum_core::results::{FleetFigures, ReplicaFigures};
+    use codendum_core::server_figures::FleetFigures;
+    use codendum_core::server_figures::ReplicaFigures;
 
     fn line(name: &str, running: &[f64]) -> ReplicaLine {
         ReplicaLine {

@@ -4,7 +4,7 @@
 
 use super::doc::Doc;
 use super::format::{fixed, seconds, MISSING};
-use codendum_core::results::{PhaseTime, TimeSplit};
+use codendum_core::server_figures::{PhaseTime, TimeSplit};
 
 fn mean(p: Option<PhaseTime>) -> String {
     p.map_or_else(|| MISSING.to_string(), |p| seconds(p.mean_s))

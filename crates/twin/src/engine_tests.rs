@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use super::engine::{Engine, EngineConfig, EngineRequest, StepToken};
 use super::engine_stats::FinishReason;
-use super::model::{HardwareProfile, PhysicalStepModel, GB10_QWEN3_CODER_TOML};
+use super::model::PhysicalStepModel;
+use codendum_core::profile::hardware::{HardwareProfile, GB10_QWEN3_CODER_TOML};
 
 fn config(num_gpu_blocks: usize, max_num_seqs: usize) -> EngineConfig {
     let hw = HardwareProfile::parse(GB10_QWEN3_CODER_TOML).expect("hardware parses");

@@ -18,10 +18,7 @@
 
 use std::time::Duration;
 
-pub use codendum_core::profile::hardware::{
-    ComputeSection, HardwareProfile, HardwareSection, ModelSection, PrefillSection,
-    GB10_QWEN3_CODER_TOML,
-};
+use codendum_core::profile::hardware::HardwareProfile;
 
 /// What one engine step computes, in aggregate (all counts in tokens).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -126,6 +123,7 @@ impl StepModel for PhysicalStepModel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use codendum_core::profile::hardware::GB10_QWEN3_CODER_TOML;
 
     fn gb10() -> PhysicalStepModel {
         PhysicalStepModel::new(&HardwareProfile::parse(GB10_QWEN3_CODER_TOML).expect("parses"))

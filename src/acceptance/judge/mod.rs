@@ -7,12 +7,12 @@
 
 use std::path::Path;
 
+use codendum_core::bound::{Bound, Outcome};
 use codendum_core::results::metrics::Source;
 use codendum_core::results::{BenchSummary, ClassroomRunSummary, LevelSummary};
 use codendum_core::stats::Interval;
 use codendum_core::targets::bench::{bound_of, BenchLevelTargets, ClassroomTargets};
-pub use codendum_core::targets::Bound;
-use codendum_core::targets::{ClassroomCheck, ClassroomKey, Outcome};
+use codendum_core::targets::{ClassroomCheck, ClassroomKey};
 use codendum_report::format::interval_text;
 use codendum_report::model::Verdict;
 

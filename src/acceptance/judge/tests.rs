@@ -228,7 +228,7 @@ fn a_figure_whose_interval_straddles_the_target_is_indeterminate() {
     let folder = Path::new("bench-results/2026-x");
     let j = &judge_bench_level(&s, &level("short", 8).with("ttft_p95_s", 30.0), folder)[0];
     assert!(j.passed, "the value alone meets it");
-    assert_eq!(j.outcome, codendum_core::targets::Outcome::Indeterminate);
+    assert_eq!(j.outcome, codendum_core::bound::Outcome::Indeterminate);
     assert!(j.failure.is_none());
     let why = j.undecided.as_deref().unwrap_or_default();
     assert!(
@@ -238,9 +238,9 @@ fn a_figure_whose_interval_straddles_the_target_is_indeterminate() {
     assert_eq!(j.verdict.figure, "29.5 s (27.8–31.3)");
     // The same figure with a narrow interval is met, a high one missed.
     let met = &judge_bench_level(&s, &level("short", 8).with("ttft_p95_s", 32.0), folder)[0];
-    assert_eq!(met.outcome, codendum_core::targets::Outcome::Met);
+    assert_eq!(met.outcome, codendum_core::bound::Outcome::Met);
     let missed = &judge_bench_level(&s, &level("short", 8).with("ttft_p95_s", 27.0), folder)[0];
-    assert_eq!(missed.outcome, codendum_core::targets::Outcome::Missed);
+    assert_eq!(missed.outcome, codendum_core::bound::Outcome::Missed);
     assert!(
         missed
             .failure

@@ -36,7 +36,7 @@ use codendum_core::stats::{mean, percentile, sorted_finite};
 /// The file name of the distribution inside a capture folder.
 pub const CLIENT_TIMES_FILE: &str = "client-times.json";
 
-pub use codendum_core::capture::CAPTURE_HEADER_FILE;
+use codendum_core::capture::CAPTURE_HEADER_FILE;
 
 /// What the client did between an answer and the next request of its
 /// session, by the answer's tool calls (the heaviest kind wins when an answer

@@ -26,6 +26,10 @@ use super::replicas::{replica_order, replica_timeline, ReplicaSample};
 use super::snapshot::ServerSnapshot;
 use super::window::TimelineSample;
 
+/// The fix people are told when one URL answers for several servers.
+pub const SEVERAL_SERVERS_FIX: &str =
+    "give one --metrics-url per replica (comma-separated), or --prometheus-url";
+
 /// Two restarts this few reads apart are not restarts (vLLM takes minutes
 /// to start): reads alternate between servers.
 pub const SEVERAL_WITHIN_READS: usize = 2;
@@ -504,7 +508,7 @@ pub fn event_line(replica: &str, event: &Event) -> String {
              several replicas, so the peaks and counter increases read from it will be left \
              empty; {}",
             s.evidence,
-            crate::results::continuity::SEVERAL_SERVERS_FIX
+            SEVERAL_SERVERS_FIX
         ),
     }
 }

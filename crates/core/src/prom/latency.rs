@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::parse::Exposition;
-use crate::results::{PhaseTime, TimeSplit};
+use crate::server_figures::{PhaseTime, TimeSplit};
 
 /// A phase of a request as vLLM times it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

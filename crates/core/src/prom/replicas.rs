@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 
 use super::snapshot::ServerSnapshot;
 use super::window::{window_stats, TimelineSample};
-use crate::results::{FleetFigures, ReplicaFigures};
+use crate::server_figures::{FleetFigures, ReplicaFigures};
 
 /// File name of the per-replica samples of a fleet.
 pub const REPLICA_TIMELINE_JSONL: &str = "replica-timeline.jsonl";
@@ -251,37 +251,6 @@ pub fn fleet_figures_with(
         })
         .collect();
     Some(FleetFigures::new(source, replicas))
-}
-
-/// Where a sampler appends each sample the moment it is taken.
-#[derive(Debug, Default)]
-pub struct Recording {
-    /// `server-timeline.jsonl` (the fleet's sum).
-    pub fleet: Option<crate::results::JsonlWriter<std::fs::File, TimelineSample>>,
-    /// `replica-timeline.jsonl` (each replica; written only for a fleet).
-    pub replicas: Option<crate::results::JsonlWriter<std::fs::File, ReplicaSample>>,
-}
-
-impl Recording {
-    /// Appends a sample (and each replica's) to the files. A file that
-    /// cannot be written is dropped, and what was lost is returned (one
-    /// message per file, once), for the caller to tell; sampling goes on.
-    pub fn append(&mut self, fleet: &TimelineSample, replicas: &[ReplicaSample]) -> Vec<String> {
-        let mut lost = Vec::new();
-        if let Some(writer) = self.fleet.as_mut() {
-            if let Err(e) = writer.append(fleet) {
-                lost.push(format!("cannot write the server timeline: {e}"));
-                self.fleet = None;
-            }
-        }
-        if let Some(writer) = self.replicas.as_mut() {
-            if let Err(e) = replicas.iter().try_for_each(|r| writer.append(r)) {
-                lost.push(format!("cannot write the replica timeline: {e}"));
-                self.replicas = None;
-            }
-        }
-        lost
-    }
 }
 
 /// One replica's figures from its window; `requests_served` from wherever

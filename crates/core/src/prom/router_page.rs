@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use super::parse::{parse, Exposition, ParseError};
 use super::window::counter_increase;
-use crate::results::router_figures::{RouterFigures, WorkerFigures};
+use crate::server_figures::router_figures::{RouterFigures, WorkerFigures};
 
 /// One worker as one read of the router's page shows it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::latency::LatencyHistograms;
 use super::snapshot::ServerSnapshot;
-use crate::results::{ServerWindow, TimeSplit};
+use crate::server_figures::{ServerWindow, TimeSplit};
 
 /// One scrape of the server: a snapshot, or the reason the scrape failed.
 /// One JSON object per line in `server-timeline.jsonl`.

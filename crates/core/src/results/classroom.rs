@@ -94,7 +94,7 @@ pub struct ClassroomRunSummary {
     /// What the router in front of the replicas counted over the class
     /// (`--router-metrics-url`); absent without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub router: Option<super::router_figures::RouterFigures>,
+    pub router: Option<crate::server_figures::router_figures::RouterFigures>,
     /// What a replay (kind [`REPLAY_KIND`]) sent again; absent for a class.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<ReplayParameters>,

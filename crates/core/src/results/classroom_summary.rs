@@ -33,7 +33,7 @@ pub struct ServerFigures {
     /// Where the time went over the run: the server's timings (vLLM's
     /// histograms) and the client's means over the same calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub time_split: Option<crate::results::TimeSplit>,
+    pub time_split: Option<crate::server_figures::TimeSplit>,
     /// The server restarted during the class: these figures span it
     /// (counter increases summed per process, peaks over both;
     /// [`super::continuity`]). Absent when it did not.
@@ -115,7 +115,7 @@ pub struct ClassroomSummary {
     /// Each replica's figures over the run and the fleet's imbalance, when
     /// the server is a fleet (filled by the caller); absent for one server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub server_fleet: Option<super::FleetFigures>,
+    pub server_fleet: Option<crate::server_figures::FleetFigures>,
     /// The stretch the steady-state figures (server output) are over,
     /// seconds since the run started (filled with the server figures);
     /// absent in folders written before schema version 2.

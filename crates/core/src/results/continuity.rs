@@ -13,12 +13,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::prom::continuity::{Continuity, ContinuityStatus};
+use crate::prom::continuity::{Continuity, ContinuityStatus, SEVERAL_SERVERS_FIX};
 use crate::results::{ClassroomSummary, LevelSummary};
-
-/// The fix people are told when one URL answers for several servers.
-pub const SEVERAL_SERVERS_FIX: &str =
-    "give one --metrics-url per replica (comma-separated), or --prometheus-url";
 
 /// One `/metrics` URL that was not one steady server.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -214,7 +210,7 @@ pub fn apply_to_levels(levels: &mut [LevelSummary], found: &[MetricsContinuity])
 
 /// Empties the figures of the replicas named in `several` (a per-replica
 /// row read from a URL of several servers), and the imbalance that used them.
-fn clear_replicas(fleet: &mut crate::results::FleetFigures, several: &[&str]) {
+fn clear_replicas(fleet: &mut crate::server_figures::FleetFigures, several: &[&str]) {
     let mut cleared = false;
     for r in fleet
         .replicas
@@ -222,7 +218,7 @@ fn clear_replicas(fleet: &mut crate::results::FleetFigures, several: &[&str]) {
         .filter(|r| several.iter().any(|s| r.replica.starts_with(s)))
     {
         let failed = r.failed_samples;
-        *r = crate::results::ReplicaFigures {
+        *r = crate::server_figures::ReplicaFigures {
             replica: std::mem::take(&mut r.replica),
             failed_samples: failed,
             ..Default::default()

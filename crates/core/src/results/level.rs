@@ -1,37 +1,17 @@
-//! Per-level summaries from request records (plain functions, no I/O), and
-//! the server figures over a level's window that they fold in.
+//! Per-level summaries from request records (plain functions, no I/O),
+//! with the server figures over a level's window folded in.
 
-use super::records::RateFigures;
-use super::records::SteadyWindow;
+use super::records::{RateFigures, SteadyWindow};
 use super::slo::Slo;
 use super::steady::steady_window;
 use std::collections::BTreeMap;
 
 use crate::openai::TokenSource;
 use crate::results::{ErrorGroup, LevelEnd, LevelSummary, RequestRecord};
+use crate::server_figures::ServerWindow;
 use crate::stats::dependence::{percentile_interval_in_order, percentile_interval_in_rounds};
 use crate::stats::interval::batch_count;
 use crate::stats::{batch_means, mean, mean_interval, percentile, sorted_finite, wilson, Interval};
-
-/// Server figures over a window of the run (one level). Each figure is
-/// `None` when the metric was not seen in the window.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct ServerWindow {
-    /// Increase of the preemptions counter.
-    pub preemptions: Option<f64>,
-    /// Peak KV-cache usage, fraction in `[0, 1]`.
-    pub peak_kv_usage: Option<f64>,
-    /// Peak running requests.
-    pub peak_running: Option<f64>,
-    /// Peak waiting requests.
-    pub peak_waiting: Option<f64>,
-    /// Prefix-cache hit rate over the window, fraction in `[0, 1]`.
-    pub prefix_hit_rate: Option<f64>,
-    /// Scrapes that failed in the window.
-    pub failed_scrapes: u64,
-    /// The server's own timings of the requests that ended in the window.
-    pub time_split: Option<crate::results::TimeSplit>,
-}
 
 /// What the driver knows about a level besides its records.
 #[derive(Debug, Clone, PartialEq)]

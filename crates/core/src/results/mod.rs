@@ -20,12 +20,10 @@ pub mod repeat;
 pub mod repeat_folder;
 pub mod repeat_levels;
 pub mod replicas;
-pub mod router_figures;
 pub mod schema;
 pub mod slo;
 pub mod steady;
 pub mod summary;
-pub mod time_split;
 pub mod verdict;
 
 use std::fs::{File, OpenOptions};
@@ -46,10 +44,10 @@ pub use self::csv::{
 };
 pub use self::folder::{read_summary, summary_kind_of, JsonlFile, RunFolder, RunSummary};
 pub use self::jsonl::{read_jsonl, JsonlContents, JsonlWriter};
-pub use self::level::{apply_server_window, summarize_level, LevelFrame, ServerWindow};
+pub use self::level::{apply_server_window, summarize_level, LevelFrame};
 pub use self::metrics::{level_metric, LevelMetric, LEVEL_METRICS};
 pub use self::records::{ErrorGroup, LevelEnd, LevelSummary, RateFigures, RequestRecord};
-pub use self::replicas::{imbalance, FleetFigures, ReplicaFigures, ReplicaMetric, REPLICA_METRICS};
+pub use self::replicas::{ReplicaMetric, REPLICA_METRICS};
 pub use self::schema::{
     FolderKind, BENCH_KIND, BENCH_SCHEMA_VERSION, CLASSROOM_KIND, CLASSROOM_SCHEMA_VERSION,
     REPLAY_KIND,
@@ -59,7 +57,6 @@ pub use self::summary::{
     PromptSizing, RunHeader, ServerDescription, ShapeSizing, SizingMethod, SkippedShape,
 };
 pub use self::summary::{RateSearch, RateStep};
-pub use self::time_split::{PhaseTime, TimeSplit};
 pub use self::verdict::{RunStatus, Verdict};
 
 /// File name of the per-level summary table.

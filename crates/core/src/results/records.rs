@@ -174,12 +174,12 @@ pub struct LevelSummary {
     /// Where the time went: the server's timings over the level (vLLM's
     /// histograms) and the client's means beside them; absent without them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub time_split: Option<super::TimeSplit>,
+    pub time_split: Option<crate::server_figures::TimeSplit>,
     /// Each replica's figures over the level and the fleet's imbalance,
     /// when the server is a fleet (several `--metrics-url`s, or several
     /// Prometheus instances); absent for one server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fleet: Option<super::FleetFigures>,
+    pub fleet: Option<crate::server_figures::FleetFigures>,
     /// A rate level's load: the asked rate, its arrival process, what the
     /// schedule offered and the client sent, how late it sent, and whether
     /// the level saturated. Absent on closed-loop levels.

@@ -3,7 +3,7 @@
 //! which runs there were, every figure across them
 //! ([`super::repeat::Repeated`]) grouped as the runs measured it (a bench
 //! level, a class), the targets judged on the pooled figures by the one
-//! rule ([`crate::targets::Bound::judge`]) and the verdict over every run's
+//! rule ([`crate::bound::Bound::judge`]) and the verdict over every run's
 //! calls. Built from the run folders alone, so `report` rebuilds it from
 //! files.
 
@@ -21,8 +21,8 @@ use super::repeat_levels::{bench_groups, RunBench};
 use super::slo::Slo;
 use super::verdict::Verdict;
 use super::{read_jsonl, read_summary, LevelSummary, RequestRecord, ResultsError, RunSummary};
+use crate::bound::{Bound, Outcome};
 use crate::stats::Interval;
-use crate::targets::{Bound, Outcome};
 
 /// File name of a repeated run's summary, at the top of its folder.
 pub const REPEAT_JSON: &str = "repeat.json";

@@ -140,11 +140,11 @@ impl Slo {
 
 impl Slo {
     /// How a level fares against the SLO, by the one judging rule
-    /// ([`crate::targets::Bound::judge`]): its SLO share and the share's
+    /// ([`crate::bound::Bound::judge`]): its SLO share and the share's
     /// 95 % (Wilson) interval against the share the SLO asks. A level
     /// without a share (no request) misses it.
-    pub fn judge(&self, level: &super::LevelSummary) -> crate::targets::Outcome {
-        crate::targets::Bound::Min.judge(
+    pub fn judge(&self, level: &super::LevelSummary) -> crate::bound::Outcome {
+        crate::bound::Bound::Min.judge(
             level.slo_share,
             level.intervals.get("slo_share").copied(),
             self.share,

@@ -178,7 +178,7 @@ pub struct BenchSummary {
     /// What the router in front of the replicas counted over the run
     /// (`--router-metrics-url`); absent without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub router: Option<super::router_figures::RouterFigures>,
+    pub router: Option<crate::server_figures::router_figures::RouterFigures>,
 }
 
 /// One measured step of a `--find-rate` search.
@@ -194,7 +194,7 @@ pub struct RateStep {
     /// SLO's share ([`super::slo::Slo::judge`]); absent in folders written
     /// before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub outcome: Option<crate::targets::Outcome>,
+    pub outcome: Option<crate::bound::Outcome>,
     /// The share's 95 % interval (a fraction).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slo_share_interval: Option<crate::stats::Interval>,
@@ -238,7 +238,7 @@ impl RateSearch {
             .highest_rate_per_s
             .and_then(|r| self.steps.iter().find(|s| s.rate_per_s == r));
         let undecided = match at_answer {
-            Some(step) if step.outcome == Some(crate::targets::Outcome::Indeterminate) => {
+            Some(step) if step.outcome == Some(crate::bound::Outcome::Indeterminate) => {
                 let pct = |v: f64| format!("{:.1}", v * 100.0);
                 let share = step.slo_share.map_or("–".into(), pct);
                 let interval = step.slo_share_interval.map_or(String::new(), |i| {
@@ -267,11 +267,11 @@ impl RateSearch {
     }
 
     /// The highest rate measured whose level met the SLO with its whole
-    /// interval ([`crate::targets::Outcome::Met`]); `None` when none did.
+    /// interval ([`crate::bound::Outcome::Met`]); `None` when none did.
     pub fn highest_met_rate_per_s(&self) -> Option<f64> {
         self.steps
             .iter()
-            .filter(|s| s.outcome == Some(crate::targets::Outcome::Met))
+            .filter(|s| s.outcome == Some(crate::bound::Outcome::Met))
             .map(|s| s.rate_per_s)
             .reduce(f64::max)
     }

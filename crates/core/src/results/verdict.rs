@@ -23,7 +23,7 @@
 //! - **Completed cleanly**: no call failed; exit 0.
 //!
 //! The error rate is judged against `--max-error-rate` by the one rule of
-//! [`crate::targets::Bound::judge`], with its Wilson interval: above the
+//! [`crate::bound::Bound::judge`], with its Wilson interval: above the
 //! limit with its whole interval fails the exit code; an interval that
 //! straddles the limit is said (indeterminate) and does not.
 //!
@@ -42,9 +42,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::bound::{Bound, Outcome};
 use crate::openai::ErrorKind;
 use crate::stats::{wilson, Interval};
-use crate::targets::{Bound, Outcome};
 
 /// The least P95 send lag that counts as the client falling behind,
 /// seconds (below it, timer and scheduler jitter).

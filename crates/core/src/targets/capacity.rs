@@ -19,7 +19,8 @@
 //! by [`parse_classroom_targets`], the one definition every class is judged
 //! by; the class size is judged by [`judge_students`].
 
-use super::{check_value_kinds, parse_classroom_targets, ClassroomTargets, KeyKind, Outcome};
+use super::{check_value_kinds, parse_classroom_targets, ClassroomTargets, KeyKind};
+use crate::bound::Outcome;
 use crate::error::ConfigError;
 
 /// The key naming the class size.

@@ -44,10 +44,10 @@ pub fn prefix_margin(profile: &Profile) -> usize {
 
 /// Max over mean of the requests each replica served (1 = perfectly even);
 /// `None` before any request. The counts as integers; the one definition
-/// is [`codendum_core::results::replicas::imbalance`].
+/// is [`codendum_core::server_figures::imbalance`].
 pub fn imbalance(served: &[u64]) -> Option<f64> {
     let served: Vec<f64> = served.iter().map(|&s| s as f64).collect();
-    codendum_core::results::replicas::imbalance(&served)
+    codendum_core::server_figures::imbalance(&served)
 }
 
 /// The router's record of the prompt blocks it sent one replica: chained

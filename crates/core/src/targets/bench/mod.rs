@@ -29,13 +29,14 @@
 
 use std::collections::BTreeMap;
 
+use crate::bound::Bound;
 use crate::error::ConfigError;
 use crate::flags::MAX_CONCURRENCY;
 use crate::results::metrics::{level_metric, Better, LevelMetric, Unit};
 use crate::shape::Shape;
 use crate::targets::capacity::{parse_capacity_targets, CapacityTarget};
 pub use crate::targets::ClassroomTargets;
-use crate::targets::{check_value_kinds, parse_classroom_targets, Bound, KeyKind};
+use crate::targets::{check_value_kinds, parse_classroom_targets, KeyKind};
 
 /// The metric keys a `[[targets.bench]]` entry may give, in the order their
 /// trials are listed and judged. Each names a `summary.csv` column of

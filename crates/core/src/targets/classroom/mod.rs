@@ -21,7 +21,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_value_kinds, Bound, KeyKind, Outcome};
+use super::{check_value_kinds, KeyKind};
+use crate::bound::{Bound, Outcome};
 use crate::error::ConfigError;
 use crate::results::metrics::{class_metric, error_rate, server_errors, Better, ClassMetric, Unit};
 use crate::results::ClassroomSummary;

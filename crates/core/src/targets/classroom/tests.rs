@@ -127,3 +127,13 @@ fn judge_checks_only_the_keys_given_in_order() {
         ]
     );
 }
+
+#[test]
+fn every_classroom_target_is_a_class_figure_with_its_label() {
+    for key in ClassroomKey::ALL {
+        let m = class_metric(key.name()).expect("a target names a class figure");
+        assert_eq!(m.label, key.label());
+    }
+    assert_eq!(ClassroomKey::ServerOutput.bound(), Bound::Min);
+    assert_eq!(ClassroomKey::TtftP95.bound(), Bound::Max);
+}

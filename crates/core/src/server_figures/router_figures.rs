@@ -1,4 +1,4 @@
-//! The router in front of the replicas, as results: what the vLLM Router's
+//! The router in front of the replicas: what the vLLM Router's
 //! own Prometheus page (`--router-metrics-url`) counted over a run
 //! (`router` in `summary.json`), its table for people, and what it means
 //! for a class whose 503s the router hid by retrying.
