@@ -144,10 +144,10 @@ impl Responder for AgentPersona {
             return PlannedAnswer::text(writing::chat(&mut rng, request.prompt, target));
         }
         let kit = ToolKit::from_definitions(request.tools);
-        let lease = self
+        // The digest, lent by the cache (it derefs to the `Transcript`).
+        let t = self
             .transcripts
             .lease(request.messages, request.tools, &kit);
-        let t: &Transcript = &lease;
         let mut ctx = Ctx {
             kit: &kit,
             t: &t,
