@@ -2,7 +2,8 @@
 //! `CODENDUM_PLAN_CELLS`) one-shot timings of big plans.
 //!
 //! ```text
-//! cargo bench --bench plan                       # criterion: 8 users x 300 s, and the
+//! cargo bench --bench plan                       # criterion: 8 users x 300 s, the persona
+//!                                                # reading a 60-step session (whole / cached), and the
 //!                                                # search of classroom-64k up to 200 students, 5 seeds
 //! CODENDUM_PLAN_CELLS="40x900,400x3600" CODENDUM_PLAN_PROFILES=classroom-64k \
 //!     cargo bench --bench plan -- --one-shot     # timings and figures of each plan
@@ -70,7 +71,64 @@ fn search(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, small_cell, search);
+/// A session's conversation of `steps` agent steps, each reading a file of
+/// about 2 KB, for the persona's reading of transcripts.
+fn session(steps: usize) -> (Vec<serde_json::Value>, Vec<serde_json::Value>) {
+    use serde_json::json;
+    let tools = vec![json!({"type": "function", "function": {"name": "read",
+        "parameters": {"type": "object", "properties": {"filePath": {"type": "string"}}}}})];
+    let mut m = vec![
+        json!({"role": "system", "content": "You are a coding agent."}),
+        json!({"role": "user", "content": "Fix the failing test in src/main/java/App.java"}),
+    ];
+    for i in 0..steps {
+        let id = format!("call_{i}");
+        let lines: String = (1..60)
+            .map(|l| format!("{l:05}| int field{l} = {i}; // line {l}\n"))
+            .collect();
+        m.push(
+            json!({"role": "assistant", "content": "Reading the next file.",
+            "tool_calls": [{"id": id, "type": "function", "function": {"name": "read",
+            "arguments": format!("{{\"filePath\": \"src/main/java/F{i}.java\"}}")}}]}),
+        );
+        m.push(json!({"role": "tool", "tool_call_id": id,
+            "content": format!("<file>\n{lines}</file>")}));
+    }
+    (tools, m)
+}
+
+/// The persona reading a 60-step session call by call: every prefix read
+/// whole (as before the digests were kept), and through the cache of
+/// digests (each call reads only the new messages).
+fn transcript(c: &mut Criterion) {
+    use codendum_twin::persona::tools::ToolKit;
+    use codendum_twin::persona::transcript::{cache::TranscriptCache, Transcript};
+    let (tools, messages) = session(60);
+    let kit = ToolKit::from_definitions(&tools);
+    let calls: Vec<usize> = (2..=messages.len()).step_by(2).collect();
+    let mut g = c.benchmark_group("persona");
+    g.sample_size(20);
+    g.bench_function("session_60_steps_read_whole", |b| {
+        b.iter(|| {
+            calls
+                .iter()
+                .map(|&n| Transcript::read(&messages[..n], &kit).len)
+                .sum::<usize>()
+        })
+    });
+    g.bench_function("session_60_steps_read_cached", |b| {
+        b.iter(|| {
+            let cache = TranscriptCache::default();
+            calls
+                .iter()
+                .map(|&n| cache.lease(&messages[..n], &tools, &kit).len)
+                .sum::<usize>()
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, small_cell, transcript, search);
 
 /// One search, timed: its wall time, the process's CPU time over it, and
 /// the answer per seed (`CODENDUM_PLAN_SEEDS`, default 5).

@@ -6,6 +6,7 @@
 //! prefix-cache hit) until it is handed out again, least recently freed first.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// A block index.
 pub type BlockId = u32;
@@ -21,6 +22,32 @@ pub fn block_hash(parent: u64, tokens: &[u32]) -> u64 {
     }
     splitmix(h)
 }
+
+/// A hasher that passes a `u64` key through: the map's keys are
+/// [`block_hash`]es, already finished by a SplitMix64 mix, so hashing them
+/// again (SipHash by default) only costs time on every prefix-cache lookup.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct IdentityHasher(u64);
+
+impl Hasher for IdentityHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `write_u64` is used by `u64` keys; fold anything else in.
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+/// A map keyed by block hashes, hashed by [`IdentityHasher`].
+pub type BlockHashMap<V> = HashMap<u64, V, BuildHasherDefault<IdentityHasher>>;
 
 fn splitmix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -40,7 +67,7 @@ pub struct BlockPool {
     head: u32,
     tail: u32,
     num_free: usize,
-    cached: HashMap<u64, BlockId>,
+    cached: BlockHashMap<BlockId>,
     caching: bool,
 }
 
@@ -57,7 +84,7 @@ impl BlockPool {
             head: NIL,
             tail: NIL,
             num_free: 0,
-            cached: HashMap::new(),
+            cached: BlockHashMap::default(),
             caching,
         };
         pool.ref_cnt[0] = 1;

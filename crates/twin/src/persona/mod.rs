@@ -43,6 +43,7 @@ use crate::answer::{AnswerPart, AnswerRequest, PlannedAnswer, Responder};
 
 use paths::{lang_of, Lang};
 use tools::{ToolKit, ToolRole};
+use transcript::cache::TranscriptCache;
 use transcript::{Outcome, Transcript};
 
 /// Settings of the persona.
@@ -72,6 +73,10 @@ impl Default for PersonaConfig {
 #[derive(Debug, Clone, Default)]
 pub struct AgentPersona {
     config: PersonaConfig,
+    /// Digests of the conversations it answered, so a growing conversation
+    /// is read only where it grew (shared by clones; the answers do not
+    /// depend on it).
+    transcripts: Arc<TranscriptCache>,
 }
 
 impl AgentPersona {
@@ -95,7 +100,10 @@ impl AgentPersona {
 
     /// A persona with these settings.
     pub fn with_config(config: PersonaConfig) -> Self {
-        AgentPersona { config }
+        AgentPersona {
+            config,
+            transcripts: Arc::default(),
+        }
     }
 
     /// The settings.
@@ -139,7 +147,10 @@ impl Responder for AgentPersona {
             return PlannedAnswer::text(writing::chat(&mut rng, request.prompt, target));
         }
         let kit = ToolKit::from_definitions(request.tools);
-        let t = Transcript::read(request.messages, &kit);
+        // The digest, lent by the cache (it derefs to the `Transcript`).
+        let t = self
+            .transcripts
+            .lease(request.messages, request.tools, &kit);
         let mut ctx = Ctx {
             kit: &kit,
             t: &t,

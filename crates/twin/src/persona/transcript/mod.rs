@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::paths::{folder_entries, listing_paths, numbered_content, path_tokens};
 use super::tools::{Slot, ToolKit, ToolRole};
 use super::{fnv1a, mix};
+pub mod cache;
 mod results;
 use results::is_error_result;
 pub use results::{is_compile_command, is_test_command, log_failed, program_missing};
@@ -74,6 +75,7 @@ pub struct Transcript {
     pub len: usize,
 }
 
+#[derive(Debug, Clone)]
 struct PendingCall {
     name: String,
     role: Option<ToolRole>,
@@ -81,55 +83,89 @@ struct PendingCall {
     event: Option<usize>,
 }
 
+/// The transcript being digested message by message: what [`Transcript::read`]
+/// gives for the messages fed so far, and the tool calls still waiting for
+/// their results. Feeding a conversation's messages in two parts gives the
+/// same digest as reading them at once, so a conversation that grows call by
+/// call is read only where it grew (see [`cache`]).
+#[derive(Debug, Clone, Default)]
+pub struct Reader {
+    t: Transcript,
+    calls: HashMap<String, PendingCall>,
+    /// Whether a user message was fed: the current request's steps and
+    /// events are those after the last one.
+    seen_user: bool,
+}
+
+impl Reader {
+    /// Digests the next messages of the conversation, in order.
+    pub fn feed(&mut self, messages: &[Value], kit: &ToolKit) {
+        for m in messages {
+            self.feed_one(m, kit);
+        }
+    }
+
+    /// The digest of the messages fed so far.
+    pub fn transcript(&self) -> &Transcript {
+        &self.t
+    }
+
+    fn feed_one(&mut self, m: &Value, kit: &ToolKit) {
+        let t = &mut self.t;
+        t.len += 1;
+        let text = codendum_core::openai::message_text(m);
+        match m.get("role").and_then(Value::as_str).unwrap_or("") {
+            "system" => t.system.push_str(&text),
+            "user" => {
+                // A new request: what was said since the previous user
+                // message is no longer the current request's.
+                self.seen_user = true;
+                t.steps = 0;
+                t.events.clear();
+                t.plan_seed = None;
+                for call in self.calls.values_mut() {
+                    call.event = None;
+                }
+                t.add_files(path_tokens(&text));
+                t.user_text.push_str(&text);
+                t.user_text.push('\n');
+                t.task = text;
+            }
+            "assistant" => {
+                let current = self.seen_user;
+                t.add_files(path_tokens(&text));
+                if current {
+                    if t.steps == 0 {
+                        t.plan_seed = Some(mix(fnv1a(&step_fingerprint(m)), 0x9e37));
+                    }
+                    t.steps += 1;
+                }
+                for call in m
+                    .get("tool_calls")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    t.record_call(call, current, kit, &mut self.calls);
+                }
+            }
+            "tool" => {
+                let id = m.get("tool_call_id").and_then(Value::as_str).unwrap_or("");
+                if let Some(call) = self.calls.remove(id) {
+                    t.apply_result(call, &text, kit);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 impl Transcript {
     /// Digests the messages, mapping calls to roles with the offered tools.
     pub fn read(messages: &[Value], kit: &ToolKit) -> Self {
-        let mut t = Transcript {
-            len: messages.len(),
-            ..Default::default()
-        };
-        let last_user = messages
-            .iter()
-            .rposition(|m| m.get("role").and_then(Value::as_str) == Some("user"));
-        let mut calls: HashMap<String, PendingCall> = HashMap::new();
-        for (i, m) in messages.iter().enumerate() {
-            let current = last_user.is_some_and(|u| i > u);
-            let text = codendum_core::openai::message_text(m);
-            match m.get("role").and_then(Value::as_str).unwrap_or("") {
-                "system" => t.system.push_str(&text),
-                "user" => {
-                    t.add_files(path_tokens(&text));
-                    t.user_text.push_str(&text);
-                    t.user_text.push('\n');
-                    t.task = text;
-                }
-                "assistant" => {
-                    t.add_files(path_tokens(&text));
-                    if current {
-                        if t.steps == 0 {
-                            t.plan_seed = Some(mix(fnv1a(&step_fingerprint(m)), 0x9e37));
-                        }
-                        t.steps += 1;
-                    }
-                    for call in m
-                        .get("tool_calls")
-                        .and_then(Value::as_array)
-                        .into_iter()
-                        .flatten()
-                    {
-                        t.record_call(call, current, kit, &mut calls);
-                    }
-                }
-                "tool" => {
-                    let id = m.get("tool_call_id").and_then(Value::as_str).unwrap_or("");
-                    if let Some(call) = calls.remove(id) {
-                        t.apply_result(call, &text, kit);
-                    }
-                }
-                _ => {}
-            }
-        }
-        t
+        let mut reader = Reader::default();
+        reader.feed(messages, kit);
+        reader.t
     }
 
     /// Adds file names seen in the conversation. A bare name (`Message.java`
