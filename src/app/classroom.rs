@@ -321,7 +321,7 @@ fn parameters(
         ramp_up_s: config.ramp_up.as_secs_f64(),
         pause_min_s: config.class.person.pause_s.min(),
         pause_max_s: config.class.person.pause_s.max(),
-        follow_ups: config.class.person.follow_ups.max().round() as u32,
+        follow_ups: config.class.most_follow_ups(),
         class: Some(config.class.name.clone()),
         context_limit: config.context_limit,
         output_limit: config.output_limit,

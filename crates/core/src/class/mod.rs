@@ -211,6 +211,21 @@ impl OutputTokens {
 }
 
 impl Class {
+    /// The most follow-up requests one student of this class makes: with
+    /// sessions drawn whole, the longest recorded session less its first
+    /// request; otherwise the largest of `person.follow_ups`.
+    pub fn most_follow_ups(&self) -> u32 {
+        match &self.agent.sessions {
+            Some(shapes) => shapes
+                .calls
+                .iter()
+                .map(|row| row.len().saturating_sub(1) as u32)
+                .max()
+                .unwrap_or(0),
+            None => self.person.follow_ups.max().round() as u32,
+        }
+    }
+
     /// The default class, `lab` (parsed once).
     pub fn lab() -> Arc<Class> {
         static LAB: OnceLock<Arc<Class>> = OnceLock::new();

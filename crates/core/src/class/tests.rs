@@ -84,6 +84,12 @@ fn sessions_drawn_whole_read_back_and_need_schema_3() {
     assert!(text.contains("schema_version = 3"), "{text}");
     let back = Class::parse(&text, Path::new("w.toml")).expect(&text);
     assert_eq!(back, c, "{text}");
+    // The longest row, less its first request, bounds the follow-ups.
+    assert_eq!(back.most_follow_ups(), 2);
+    assert_eq!(
+        Class::lab().most_follow_ups(),
+        Class::lab().person.follow_ups.max() as u32
+    );
     // An older file with the newer field is refused, naming both.
     let e = err(&text.replace("schema_version = 3", "schema_version = 2"));
     assert!(e.contains("agent.sessions needs schema_version 3"), "{e}");
