@@ -104,7 +104,7 @@ pub enum Command {
     Plan(PlanArgs),
     /// How many students the server carries, per service tier: the twin predicts, then one
     /// class on the server is grown and shrunk step by step around the prediction.
-    Capacity(CapacityArgs),
+    Capacity(Box<CapacityArgs>),
     /// Fit the twin's step-time model to bench runs of your server and write a profile.
     Calibrate(CalibrateArgs),
     /// Record OpenCode's calls through a reverse proxy: per-call records, client times, the prompt.
@@ -660,6 +660,18 @@ pub struct CapacityArgs {
     /// go past it and says what more time would buy.
     #[arg(long, value_name = "SECONDS", value_parser = typed::<Seconds>())]
     pub budget: Option<Seconds>,
+    /// Recorded sessions as the students instead of the simulated class: any source `replay`
+    /// reads (a capture or results folder, OpenCode's store, Claude Code conversations,
+    /// TraceLab rows, a Mooncake-style trace). Each seat replays the next session; after the
+    /// last, the trace starts again with fresh text.
+    #[arg(long, value_name = "SOURCE", conflicts_with_all = ["class", "follow_ups", "pause_min", "pause_max", "prompt_file", "client_times"])]
+    pub replay: Option<PathBuf>,
+    /// With --replay: cap a person's recorded wait before their next message, seconds.
+    #[arg(long, value_name = "S", value_parser = typed::<SecondsOrZero>(), requires = "replay")]
+    pub max_think: Option<SecondsOrZero>,
+    /// With --replay: cap every recorded wait before a call, seconds (a tool's too).
+    #[arg(long, value_name = "S", value_parser = typed::<SecondsOrZero>(), requires = "replay")]
+    pub max_wait: Option<SecondsOrZero>,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub students: StudentArgs,

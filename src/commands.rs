@@ -4,6 +4,7 @@
 //! flags against a live server); single values were checked while parsed.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use codendum::app::run::exit_status;
 use codendum::app::signals::stop_on_signal;
@@ -41,7 +42,7 @@ pub async fn run(cli: Cli) -> Result<(), Error> {
         Command::Report(args) => report(args, &events),
         Command::Compare(args) => compare(args),
         Command::Plan(args) => plan(args, events).await,
-        Command::Capacity(args) => capacity(args, events).await,
+        Command::Capacity(args) => capacity(*args, events).await,
         Command::Calibrate(args) => calibrate(args, &events),
         Command::Capture(args) => capture(args, events).await,
         Command::Replay(args) => replay(args, events).await,
@@ -433,8 +434,26 @@ fn resolve_capacity(
         }
     };
     let class = resolve_students(&args.students, args.run.seed, client)?;
+    let replay = match &args.replay {
+        Some(source) => {
+            let block = codendum_core::trace::DEFAULT_BLOCK_SIZE;
+            let trace = codendum::app::replay::read_trace(source, None, block, None, events)?;
+            let schedule = codendum::replay::Schedule {
+                max_think_s: args.max_think.map(|s| s.0.as_secs_f64()),
+                max_wait_s: args.max_wait.map(|s| s.0.as_secs_f64()),
+                ..Default::default()
+            };
+            Some(Arc::new(codendum::capacity::students::ReplayedSessions {
+                source: source.clone(),
+                trace,
+                schedule,
+            }))
+        }
+        None => None,
+    };
     Ok(CapacitySettings {
         class,
+        replay,
         tiers,
         tiers_from: from,
         left_out,

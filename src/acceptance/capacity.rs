@@ -91,6 +91,7 @@ pub fn search_settings(
     let mut class = classroom_config(settings.mode);
     class.api_keys = settings.api_keys.clone();
     Ok(CapacitySettings {
+        replay: None,
         class,
         tiers,
         tiers_from: TiersFrom::Profile,

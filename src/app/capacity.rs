@@ -23,18 +23,19 @@ use crate::capacity::engine::{
 use crate::capacity::predict::{predict, predict_steps, Predicted, TwinClass};
 use crate::capacity::search::SearchBounds;
 use crate::capacity::settings::{mean_step_s, plan_prediction};
+use crate::capacity::students::{spawn_class, Students};
 use crate::capacity::text::{
     minutes, predicted_text, step_line, steps_table, summary_line, targets_text,
 };
 use crate::capacity::window::Records;
-use crate::classroom::{
-    run_continuous_class, ClassSize, ClassroomConfig, JsonlSink, LiveStatus, RecordSink,
-};
+use crate::classroom::{ClassSize, ClassroomConfig, JsonlSink, LiveStatus, RecordSink};
 use crate::events::{Event, Events};
+use crate::replay::{template_tokens, Template};
 use crate::settings::{RunSettings, Server};
 use codendum_core::access::Secret;
 use codendum_core::clock::Clock;
 use codendum_core::error::{Check, Error};
+use codendum_core::openai::Endpoint;
 use codendum_core::prom::TimelineSample;
 use codendum_core::results::capacity::{
     CapacityParameters, CapacityResults, CapacityStep, Prediction, TierSpec, CAPACITY_JSON,
@@ -110,6 +111,8 @@ struct Capacity<'a>(&'a CapacitySettings);
 /// What the search decided before it starts.
 struct Prepared {
     class: ClassroomConfig,
+    /// With recorded sessions: the server's chat template, measured once.
+    template: Option<Template>,
     predicted: Predicted,
     bounds: SearchBounds,
     timing: Timing,
@@ -151,12 +154,14 @@ impl Workload for Capacity<'_> {
         let request_timeout = ctx.run.client.request_timeout;
         let predicted = {
             let (profile, class, tiers) = (s.profile.clone(), s.class.clone(), s.tiers.clone());
+            let replay = s.replay.clone();
             let timing = s.timing(&[], request_timeout);
             let max = s.max_users;
             tokio::task::spawn_blocking(move || {
                 let input = TwinClass {
                     profile: &profile,
                     class: &class,
+                    replay: replay.as_ref(),
                     tiers: &tiers,
                 };
                 predict(&input, max, &timing)
@@ -174,9 +179,17 @@ impl Workload for Capacity<'_> {
             (&prediction, &predicted.clears),
             (bounds, &timing),
         );
+        let template = match &s.replay {
+            Some(_) => {
+                let transport = ctx.conn.client.transport();
+                Some(template_tokens(transport.as_ref(), Endpoint::Chat, &class.model).await)
+            }
+            None => None,
+        };
         Ok((
             Prepared {
                 class,
+                template,
                 predicted,
                 bounds,
                 timing,
@@ -209,13 +222,25 @@ impl Workload for Capacity<'_> {
         });
         let origin = clock.now_secs();
         let class_task = {
-            let (class, transport) = (p.class.clone(), conn.client.transport());
-            let (clock, stop) = (clock.clone(), ctx.stop.clone());
+            let students = match &s.replay {
+                Some(r) => {
+                    let key = ctx.run.client.api_key.clone();
+                    let key = key.or_else(|| p.class.api_keys.first().cloned());
+                    let server = (p.template.unwrap_or_default(), ctx.facts.max_model_len);
+                    let config = r.config(&p.class.model, server, p.class.seed, key);
+                    Students::Replayed(Arc::clone(r), config, p.template)
+                }
+                None => Students::Simulated(p.class.clone()),
+            };
             let sink: Arc<dyn RecordSink> = sink.clone();
-            let status = status.clone();
-            tokio::spawn(async move {
-                run_continuous_class(&class, transport, clock, (sink, status), rx, Some(stop)).await
-            })
+            let io = (conn.client.transport(), clock.clone());
+            spawn_class(
+                students,
+                io,
+                (sink, status.clone()),
+                rx,
+                Some(ctx.stop.clone()),
+            )
         };
         let phase = Arc::new(Mutex::new(String::new()));
         let status_task = tokio::spawn(show_status(status.clone(), phase.clone(), events.clone()));
@@ -462,10 +487,18 @@ fn plan_text(
         minutes(twin_s),
         minutes(off_s)
     ));
+    let students = match &s.replay {
+        Some(r) => format!(
+            "{} recorded sessions ({} calls) from {}, replayed as users: each seat replays the next session, and after the last the trace starts again with fresh text (seed {})",
+            r.sessions(),
+            r.trace.calls.len(),
+            r.source.display(),
+            class.seed
+        ),
+        None => format!("{} scenario, seed {}", class.scenario.name(), class.seed),
+    };
     out.push_str(&format!(
-        "  students: {} scenario, seed {}; results in {}",
-        class.scenario.name(),
-        class.seed,
+        "  students: {students}; results in {}",
         ctx.run.results_dir.display()
     ));
     out
@@ -483,11 +516,13 @@ async fn fill_predictions(
         return;
     }
     let (profile, class, tiers) = (s.profile.clone(), s.class.clone(), s.tiers.clone());
+    let replay = s.replay.clone();
     let (timing, live) = (p.timing.clone(), steps.to_vec());
     let replayed = tokio::task::spawn_blocking(move || {
         let input = TwinClass {
             profile: &profile,
             class: &class,
+            replay: replay.as_ref(),
             tiers: &tiers,
         };
         predict_steps(&input, &live, &timing)
@@ -527,7 +562,14 @@ fn parameters(s: &CapacitySettings, p: &Prepared, clock_scale: f64) -> CapacityP
         join_over_s: p.timing.join_over_s,
         resolution: p.bounds.resolution,
         budget_s: p.timing.budget_s,
-        workload: "class".into(),
+        workload: if s.replay.is_some() {
+            "replay"
+        } else {
+            "class"
+        }
+        .into(),
+        replayed_from: s.replay.as_ref().map(|r| r.source.display().to_string()),
+        replayed_sessions: s.replay.as_ref().map(|r| r.sessions()),
         scenario: p.class.scenario.name().into(),
         seed: p.class.seed,
         clock_scale,

@@ -6,8 +6,10 @@
 //!    time against the twin of the named profile gives each tier's
 //!    expected answer and how long a step takes to settle.
 //! 2. One class runs on the server for the whole search
-//!    ([`crate::classroom::continuous`]): students join or leave between
-//!    steps, and a student whose session ends is replaced.
+//!    ([`students`]: simulated, [`crate::classroom::continuous`], or
+//!    recorded sessions replayed, [`crate::replay::continuous`]): students
+//!    join or leave between steps, and a student whose session ends is
+//!    replaced.
 //! 3. Each step ([`engine`]) sets the class's size, settles ([`settle`]),
 //!    holds its steady window, and is judged over that window only
 //!    ([`window`], [`judge`]) by every tier: met, missed or indeterminate.
@@ -26,5 +28,6 @@ pub mod predict;
 pub mod search;
 pub mod settings;
 pub mod settle;
+pub mod students;
 pub mod text;
 pub mod window;

@@ -38,6 +38,7 @@ pub fn capacity_on_twin(
     let input = TwinClass {
         profile: &settings.profile,
         class: &settings.class,
+        replay: settings.replay.as_ref(),
         tiers: &settings.tiers,
     };
     let predicted = predict(

@@ -18,8 +18,10 @@ use super::engine::{
 use super::search::Search;
 use super::search::SearchBounds;
 use super::settle::{time_to_clear, time_to_plateau};
+use super::students::{spawn_class, ReplayedSessions, Students};
 use super::window::{measure, Records, StepWindow};
-use crate::classroom::{run_continuous_class, ClassSize, ClassroomConfig, LiveStatus, MemorySink};
+use crate::classroom::{ClassSize, ClassroomConfig, LiveStatus, MemorySink};
+use crate::replay::Template;
 use crate::virtual_time::{on_paused_runtime, SAMPLE_INTERVAL};
 use codendum_core::clock::Clock;
 use codendum_core::error::Error;
@@ -48,6 +50,8 @@ pub struct TwinClass<'a> {
     pub profile: &'a Profile,
     /// The students (their model and context limit are the profile's).
     pub class: &'a ClassroomConfig,
+    /// Recorded sessions replayed as the students instead.
+    pub replay: Option<&'a Arc<ReplayedSessions>>,
     /// The tiers.
     pub tiers: &'a [Tier],
 }
@@ -141,7 +145,7 @@ struct Running {
     sink: Arc<MemorySink>,
     status: Arc<LiveStatus>,
     control: watch::Sender<ClassSize>,
-    class: tokio::task::JoinHandle<Result<crate::classroom::ClassroomOutcome, Error>>,
+    class: tokio::task::JoinHandle<Result<(), Error>>,
     clock: Clock,
     origin: f64,
 }
@@ -164,13 +168,18 @@ fn start(input: &TwinClass<'_>, timing: &Timing) -> Running {
         join_over_s: timing.join_over_s,
     });
     let origin = clock.now_secs();
+    let students = match input.replay {
+        Some(r) => {
+            let limit = class.context_limit;
+            let config = r.config(&class.model, (Template::default(), limit), class.seed, None);
+            Students::Replayed(Arc::clone(r), config, None)
+        }
+        None => Students::Simulated(class),
+    };
     let task = {
-        let (transport, clock) = (twin.transport(), clock.clone());
-        let (sink, status) = (sink.clone(), status.clone());
-        tokio::spawn(async move {
-            let sink: Arc<dyn crate::classroom::RecordSink> = sink;
-            run_continuous_class(&class, transport, clock, (sink, status), rx, None).await
-        })
+        let sink: Arc<dyn crate::classroom::RecordSink> = sink.clone();
+        let io = (twin.transport(), clock.clone());
+        spawn_class(students, io, (sink, status.clone()), rx, None)
     };
     Running {
         twin,
@@ -210,6 +219,18 @@ pub struct TwinRun {
     pub clears: Vec<(u32, f64)>,
     /// Real seconds it took.
     pub wall_s: f64,
+}
+
+impl TwinRun {
+    /// Each tier's answer as the search ended: (students carried, the
+    /// largest size not yet missed), in the tiers' order.
+    pub fn answers(&self) -> Vec<(u32, u32)> {
+        self.search
+            .tiers()
+            .iter()
+            .map(|t| (t.bisection.answer(), t.bisection.upper()))
+            .collect()
+    }
 }
 
 /// Runs `search` against the twin of `input.profile` in virtual time: the

@@ -3,12 +3,14 @@
 //! steps' timing, the search's bounds and the plan made from the twin's
 //! prediction (plain functions).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::engine::{Settle, Timing};
 use super::predict::{Predicted, WATCH_S};
 use super::search::{default_resolution, rehearse, Search, SearchBounds};
 use super::settle::{clear_for, AVERAGE_S};
+use super::students::ReplayedSessions;
 use crate::classroom::ClassroomConfig;
 use codendum_core::bound::Outcome;
 use codendum_core::profile::Profile;
@@ -54,6 +56,9 @@ pub struct CapacitySettings {
     /// The students (their model and context limit are set once the server
     /// is known).
     pub class: ClassroomConfig,
+    /// Recorded sessions replayed as the students instead (`--replay`);
+    /// the class's seed then salts their text, its keys are theirs.
+    pub replay: Option<Arc<ReplayedSessions>>,
     /// The tiers, each judged on every step.
     pub tiers: Vec<Tier>,
     /// Where they came from.

@@ -60,7 +60,7 @@ pub async fn run_continuous_class(
     transport: Arc<dyn Transport>,
     clock: Clock,
     (sink, status): (Arc<dyn RecordSink>, Arc<LiveStatus>),
-    mut control: watch::Receiver<ClassSize>,
+    control: watch::Receiver<ClassSize>,
     stop: Option<watch::Receiver<bool>>,
 ) -> Result<ClassroomOutcome, Error> {
     let shared = start_shared(
@@ -72,13 +72,39 @@ pub async fn run_continuous_class(
         f64::INFINITY,
     );
     let sessions = Arc::new(AtomicUsize::new(0));
-    let mut join_rng = ChaCha8Rng::seed_from_u64(config.seed ^ 0x6A09_E667_F3BC_C908);
+    let join_seed = config.seed ^ 0x6A09_E667_F3BC_C908;
+    let (largest, panicked) = hold_seats(control, stop, join_seed, |k, join_s, leave| {
+        tokio::spawn(hold_seat(
+            Arc::clone(&shared),
+            k,
+            shared.now() + join_s,
+            leave,
+            Arc::clone(&sessions),
+        ))
+    })
+    .await;
+    finish(&shared, largest, panicked)
+}
+
+/// Holds the size `control` says until its sender is dropped or `stop`
+/// turns true, then tells every seat to leave and waits for them. A seat
+/// is filled by `occupy(seat, join_s, leave)`, whose task keeps it from
+/// `join_s` seconds on (drawn with `join_seed` over the size's join
+/// spread) until `leave` turns true. Returns the largest size held and
+/// the seats whose task panicked.
+pub(crate) async fn hold_seats(
+    mut control: watch::Receiver<ClassSize>,
+    stop: Option<watch::Receiver<bool>>,
+    join_seed: u64,
+    mut occupy: impl FnMut(usize, f64, watch::Receiver<bool>) -> tokio::task::JoinHandle<()>,
+) -> (usize, usize) {
+    let mut join_rng = ChaCha8Rng::seed_from_u64(join_seed);
     let mut seats: Vec<Option<Seat>> = Vec::new();
     let mut largest = 0;
     loop {
         let size = *control.borrow_and_update();
         largest = largest.max(size.students);
-        resize(&shared, &mut seats, size, &sessions, &mut join_rng);
+        resize(&mut seats, size, &mut join_rng, &mut occupy);
         let stopped = async {
             match stop.clone() {
                 Some(mut s) => {
@@ -101,17 +127,16 @@ pub async fn run_continuous_class(
             panicked += 1;
         }
     }
-    finish(&shared, largest, panicked)
+    (largest, panicked)
 }
 
 /// Fills the seats below `size.students` that are empty or leaving, and
-/// tells the students above it to leave.
+/// tells those above it to leave.
 fn resize(
-    shared: &Arc<Shared>,
     seats: &mut Vec<Option<Seat>>,
     size: ClassSize,
-    sessions: &Arc<AtomicUsize>,
     join_rng: &mut ChaCha8Rng,
+    occupy: &mut impl FnMut(usize, f64, watch::Receiver<bool>) -> tokio::task::JoinHandle<()>,
 ) {
     if seats.len() < size.students {
         seats.resize_with(size.students, || None);
@@ -125,13 +150,7 @@ fn resize(
                 0.0
             };
             let (tx, rx) = watch::channel(false);
-            let task = tokio::spawn(hold_seat(
-                Arc::clone(shared),
-                k,
-                shared.now() + join_s,
-                rx,
-                Arc::clone(sessions),
-            ));
+            let task = occupy(k, join_s, rx);
             // A student still leaving this seat finishes on its own.
             *slot = Some(Seat { leave: tx, task });
         } else if k >= size.students && seated {

@@ -33,6 +33,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::config::{ReplayConfig, Schedule, Timing, TooLong};
+use super::root_run::{session_name, RootRun};
 use crate::classroom::RecordSink;
 use codendum_core::clock::Clock;
 use codendum_core::openai::Transport;
@@ -111,16 +112,17 @@ impl Sent {
 }
 
 /// Publishes a passed-over call if the task ends without a word: calls
-/// waiting for it then go on.
+/// waiting for it then go on, and its coding request ends without it.
 struct Guard<'a> {
     shared: &'a Shared,
+    run: &'a RootRun,
     i: usize,
     done: bool,
 }
 
 impl Guard<'_> {
     fn publish(&mut self, sent: Sent) {
-        self.shared.publish(self.i, sent);
+        self.run.publish(self.i, sent);
         self.done = true;
     }
 }
@@ -128,8 +130,8 @@ impl Guard<'_> {
 impl Drop for Guard<'_> {
     fn drop(&mut self) {
         if !self.done {
-            self.shared
-                .publish(self.i, Sent::not_sent(self.shared.now()));
+            self.run.publish(self.i, Sent::not_sent(self.shared.now()));
+            self.run.call_passed(self.shared.calls[self.i].task);
         }
     }
 }
@@ -164,11 +166,13 @@ pub fn shorten(call: &TraceCall, max_model_len: u64, block_size: u32) -> Option<
     Some(short)
 }
 
-/// Sends call `i` of root session `r`, which started at `root_start_s`.
-pub(super) async fn send(shared: Arc<Shared>, i: usize, r: usize, root_start_s: f64) {
-    let shared = shared.as_ref();
+/// Sends call `i` of the root session `run` runs.
+pub(super) async fn send(shared: Arc<Shared>, run: Arc<RootRun>, i: usize) {
+    let (shared, run) = (shared.as_ref(), run.as_ref());
+    let (r, root_start_s) = (run.r, run.start_s);
     let mut guard = Guard {
         shared,
+        run,
         i,
         done: false,
     };
@@ -180,7 +184,7 @@ pub(super) async fn send(shared: Arc<Shared>, i: usize, r: usize, root_start_s: 
     let schedule = &config.schedule;
     let start = match (schedule.timing, call.after) {
         (Timing::AfterAnswer, Some(d)) if same_root(d.call) => {
-            let end = match shared.answer_of(d.call).await {
+            let end = match run.answer_of(d.call).await {
                 Some(p) => p.end,
                 None => shared.now(),
             };
@@ -193,28 +197,32 @@ pub(super) async fn send(shared: Arc<Shared>, i: usize, r: usize, root_start_s: 
     // The carried call has ended before the call it waits for in any
     // recording; waiting for it anyway costs nothing then.
     let mut previous = match (carry, schedule.timing) {
-        (Some(k), Timing::AfterAnswer) => shared.answer_of(k.call).await,
+        (Some(k), Timing::AfterAnswer) => run.answer_of(k.call).await,
         _ => None,
     };
-    // Asleep until its time, or until the run is stopped (then it is not
-    // sent, and those waiting for it go on).
+    // Asleep until its time, or until the run is stopped or its session
+    // leaves (then it is not sent, and those waiting for it go on).
     let wake = shared
         .clock
         .sleep_until(Duration::from_secs_f64(shared.origin + start.max(0.0)));
-    match shared.stop.clone() {
-        Some(mut stop) => {
-            tokio::select! {
-                () = wake => {}
-                _ = stop.wait_for(|s| *s) => {}
+    let stopped = async {
+        match shared.stop.clone() {
+            Some(mut stop) => {
+                let _ = stop.wait_for(|s| *s).await;
             }
+            None => std::future::pending::<()>().await,
         }
-        None => wake.await,
+    };
+    tokio::select! {
+        () = wake => {}
+        () = stopped => {}
+        () = run.left() => {}
     }
-    if shared.stopped() {
+    if shared.stopped() || run.leaving() {
         return;
     }
     if let (Some(k), Timing::Original) = (carry, schedule.timing) {
-        previous = shared.answered(k.call);
+        previous = run.answered(k.call);
     }
     let previous = previous.filter(|p| p.ok && p.turn.is_some()).zip(carry);
     let fits = |c: &TraceCall| {
@@ -239,6 +247,7 @@ pub(super) async fn send(shared: Arc<Shared>, i: usize, r: usize, root_start_s: 
             None => {
                 shared.skipped.fetch_add(1, Ordering::Relaxed);
                 guard.publish(Sent::not_sent(shared.now()));
+                run.call_passed(call.task);
                 return;
             }
         }
@@ -270,7 +279,7 @@ pub(super) async fn send(shared: Arc<Shared>, i: usize, r: usize, root_start_s: 
         .hash_ids
         .get((covered / b) as usize..)
         .unwrap_or(&[]);
-    let text = prompt_text(ids, tokens, shared.block_size, config.salt, i as u64);
+    let text = prompt_text(ids, tokens, shared.block_size, run.salt, i as u64);
     let turn = Arc::new(Turn {
         before,
         answer,
@@ -289,12 +298,16 @@ pub(super) async fn send(shared: Arc<Shared>, i: usize, r: usize, root_start_s: 
     }
     let mut headers = Vec::new();
     if let Some(s) = &call.session {
-        headers.push(("x-session-id".to_string(), s.clone()));
+        headers.push(("x-session-id".to_string(), session_name(Some(s), i, run)));
     }
     if let Some(p) = &call.parent {
-        headers.push(("x-parent-session-id".to_string(), p.clone()));
+        headers.push((
+            "x-parent-session-id".to_string(),
+            session_name(Some(p), i, run),
+        ));
     }
     let started_at = shared.now();
+    let open = run.call_started(call.task, started_at);
     let outcome = shared
         .transport
         .call(CallRequest {
@@ -311,8 +324,8 @@ pub(super) async fn send(shared: Arc<Shared>, i: usize, r: usize, root_start_s: 
     }
     let (output_tokens, tokens_counted_by) = outcome.output_tokens();
     let record = CallRecord {
-        user: shared.roots.user[r],
-        session: call.session.clone().unwrap_or_else(|| format!("call-{i}")),
+        user: run.user,
+        session: session_name(call.session.as_deref(), i, run),
         task: call.task.unwrap_or(0),
         kind: call.kind.unwrap_or(CallKind::Agent),
         started_at,
@@ -328,8 +341,11 @@ pub(super) async fn send(shared: Arc<Shared>, i: usize, r: usize, root_start_s: 
         tool_calls: outcome.message.tool_calls.len(),
     };
     let _ = shared.sink.request(&record);
-    if let Ok(mut v) = shared.records.lock() {
-        v.push((call.task.is_some(), record));
+    run.call_ended(call.task, &record, open);
+    if shared.keep_records {
+        if let Ok(mut v) = shared.records.lock() {
+            v.push((call.task.is_some(), record));
+        }
     }
     guard.publish(Sent {
         end: ended,
@@ -448,7 +464,9 @@ pub(super) struct Shared {
     pub origin: f64,
     pub sink: Arc<dyn RecordSink>,
     pub stop: Option<watch::Receiver<bool>>,
-    pub sent: Vec<watch::Sender<Option<Arc<Sent>>>>,
+    /// Whether the calls' records are kept here too (a replay returns
+    /// them; a continuous one only writes them to its sink).
+    pub keep_records: bool,
     pub theory: Mutex<TheoreticalCache>,
     pub records: Mutex<Vec<(bool, CallRecord)>>,
     pub sizes: Mutex<SizeCheck>,
@@ -458,6 +476,35 @@ pub(super) struct Shared {
 }
 
 impl Shared {
+    /// What the calls of a replay of `trace` share, from now on `clock`.
+    pub fn new(
+        trace: &Trace,
+        config: ReplayConfig,
+        (transport, clock): (Arc<dyn Transport>, Clock),
+        (sink, keep_records): (Arc<dyn RecordSink>, bool),
+        stop: Option<watch::Receiver<bool>>,
+    ) -> Shared {
+        Shared {
+            calls: trace.calls.clone(),
+            carries: trace.conversations(),
+            block_size: trace.block_size,
+            roots: Roots::of(trace),
+            theory: Mutex::new(TheoreticalCache::new(trace.block_size)),
+            records: Mutex::new(Vec::new()),
+            keep_records,
+            sizes: Mutex::new(SizeCheck::default()),
+            skipped: AtomicUsize::new(0),
+            shortened: AtomicUsize::new(0),
+            before_part_way: AtomicUsize::new(0),
+            origin: clock.now_secs(),
+            config,
+            transport,
+            clock,
+            sink,
+            stop,
+        }
+    }
+
     /// Seconds since the replay started.
     pub fn now(&self) -> f64 {
         self.clock.now_secs() - self.origin
@@ -466,24 +513,5 @@ impl Shared {
     /// Whether the run was asked to stop.
     pub fn stopped(&self) -> bool {
         self.stop.as_ref().is_some_and(|s| *s.borrow())
-    }
-
-    /// Publishes what call `i` left for the calls that wait for it.
-    pub fn publish(&self, i: usize, sent: Sent) {
-        self.sent[i].send_replace(Some(Arc::new(sent)));
-    }
-
-    /// What call `i` left, once it has ended.
-    pub async fn answer_of(&self, i: usize) -> Option<Arc<Sent>> {
-        let mut rx = self.sent[i].subscribe();
-        rx.wait_for(Option::is_some)
-            .await
-            .ok()
-            .and_then(|v| v.clone())
-    }
-
-    /// What call `i` left, if it has ended.
-    pub fn answered(&self, i: usize) -> Option<Arc<Sent>> {
-        self.sent[i].borrow().clone()
     }
 }

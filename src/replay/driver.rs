@@ -23,19 +23,19 @@
 //! hold (skipped, or shortened from the front).
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use super::call::{self, Roots, Sent, Shared, SizeCheck};
+use super::call::{self, Sent, Shared, SizeCheck};
 use super::config::ReplayConfig;
+use super::root_run::RootRun;
 use crate::classroom::RecordSink;
 use codendum_core::clock::Clock;
 use codendum_core::openai::Transport;
 use codendum_core::results::classroom_records::CallKind;
 use codendum_core::results::classroom_records::{CallRecord, TaskOutcome, TaskRecord};
-use codendum_core::trace::theory::TheoreticalCache;
 use codendum_core::trace::Trace;
 
 /// What a replay returns: every call's record and every coding request's,
@@ -78,26 +78,27 @@ impl ReplayOutcome {
 }
 
 /// Runs root session `r` from `start_s` (seconds since the replay
-/// started), its first `from` calls not sent.
+/// started) as its recorded user, its first `from` calls not sent.
 async fn run_root(shared: Arc<Shared>, r: usize, start_s: f64, from: usize) {
+    let calls = &shared.roots.calls[r];
+    let run = RootRun::new(r, calls, start_s, shared.roots.user[r], shared.config.salt);
+    run_calls(&shared, Arc::new(run), from).await;
+}
+
+/// Sends the calls of `run`'s root session, its first `from` not sent,
+/// and waits for them all.
+pub(super) async fn run_calls(shared: &Arc<Shared>, run: Arc<RootRun>, from: usize) {
     let mut set = tokio::task::JoinSet::new();
-    for (pos, &i) in shared.roots.calls[r].iter().enumerate() {
+    for (pos, &i) in shared.roots.calls[run.r].iter().enumerate() {
         if pos < from {
             shared.before_part_way.fetch_add(1, Ordering::Relaxed);
-            shared.publish(i, Sent::not_sent(start_s));
+            run.publish(i, Sent::not_sent(run.start_s));
             continue;
         }
-        set.spawn(call::send(shared.clone(), i, r, start_s));
+        set.spawn(call::send(shared.clone(), run.clone(), i));
     }
     while set.join_next().await.is_some() {}
-    // Nobody else waits for this session's calls: let their text go.
-    for &i in &shared.roots.calls[r] {
-        shared.sent[i].send_modify(|v| {
-            if let Some(s) = v {
-                *v = Some(Arc::new(s.without_text()));
-            }
-        });
-    }
+    run.finish();
 }
 
 /// Replays `trace` through `transport` on `clock`; records go to `sink` as
@@ -115,27 +116,14 @@ pub async fn run_replay(
     if config.speed.is_nan() || config.speed <= 0.0 {
         config.speed = 1.0;
     }
-    let roots = Roots::of(trace);
-    let user_count = roots.user_count();
-    let shared = Arc::new(Shared {
-        calls: trace.calls.clone(),
-        carries: trace.conversations(),
-        block_size: trace.block_size,
-        sent: trace.calls.iter().map(|_| watch::channel(None).0).collect(),
-        roots,
-        theory: Mutex::new(TheoreticalCache::new(trace.block_size)),
-        records: Mutex::new(Vec::new()),
-        sizes: Mutex::new(SizeCheck::default()),
-        skipped: AtomicUsize::new(0),
-        shortened: AtomicUsize::new(0),
-        before_part_way: AtomicUsize::new(0),
-        origin: clock.now_secs(),
+    let shared = Arc::new(Shared::new(
+        trace,
         config,
-        transport,
-        clock,
-        sink: sink.clone(),
+        (transport, clock),
+        (sink.clone(), true),
         stop,
-    });
+    ));
+    let user_count = shared.roots.user_count();
     let n_roots = shared.roots.calls.len();
     let mut running = tokio::task::JoinSet::new();
     let mut started = 0usize;
@@ -210,6 +198,12 @@ pub async fn run_replay(
             (from, last)
         }),
     }
+}
+
+/// The root sessions of `trace` (a session with its subagents; a call
+/// without a session is one of its own).
+pub fn root_count(trace: &Trace) -> usize {
+    super::call::Roots::of(trace).calls.len()
 }
 
 /// The coding requests of replayed calls: per (user, task), from the first

@@ -8,6 +8,8 @@
 //!   [`codendum_core::trace::Trace`] (sizes, kinds, sessions, times and
 //!   prefix blocks; never text);
 //! - [`driver`]: the sessions started at their offsets or as users;
+//! - [`continuous`]: the sessions as a class that holds the size it is
+//!   told (`codendum capacity --replay`);
 //! - [`call`]: one call sent with a prompt of its recorded size whose
 //!   shared prefixes are rebuilt from the blocks, its recorded output
 //!   length and timing;
@@ -17,13 +19,16 @@
 
 pub mod call;
 pub mod config;
+pub mod continuous;
 pub mod driver;
+mod root_run;
 pub mod source;
 pub mod summary;
 pub mod template;
 
 pub use call::SizeCheck;
 pub use config::{ReplayConfig, Schedule, Timing, TooLong};
+pub use continuous::{run_continuous_replay, ContinuousOutcome};
 pub use driver::{run_replay, ReplayOutcome};
 pub use source::load;
 pub use template::{template_tokens, Template};

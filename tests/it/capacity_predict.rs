@@ -50,6 +50,7 @@ fn the_twin_finds_each_tier_and_replays_its_steps() {
     let input = TwinClass {
         profile: &profile,
         class: &class,
+        replay: None,
         tiers: &tiers,
     };
     let began = std::time::Instant::now();
@@ -130,6 +131,7 @@ fn lands_within_one_step(seed: u64, server: &Profile, guess: &Profile) -> Vec<St
     let tiers = parse_tiers("fast:ttft_p95=5s,slow:ttft_p95=40s").expect("tiers");
     let settings = CapacitySettings {
         class: class.clone(),
+        replay: None,
         tiers: tiers.clone(),
         tiers_from: TiersFrom::Tiers,
         left_out: Vec::new(),
@@ -143,13 +145,7 @@ fn lands_within_one_step(seed: u64, server: &Profile, guess: &Profile) -> Vec<St
     };
     let timeout = Duration::from_secs(900);
     let found = capacity_on_twin(&settings, server, timeout).expect("searches");
-    let answers: Vec<(u32, u32)> = found
-        .twin
-        .search
-        .tiers()
-        .iter()
-        .map(|t| (t.bisection.answer(), t.bisection.upper()))
-        .collect();
+    let answers = found.twin.answers();
     let predicted: Vec<u32> = found.predicted.answers.iter().map(|a| a.carries).collect();
     let steps: Vec<u32> = found.twin.run.steps.iter().map(|s| s.users).collect();
     eprintln!("seed {seed}: predicted {predicted:?}, found {answers:?} in steps {steps:?}");
@@ -174,6 +170,7 @@ fn lands_within_one_step(seed: u64, server: &Profile, guess: &Profile) -> Vec<St
     let input = TwinClass {
         profile: server,
         class: &class,
+        replay: None,
         tiers: &tiers,
     };
     // The sizes one step beyond the search's range are held by hand, past
@@ -248,6 +245,7 @@ fn gb10_forty_students() {
     let input = TwinClass {
         profile: &profile,
         class: &class,
+        replay: None,
         tiers: &tiers,
     };
     let t = Timing {

@@ -25,6 +25,7 @@ mod capacity_checks;
 mod capacity_cli;
 mod capacity_lock;
 mod capacity_predict;
+mod capacity_replay;
 mod capacity_unsure;
 mod capture_cli;
 mod capture_disk;

@@ -280,7 +280,13 @@ fn push_parameters(doc: &mut Doc, r: &CapacityResults) {
         row("Budget", p.budget_s.map_or("none".into(), minutes)),
         row(
             "Workload",
-            format!("{} ({} scenario, seed {})", p.workload, p.scenario, p.seed),
+            match (&p.replayed_from, p.replayed_sessions) {
+                (Some(from), Some(n)) => format!(
+                    "{n} recorded sessions from {from}, replayed as users (text salted with seed {})",
+                    p.seed
+                ),
+                _ => format!("{} ({} scenario, seed {})", p.workload, p.scenario, p.seed),
+            },
         ),
         row("Clock", format!("{}× real time", p.clock_scale)),
         row(

@@ -73,8 +73,16 @@ pub struct CapacityParameters {
     /// The most server time the search may take, seconds; absent: no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget_s: Option<f64>,
-    /// What the students run: `class` (the simulated class).
+    /// What the students run: `class` (the simulated class) or `replay`
+    /// (recorded sessions replayed as users).
     pub workload: String,
+    /// With `replay`: where the sessions were read from, as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replayed_from: Option<String>,
+    /// With `replay`: the root sessions the trace holds (each seat replays
+    /// them in turn).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replayed_sessions: Option<usize>,
     /// The class's scenario.
     pub scenario: String,
     /// The random seed of the class.
