@@ -465,7 +465,7 @@ fn plan_text(
             .iter()
             .map(|(_, s)| s.min(cap))
             .fold(None, |m: Option<f64>, s| Some(m.map_or(s, |m| m.max(s))))
-            .map(|s| format!(" and until the calls sent before the change have ended (the twin's: up to {s:.0} s)"))
+            .map(|s| format!(" and, after a decrease, until the calls sent before it have ended (the twin's: up to {s:.0} s)"))
             .unwrap_or_default(),
         None => String::new(),
     };

@@ -222,8 +222,9 @@ pub async fn run_steps<C: ClassView, S: ServerView>(
         }
         let index = steps.len() as u32 + 1;
         let decides = search.decides(users, kind);
+        let before = steps.last().map_or(0, |s| s.users);
         let Some(step) = one_step(
-            (index, users, kind),
+            (index, users, kind, before),
             (settle_s, timing),
             (tiers, &decides),
             &io,
@@ -250,7 +251,7 @@ pub async fn run_steps<C: ClassView, S: ServerView>(
 /// longer when too close to call); `budget_end`: when the budget runs
 /// out, seconds since the class started.
 async fn one_step<C: ClassView, S: ServerView>(
-    (index, users, kind): (u32, u32, StepKind),
+    (index, users, kind, before): (u32, u32, StepKind, u32),
     (settle_s, timing): (f64, &Timing),
     (tiers, decides): (&[Tier], &[bool]),
     io: &StepIo<'_, C, S>,
@@ -273,12 +274,14 @@ async fn one_step<C: ClassView, S: ServerView>(
     });
     phase("settling", Some(settle_s));
     wait_until(io, changed_s + settle_s).await?;
-    // The calls sent before the change must have ended before the window
-    // opens: after a decrease they are the larger class's queue, which a
+    // After a decrease, the calls sent before the change must have ended
+    // before the window opens: they are the larger class's queue, which a
     // server slower than the prediction takes longer to work off than the
     // predicted settling; judged while it drains, the smaller class would
-    // look worse than it is.
-    if let Some(cap_s) = timing.settle.longest_s() {
+    // look worse than it is. After an increase they are the smaller
+    // class's, lighter than the new load: the settling covers the rise.
+    let longest = timing.settle.longest_s().filter(|_| users < before);
+    if let Some(cap_s) = longest {
         while io
             .class
             .status()

@@ -98,14 +98,15 @@ pub fn time_to_clear(calls: &[CallRecord], changed_s: f64) -> f64 {
         .fold(0.0, f64::max)
 }
 
-/// The wait for the calls sent before a change from `before` students to
-/// `users` to end, seconds, from the twin's clearing times (`clears`: the
-/// larger size of each change it made, and the seconds its calls took to
-/// clear): the time at the size nearest the larger of the two (the larger
-/// class's load is what those calls wait behind). 0 from an empty class
-/// or without a prediction.
+/// The wait for the calls sent before a decrease from `before` students
+/// to `users` to end, seconds, from the twin's clearing times (`clears`:
+/// the larger size of each change it made, and the seconds its calls took
+/// to clear): the time at the size nearest the larger of the two (the
+/// larger class's load is what those calls wait behind). 0 after an
+/// increase (a step waits only after a decrease), from an empty class or
+/// without a prediction.
 pub fn clear_for(before: u32, users: u32, clears: &[(u32, f64)]) -> f64 {
-    if before == 0 {
+    if before == 0 || users >= before {
         return 0.0;
     }
     let larger = before.max(users);
@@ -175,7 +176,8 @@ mod tests {
         let clears = [(10, 20.0), (40, 120.0)];
         assert_eq!(clear_for(0, 40, &clears), 0.0, "from an empty class");
         assert_eq!(clear_for(38, 12, &clears), 120.0, "the larger class");
-        assert_eq!(clear_for(8, 12, &clears), 20.0);
-        assert_eq!(clear_for(8, 12, &[]), 0.0);
+        assert_eq!(clear_for(14, 8, &clears), 20.0);
+        assert_eq!(clear_for(8, 12, &clears), 0.0, "after an increase");
+        assert_eq!(clear_for(14, 8, &[]), 0.0);
     }
 }
