@@ -229,10 +229,11 @@ fn sweeps_of_different_lengths_pair_by_nearest_rate_and_list_the_rest() {
             "Short prompts, rate 3.4 req/s vs –",
         ]
     );
-    assert!(c.sections[4]
-        .note
-        .as_deref()
-        .is_some_and(|n| n.starts_with("No partner in b")));
+    assert!(
+        c.sections[4].note.as_deref().is_some_and(
+            |n| n == "No partner in b: no rate level there within 10 % of a's 3.4 req/s."
+        )
+    );
     let md = markdown_of(&c);
     assert!(
         md.contains(
@@ -252,6 +253,30 @@ fn sweeps_of_different_lengths_pair_by_nearest_rate_and_list_the_rest() {
         "Short prompts, sweep rate 2 of 3: rate 2.31 req/s vs 2.9 req/s (paired by place)"
     );
     assert!(c.sections.iter().all(|s| s.note.is_none()));
+    // Three runs: each later run pairs with the baseline its own way, and
+    // the heading says which; a rate only a later run has stands alone.
+    let lone = sweep(&[(1.2, 20.0), (5.0, 60.0)]);
+    let c = Comparison::of_bench(&[
+        ("a".into(), &a),
+        ("far".into(), &far),
+        ("lone".into(), &lone),
+    ])
+    .expect("three");
+    assert_eq!(
+        c.sections[3].title,
+        "Short prompts, sweep rate 2 of 3: rate 2.31 req/s vs 2.9 req/s vs – (paired by place)"
+    );
+    assert_eq!(
+        c.sections[2].title,
+        "Short prompts, sweep rate 1 of 3: rate 1.2 req/s vs 1.6 req/s vs 1.2 req/s \
+         (paired: far by place, lone by nearest rate)"
+    );
+    let last = c.sections.last().expect("sections");
+    assert_eq!(last.title, "Short prompts, rate – vs – vs 5 req/s");
+    assert_eq!(
+        last.note.as_deref(),
+        Some("Only in lone: a has no rate level within 10 % of its 5 req/s, so it stands alone.")
+    );
 }
 
 #[test]

@@ -215,7 +215,7 @@ fn rows<'a>(
 /// 2 requests/s` when every run measured the same rate; else each run's
 /// rate and how they were paired (`Short prompts, sweep rate 2 of 3: rate
 /// 2.31 req/s vs 2.40 req/s`).
-fn title(row: &LevelRow<'_>, pooled: &[Option<&RepeatColumn<'_>>]) -> String {
+fn title(row: &LevelRow<'_>, labels: &[String], pooled: &[Option<&RepeatColumn<'_>>]) -> String {
     let shape = upper_first(&row.shape);
     let present: Vec<&LevelSummary> = row.cells.iter().flatten().copied().collect();
     let Some(first) = present.first() else {
@@ -245,17 +245,28 @@ fn title(row: &LevelRow<'_>, pooled: &[Option<&RepeatColumn<'_>>]) -> String {
         .map(|r| r.map_or_else(|| "–".to_string(), |r| format!("{} req/s", trim_rate(r))))
         .collect::<Vec<_>>()
         .join(" vs ");
-    let how = if row.paired.iter().flatten().count() == 0 {
-        String::new()
-    } else if row
+    let word = |p: RatePairing| match p {
+        RatePairing::ByPlace => "by place",
+        RatePairing::Nearest => "by nearest rate",
+    };
+    let used: Vec<(usize, RatePairing)> = row
         .paired
         .iter()
-        .flatten()
-        .all(|p| *p == RatePairing::ByPlace)
-    {
-        " (paired by place)".to_string()
-    } else {
-        " (paired by nearest rate)".to_string()
+        .enumerate()
+        .filter_map(|(j, p)| Some((j, (*p)?)))
+        .collect();
+    let how = match used.as_slice() {
+        [] => String::new(),
+        [(_, first), ..] if used.iter().all(|(_, p)| p == first) => {
+            format!(" (paired {})", word(*first))
+        }
+        _ => format!(
+            " (paired: {})",
+            used.iter()
+                .map(|(j, p)| format!("{} {}", labels[*j], word(*p)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     };
     match row.place {
         Some((k, n)) => format!("{shape} prompts, sweep rate {k} of {n}: rate {each}{how}"),
@@ -263,12 +274,15 @@ fn title(row: &LevelRow<'_>, pooled: &[Option<&RepeatColumn<'_>>]) -> String {
     }
 }
 
-/// For a row a run has no level in, or whose level has no partner in the
-/// baseline: a sentence saying so.
-fn partner_note(row: &LevelRow<'_>, labels: &[String]) -> Option<String> {
-    if row.cells.iter().flatten().next()?.rate.is_none() {
-        return None;
-    }
+/// For a rate row some run has no level in: a sentence saying which runs
+/// have no partner for it.
+fn partner_note(
+    row: &LevelRow<'_>,
+    labels: &[String],
+    pooled: &[Option<&RepeatColumn<'_>>],
+) -> Option<String> {
+    // Closed-loop levels are keyed by concurrency: nothing to pair.
+    row.cells.iter().flatten().next()?.rate.as_ref()?;
     let missing: Vec<&str> = row
         .cells
         .iter()
@@ -279,12 +293,29 @@ fn partner_note(row: &LevelRow<'_>, labels: &[String]) -> Option<String> {
     if missing.is_empty() {
         return None;
     }
-    Some(format!(
-        "No partner in {}: no rate level there within {} % of this one, so this level is compared \
-         with nothing.",
-        missing.join(", "),
-        (RATE_TOLERANCE * 100.0).round()
-    ))
+    let tolerance = (RATE_TOLERANCE * 100.0).round();
+    match row.cells[0] {
+        Some(base) => Some(format!(
+            "No partner in {}: no rate level there within {tolerance} % of {}'s {} req/s.",
+            missing.join(", "),
+            labels[0],
+            trim_rate(side_rate(base, pooled[0]).unwrap_or_default())
+        )),
+        None => {
+            let (j, level) = row
+                .cells
+                .iter()
+                .enumerate()
+                .find_map(|(j, c)| Some((j, (*c)?)))?;
+            Some(format!(
+                "Only in {}: {} has no rate level within {tolerance} % of its {} req/s, so it \
+                 stands alone.",
+                labels[j],
+                labels[0],
+                trim_rate(side_rate(level, pooled[j]).unwrap_or_default())
+            ))
+        }
+    }
 }
 
 /// The sections of a bench comparison and the pairing sentences.
@@ -297,9 +328,9 @@ pub(crate) fn level_sections(
     let sections = rows
         .iter()
         .map(|row| ComparisonSection {
-            title: title(row, pooled),
+            title: title(row, labels, pooled),
             figures: figures(&row.cells, pooled),
-            note: partner_note(row, labels),
+            note: partner_note(row, labels, pooled),
         })
         .collect();
     (sections, pairings)
