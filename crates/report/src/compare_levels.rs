@@ -516,8 +516,22 @@ mod tests {
         assert_eq!(errors.change(2).map(|ch| ch.delta), Some(0.0));
         assert_eq!(get("Preemptions").values[0], Some(8.0));
         assert_eq!(get("Peak KV-cache usage").values[0], Some(0.7));
-        // Figures with an interval stay pooled.
-        assert_eq!(get("Output").values[0], Some(40.0));
+        // Figures with an interval stay pooled, judged by the pooled
+        // interval of the group the sweep's first rate was pooled in.
+        let output = get("Output");
+        let group = summary
+            .groups
+            .iter()
+            .find(|g| g.label.starts_with("short, sweep rate 1 "))
+            .expect("the first rate's group");
+        let pooled = group
+            .figures
+            .iter()
+            .find(|f| f.key == "output_tok_per_s")
+            .expect("output pooled");
+        assert_eq!(output.values[0], pooled.pooled);
+        assert_eq!(output.interval(0), pooled.pooled_interval);
+        assert!(output.interval(0).is_some());
         // The second rate: errors 3 + 2, preemptions 4 + 6.
         let second = &c.sections[3];
         let errors = second
