@@ -149,6 +149,18 @@ fn heading_names_what_differs() {
     assert_eq!(one.labels, vec!["a".to_string(), "Run 2".to_string()]);
 }
 
+/// The comparison's section headings.
+fn titles(c: &Comparison) -> Vec<&str> {
+    c.sections.iter().map(|s| s.title.as_str()).collect()
+}
+
+/// The comparison as compare.md.
+fn markdown_of(c: &Comparison) -> String {
+    let mut out = Vec::new();
+    markdown::write_comparison(c, &mut out).expect("write");
+    String::from_utf8(out).expect("utf-8")
+}
+
 #[test]
 fn levels_missing_in_one_run_show_as_dashes() {
     let a = report(
@@ -160,18 +172,15 @@ fn levels_missing_in_one_run_show_as_dashes() {
         vec![level(1, 33.0, None), level(16, 210.0, Some(0.9))],
     );
     let c = Comparison::of_bench(&[("a".into(), &a), ("b".into(), &b)]).expect("two");
-    let titles: Vec<&str> = c.sections.iter().map(|s| s.title.as_str()).collect();
     assert_eq!(
-        titles,
+        titles(&c),
         [
             "Short prompts, 1 concurrent",
             "Short prompts, 8 concurrent",
             "Short prompts, 16 concurrent"
         ]
     );
-    let mut out = Vec::new();
-    markdown::write_comparison(&c, &mut out).expect("write");
-    let md = String::from_utf8(out).expect("utf-8");
+    let md = markdown_of(&c);
     report_support::assert_no_nan(&md);
     assert!(md.contains("| TTFT P95 | 0.20 s | – | – | – |"), "{md}");
     assert!(
@@ -179,4 +188,153 @@ fn levels_missing_in_one_run_show_as_dashes() {
         "{md}"
     );
     assert!(md.contains("| Output | 150.0 tok/s | – | – | – |"), "{md}");
+}
+
+/// A short-prompt rate level at `rate` requests/s.
+fn rate_level(rate: f64, out: f64) -> LevelSummary {
+    LevelSummary {
+        shape: "short".to_string(),
+        output_tok_per_s: out,
+        rate: Some(codendum_core::results::RateFigures {
+            rate_per_s: rate,
+            arrival: "poisson".to_string(),
+            ..Default::default()
+        }),
+        ..LevelSummary::default()
+    }
+}
+
+/// A sweep's report: short prompts at 1 and 8 in flight, then each
+/// `(rate, output tok/s)`.
+fn sweep(rates: &[(f64, f64)]) -> BenchReport {
+    let mut levels = vec![level(1, 10.0, None), level(8, 50.0, None)];
+    levels.extend(rates.iter().map(|(r, out)| rate_level(*r, *out)));
+    report(run("p", "i", "s"), levels)
+}
+
+#[test]
+fn sweeps_of_different_lengths_pair_by_nearest_rate_and_list_the_rest() {
+    // A full sweep of three rates against one stopped after two: 1.2 and
+    // 1.25, 2.31 and 2.40 are within 10 %; 3.4 has no partner.
+    let a = sweep(&[(1.2, 20.0), (2.31, 30.0), (3.4, 40.0)]);
+    let b = sweep(&[(1.25, 21.0), (2.40, 31.0)]);
+    let c = Comparison::of_bench(&[("a".into(), &a), ("b".into(), &b)]).expect("two");
+    assert_eq!(
+        titles(&c),
+        [
+            "Short prompts, 1 concurrent",
+            "Short prompts, 8 concurrent",
+            "Short prompts, rate 1.2 req/s vs 1.25 req/s (paired by nearest rate)",
+            "Short prompts, rate 2.31 req/s vs 2.4 req/s (paired by nearest rate)",
+            "Short prompts, rate 3.4 req/s vs –",
+        ]
+    );
+    assert!(
+        c.sections[4].note.as_deref().is_some_and(
+            |n| n == "No partner in b: no rate level there within 10 % of a's 3.4 req/s."
+        )
+    );
+    let md = markdown_of(&c);
+    assert!(
+        md.contains(
+            "the rate levels of b are paired with a's by nearest rate, within 10 % of the \
+             baseline's rate (a: a sweep of 3 rates; b: a sweep of 2 rates). 1 without a partner \
+             is listed on its own."
+        ),
+        "{md}"
+    );
+    assert!(md.contains("| Output | 40.0 tok/s | – | – | – |"), "{md}");
+    // As many rates on each side: by place, even where the rates moved
+    // further apart than the tolerance.
+    let far = sweep(&[(1.6, 21.0), (2.9, 31.0), (4.2, 41.0)]);
+    let c = Comparison::of_bench(&[("a".into(), &a), ("far".into(), &far)]).expect("two");
+    assert_eq!(
+        c.sections[3].title,
+        "Short prompts, sweep rate 2 of 3: rate 2.31 req/s vs 2.9 req/s (paired by place)"
+    );
+    assert!(c.sections.iter().all(|s| s.note.is_none()));
+    // Three runs: each later run pairs with the baseline its own way, and
+    // the heading says which; a rate only a later run has stands alone.
+    let lone = sweep(&[(1.2, 20.0), (5.0, 60.0)]);
+    let c = Comparison::of_bench(&[
+        ("a".into(), &a),
+        ("far".into(), &far),
+        ("lone".into(), &lone),
+    ])
+    .expect("three");
+    assert_eq!(
+        c.sections[3].title,
+        "Short prompts, sweep rate 2 of 3: rate 2.31 req/s vs 2.9 req/s vs – (paired by place)"
+    );
+    assert_eq!(
+        c.sections[2].title,
+        "Short prompts, sweep rate 1 of 3: rate 1.2 req/s vs 1.6 req/s vs 1.2 req/s \
+         (paired: far by place, lone by nearest rate)"
+    );
+    let last = c.sections.last().expect("sections");
+    assert_eq!(last.title, "Short prompts, rate – vs – vs 5 req/s");
+    assert_eq!(
+        last.note.as_deref(),
+        Some("Only in lone: a has no rate level within 10 % of its 5 req/s, so it stands alone.")
+    );
+}
+
+#[test]
+fn two_twin_sweeps_with_different_seeds_compare_level_by_level() {
+    use crate::cli_support::{codendum, only_folder, read_json, run as run_cli};
+    let dir = tempfile::tempdir().expect("dir");
+    let cwd = dir.path();
+    let sweep = |seed: &str, out: &str| {
+        let mut cmd = codendum(cwd);
+        cmd.args([
+            "bench",
+            "--sweep",
+            "2",
+            "--concurrency",
+            "4",
+            "--shapes",
+            "short",
+        ]);
+        cmd.args(["--requests-per-level", "16", "--output-tokens", "16"]);
+        cmd.args(["--time-scale", "100", "--no-report", "--seed", seed]);
+        cmd.args(["--results-dir", out]);
+        let done = run_cli(cmd);
+        assert_eq!(done.code, Some(0), "{}", done.both());
+        let folder = only_folder(&cwd.join(out));
+        let rates: Vec<f64> = read_json(&folder.join("summary.json"))["levels"]
+            .as_array()
+            .expect("levels")
+            .iter()
+            .filter_map(|l| l["rate"]["rate_per_s"].as_f64())
+            .collect();
+        (folder, rates)
+    };
+    let ((a, ra), (b, rb)) = (sweep("1", "one"), sweep("2", "two"));
+    assert_eq!((ra.len(), rb.len()), (2, 2), "{ra:?} {rb:?}");
+    let mut cmd = codendum(cwd);
+    cmd.arg("compare").arg(&a).arg(&b).args(["--out", "cmp"]);
+    let done = run_cli(cmd);
+    assert_eq!(
+        done.code,
+        Some(0),
+        "a comparison, not a refusal: {}",
+        done.both()
+    );
+    let md = std::fs::read_to_string(cwd.join("cmp/compare.md")).expect("compare.md");
+    assert!(md.contains("by their place in the sweep"), "{md}");
+    for k in 0..2 {
+        let trim = codendum_core::results::records::trim_rate;
+        let heading = if trim(ra[k]) == trim(rb[k]) {
+            format!("## Short prompts, {} requests/s", trim(ra[k]))
+        } else {
+            format!(
+                "## Short prompts, sweep rate {} of 2: rate {} req/s vs {} req/s (paired by place)",
+                k + 1,
+                trim(ra[k]),
+                trim(rb[k])
+            )
+        };
+        assert!(md.contains(&heading), "{heading} in {md}");
+    }
+    assert!(!md.contains("No partner"), "{md}");
 }

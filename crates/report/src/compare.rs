@@ -8,6 +8,8 @@ use super::format::{fixed, show_with_unit, MISSING};
 use super::model::RunInfo;
 use super::svg::Chart;
 use codendum_core::results::metrics::{Better, Shown, Unit};
+use codendum_core::results::repeat_folder::{RepeatGroup, RepeatSummary};
+use codendum_core::results::{ClassroomSummary, LevelSummary};
 use codendum_core::stats::Interval;
 
 /// How a later run's figure compares with the baseline's. When both runs
@@ -74,6 +76,12 @@ pub struct ComparedFigure {
     /// run gives none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub intervals: Vec<Option<Interval>>,
+    /// For a count summed (or a peak taken the largest) over a repeated
+    /// run's runs: how many runs each value combines, in run order; empty
+    /// when every value is one run's. Such values are not compared across
+    /// columns that combine different numbers of runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs_combined: Vec<usize>,
 }
 
 impl ComparedFigure {
@@ -87,6 +95,26 @@ impl ComparedFigure {
             better,
             values,
             intervals: Vec::new(),
+            runs_combined: Vec::new(),
+        }
+    }
+
+    /// The figure with how many runs each value combines (a count summed,
+    /// a peak taken the largest, over a repeated run's runs), when it is
+    /// such a figure (`combine`) and some column is a repetition
+    /// (`any_pooled`); else unchanged.
+    pub fn combining(
+        self,
+        combine: Option<Combine>,
+        any_pooled: bool,
+        runs_combined: Vec<usize>,
+    ) -> Self {
+        if combine.is_none() || !any_pooled {
+            return self;
+        }
+        ComparedFigure {
+            runs_combined,
+            ..self
         }
     }
 
@@ -128,8 +156,15 @@ impl ComparedFigure {
         }
     }
 
-    /// Run `run` compared with run 0; `None` if either value is missing.
+    /// Run `run` compared with run 0; `None` if either value is missing,
+    /// or if the two combine different numbers of runs (a count summed
+    /// over three runs against one run's).
     pub fn change(&self, run: usize) -> Option<Change> {
+        if let (Some(a), Some(b)) = (self.runs_combined.first(), self.runs_combined.get(run)) {
+            if a != b {
+                return None;
+            }
+        }
         let base = self
             .values
             .first()
@@ -175,6 +210,10 @@ pub struct ComparisonSection {
     pub title: String,
     /// The figures.
     pub figures: Vec<ComparedFigure>,
+    /// A sentence under the heading, e.g. that a rate level has no partner
+    /// in another run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// A provenance field and its value in each run.
@@ -215,6 +254,131 @@ pub struct Comparison {
     /// Per column, how many runs of a repetition (`--repeat`) its figures
     /// were pooled over; `None` for a single run.
     pub pooled_runs: Vec<Option<usize>>,
+    /// How the rate levels of each run were paired with the baseline's,
+    /// one sentence per shape and run (empty without rate levels).
+    pub pairings: Vec<String>,
+}
+
+/// A column that stands for a repeated run (`--repeat`): the repetition's
+/// pooled figures and each finished run's own, to sum counts over.
+#[derive(Debug, Clone)]
+pub struct RepeatColumn<'a> {
+    /// The repetition's summary.
+    pub summary: &'a RepeatSummary,
+    /// Each finished run's number (from 1) and levels (a bench repetition).
+    pub levels: Vec<(u32, Vec<LevelSummary>)>,
+    /// Each finished run's class figures (a classroom or replay
+    /// repetition).
+    pub classes: Vec<ClassroomSummary>,
+}
+
+impl RepeatColumn<'_> {
+    /// The column of a repetition whose runs' own figures are unknown:
+    /// counts are then left empty.
+    pub fn pooled_only(summary: &RepeatSummary) -> RepeatColumn<'_> {
+        RepeatColumn {
+            summary,
+            levels: Vec::new(),
+            classes: Vec::new(),
+        }
+    }
+
+    /// How many runs it pooled (its finished runs).
+    pub fn finished_runs(&self) -> usize {
+        self.summary.runs.iter().filter(|r| !r.interrupted).count()
+    }
+
+    /// The pooled value of figure `key` at `level` (a level of the first
+    /// finished run) and its 95 % interval; nothing when the repetition did
+    /// not pool it.
+    pub fn pooled_level_figure(
+        &self,
+        level: &LevelSummary,
+        key: &str,
+    ) -> (Option<f64>, Option<Interval>) {
+        let run = self.summary.first_finished().map_or(0, |r| r.index);
+        pooled_figure(self.summary.group_of_level(run, level), key)
+    }
+
+    /// The class's pooled figure `key` and its interval.
+    pub fn pooled_class_figure(&self, key: &str) -> (Option<f64>, Option<Interval>) {
+        pooled_figure(self.summary.class_group(), key)
+    }
+
+    /// `read` of every run's level pooled with `level` (a level of the
+    /// first finished run), where the run gives a value.
+    pub fn runs_levels_like(
+        &self,
+        level: &LevelSummary,
+        read: impl Fn(&LevelSummary) -> Option<f64>,
+    ) -> Vec<f64> {
+        let first = self.summary.first_finished().map_or(0, |r| r.index);
+        let Some(group) = self.summary.group_of_level(first, level) else {
+            return Vec::new();
+        };
+        self.levels
+            .iter()
+            .filter_map(|(run, levels)| {
+                levels.iter().find(|x| {
+                    self.summary
+                        .group_of_level(*run, x)
+                        .is_some_and(|g| g.label == group.label)
+                })
+            })
+            .filter_map(read)
+            .collect()
+    }
+
+    /// `read` of every run's class, where the run gives a value.
+    pub fn runs_classes(&self, read: impl Fn(&ClassroomSummary) -> Option<f64>) -> Vec<f64> {
+        self.classes.iter().filter_map(read).collect()
+    }
+}
+
+/// A figure as a repetition pooled it: the pooled value and its 95 %
+/// interval; nothing when the group or the figure is not there.
+fn pooled_figure(group: Option<&RepeatGroup>, key: &str) -> (Option<f64>, Option<Interval>) {
+    group
+        .and_then(|g| g.figures.iter().find(|f| f.key == key))
+        .map_or((None, None), |f| (f.pooled, f.pooled_interval))
+}
+
+/// How a repeated run's column shows a figure that has no pooled interval:
+/// a count (errors, preemptions) summed over the runs, a peak the largest
+/// of the runs'.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Combine {
+    /// The sum over the runs.
+    Sum,
+    /// The largest of the runs' values.
+    Largest,
+}
+
+impl Combine {
+    /// How a figure combines over runs: `None` for a figure pooled with an
+    /// interval (`has_interval`) or one that neither adds up nor peaks.
+    pub fn of(key: &str, unit: Unit, has_interval: bool) -> Option<Combine> {
+        if has_interval {
+            None
+        } else if key.starts_with("peak") {
+            Some(Combine::Largest)
+        } else if unit == Unit::Count {
+            Some(Combine::Sum)
+        } else {
+            None
+        }
+    }
+
+    /// The runs' values combined; `None` without any.
+    pub fn apply(self, values: &[f64]) -> Option<f64> {
+        if values.is_empty() {
+            return None;
+        }
+        Some(match self {
+            Combine::Sum => values.iter().sum(),
+            Combine::Largest => values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        })
+    }
 }
 
 /// A comparison needs at least two runs.

@@ -2,15 +2,14 @@
 
 use super::charts::{by_concurrency, concurrency_axis, minutes};
 use super::compare::{
-    labels_or_default, ComparedFigure, Comparison, ComparisonSection, RunKind, TooFewRuns,
+    labels_or_default, Combine, ComparedFigure, Comparison, ComparisonSection, RepeatColumn,
+    RunKind, TooFewRuns,
 };
-use super::format::upper_first;
+use super::compare_levels::{level_sections, shapes_of};
 use super::model::{BenchReport, ClassroomReport};
 use super::svg::{AxisTitle, CdfChart, CdfCurve, Chart, LineChart, Series};
-use codendum_core::results::metrics::{class_metrics_in, level_metrics_in, View};
-use codendum_core::results::repeat_folder::{RepeatGroup, RepeatSummary};
+use codendum_core::results::metrics::{class_metrics_in, View};
 use codendum_core::results::LevelSummary;
-use codendum_core::stats::Interval;
 
 impl Comparison {
     /// Compares benchmark runs level by level. `runs` pairs a label (empty:
@@ -20,14 +19,17 @@ impl Comparison {
     }
 
     /// [`Comparison::of_bench`] where some runs stand for a repetition
-    /// (`pooled[i]`: the repetition's summary, `runs[i]`: its first
-    /// finished run's report): their column shows the figures pooled over
-    /// every run of the repetition with the pooled 95 % intervals, and a
-    /// figure the repetition did not pool is left empty. Charts are left
-    /// out when a column is pooled (they would show one run of it).
+    /// (`pooled[i]`: the repetition, `runs[i]`: its first finished run's
+    /// report): their column shows the figures pooled over every run of
+    /// the repetition with the pooled 95 % intervals, counts summed over
+    /// the runs and peaks the largest of them; a figure the repetition did
+    /// not pool is left empty. Charts are left out when a column is pooled
+    /// (they would show one run of it). Rate levels pair with the
+    /// baseline's by their place in a sweep or by nearest rate (see
+    /// [`crate::compare_pairs`]).
     pub fn of_bench_pooled(
         runs: &[(String, &BenchReport)],
-        pooled: &[Option<&RepeatSummary>],
+        pooled: &[Option<&RepeatColumn<'_>>],
     ) -> Result<Comparison, TooFewRuns> {
         if runs.len() < 2 {
             return Err(TooFewRuns(runs.len()));
@@ -35,15 +37,11 @@ impl Comparison {
         let labels = labels_or_default(runs.iter().map(|(l, _)| l.clone()).collect());
         let infos: Vec<_> = runs.iter().map(|(_, r)| r.run.clone()).collect();
         let (differences, same) = Comparison::provenance_fields(&infos);
-        let keys = level_keys(runs);
-        let sections = keys
-            .iter()
-            .map(|(shape, load)| level_section(runs, pooled, shape, load))
-            .collect();
+        let (sections, pairings) = level_sections(runs, &labels, pooled);
         let charts = if pooled.iter().any(Option::is_some) {
             Vec::new()
         } else {
-            bench_charts(runs, &labels, &keys)
+            bench_charts(runs, &labels, &shapes_of(runs))
         };
         Ok(Comparison {
             pooled_runs: pooled_runs(pooled),
@@ -54,6 +52,7 @@ impl Comparison {
             same,
             sections,
             charts,
+            pairings,
         })
     }
 
@@ -67,7 +66,7 @@ impl Comparison {
     /// as in [`Comparison::of_bench_pooled`].
     pub fn of_classroom_pooled(
         runs: &[(String, &ClassroomReport)],
-        pooled: &[Option<&RepeatSummary>],
+        pooled: &[Option<&RepeatColumn<'_>>],
     ) -> Result<Comparison, TooFewRuns> {
         if runs.len() < 2 {
             return Err(TooFewRuns(runs.len()));
@@ -77,17 +76,31 @@ impl Comparison {
         let (differences, same) = Comparison::provenance_fields(&infos);
         let figures = class_metrics_in(View::Compare)
             .map(|m| {
+                let combine = Combine::of(m.key, m.unit, m.interval.is_some());
+                let mut combined = Vec::new();
                 let (values, intervals) = runs
                     .iter()
                     .zip(pooled)
-                    .map(|((_, r), rep)| match rep {
-                        Some(rep) => pooled_figure(rep.class_group(), m.key),
-                        None => ((m.read)(&r.summary), m.interval_of(&r.summary)),
+                    .map(|((_, r), rep)| match (rep, combine) {
+                        (Some(rep), Some(how)) => {
+                            let each = rep.runs_classes(m.read);
+                            combined.push(each.len());
+                            (how.apply(&each), None)
+                        }
+                        (Some(rep), None) => {
+                            combined.push(1);
+                            rep.pooled_class_figure(m.key)
+                        }
+                        (None, _) => {
+                            combined.push(1);
+                            ((m.read)(&r.summary), m.interval_of(&r.summary))
+                        }
                     })
                     .unzip();
                 ComparedFigure::new(m.label, m.unit, m.better, values)
                     .shown_as(m.shown)
                     .with_intervals(intervals)
+                    .combining(combine, pooled.iter().any(Option::is_some), combined)
             })
             .collect();
         let overlay = |values: fn(&ClassroomReport) -> Vec<f64>| -> Vec<CdfCurve> {
@@ -152,93 +165,20 @@ impl Comparison {
             sections: vec![ComparisonSection {
                 title: "Classroom figures".to_string(),
                 figures,
+                note: None,
             }],
             charts,
+            pairings: Vec::new(),
         })
     }
-}
-
-/// Every (shape, load) level of the runs (`c16`, `0.8/s`), in the order
-/// first met.
-fn level_keys(runs: &[(String, &BenchReport)]) -> Vec<(String, String)> {
-    let mut keys: Vec<(String, String)> = Vec::new();
-    for (_, r) in runs {
-        for l in &r.levels {
-            let key = (l.shape.clone(), l.load_label());
-            if !keys.contains(&key) {
-                keys.push(key);
-            }
-        }
-    }
-    keys
 }
 
 /// How many runs each column pooled (`None`: a single run).
-fn pooled_runs(pooled: &[Option<&RepeatSummary>]) -> Vec<Option<usize>> {
+fn pooled_runs(pooled: &[Option<&RepeatColumn<'_>>]) -> Vec<Option<usize>> {
     pooled
         .iter()
-        .map(|p| p.map(|r| r.runs.iter().filter(|x| !x.interrupted).count()))
+        .map(|p| p.map(RepeatColumn::finished_runs))
         .collect()
-}
-
-/// A figure as a repetition pooled it: the pooled value and its 95 %
-/// interval; nothing when the group or the figure is not there.
-fn pooled_figure(group: Option<&RepeatGroup>, key: &str) -> (Option<f64>, Option<Interval>) {
-    group
-        .and_then(|g| g.figures.iter().find(|f| f.key == key))
-        .map_or((None, None), |f| (f.pooled, f.pooled_interval))
-}
-
-/// One level's figures across the runs; a pooled column's from its
-/// repetition's group of the level.
-fn level_section(
-    runs: &[(String, &BenchReport)],
-    pooled: &[Option<&RepeatSummary>],
-    shape: &str,
-    load: &str,
-) -> ComparisonSection {
-    let rows: Vec<Option<&LevelSummary>> = runs
-        .iter()
-        .map(|(_, r)| {
-            r.levels
-                .iter()
-                .find(|l| l.shape == shape && l.load_label() == load)
-        })
-        .collect();
-    let level = rows
-        .iter()
-        .flatten()
-        .next()
-        .map_or_else(String::new, |l| match &l.rate {
-            Some(r) => format!(
-                "{} requests/s",
-                codendum_core::results::records::trim_rate(r.rate_per_s)
-            ),
-            None => format!("{} concurrent", l.concurrency),
-        });
-    ComparisonSection {
-        title: format!("{} prompts, {level}", upper_first(shape)),
-        figures: level_metrics_in(View::Compare)
-            .filter(|m| m.shown_for(&rows.iter().flatten().copied().collect::<Vec<_>>()))
-            .map(|m| {
-                let (values, intervals) = rows
-                    .iter()
-                    .zip(pooled)
-                    .map(|(row, rep)| match (row, rep) {
-                        (Some(l), Some(rep)) => {
-                            let run = rep.first_finished().map_or(0, |r| r.index);
-                            pooled_figure(rep.group_of_level(run, l), m.key())
-                        }
-                        (Some(l), None) => (m.number(l), m.interval_of(l)),
-                        (None, _) => (None, None),
-                    })
-                    .unzip();
-                ComparedFigure::new(m.label, m.unit, m.better, values)
-                    .shown_as(m.shown)
-                    .with_intervals(intervals)
-            })
-            .collect(),
-    }
 }
 
 /// Per shape, output tokens/s, TTFT P95 and E2E P95 over concurrency, one
@@ -246,16 +186,10 @@ fn level_section(
 fn bench_charts(
     runs: &[(String, &BenchReport)],
     labels: &[String],
-    keys: &[(String, String)],
+    shapes: &[String],
 ) -> Vec<Chart> {
-    let mut shapes: Vec<String> = Vec::new();
-    for (shape, _) in keys {
-        if !shapes.contains(shape) {
-            shapes.push(shape.clone());
-        }
-    }
     let mut charts = Vec::new();
-    for shape in &shapes {
+    for shape in shapes {
         let overlay = |get: fn(&LevelSummary) -> Option<f64>| -> Vec<Series> {
             runs.iter()
                 .zip(labels)

@@ -1,6 +1,7 @@
 //! The content of compare.md / compare.html.
 
 use super::compare::{lower_first, ComparedFigure, Comparison, Difference, RunKind};
+use super::compare_pairs::RATE_TOLERANCE;
 use super::doc::{title_date, Block, Doc};
 use super::format::{fixed, with_interval, MISSING};
 
@@ -14,6 +15,9 @@ pub(crate) fn compare_doc(c: &Comparison) -> Doc {
     doc.heading("Runs");
     runs_table(&mut doc, c);
     doc.paragraph(provenance_summary(c));
+    if !c.pairings.is_empty() {
+        doc.paragraph(pairing_summary(c));
+    }
     figure_sections(&mut doc, c);
     if !c.charts.is_empty() {
         let mut blocks = vec![
@@ -87,8 +91,10 @@ fn provenance_summary(c: &Comparison) -> String {
     if !pooled.is_empty() {
         summary.push_str(&format!(
             " Repeated runs: {}; their columns hold each figure pooled over every finished run, \
-             with its pooled interval (\"–\" where a figure is not pooled), and their provenance \
-             is their first run's.",
+             with its pooled interval (\"–\" where a figure is not pooled); counts (errors, \
+             preemptions, failed requests) are summed over the runs and peaks (peak KV-cache \
+             usage) are the largest of the runs', so they are compared only between columns of \
+             as many runs; their provenance is their first run's.",
             pooled.join(", ")
         ));
     }
@@ -99,6 +105,26 @@ fn provenance_summary(c: &Comparison) -> String {
          \"same\" means a change under 0.5 %."
     ));
     summary
+}
+
+/// How rate levels were paired across the runs, and why they need
+/// pairing at all.
+fn pairing_summary(c: &Comparison) -> String {
+    let mut text = format!(
+        "Rate levels: a sweep places its rates between the throughputs each run measured, so the \
+         same sweep lands on slightly different rates from run to run; levels are paired by their \
+         place when two sweeps have as many rates, else by nearest rate within {} %, and each \
+         heading gives every run's rate.",
+        (RATE_TOLERANCE * 100.0).round()
+    );
+    if c.pooled_runs.iter().any(Option::is_some) {
+        text.push_str(" A repeated run's rate is the mean of its runs' rates at that level.");
+    }
+    for p in &c.pairings {
+        text.push(' ');
+        text.push_str(p);
+    }
+    text
 }
 
 /// One table per section: each figure's values and, for every run after
@@ -113,6 +139,9 @@ fn figure_sections(doc: &mut Doc, c: &Comparison) {
     let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
     for section in &c.sections {
         doc.heading(section.title.clone());
+        if let Some(note) = &section.note {
+            doc.paragraph(note.clone());
+        }
         let rows = section
             .figures
             .iter()

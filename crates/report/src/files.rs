@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use super::from_results::{bench_report, classroom_report};
 use super::model::{BenchReport, ClassroomReport, Verdict};
-use super::{html, markdown, Comparison};
+use super::{html, markdown, Comparison, RepeatColumn};
 use codendum_core::error::{ConfigError, Error};
 use codendum_core::prom::{align_timeline, read_timeline, TimelineSample};
 use codendum_core::results::classroom_records::{CallRecord, TaskRecord};
@@ -291,18 +291,34 @@ fn workload(run: &LoadedRun) -> Vec<(String, String)> {
         LoadedRun::Bench(_, s) => {
             let p = &s.parameters;
             // Open-loop levels are named by their rate; the concurrency
-            // list of such a run is the unused default.
+            // list of such a run is the unused default. A sweep's rates
+            // follow what the run measured at its ends, so a sweep is
+            // named by its shape and arrival, not by its rates (compare
+            // pairs its levels by place or nearest rate).
+            let searched: Vec<&str> = s.rate_search.iter().map(|r| r.shape.as_str()).collect();
+            let swept = |shape: &str| {
+                !searched.contains(&shape)
+                    && s.levels
+                        .iter()
+                        .any(|l| l.shape == shape && l.rate.is_none())
+            };
             let mut rates: Vec<String> = Vec::new();
-            for l in s.levels.iter().filter(|l| l.rate.is_some()) {
-                let label = match &l.rate {
-                    Some(r) => format!("{} {}", l.load_label(), r.arrival),
-                    None => l.load_label(),
+            for l in s.levels.iter() {
+                let Some(r) = &l.rate else { continue };
+                let label = if swept(&l.shape) {
+                    format!("{} swept, {}", l.shape, r.arrival)
+                } else {
+                    format!("{} {}", l.load_label(), r.arrival)
                 };
                 if !rates.contains(&label) {
                     rates.push(label);
                 }
             }
+            let sweep = s.levels.iter().any(|l| l.rate.is_some() && swept(&l.shape));
             let mut items = vec![("kind".into(), "bench".into())];
+            if sweep {
+                items.push(("concurrency".into(), format!("{:?}", p.concurrency)));
+            }
             if rates.is_empty() {
                 items.push(("concurrency".into(), format!("{:?}", p.concurrency)));
                 items.push((
@@ -370,6 +386,27 @@ pub fn workload_differences(runs: &[LoadedRun]) -> Vec<String> {
     out
 }
 
+/// Each finished run's own figures of a repetition: its levels (a bench
+/// run, with its number) or its class figures.
+type RunFigures = (
+    Vec<(u32, Vec<codendum_core::results::LevelSummary>)>,
+    Vec<codendum_core::results::ClassroomSummary>,
+);
+
+/// Reads every finished run's `summary.json` of the repetition in
+/// `folder`; a run whose summary cannot be read is left out of the sums.
+fn runs_figures(folder: &Path, r: &results::repeat_folder::RepeatSummary) -> RunFigures {
+    let (mut levels, mut classes) = (Vec::new(), Vec::new());
+    for run in r.runs.iter().filter(|x| !x.interrupted) {
+        match results::read_summary(&folder.join(&run.folder)) {
+            Ok(RunSummary::Bench(s)) => levels.push((run.index, s.levels)),
+            Ok(RunSummary::Classroom(s)) => classes.push(s.summary),
+            Err(_) => {}
+        }
+    }
+    (levels, classes)
+}
+
 /// Compares folders (the first is the baseline) and writes `compare.md` and
 /// `compare.html` into `out`. Refuses runs of different workloads unless
 /// `force`. A repetition's folder (`--repeat`) compares by its figures
@@ -402,8 +439,9 @@ pub fn write_comparison(
         .into());
     }
     // A repetition's folder stands in by its first finished run (its
-    // workload, server and provenance) and its pooled figures.
-    let mut repeats: Vec<Option<results::repeat_folder::RepeatSummary>> = Vec::new();
+    // workload, server and provenance), its pooled figures and every
+    // finished run's own figures (to sum counts over).
+    let mut repeats: Vec<Option<(results::repeat_folder::RepeatSummary, RunFigures)>> = Vec::new();
     let mut runs = Vec::new();
     for f in folders {
         if results::repeat_folder::is_repeat(f) {
@@ -413,14 +451,24 @@ pub fn write_comparison(
                 .first_finished()
                 .ok_or_else(|| bad_folder(f, "no run of the repetition finished"))?;
             runs.push(load_run(&f.join(&first.folder), None)?);
-            repeats.push(Some(r));
+            let each = runs_figures(f, &r);
+            repeats.push(Some((r, each)));
         } else {
             runs.push(load_run(f, None)?);
             repeats.push(None);
         }
     }
-    let pooled: Vec<Option<&results::repeat_folder::RepeatSummary>> =
-        repeats.iter().map(Option::as_ref).collect();
+    let columns: Vec<Option<RepeatColumn<'_>>> = repeats
+        .iter()
+        .map(|r| {
+            r.as_ref().map(|(summary, (levels, classes))| RepeatColumn {
+                summary,
+                levels: levels.clone(),
+                classes: classes.clone(),
+            })
+        })
+        .collect();
+    let pooled: Vec<Option<&RepeatColumn<'_>>> = columns.iter().map(Option::as_ref).collect();
     let diffs = workload_differences(&runs);
     if !diffs.is_empty() && !force {
         return Err(Error::Config(ConfigError::invalid(

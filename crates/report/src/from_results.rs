@@ -132,6 +132,7 @@ pub fn bench_report(s: &BenchSummary, timeline: &[TimelineSample]) -> BenchRepor
             .collect(),
         metrics_continuity: s.metrics_continuity.clone(),
         router: s.router.clone(),
+        searched_shapes: s.rate_search.iter().map(|r| r.shape.clone()).collect(),
     }
 }
 

@@ -24,6 +24,8 @@ pub mod charts;
 pub mod compare;
 mod compare_build;
 mod compare_doc;
+mod compare_levels;
+pub mod compare_pairs;
 mod doc;
 pub mod files;
 pub mod format;
@@ -42,8 +44,8 @@ mod time_split_doc;
 pub mod timeline;
 
 pub use compare::{
-    Assessment, Change, ComparedFigure, Comparison, ComparisonSection, Difference, RunKind,
-    TooFewRuns,
+    Assessment, Change, Combine, ComparedFigure, Comparison, ComparisonSection, Difference,
+    RepeatColumn, RunKind, TooFewRuns,
 };
 pub use doc::DISCLAIMER;
 pub use model::{

@@ -141,6 +141,10 @@ pub struct BenchReport {
     /// What the router in front of the replicas counted (`--router-metrics-url`).
     #[serde(default)]
     pub router: Option<codendum_core::server_figures::router_figures::RouterFigures>,
+    /// Shapes searched with `--find-rate`: their rate levels are the
+    /// search's steps, not a sweep's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub searched_shapes: Vec<String>,
 }
 
 impl BenchReport {
