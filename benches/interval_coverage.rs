@@ -84,14 +84,29 @@ fn run(spec: &str, jobs: usize) -> Option<(String, Vec<Trial>, f64)> {
     Some((spec.to_string(), trials, start.elapsed().as_secs_f64()))
 }
 
+/// The median over the runs of each run's TTFT `p`-th percentile over its
+/// 5th: how far queueing stretches the TTFTs beyond the unloaded ones.
+fn spread_of(trials: &[Trial], p: f64) -> f64 {
+    let mut ratios: Vec<f64> = trials
+        .iter()
+        .filter_map(|t| {
+            let sorted = codendum_core::stats::sorted_finite(t.values.iter().copied());
+            let low = codendum_core::stats::percentile(&sorted, 5.0)?;
+            Some(codendum_core::stats::percentile(&sorted, p)? / low.max(1e-9))
+        })
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    codendum_core::stats::percentile(&ratios, 50.0).unwrap_or(f64::NAN)
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
     let jobs = std::thread::available_parallelism().map_or(1, usize::from);
     let specs = std::env::var("CODENDUM_COVERAGE").unwrap_or_else(|_| TABLE.to_string());
-    println!("| workload | seeds | long-run TTFT P95 | covered | open | median width | time |");
-    println!("|---|---|---|---|---|---|---|");
+    println!("| workload | seeds | long-run TTFT P95 | covered | open | median width | P95/P5 | P50/P5 | time |");
+    println!("|---|---|---|---|---|---|---|---|---|");
     for spec in specs.split(',') {
         let Some((name, trials, took)) = run(spec, jobs) else {
             eprintln!("skipping {spec:?}: not a workload (see the file's documentation)");
@@ -101,8 +116,9 @@ fn main() {
             eprintln!("{name}: no values");
             continue;
         };
+        let (p95, p50) = (spread_of(&trials, 95.0), spread_of(&trials, 50.0));
         println!(
-            "| `{name}` | {} | {:.2} s | {} of {} ({:.0} %) | {} | {:.0} % | {took:.0} s |",
+            "| `{name}` | {} | {:.2} s | {} of {} ({:.0} %) | {} | {:.0} % | {p95:.1} | {p50:.1} | {took:.0} s |",
             c.trials,
             c.truth,
             c.covered,
