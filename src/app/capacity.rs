@@ -40,8 +40,8 @@ use codendum_core::prom::TimelineSample;
 use codendum_core::results::capacity::{
     CapacityParameters, CapacityResults, CapacityStep, Prediction, TierSpec, CAPACITY_JSON,
 };
+use codendum_core::results::target_list::TargetList;
 use codendum_core::results::{FolderKind, Verdict};
-use codendum_core::targets::TargetList;
 
 /// How long the calls in flight may go on after Ctrl-C or SIGTERM
 /// (simulated seconds), as a class's.

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::fleet::FleetPlan;
 use super::search_results::SearchResults;
 use super::verdicts::{Bottleneck, JudgedCell};
-use codendum_core::targets::TargetList;
+use codendum_core::results::target_list::TargetList;
 
 /// The parameters a plan ran with (everything that shapes its results;
 /// `jobs` does not).

@@ -14,7 +14,8 @@ use super::wording::{agree, missed_floors, students, students_do};
 use codendum_core::error::Error;
 use codendum_core::profile::Profile;
 use codendum_core::results::schema::{PLAN_KIND, PLAN_SCHEMA_VERSION};
-use codendum_core::targets::{ClassroomTargets, TargetList};
+use codendum_core::results::target_list::TargetList;
+use codendum_core::targets::ClassroomTargets;
 
 /// For each fitted profile (`[calibration]`), a warning when its cells'
 /// prompts or running requests went beyond what its calibration measured.

@@ -9,7 +9,8 @@ use super::search_results::{Probe, SeedsAnswer, VariantSearch};
 use super::verdicts::{Bottleneck, JudgedCell, PERSISTENT};
 use super::wording::{agree, check_text, missed_floors, missed_text, students, students_do};
 use codendum_core::bound::Outcome;
-use codendum_core::targets::{ClassroomTargets, TargetList};
+use codendum_core::results::target_list::TargetList;
+use codendum_core::targets::ClassroomTargets;
 use codendum_report::format::{opt_fixed, opt_percent, xml_escape};
 
 /// The progress line of one probe: `classroom-64k: 40 students: meets

@@ -32,8 +32,9 @@
 //!   summaries computed from the records.
 //!
 //! Imports point one way: `stats`, `bound`, `server_figures` → `prom` →
-//! `results` (records, summaries, tables) → `targets` → `results::capacity`
-//! (a capacity search's answer keeps the targets it was judged on).
+//! `results` (records, summaries, tables, and the targets as results files
+//! list them, which a capacity search's answer keeps) → `targets` (which
+//! judges summaries and lists its targets for the results files).
 
 pub mod access;
 pub mod bound;

@@ -37,6 +37,20 @@ use crate::trace::{SourceFormat, Trace, TraceCall, WaitReason};
 /// table.
 pub const KEEP_SAMPLES: usize = 200;
 
+/// The fewest observations any field of a class is learned from; a field
+/// seen fewer times keeps the default class's value, and the report says
+/// how many were seen and how many are needed. A distribution drawn from
+/// one to three events is those events, outliers and all: a single
+/// compaction at a small prompt makes every simulated conversation compact
+/// at that size. Four is what a small store of a person's own sessions
+/// gives its session fields (follow-ups, first prompts, the sessions drawn
+/// whole); with four observations their range holds the median 7 times in
+/// 8 (1 − 2 × 0.5⁴). Sessions count for a session's fields, coding
+/// requests for a request's (calls per request, the subagent share).
+/// How the choice against 5 and against none measured on held-out
+/// sessions: `docs/validation.md`.
+pub const MIN_OBSERVATIONS: usize = 4;
+
 /// Where the buckets of `agent.prompt_tokens_by_call` start (a session's
 /// main-agent call, 0 its first): doubling, as a conversation's growth
 /// slows relative to its size.
@@ -120,6 +134,36 @@ struct Obs {
     calls: usize,
     requests: usize,
     untold_requests: Vec<String>,
+}
+
+/// What a field is learned from, as the report counts it: the noun for
+/// one and for many (`compaction`, `compactions`).
+#[derive(Debug, Clone, Copy)]
+struct Counted<'a>(&'a str, &'a str);
+
+impl Counted<'_> {
+    /// `n` of them, in words (`1 compaction`, `3 compactions`).
+    fn of(self, n: usize) -> String {
+        format!("{n} {}", if n == 1 { self.0 } else { self.1 })
+    }
+}
+
+/// Sessions, as the report counts them.
+const SESSIONS: Counted<'static> = Counted("session", "sessions");
+
+/// Coding requests, as the report counts them.
+const REQUESTS: Counted<'static> = Counted("coding request", "coding requests");
+
+/// Why `n` observations of `what` are not learned from, when they are
+/// fewer than [`MIN_OBSERVATIONS`]; `None` when they are enough.
+fn too_few(n: usize, what: Counted<'_>) -> Option<String> {
+    match n {
+        0 => Some(format!("no {} in the sources", what.1)),
+        n if n < MIN_OBSERVATIONS => {
+            Some(format!("{} seen, {MIN_OBSERVATIONS} needed", what.of(n)))
+        }
+        _ => None,
+    }
 }
 
 /// The kind of a call: as recorded, else a main-agent step in its root
@@ -372,7 +416,10 @@ pub fn learn(sources: &[Source<'_>], name: &str, defaults: &Class) -> Learned {
         r,
         o,
         "person.pause_s",
-        "waits before a follow-up request",
+        Counted(
+            "wait before a follow-up request",
+            "waits before a follow-up request",
+        ),
         &obs.pause_s,
         0.0,
         &mut p.pause_s,
@@ -381,7 +428,7 @@ pub fn learn(sources: &[Source<'_>], name: &str, defaults: &Class) -> Learned {
         r,
         o,
         "person.follow_ups",
-        "sessions",
+        SESSIONS,
         &obs.follow_ups,
         0.0,
         &mut p.follow_ups,
@@ -412,7 +459,7 @@ pub fn learn(sources: &[Source<'_>], name: &str, defaults: &Class) -> Learned {
         r,
         o,
         "person.session_s",
-        "sessions with a length",
+        Counted("session with a length", "sessions with a length"),
         &obs.session_s,
         0.0,
     ) {
@@ -438,7 +485,7 @@ pub fn learn(sources: &[Source<'_>], name: &str, defaults: &Class) -> Learned {
         r,
         o,
         "agent.calls_per_request",
-        "coding requests",
+        REQUESTS,
         &obs.calls_per_request,
         1.0,
         &mut a.calls_per_request,
@@ -447,97 +494,92 @@ pub fn learn(sources: &[Source<'_>], name: &str, defaults: &Class) -> Learned {
         r,
         o,
         "agent.subagent_calls",
-        "subagent sessions",
+        Counted("subagent session", "subagent sessions"),
         &obs.subagent_calls,
         1.0,
         &mut a.subagent_calls,
     );
-    if obs.requests > 0 {
-        a.subagent_share = obs.requests_with_subagent as f64 / obs.requests as f64;
-        r.learned.push((
-            "agent.subagent_share".into(),
-            format!(
-                "{:.2} ({} of {} coding requests)",
-                a.subagent_share, obs.requests_with_subagent, obs.requests
-            ),
-        ));
-    } else {
-        r.kept.push((
-            "agent.subagent_share".into(),
-            "no coding requests in the sources".into(),
-        ));
+    match too_few(obs.requests, REQUESTS) {
+        None => {
+            a.subagent_share = obs.requests_with_subagent as f64 / obs.requests as f64;
+            r.learned.push((
+                "agent.subagent_share".into(),
+                format!(
+                    "{:.2} ({} of {})",
+                    a.subagent_share,
+                    obs.requests_with_subagent,
+                    REQUESTS.of(obs.requests)
+                ),
+            ));
+        }
+        Some(why) => r.kept.push(("agent.subagent_share".into(), why)),
     }
     let out = &mut a.output_tokens;
-    set(
-        r,
-        o,
-        "agent.output_tokens.title",
-        "titles",
-        &obs.title,
-        1.0,
-        &mut out.title,
-    );
-    set(
-        r,
-        o,
-        "agent.output_tokens.agent_step",
-        "agent steps",
-        &obs.agent_step,
-        1.0,
-        &mut out.agent_step,
-    );
-    set(
-        r,
-        o,
-        "agent.output_tokens.subagent_step",
-        "subagent steps",
-        &obs.subagent_step,
-        1.0,
-        &mut out.subagent_step,
-    );
-    set(
-        r,
-        o,
-        "agent.output_tokens.final_answer",
-        "final answers",
-        &obs.final_answer,
-        1.0,
-        &mut out.final_answer,
-    );
-    set(
-        r,
-        o,
-        "agent.output_tokens.compaction",
-        "compaction summaries",
-        &obs.compaction,
-        1.0,
-        &mut out.compaction,
-    );
+    for (field, what, values, slot) in [
+        (
+            "agent.output_tokens.title",
+            Counted("title", "titles"),
+            &obs.title,
+            &mut out.title,
+        ),
+        (
+            "agent.output_tokens.agent_step",
+            Counted("agent step", "agent steps"),
+            &obs.agent_step,
+            &mut out.agent_step,
+        ),
+        (
+            "agent.output_tokens.subagent_step",
+            Counted("subagent step", "subagent steps"),
+            &obs.subagent_step,
+            &mut out.subagent_step,
+        ),
+        (
+            "agent.output_tokens.final_answer",
+            Counted("final answer", "final answers"),
+            &obs.final_answer,
+            &mut out.final_answer,
+        ),
+        (
+            "agent.output_tokens.compaction",
+            Counted("compaction summary", "compaction summaries"),
+            &obs.compaction,
+            &mut out.compaction,
+        ),
+    ] {
+        set(r, o, field, what, values, 1.0, slot);
+    }
     for (field, what, values, min, slot) in [
         (
             "agent.appended_tokens",
-            "calls carrying on a conversation",
+            Counted(
+                "call carrying on a conversation",
+                "calls carrying on a conversation",
+            ),
             &obs.appended,
             0.0,
             &mut a.appended_tokens,
         ),
         (
             "agent.prompt_tokens",
-            "first prompts of a session",
+            Counted("first prompt of a session", "first prompts of a session"),
             &obs.prompt,
             1.0,
             &mut a.prompt_tokens,
         ),
         (
             "agent.shared_prompt_tokens",
-            "first prompts' heads shared with another session",
+            Counted(
+                "first prompt's head shared with another session",
+                "first prompts' heads shared with another session",
+            ),
             &obs.shared_prompt,
             0.0,
             &mut a.shared_prompt_tokens,
         ),
         (
             "agent.compact_at_tokens",
-            "compactions",
+            Counted("compaction", "compactions"),
             &obs.compact_at,
             1.0,
             &mut a.compact_at_tokens,
@@ -546,28 +588,41 @@ pub fn learn(sources: &[Source<'_>], name: &str, defaults: &Class) -> Learned {
         match fit(r, o, field, what, values, min) {
             Some(d) => *slot = Some(d),
             None => {
-                // `fit` said "no …"; these fall back to the simulation itself.
+                // These fall back to the simulation itself.
                 if let Some((_, why)) = r.kept.last_mut() {
                     why.push_str("; the simulated project's own");
                 }
             }
         }
     }
-    match by_call(&obs.prompt_by_call, &origin) {
-        Some((buckets, line)) => {
+    let main_calls = Counted("main-agent call", "main-agent calls");
+    let prompts = match too_few(obs.prompt_by_call.len(), main_calls) {
+        Some(why) => Err(why),
+        None => by_call(&obs.prompt_by_call, &origin)
+            .ok_or_else(|| format!("no {} in the sources", main_calls.1)),
+    };
+    match prompts {
+        Ok((buckets, line)) => {
             a.prompt_tokens_by_call = buckets;
             r.learned.push(("agent.prompt_tokens_by_call".into(), line));
         }
-        None => r.kept.push((
+        Err(why) => r.kept.push((
             "agent.prompt_tokens_by_call".into(),
-            "no main-agent calls in the sources; prompts grow by agent.appended_tokens".into(),
+            format!("{why}; prompts grow by agent.appended_tokens"),
         )),
     }
-    match SessionShapes::from_rows(
-        format!("{origin}: each session's calls per coding request"),
-        std::mem::take(&mut obs.session_rows),
-    ) {
-        Some(sh) => {
+    let rows = obs.session_rows.iter().filter(|r| !r.is_empty()).count();
+    let with_call = Counted("session with a model call", "sessions with a model call");
+    let shapes = match too_few(rows, with_call) {
+        Some(why) => Err(why),
+        None => SessionShapes::from_rows(
+            format!("{origin}: each session's calls per coding request"),
+            std::mem::take(&mut obs.session_rows),
+        )
+        .ok_or_else(|| format!("no {} in the sources", with_call.1)),
+    };
+    match shapes {
+        Ok(sh) => {
             let line = format!(
                 "{} sessions drawn whole: mean {:.1} requests and {:.1} model calls a session",
                 sh.calls.len(),
@@ -577,10 +632,9 @@ pub fn learn(sources: &[Source<'_>], name: &str, defaults: &Class) -> Learned {
             a.sessions = Some(sh);
             r.learned.push(("agent.sessions".into(), line));
         }
-        None => r.kept.push((
+        Err(why) => r.kept.push((
             "agent.sessions".into(),
-            "no coding request with a model call; follow-ups and calls per request are drawn apart"
-                .into(),
+            format!("{why}; follow-ups and calls per request are drawn apart"),
         )),
     }
     learn_tools(&obs, &origin, &mut a.tool_s, &mut report);
@@ -592,39 +646,36 @@ pub fn learn(sources: &[Source<'_>], name: &str, defaults: &Class) -> Learned {
 }
 
 /// A distribution of `values` (each at least `min`) for `field`, said in
-/// the report; `None` (said as kept) when there are none.
+/// the report; `None` (said as kept, with the count seen) when they are
+/// fewer than [`MIN_OBSERVATIONS`].
 fn fit(
     report: &mut LearnReport,
     origin: &str,
     field: &str,
-    what: &str,
+    what: Counted<'_>,
     values: &[f64],
     min: f64,
 ) -> Option<Distribution> {
-    let values: Vec<f64> = values.iter().map(|v| v.max(min)).collect();
-    match Distribution::from_observations(
-        format!("learned from {origin}: {} {what}", values.len()),
+    let values: Vec<f64> = values
+        .iter()
+        .filter(|v| v.is_finite())
+        .map(|v| v.max(min))
+        .collect();
+    if let Some(why) = too_few(values.len(), what) {
+        report.kept.push((field.to_string(), why));
+        return None;
+    }
+    let seen = what.of(values.len());
+    let d = Distribution::from_observations(
+        format!("learned from {origin}: {seen}"),
         &values,
         KEEP_SAMPLES,
-    ) {
-        Some(d) => {
-            report.learned.push((
-                field.to_string(),
-                format!(
-                    "{} from {} {what}",
-                    super::write::describe(&d),
-                    values.len()
-                ),
-            ));
-            Some(d)
-        }
-        None => {
-            report
-                .kept
-                .push((field.to_string(), format!("no {what} in the sources")));
-            None
-        }
-    }
+    )?;
+    report.learned.push((
+        field.to_string(),
+        format!("{} from {seen}", super::write::describe(&d)),
+    ));
+    Some(d)
 }
 
 /// Prompt tokens by a call's place in its session, in the buckets of
@@ -687,7 +738,7 @@ fn set(
     report: &mut LearnReport,
     origin: &str,
     field: &str,
-    what: &str,
+    what: Counted<'_>,
     values: &[f64],
     min: f64,
     slot: &mut Distribution,
@@ -697,8 +748,9 @@ fn set(
     }
 }
 
-/// Tool times: per kind where the sources measured kinds, else every kind
-/// from the client's time between an answer and its request's next call.
+/// Tool times: per kind where the sources measured enough of a kind, else
+/// every kind from the client's time between an answer and its request's
+/// next call.
 fn learn_tools(obs: &Obs, origin: &str, tools: &mut ToolTimes, report: &mut LearnReport) {
     let slots: [(&str, &mut Distribution); 5] = [
         ("file_tool", &mut tools.file_tool),
@@ -707,26 +759,40 @@ fn learn_tools(obs: &Obs, origin: &str, tools: &mut ToolTimes, report: &mut Lear
         ("bash", &mut tools.bash),
         ("other_tool", &mut tools.other_tool),
     ];
+    let gaps = obs.tool_gaps.as_slice();
     for (kind, slot) in slots {
         let field = format!("agent.tool_s.{kind}");
-        let measured = obs.tool_kinds.get(kind).filter(|v| !v.is_empty());
-        let (values, what) = match measured {
-            Some(v) => (v.as_slice(), format!("measured {kind} times")),
-            None if !obs.tool_gaps.is_empty() => (
-                obs.tool_gaps.as_slice(),
-                "client times between an answer and the next call (tool kinds not told apart)"
-                    .to_string(),
-            ),
-            None => {
-                report
-                    .kept
-                    .push((field, "the sources have no tool times".into()));
-                continue;
-            }
-        };
-        if let Some(d) = fit(report, origin, &field, &what, values, 0.0) {
-            *slot = d;
+        let measured = obs.tool_kinds.get(kind).map_or(&[][..], Vec::as_slice);
+        if measured.is_empty() && gaps.is_empty() {
+            report
+                .kept
+                .push((field, "the sources have no tool times".into()));
+            continue;
         }
+        // The measured kind unless it is too thin and the gaps are not.
+        let use_measured = measured.len() >= MIN_OBSERVATIONS || measured.len() >= gaps.len();
+        let (one, many) = if use_measured {
+            (
+                format!("measured {kind} time"),
+                format!("measured {kind} times"),
+            )
+        } else {
+            let untold = "between an answer and the next call (tool kinds not told apart)";
+            (
+                format!("client time {untold}"),
+                format!("client times {untold}"),
+            )
+        };
+        let values = if use_measured { measured } else { gaps };
+        set(
+            report,
+            origin,
+            &field,
+            Counted(&one, &many),
+            values,
+            0.0,
+            slot,
+        );
     }
 }
 

@@ -14,11 +14,11 @@ use serde::{Deserialize, Serialize};
 use super::classroom_summary::ClassroomSummary;
 use super::schema::{check_schema, CAPACITY_KIND, CAPACITY_SCHEMA_VERSION};
 use super::summary::{RunHeader, ServerDescription};
+use super::target_list::TargetList;
 use super::ResultsError;
 use crate::bound::{Bound, Outcome};
 use crate::stats::censored::CensoredBounds;
 use crate::stats::Interval;
-use crate::targets::TargetList;
 
 /// The file name of a search's results.
 pub const CAPACITY_JSON: &str = "capacity.json";

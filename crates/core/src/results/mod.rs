@@ -24,6 +24,7 @@ pub mod schema;
 pub mod slo;
 pub mod steady;
 pub mod summary;
+pub mod target_list;
 pub mod verdict;
 
 use std::fs::{File, OpenOptions};

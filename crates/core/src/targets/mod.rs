@@ -22,7 +22,7 @@ pub use self::classroom::slo::{parse_class_slo, parse_tiers, Tier};
 pub use self::classroom::{
     judge_coding_request_p50, judge_error_rate, judge_output_speed_p50, judge_preemptions,
     judge_server_errors, judge_server_output, judge_ttft_p95, parse_classroom_targets,
-    ClassroomCheck, ClassroomKey, ClassroomTargets, TargetList, Threshold,
+    ClassroomCheck, ClassroomKey, ClassroomTargets,
 };
 
 use crate::error::ConfigError;

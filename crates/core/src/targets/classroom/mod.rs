@@ -19,12 +19,13 @@
 //! (`--tiers interactive:ttft_p95=10s,relaxed:ttft_p95=60s`), read by
 //! [`slo`].
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use super::{check_value_kinds, KeyKind};
 use crate::bound::{Bound, Outcome};
 use crate::error::ConfigError;
 use crate::results::metrics::{class_metric, error_rate, server_errors, Better, ClassMetric, Unit};
+use crate::results::target_list::{TargetList, Threshold};
 use crate::results::ClassroomSummary;
 
 pub mod slo;
@@ -238,24 +239,6 @@ impl ClassroomTargets {
         }
         out
     }
-}
-
-/// One target as results files list it (`plan.json`, `capacity.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Threshold {
-    /// The key (`ttft_p95_s`, ...).
-    pub key: String,
-    /// Ceiling or floor.
-    pub bound: Bound,
-    /// The limit, in the key's unit (seconds, tokens per second, a count).
-    pub value: f64,
-}
-
-/// A set of classroom targets as results files list them.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct TargetList {
-    /// The targets, in [`ClassroomKey::ALL`] order.
-    pub targets: Vec<Threshold>,
 }
 
 impl From<&ClassroomTargets> for TargetList {
