@@ -117,15 +117,19 @@ fn main() {
             continue;
         };
         let (p95, p50) = (spread_of(&trials, 95.0), spread_of(&trials, 50.0));
+        let width = if c.median_width.is_finite() {
+            format!("{:.0} %", c.median_width * 100.0)
+        } else {
+            "– (all open)".to_string()
+        };
         println!(
-            "| `{name}` | {} | {:.2} s | {} of {} ({:.0} %) | {} | {:.0} % | {p95:.1} | {p50:.1} | {took:.0} s |",
+            "| `{name}` | {} | {:.2} s | {} of {} ({:.0} %) | {} | {width} | {p95:.1} | {p50:.1} | {took:.0} s |",
             c.trials,
             c.truth,
             c.covered,
             c.trials,
             c.share * 100.0,
             c.open,
-            c.median_width * 100.0
         );
     }
 }

@@ -79,7 +79,13 @@ fn class_ttft_p95_intervals_cover_the_long_run_value() {
 fn level_ttft_p95_intervals_cover_the_long_run_value() {
     let seeds: Vec<u64> = (1..=TRIALS).collect();
     let scratch = tempfile::tempdir().expect("tempdir");
-    for (name, rate, seats) in [("classroom-64k", 0.8, 16), (HELD_OUT, 3.0, 24)] {
+    // The last near saturation: its queue builds and drains over spans as
+    // long as the level, and only its open tail interval holds.
+    for (name, rate, seats) in [
+        ("classroom-64k", 0.8, 16),
+        (HELD_OUT, 3.0, 24),
+        ("classroom-64k", 1.5, 16),
+    ] {
         let w = LevelWorkload {
             profile: profile(name, seats),
             rate_per_s: rate,

@@ -173,6 +173,31 @@ pub fn summarize_level(
             percentile_interval_in_order(&lags_in_order, 95.0),
         );
     }
+    // A rate level that queued for stretches as long as itself: one run
+    // cannot bound its tail.
+    let rate_figures = frame.rate.map(|mut r| {
+        r.ttft_stretch = percentile(&ttft, 95.0)
+            .zip(percentile(&ttft, 5.0))
+            .filter(|(_, low)| *low > 0.0)
+            .map(|(high, low)| high / low);
+        r
+    });
+    // Its tail is then bounded only by what any run of it shows: above
+    // nothing, below its own median (a queue's history moves the tail by
+    // many times, its median far less).
+    if rate_figures.as_ref().is_some_and(RateFigures::queued) {
+        let medians = [
+            ("ttft_p95_s", percentile(&ttft, 50.0)),
+            ("ttft_p99_s", percentile(&ttft, 50.0)),
+            ("e2e_p95_s", percentile(&e2e, 50.0)),
+        ];
+        for (key, median) in medians {
+            if let Some(i) = intervals.get_mut(key) {
+                i.hi = None;
+                i.lo = i.lo.zip(median).map(|(lo, m)| lo.min(m));
+            }
+        }
+    }
     LevelSummary {
         shape: frame.shape.to_string(),
         concurrency: frame.concurrency,
@@ -217,7 +242,7 @@ pub fn summarize_level(
             split
         }),
         fleet: None,
-        rate: frame.rate.map(|mut r| {
+        rate: rate_figures.map(|mut r| {
             let lags = sorted_finite(lags_in_order.iter().copied());
             r.send_lag_p50_s = percentile(&lags, 50.0);
             r.send_lag_p95_s = percentile(&lags, 95.0);
@@ -418,6 +443,7 @@ mod tests {
     use super::*;
     use crate::results::metrics::LEVEL_METRICS;
     use crate::results::slo::Slo;
+    use crate::results::records::QUEUED_STRETCH;
 
     /// A closed loop of `n` slots over `waves` waves of 10 s, each request's
     /// TTFT growing with its place in the wave; the first wave slower.
@@ -462,6 +488,56 @@ mod tests {
             rate: None,
             slo,
         }
+    }
+
+    /// A Poisson-like rate level of 200 requests, one every 0.5 s, whose
+    /// TTFTs are `ttft(i)`.
+    fn rate_level(ttft: impl Fn(u64) -> f64) -> LevelSummary {
+        let records: Vec<RequestRecord> = closed(1, 200)
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut r)| {
+                r.started_at = i as f64 * 0.5;
+                r.ttft_s = Some(ttft(i as u64));
+                r.e2e_s = r.ttft_s.unwrap_or(0.0) + 1.0;
+                r.ok = true;
+                r.error_kind = None;
+                r
+            })
+            .collect();
+        let rate = RateFigures {
+            rate_per_s: 2.0,
+            arrival: "poisson".into(),
+            ..RateFigures::default()
+        };
+        let frame = LevelFrame {
+            rate: Some(rate),
+            ..frame(1, None)
+        };
+        summarize_level(frame, &records, None)
+    }
+
+    #[test]
+    fn a_rate_level_that_queued_throughout_leaves_its_tail_open_above() {
+        // Kept up with: TTFTs within 40 % of each other.
+        let kept = rate_level(|i| 0.2 + 0.08 * ((i * 37) % 100) as f64 / 100.0);
+        let r = kept.rate.as_ref().expect("rate figures");
+        assert!(!r.queued(), "{:?}", r.ttft_stretch);
+        assert!(kept.intervals["ttft_p95_s"].hi.is_some());
+        // A queue that builds and drains over the level: the tail is many
+        // times the unloaded TTFT.
+        let queued = rate_level(|i| 0.2 + 20.0 * (((i % 100) as f64 / 100.0).powi(3)));
+        let r = queued.rate.as_ref().expect("rate figures");
+        assert!(r.ttft_stretch.is_some_and(|s| s > QUEUED_STRETCH), "{r:?}");
+        assert!(r.queued());
+        for key in ["ttft_p95_s", "ttft_p99_s", "e2e_p95_s"] {
+            let i = queued.intervals[key];
+            assert_eq!(i.hi, None, "{key} is bounded above: {i:?}");
+            assert!(i.lo.is_some(), "{key} keeps its lower bound");
+        }
+        // The median keeps its interval: only the tail depends on the
+        // level's history.
+        assert!(queued.intervals["ttft_p50_s"].hi.is_some());
     }
 
     #[test]

@@ -244,6 +244,28 @@ pub struct RateFigures {
     /// answered (or waiting on the server) grew through the level while
     /// fewer finished than were offered (see `bench::driver`).
     pub saturated: bool,
+    /// The level's TTFT P95 over its P5: how far queueing stretched its
+    /// TTFTs beyond the unloaded ones (1–2 for a level the server keeps up
+    /// with). Absent in folders written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_stretch: Option<f64>,
+}
+
+/// A rate level whose TTFT P95 is more than this many times its P5 queued
+/// for stretches as long as the level: levels the server keeps up with
+/// stay below 2 on the twin, levels near saturation reach 10–30
+/// (docs/validation.md, the interval coverage table).
+pub const QUEUED_STRETCH: f64 = 3.0;
+
+impl RateFigures {
+    /// Whether the level queued for stretches as long as itself: it
+    /// saturated, or its TTFT P95 is more than [`QUEUED_STRETCH`] times
+    /// its P5. Such a level's tail depends on how its first minutes went,
+    /// which one run cannot show: the upper bounds of its tail intervals
+    /// are left open.
+    pub fn queued(&self) -> bool {
+        self.saturated || self.ttft_stretch.is_some_and(|s| s > QUEUED_STRETCH)
+    }
 }
 
 impl LevelSummary {

@@ -29,9 +29,11 @@
 //!
 //! What no single run can show is a memory longer than the run itself: a
 //! rate level near saturation whose queue builds for minutes, measured for
-//! a few minutes, looks independent inside. Its intervals are too narrow,
-//! and repeated runs are the answer;
-//! `docs/validation.md` measures where the intervals hold and where not.
+//! a few minutes, looks independent inside. Such a level is recognised by
+//! how far its tail stretches beyond its unloaded TTFTs
+//! ([`crate::results::records::RateFigures::queued`]), and its tail
+//! intervals are left open above (`results::level`); repeated runs measure
+//! its spread. `docs/validation.md` measures where the intervals hold.
 
 use super::interval::{batches_near, percentile_interval, Interval, CONFIDENCE, MIN_BATCHES};
 use super::quantiles::{normal_quantile, t_quantile};

@@ -411,6 +411,9 @@ pub const LEVEL_METRICS: [LevelMetric; 48] = [
     text("saturated", "rate", "Saturated", S::Level, |l| {
         match &l.rate {
             Some(r) if r.saturated => "yes".to_string(),
+            // Queued for stretches as long as the level: its tail's upper
+            // bounds are open.
+            Some(r) if r.queued() => "queued".to_string(),
             Some(_) => "no".to_string(),
             None => String::new(),
         }

@@ -55,6 +55,7 @@ fn full_level() -> LevelSummary {
             send_lag_p95_s: Some(0.003),
             send_lag_max_s: Some(0.01),
             saturated: false,
+            ttft_stretch: Some(1.4),
         }),
         slo_share: Some(0.75),
         goodput_per_s: Some(1.5),
