@@ -442,8 +442,8 @@ impl<'a> Basis<'a> {
 mod tests {
     use super::*;
     use crate::results::metrics::LEVEL_METRICS;
-    use crate::results::slo::Slo;
     use crate::results::records::QUEUED_STRETCH;
+    use crate::results::slo::Slo;
 
     /// A closed loop of `n` slots over `waves` waves of 10 s, each request's
     /// TTFT growing with its place in the wave; the first wave slower.
