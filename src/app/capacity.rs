@@ -30,12 +30,11 @@ use crate::capacity::text::{
 use crate::capacity::window::Records;
 use crate::classroom::{ClassSize, ClassroomConfig, JsonlSink, LiveStatus, RecordSink};
 use crate::events::{Event, Events};
-use crate::replay::{template_tokens, Template};
+use crate::replay::Template;
 use crate::settings::{RunSettings, Server};
 use codendum_core::access::Secret;
 use codendum_core::clock::Clock;
 use codendum_core::error::{Check, Error};
-use codendum_core::openai::Endpoint;
 use codendum_core::prom::TimelineSample;
 use codendum_core::results::capacity::{
     CapacityParameters, CapacityResults, CapacityStep, Prediction, TierSpec, CAPACITY_JSON,
@@ -111,8 +110,6 @@ struct Capacity<'a>(&'a CapacitySettings);
 /// What the search decided before it starts.
 struct Prepared {
     class: ClassroomConfig,
-    /// With recorded sessions: the server's chat template, measured once.
-    template: Option<Template>,
     predicted: Predicted,
     bounds: SearchBounds,
     timing: Timing,
@@ -183,17 +180,9 @@ impl Workload for Capacity<'_> {
             (&prediction, &predicted.clears),
             (bounds, &timing),
         );
-        let template = match &s.replay {
-            Some(_) => {
-                let transport = ctx.conn.client.transport();
-                Some(template_tokens(transport.as_ref(), Endpoint::Chat, &class.model).await)
-            }
-            None => None,
-        };
         Ok((
             Prepared {
                 class,
-                template,
                 predicted,
                 bounds,
                 timing,
@@ -230,9 +219,11 @@ impl Workload for Capacity<'_> {
                 Some(r) => {
                     let key = ctx.run.client.api_key.clone();
                     let key = key.or_else(|| p.class.api_keys.first().cloned());
-                    let server = (p.template.unwrap_or_default(), ctx.facts.max_model_len);
+                    // The server's chat template is measured by the class
+                    // itself, once the search has been agreed to.
+                    let server = (Template::default(), ctx.facts.max_model_len);
                     let config = r.config(&p.class.model, server, p.class.seed, key);
-                    Students::Replayed(Arc::clone(r), config, p.template)
+                    Students::Replayed(Arc::clone(r), config, None)
                 }
                 None => Students::Simulated(p.class.clone()),
             };
