@@ -131,7 +131,8 @@ impl Drop for Guard<'_> {
     fn drop(&mut self) {
         if !self.done {
             self.run.publish(self.i, Sent::not_sent(self.shared.now()));
-            self.run.call_passed(self.shared.calls[self.i].task);
+            let cut = self.shared.stopped();
+            self.run.call_passed(self.shared.calls[self.i].task, cut);
         }
     }
 }
@@ -247,7 +248,7 @@ pub(super) async fn send(shared: Arc<Shared>, run: Arc<RootRun>, i: usize) {
             None => {
                 shared.skipped.fetch_add(1, Ordering::Relaxed);
                 guard.publish(Sent::not_sent(shared.now()));
-                run.call_passed(call.task);
+                run.call_passed(call.task, false);
                 return;
             }
         }

@@ -191,8 +191,9 @@ impl RootRun {
     }
 
     /// Notes a call of coding request `task` passed over (not sent): the
-    /// request ends without it.
-    pub fn call_passed(&self, task: Option<usize>) {
+    /// request ends without it, cut off when `cut` (the run was stopped or
+    /// told to leave) rather than skipped.
+    pub fn call_passed(&self, task: Option<usize>, cut: bool) {
         let Some(live) = self.live.as_ref() else {
             return;
         };
@@ -203,7 +204,7 @@ impl RootRun {
             (open.left == 0).then(|| tasks.remove(&t)).flatten()
         });
         if let Some(done) = finished {
-            let cut = self.leaving().then_some(TaskOutcome::CutOff);
+            let cut = (cut || self.leaving()).then_some(TaskOutcome::CutOff);
             self.record_task(live, done, cut);
         }
     }
