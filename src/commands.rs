@@ -850,7 +850,6 @@ fn calibrate(args: crate::cli::CalibrateArgs, events: &Events) -> Result<(), Err
 /// not given) as the suite's settings, then the listing or the trials.
 async fn check(args: CheckArgs, events: Events) -> Result<(), Error> {
     use codendum::acceptance::settings::{Given, Settings};
-    use codendum::acceptance::Suite;
     use codendum::app::check::{self, Selection};
 
     let selection = Selection {
@@ -874,7 +873,7 @@ async fn check(args: CheckArgs, events: Events) -> Result<(), Error> {
         reuse_window_s: args.reuse_s,
         provenance,
     })?;
-    let suite = Suite::new(settings, check::cache_dir(&args.results_dir))
+    let suite = check::suite(settings, check::cache_dir(&args.results_dir))
         .with_events(events.clone())
         .with_workload_events(events.clone());
     if args.list {

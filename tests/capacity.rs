@@ -13,7 +13,6 @@ mod capacity_support;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use codendum::acceptance::Suite;
 use libtest_mimic::{Arguments, Trial};
 
 fn main() -> ExitCode {
@@ -27,11 +26,14 @@ fn main() -> ExitCode {
         let own = std::env::current_dir()
             .expect("a working directory")
             .join("cache");
-        let suite = Arc::new(Suite::from_env(own).with_events(capacity_support::reporter()));
+        let suite = Arc::new(
+            codendum::app::check::suite_from_env(own).with_events(capacity_support::reporter()),
+        );
         return libtest_mimic::run(&args, codendum::acceptance::trials(&suite)).exit_code();
     }
     let suite = Arc::new(
-        Suite::from_env(capacity_support::cache_dir()).with_events(capacity_support::reporter()),
+        codendum::app::check::suite_from_env(capacity_support::cache_dir())
+            .with_events(capacity_support::reporter()),
     );
     let mut trials = codendum::acceptance::trials(&suite);
     trials.extend(selftests());

@@ -16,11 +16,13 @@
 //!   ([`crate::server_match`]);
 //! - [`capacity`]: `<profile>::capacity-<tier>::students`, a capacity
 //!   search judged against `[targets.capacity]`;
-//! - [`runner`]: runs a workload through [`crate::app`] and writes its report;
+//! - [`runner`]: runs a workload through the command line's run lifecycle
+//!   ([`lifecycle`], handed in by [`crate::app::check`]) and writes its report;
 //! - [`reuse`]: sharing a run between processes (cargo nextest, two checks).
 
 pub mod capacity;
 pub mod judge;
+pub mod lifecycle;
 pub mod profile;
 pub mod quick;
 pub mod reuse;

@@ -10,13 +10,12 @@ use tokio::sync::watch;
 
 use super::capacity::{search_on_twin, CapacityFound};
 use super::judge::{judge_bench_level, judge_classroom, Judgement};
+use super::lifecycle::{Lifecycle, RunVoice};
 use super::profile::SuiteProfile;
 use super::reuse::{short_hash, RunCache};
 use super::settings::Settings;
 use super::workload::{bench_config, classroom_config, twin_time_scale, WorkloadKind};
-use crate::app::capacity::CapacitySettings;
-use crate::app::classroom::ClassroomSettings;
-use crate::app::workload::RunIo;
+use crate::capacity::settings::CapacitySettings;
 use crate::events::{Events, Written};
 use crate::settings::{LiveServer, RunSettings, Server, TwinSettings};
 use codendum_core::clock::Clock;
@@ -139,7 +138,7 @@ pub fn cache_key(
 /// reused, the report), `workload_events` the run itself (its plan,
 /// progress and tables). `Err` says why every trial of the workload fails.
 pub fn run_workload(
-    settings: &Settings,
+    (settings, lifecycle): (&Settings, &dyn Lifecycle),
     (p, targets, kind): (&SuiteProfile, &ModeTargets, WorkloadKind),
     cache: &RunCache,
     events: &Events,
@@ -159,7 +158,7 @@ pub fn run_workload(
         .build()
         .map_err(|e| format!("cannot start a tokio runtime: {e}"))?;
     rt.block_on(run_locked(
-        settings,
+        (settings, lifecycle),
         (p, targets, kind),
         cache,
         (events, workload_events),
@@ -167,7 +166,7 @@ pub fn run_workload(
 }
 
 async fn run_locked(
-    settings: &Settings,
+    (settings, lifecycle): (&Settings, &dyn Lifecycle),
     (p, targets, kind): (&SuiteProfile, &ModeTargets, WorkloadKind),
     cache: &RunCache,
     (events, workload_events): (&Events, &Events),
@@ -207,16 +206,31 @@ async fn run_locked(
     ));
     // Ctrl-C or SIGTERM during a workload stops it as it stops the command:
     // its folder is written and every trial of it fails as interrupted.
-    let stop = crate::app::signals::stop_on_signal(events.clone());
+    let stop = lifecycle.stop_on_signal(events.clone());
     let virtual_time = matches!(server, Server::Virtual(_));
     let server = &server;
     let run = || {
-        let io = io(stop.clone(), workload_events);
+        let voice = voice(stop.clone(), workload_events);
         async move {
-            match kind {
-                WorkloadKind::Bench => run_bench(server, settings, (p, targets), io).await,
-                WorkloadKind::Classroom => run_classroom(server, settings, p, io).await,
-            }
+            let run = run_settings(settings, p);
+            let (folder, summary) = match kind {
+                WorkloadKind::Bench => {
+                    let config = bench_config(settings.mode, targets);
+                    let (folder, s) = lifecycle.bench((server, &run), &config, voice).await?;
+                    (folder, WorkloadSummary::Bench(Box::new(s)))
+                }
+                WorkloadKind::Classroom => {
+                    let mut class = classroom_config(settings.mode);
+                    class.api_keys = settings.api_keys.clone();
+                    let (folder, s) = lifecycle.classroom((server, &run), class, voice).await?;
+                    (folder, WorkloadSummary::Classroom(Box::new(s)))
+                }
+            };
+            Ok(WorkloadResults {
+                folder,
+                summary,
+                reused: false,
+            })
         }
     };
     // The twin in virtual time runs on a paused runtime of its own: the
@@ -271,7 +285,7 @@ fn explain(name: &str, e: Error) -> WorkloadFailure {
 /// `capacity.json` and its report), never asking, its folder under the
 /// suite's root. `Err` says why every capacity trial of the profile fails.
 pub fn run_capacity(
-    settings: &Settings,
+    (settings, lifecycle): (&Settings, &dyn Lifecycle),
     (p, search): (&SuiteProfile, &CapacitySettings),
     cache: &RunCache,
     (events, workload_events): (&Events, &Events),
@@ -306,21 +320,18 @@ pub fn run_capacity(
         if !settings.is_live() {
             return search_on_twin(search, p).map_err(WorkloadFailure::from);
         }
-        let stop = crate::app::signals::stop_on_signal(events.clone());
-        let outcome = crate::app::capacity::run(
-            &server(settings, p, WorkloadKind::Classroom),
-            &run_settings(settings, p),
-            search,
-            io(stop.clone(), workload_events),
-        )
-        .await;
+        let stop = lifecycle.stop_on_signal(events.clone());
+        let server = server(settings, p, WorkloadKind::Classroom);
+        let run = run_settings(settings, p);
+        let voice = voice(stop.clone(), workload_events);
+        let outcome = lifecycle.capacity((&server, &run), search, voice).await;
         if *stop.borrow() {
             INTERRUPTED.store(true, Ordering::Relaxed);
         }
-        let result = outcome.map_err(|e| explain("capacity", e))?;
+        let (folder, answers) = outcome.map_err(|e| explain("capacity", e))?;
         Ok(CapacityFound {
-            answers: result.results.answers,
-            place: format!("results in {}", result.folder.display()),
+            answers,
+            place: format!("results in {}", folder.display()),
         })
     })
 }
@@ -367,50 +378,13 @@ fn run_settings(settings: &Settings, p: &SuiteProfile) -> RunSettings {
     }
 }
 
-/// A workload never asks; what it says goes to `events` (silent under the
-/// test harness, the terminal under `codendum check`).
-fn io(stop: watch::Receiver<bool>, events: &Events) -> RunIo<'static> {
-    RunIo {
+/// What a workload's run says goes to `events` (silent under the test
+/// harness, the terminal under `codendum check`); it stops with `stop`.
+fn voice(stop: watch::Receiver<bool>, events: &Events) -> RunVoice {
+    RunVoice {
         events: events.clone(),
-        confirm: &|_| true,
         stop,
     }
-}
-
-async fn run_bench(
-    server: &Server,
-    settings: &Settings,
-    (p, targets): (&SuiteProfile, &ModeTargets),
-    io: RunIo<'static>,
-) -> Result<WorkloadResults, Error> {
-    let config = bench_config(settings.mode, targets);
-    let outcome = crate::app::bench::run(server, &run_settings(settings, p), &config, io).await?;
-    Ok(WorkloadResults {
-        folder: outcome.folder,
-        summary: WorkloadSummary::Bench(Box::new(outcome.summary)),
-        reused: false,
-    })
-}
-
-async fn run_classroom(
-    server: &Server,
-    settings: &Settings,
-    p: &SuiteProfile,
-    io: RunIo<'static>,
-) -> Result<WorkloadResults, Error> {
-    let mut config = classroom_config(settings.mode);
-    config.api_keys = settings.api_keys.clone();
-    let class = ClassroomSettings {
-        config,
-        server_timeline: None,
-        prompt_file: None,
-    };
-    let result = crate::app::classroom::run(server, &run_settings(settings, p), &class, io).await?;
-    Ok(WorkloadResults {
-        folder: result.folder,
-        summary: WorkloadSummary::Classroom(Box::new(result.summary)),
-        reused: false,
-    })
 }
 
 /// Judges a workload's results against a mode's targets.

@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use super::capacity::{judge_target, search_settings, CapacityFound};
 use super::judge::Judgement;
 use super::judge::TrialPass;
+use super::lifecycle::Lifecycle;
 use super::profile::SuiteProfile;
 use super::reuse::RunCache;
 use super::runner::{judge_all, run_capacity, run_workload, verdict_message, WorkloadResults};
@@ -101,6 +102,8 @@ pub struct Suite {
     events: Events,
     /// Where each workload's run says what it does (silent by default).
     workload_events: Events,
+    /// The command line's run lifecycle, which runs the workloads.
+    lifecycle: Arc<dyn Lifecycle>,
 }
 
 impl std::fmt::Debug for Suite {
@@ -116,9 +119,9 @@ impl Suite {
     /// The suite the environment describes; `cache_dir` is where runs are
     /// shared between processes (see [`super::reuse`]). Configuration errors
     /// become failing trials, so listing never fails.
-    pub fn from_env(cache_dir: PathBuf) -> Suite {
+    pub fn from_env(cache_dir: PathBuf, lifecycle: Arc<dyn Lifecycle>) -> Suite {
         match Settings::from_env() {
-            Ok(s) => Suite::new(s, cache_dir),
+            Ok(s) => Suite::new(s, cache_dir, lifecycle),
             Err(e) => Suite {
                 settings: None,
                 profiles: Vec::new(),
@@ -131,6 +134,7 @@ impl Suite {
                 cache: RunCache::new(cache_dir, 0),
                 events: Events::silent(),
                 workload_events: Events::silent(),
+                lifecycle,
             },
         }
     }
@@ -153,7 +157,7 @@ impl Suite {
     /// The suite for given settings. Loads every profile; a profile that
     /// does not load, or whose targets do not parse, becomes one failing
     /// trial `<profile>::targets`.
-    pub fn new(settings: Settings, cache_dir: PathBuf) -> Suite {
+    pub fn new(settings: Settings, cache_dir: PathBuf, lifecycle: Arc<dyn Lifecycle>) -> Suite {
         let mut specs = settings.profiles.clone();
         let mut problems = Vec::new();
         // A stated profile is judged alone, against the live server or, with
@@ -212,6 +216,7 @@ impl Suite {
             cache,
             events: Events::silent(),
             workload_events: Events::silent(),
+            lifecycle,
         }
     }
 
@@ -349,7 +354,7 @@ impl Suite {
             self.events.note(format!("{}: {why}", p.profile.name));
         }
         let found = run_capacity(
-            settings,
+            (settings, self.lifecycle.as_ref()),
             (p, &search),
             &self.cache,
             (&self.events, &self.workload_events),
@@ -445,7 +450,7 @@ impl Suite {
         let p = self.profiles.get(profile).ok_or("no such profile")?;
         let targets = self.mode_targets(profile).ok_or("no targets")?;
         match run_workload(
-            settings,
+            (settings, self.lifecycle.as_ref()),
             (p, targets, kind),
             &self.cache,
             &self.events,
@@ -511,7 +516,8 @@ mod tests {
         })
         .expect("settings");
         let dir = tempfile::tempdir().expect("tempdir");
-        let suite = Suite::new(settings, dir.path().to_path_buf());
+        let lifecycle = Arc::new(crate::app::check::AppLifecycle);
+        let suite = Suite::new(settings, dir.path().to_path_buf(), lifecycle);
         let trials = suite.trials();
         let judged: Vec<&str> = trials
             .iter()

@@ -30,6 +30,7 @@ pub mod continuous;
 mod driver;
 pub mod prompt;
 pub mod records;
+pub mod retry;
 pub mod scenario;
 mod session;
 pub mod shell;
@@ -39,7 +40,6 @@ pub mod status;
 pub mod tools;
 pub mod workspace;
 
-pub use calls::{retry_delay, MAX_RETRIES};
 pub use client_times::{ClientTimeKind, ClientTimes};
 /// A class's figures: a plain function of its records, in
 /// [`codendum_core::results::classroom_summary`].
@@ -48,6 +48,7 @@ pub use continuous::{run_continuous_class, ClassSize};
 pub use driver::{run_classroom, run_classroom_until, ClassroomOutcome};
 pub use prompt::{PromptSet, PromptSource};
 pub use records::{JsonlSink, MemorySink, RecordSink};
+pub use retry::{retry_delay, MAX_RETRIES};
 pub use scenario::Scenario;
 pub use status::{LiveStatus, RunningTask, StatusSnapshot};
 

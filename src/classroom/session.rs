@@ -45,13 +45,13 @@ impl Shared {
     }
 
     /// Whether a call that failed with `kind` is sent again: OpenCode's
-    /// rule (a retryable error, at most [`super::calls::MAX_RETRIES`]
+    /// rule (a retryable error, at most [`super::retry::MAX_RETRIES`]
     /// times), except after a stop, and except a call that cannot reach the
     /// server once the class's window is over: a server gone at the end of
     /// a class would otherwise hold the run for a minute of back-off.
     pub fn sends_again(&self, kind: ErrorKind, retries_so_far: u32) -> bool {
         kind.is_retryable()
-            && retries_so_far < super::calls::MAX_RETRIES
+            && retries_so_far < super::retry::MAX_RETRIES
             && !self.stopping()
             && !(kind == ErrorKind::Connect && self.now() >= self.window_end_s)
     }

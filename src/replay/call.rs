@@ -34,6 +34,7 @@ use tokio::sync::watch;
 
 use super::config::{ReplayConfig, Schedule, Timing, TooLong};
 use super::root_run::{session_name, RootRun};
+use super::sent::{Sent, Turn};
 use crate::classroom::RecordSink;
 use codendum_core::clock::Clock;
 use codendum_core::openai::Transport;
@@ -44,72 +45,6 @@ use codendum_core::trace::text::prompt_text;
 use codendum_core::trace::theory::TheoreticalCache;
 use codendum_core::trace::{Carry, Trace};
 use codendum_core::trace::{Dependency, TraceCall, WaitReason};
-
-/// A conversation as sent: the turn before, the answer to it (when this
-/// turn follows the answer), and this turn's user message. Shared between
-/// the calls of a session, so a long session holds its text once.
-#[derive(Debug)]
-pub struct Turn {
-    before: Option<Arc<Turn>>,
-    answer: Option<String>,
-    user: String,
-}
-
-impl Turn {
-    /// The messages of the conversation up to and including this turn.
-    fn messages(&self) -> Vec<serde_json::Value> {
-        let mut chain = Vec::new();
-        let mut at = Some(self);
-        while let Some(t) = at {
-            chain.push(t);
-            at = t.before.as_deref();
-        }
-        let mut out = Vec::with_capacity(chain.len() * 2);
-        for t in chain.into_iter().rev() {
-            if let Some(a) = &t.answer {
-                out.push(serde_json::json!({"role": "assistant", "content": a}));
-            }
-            out.push(serde_json::json!({"role": "user", "content": t.user}));
-        }
-        out
-    }
-}
-
-/// What a call left for the calls that wait for it or continue it.
-#[derive(Debug)]
-pub struct Sent {
-    /// When its answer ended (or it was passed over), seconds since the
-    /// replay started.
-    pub end: f64,
-    /// Whether it was sent and succeeded.
-    pub ok: bool,
-    /// Its conversation, while a later call may continue it.
-    turn: Option<Arc<Turn>>,
-    /// Its answer's text, while a later call may continue it.
-    answer: String,
-}
-
-impl Sent {
-    /// A call not sent (passed over at `end_s`).
-    pub fn not_sent(end_s: f64) -> Self {
-        Sent {
-            end: end_s,
-            ok: false,
-            turn: None,
-            answer: String::new(),
-        }
-    }
-
-    /// The same without its text.
-    pub fn without_text(&self) -> Self {
-        Sent {
-            end: self.end,
-            ok: self.ok,
-            turn: None,
-            answer: String::new(),
-        }
-    }
-}
 
 /// Publishes a passed-over call if the task ends without a word: calls
 /// waiting for it then go on, and its coding request ends without it.

@@ -22,20 +22,19 @@
 //! order the calls went out), and the calls the server's context could not
 //! hold (skipped, or shortened from the front).
 
-use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use super::call::{self, Sent, Shared, SizeCheck};
+use super::call::{self, Shared, SizeCheck};
 use super::config::ReplayConfig;
-use super::root_run::RootRun;
+use super::root_run::{tasks_of, RootRun};
+use super::sent::Sent;
 use crate::classroom::RecordSink;
 use codendum_core::clock::Clock;
 use codendum_core::openai::Transport;
-use codendum_core::results::classroom_records::CallKind;
-use codendum_core::results::classroom_records::{CallRecord, TaskOutcome, TaskRecord};
+use codendum_core::results::classroom_records::{CallRecord, TaskRecord};
 use codendum_core::trace::Trace;
 
 /// What a replay returns: every call's record and every coding request's,
@@ -204,43 +203,4 @@ pub async fn run_replay(
 /// without a session is one of its own).
 pub fn root_count(trace: &Trace) -> usize {
     super::call::Roots::of(trace).calls.len()
-}
-
-/// The coding requests of replayed calls: per (user, task), from the first
-/// call's start to the last one's end; completed when every call succeeded.
-pub fn tasks_of(records: &[CallRecord]) -> Vec<TaskRecord> {
-    let mut groups: BTreeMap<(usize, usize), Vec<&CallRecord>> = BTreeMap::new();
-    for r in records {
-        groups.entry((r.user, r.task)).or_default().push(r);
-    }
-    groups
-        .into_iter()
-        .map(|((user, index), calls)| {
-            let failed = calls.iter().find(|r| !r.is_ok());
-            TaskRecord {
-                user,
-                index,
-                start: calls.iter().map(|r| r.started_at).fold(f64::MAX, f64::min),
-                end: calls
-                    .iter()
-                    .map(|r| r.started_at + r.wait_s)
-                    .fold(0.0, f64::max),
-                model_time_s: TaskRecord::model_time_of(calls.iter().copied()),
-                calls: calls.len(),
-                output_tokens: calls.iter().map(|r| r.output_tokens).sum(),
-                tool_calls: 0,
-                tool_errors: 0,
-                compactions: calls
-                    .iter()
-                    .filter(|r| r.kind == CallKind::Compaction)
-                    .count(),
-                outcome: if failed.is_some() {
-                    TaskOutcome::Failed
-                } else {
-                    TaskOutcome::Completed
-                },
-                error_kind: failed.and_then(|r| r.error_kind),
-            }
-        })
-        .collect()
 }

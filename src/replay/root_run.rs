@@ -8,17 +8,16 @@
 //! class larger than the trace) without one run reading the other's
 //! answers.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
 
-use super::call::Sent;
-use super::driver::tasks_of;
+use super::sent::Sent;
 use crate::classroom::status::{LiveStatus, Open, RunningTask};
 use crate::classroom::RecordSink;
-use codendum_core::results::classroom_records::{CallRecord, TaskOutcome};
+use codendum_core::results::classroom_records::{CallKind, CallRecord, TaskOutcome, TaskRecord};
 
 /// One run of root session `r`.
 pub(super) struct RootRun {
@@ -257,4 +256,43 @@ pub(super) fn session_name(session: Option<&str>, i: usize, run: &RootRun) -> St
         Some(s) => format!("{s}{}", run.session_suffix),
         None => format!("call-{i}{}", run.session_suffix),
     }
+}
+
+/// The coding requests of replayed calls: per (user, task), from the first
+/// call's start to the last one's end; completed when every call succeeded.
+pub fn tasks_of(records: &[CallRecord]) -> Vec<TaskRecord> {
+    let mut groups: BTreeMap<(usize, usize), Vec<&CallRecord>> = BTreeMap::new();
+    for r in records {
+        groups.entry((r.user, r.task)).or_default().push(r);
+    }
+    groups
+        .into_iter()
+        .map(|((user, index), calls)| {
+            let failed = calls.iter().find(|r| !r.is_ok());
+            TaskRecord {
+                user,
+                index,
+                start: calls.iter().map(|r| r.started_at).fold(f64::MAX, f64::min),
+                end: calls
+                    .iter()
+                    .map(|r| r.started_at + r.wait_s)
+                    .fold(0.0, f64::max),
+                model_time_s: TaskRecord::model_time_of(calls.iter().copied()),
+                calls: calls.len(),
+                output_tokens: calls.iter().map(|r| r.output_tokens).sum(),
+                tool_calls: 0,
+                tool_errors: 0,
+                compactions: calls
+                    .iter()
+                    .filter(|r| r.kind == CallKind::Compaction)
+                    .count(),
+                outcome: if failed.is_some() {
+                    TaskOutcome::Failed
+                } else {
+                    TaskOutcome::Completed
+                },
+                error_kind: failed.and_then(|r| r.error_kind),
+            }
+        })
+        .collect()
 }

@@ -12,6 +12,12 @@ use std::sync::Arc;
 use codendum::acceptance::{Settings, Suite};
 use libtest_mimic::Arguments;
 
+/// The suite of `s`, sharing runs in the test binaries' temporary folder.
+fn suite_of(s: Settings) -> Suite {
+    let cache = codendum::acceptance::cache_dir(Path::new(env!("CARGO_TARGET_TMPDIR")));
+    codendum::app::check::suite(s, cache)
+}
+
 /// The `[server]` part of the shipped classroom-64k profile.
 fn server_section() -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("profiles/classroom-64k.toml");
@@ -81,10 +87,7 @@ errors = 0
         ),
         ("CODENDUM_RESULTS_DIR", results.to_str().expect("utf8")),
     ]);
-    let suite = Arc::new(Suite::new(
-        s,
-        codendum::acceptance::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
-    ));
+    let suite = Arc::new(suite_of(s));
     let names: Vec<String> = suite.trials().into_iter().map(|t| t.name).collect();
     assert_eq!(
         names,
@@ -144,10 +147,7 @@ errors = 0
         ),
         ("CODENDUM_RESULTS_DIR", results.to_str().expect("utf8")),
     ]);
-    let suite = Arc::new(Suite::new(
-        s,
-        codendum::acceptance::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
-    ));
+    let suite = Arc::new(suite_of(s));
     let names: Vec<String> = suite.trials().into_iter().map(|t| t.name).collect();
     assert_eq!(
         names,
@@ -215,10 +215,7 @@ server_errors = 0
         ("CODENDUM_MODEL", "qwen3-coder"),
         ("CODENDUM_RESULTS_DIR", results.to_str().expect("utf8")),
     ]);
-    let suite = Arc::new(Suite::new(
-        s,
-        codendum::acceptance::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
-    ));
+    let suite = Arc::new(suite_of(s));
     let judged: Vec<String> = suite
         .trials()
         .into_iter()
@@ -264,10 +261,7 @@ server_errors = 0
 fn a_live_suite_without_a_profile_lists_offline_and_says_what_is_missing() {
     // Port 9 (discard) is never contacted: listing touches no network.
     let s = settings(&[("CODENDUM_BASE_URL", "http://127.0.0.1:9/v1")]);
-    let suite = Suite::new(
-        s,
-        codendum::acceptance::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
-    );
+    let suite = suite_of(s);
     let trials = suite.trials();
     assert_eq!(trials[0].name, "capacity::profile");
     assert!(trials[1..].iter().all(|t| t.ignored));
@@ -278,10 +272,7 @@ fn a_live_suite_without_a_profile_lists_offline_and_says_what_is_missing() {
         ("CODENDUM_BASE_URL", "http://127.0.0.1:9/v1"),
         ("CODENDUM_PROFILE", "classroom-64k-high-concurrency"),
     ]);
-    let suite = Suite::new(
-        s,
-        codendum::acceptance::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
-    );
+    let suite = suite_of(s);
     for t in suite.trials() {
         let judged = t.name.starts_with("classroom-64k-high-concurrency::");
         assert_eq!(t.ignored, !judged, "{}", t.name);
@@ -296,10 +287,7 @@ fn a_profile_with_a_bad_target_becomes_a_failing_trial() {
         "CODENDUM_CAPACITY_PROFILES",
         profile.to_str().expect("utf8"),
     )]);
-    let suite = Suite::new(
-        s,
-        codendum::acceptance::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
-    );
+    let suite = suite_of(s);
     let trials = suite.trials();
     assert_eq!(trials.len(), 1);
     assert_eq!(trials[0].name, "typo::targets");
@@ -331,10 +319,7 @@ fn a_busy_server_is_refused_without_allow_busy() {
         ("CODENDUM_MODEL", "qwen3-coder"),
         ("CODENDUM_RESULTS_DIR", results.to_str().expect("utf8")),
     ]);
-    let suite = Suite::new(
-        s,
-        codendum::acceptance::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
-    );
+    let suite = suite_of(s);
     let msg = failure_of(&suite, "guarded::bench-short-c1::errors");
     assert!(
         msg.contains("did not start")

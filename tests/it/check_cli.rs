@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 
 use crate::capacity_checks::{busy_server, write_profile};
 use crate::cli_support::{codendum, run, Finished};
-use codendum::acceptance::{Settings, Suite};
+use codendum::acceptance::Settings;
 
 /// The quick bench at one request in flight: a few seconds on the twin.
 const ONE_LEVEL: &str = r#"
@@ -41,7 +41,7 @@ fn harness_names(vars: &[(&str, &str)], cache: &Path) -> Vec<String> {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     let settings = Settings::from_lookup(|k| map.get(k).cloned()).expect("settings");
-    Suite::new(settings, cache.to_path_buf())
+    codendum::app::check::suite(settings, cache.to_path_buf())
         .trials()
         .into_iter()
         .map(|t| match t.ignored {

@@ -8,7 +8,8 @@ use super::format::{fixed, show_with_unit, MISSING};
 use super::model::RunInfo;
 use super::svg::Chart;
 use codendum_core::results::metrics::{Better, Shown, Unit};
-use codendum_core::results::repeat_folder::{RepeatGroup, RepeatSummary};
+use codendum_core::results::repeat::RepeatGroup;
+use codendum_core::results::repeat_folder::RepeatSummary;
 use codendum_core::results::{ClassroomSummary, LevelSummary};
 use codendum_core::stats::Interval;
 

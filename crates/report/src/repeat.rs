@@ -12,8 +12,9 @@ use super::format::{fixed, interval_text, show, MISSING};
 use codendum_core::results::metrics::{
     class_metric, level_metrics_in, Shown, Unit, View, LEVEL_METRICS,
 };
+use codendum_core::results::repeat::RepeatGroup;
 use codendum_core::results::repeat::Repeated;
-use codendum_core::results::repeat_folder::{RepeatGroup, RepeatSummary};
+use codendum_core::results::repeat_folder::RepeatSummary;
 use codendum_core::results::repeat_levels::FIND_RATE_ANSWER;
 
 /// How a figure is named and shown: its label with its unit, its shown

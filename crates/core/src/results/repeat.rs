@@ -280,6 +280,19 @@ fn class_series(run: &RunClass<'_>, key: &str) -> Vec<f64> {
     }
 }
 
+/// Every figure of one thing the runs measured: a bench level (a shape at
+/// a concurrency or a rate) or the class.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RepeatGroup {
+    /// `short, N=8`, `short, 2.0 req/s` or `class`.
+    pub label: String,
+    /// The runs that measured it (their numbers, from 1), in the order of
+    /// each figure's `values`.
+    pub runs: Vec<u32>,
+    /// Its figures, in the figure table's order.
+    pub figures: Vec<Repeated>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,8 +15,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::classroom_records::{CallRecord, TaskRecord};
-pub use super::repeat::UNSTABLE_CV;
-use super::repeat::{repeat_classes, Repeated, RunClass};
+use super::repeat::{repeat_classes, RepeatGroup, Repeated, RunClass, UNSTABLE_CV};
 use super::repeat_levels::{bench_groups, RunBench};
 use super::slo::Slo;
 use super::verdict::Verdict;
@@ -54,19 +53,6 @@ pub struct RepeatRun {
     /// Its own verdict line.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<String>,
-}
-
-/// Every figure of one thing the runs measured: a bench level (a shape at
-/// a concurrency or a rate) or the class.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RepeatGroup {
-    /// `short, N=8`, `short, 2.0 req/s` or `class`.
-    pub label: String,
-    /// The runs that measured it (their numbers, from 1), in the order of
-    /// each figure's `values`.
-    pub runs: Vec<u32>,
-    /// Its figures, in the figure table's order.
-    pub figures: Vec<Repeated>,
 }
 
 /// A target judged on a pooled figure.

@@ -5,8 +5,7 @@
 //! k-th), and each `--find-rate` search by its answer across the runs.
 
 use super::records::trim_rate;
-use super::repeat::{repeat_levels, repeat_values, RunLevel};
-use super::repeat_folder::RepeatGroup;
+use super::repeat::{repeat_levels, repeat_values, RepeatGroup, RunLevel};
 use super::{LevelSummary, RateSearch, RequestRecord};
 
 /// The records of level `l` among a run's records.
