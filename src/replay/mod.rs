@@ -10,7 +10,7 @@
 //! - [`driver`]: the sessions started at their offsets or as users;
 //! - [`continuous`]: the sessions as a class that holds the size it is
 //!   told (`codendum capacity --replay`);
-//! - [`sent`]: what a call leaves for the calls of its session;
+//! - `sent`: what a call leaves for the calls of its session;
 //! - [`call`]: one call sent with a prompt of its recorded size whose
 //!   shared prefixes are rebuilt from the blocks, its recorded output
 //!   length and timing;
