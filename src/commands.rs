@@ -873,7 +873,7 @@ async fn check(args: CheckArgs, events: Events) -> Result<(), Error> {
         reuse_window_s: args.reuse_s,
         provenance,
     })?;
-    let suite = check::suite(settings, check::cache_dir(&args.results_dir))
+    let suite = codendum::app::suite(settings, check::cache_dir(&args.results_dir))
         .with_events(events.clone())
         .with_workload_events(events.clone());
     if args.list {

@@ -26,13 +26,12 @@ fn main() -> ExitCode {
         let own = std::env::current_dir()
             .expect("a working directory")
             .join("cache");
-        let suite = Arc::new(
-            codendum::app::check::suite_from_env(own).with_events(capacity_support::reporter()),
-        );
+        let suite =
+            Arc::new(codendum::app::suite_from_env(own).with_events(capacity_support::reporter()));
         return libtest_mimic::run(&args, codendum::acceptance::trials(&suite)).exit_code();
     }
     let suite = Arc::new(
-        codendum::app::check::suite_from_env(capacity_support::cache_dir())
+        codendum::app::suite_from_env(capacity_support::cache_dir())
             .with_events(capacity_support::reporter()),
     );
     let mut trials = codendum::acceptance::trials(&suite);

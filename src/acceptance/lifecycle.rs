@@ -3,7 +3,7 @@
 //! `classroom` and `capacity` make them (connect, check the server, sample
 //! `/metrics`, write the folder), never asking; and Ctrl-C turned into a
 //! stop. The lifecycle lives above the suite (`crate::app`), which hands
-//! it in ([`crate::app::check::AppLifecycle`]), so the suite never reaches
+//! it in ([`crate::app::AppLifecycle`]), so the suite never reaches
 //! up into it.
 
 use std::future::Future;

@@ -516,7 +516,7 @@ mod tests {
         })
         .expect("settings");
         let dir = tempfile::tempdir().expect("tempdir");
-        let lifecycle = Arc::new(crate::app::check::AppLifecycle);
+        let lifecycle = Arc::new(crate::app::AppLifecycle);
         let suite = Suite::new(settings, dir.path().to_path_buf(), lifecycle);
         let trials = suite.trials();
         let judged: Vec<&str> = trials

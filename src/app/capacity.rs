@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::class_side::class_server;
+use super::class_side::{class_server, STOP_GRACE};
 use super::guard::TimelineFlag;
 use super::sampling::Sampling;
 use super::workload::{Ctx, Finished, RunIo, Started, Workload};
@@ -41,10 +41,6 @@ use codendum_core::results::capacity::{
 };
 use codendum_core::results::target_list::TargetList;
 use codendum_core::results::{FolderKind, Verdict};
-
-/// How long the calls in flight may go on after Ctrl-C or SIGTERM
-/// (simulated seconds), as a class's.
-pub const STOP_GRACE: Duration = super::classroom::STOP_GRACE;
 
 pub use crate::capacity::settings::{
     CapacitySettings, TiersFrom, DEFAULT_HOLD, DEFAULT_JOIN_OVER, DEFAULT_MAX_USERS,

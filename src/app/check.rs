@@ -12,91 +12,10 @@
 use std::path::{Path, PathBuf};
 
 use crate::acceptance::judge::TrialPass;
-use crate::acceptance::lifecycle::{Lifecycle, RunVoice, Running};
 use crate::acceptance::runner::interrupted;
 use crate::acceptance::{Suite, TrialSpec};
-use crate::bench::BenchConfig;
-use crate::capacity::settings::CapacitySettings;
-use crate::classroom::ClassroomConfig;
 use crate::events::Events;
-use crate::settings::{RunSettings, Server};
 use codendum_core::error::{ConfigError, Error};
-use codendum_core::results::capacity::TierAnswer;
-use codendum_core::results::{BenchSummary, ClassroomRunSummary};
-use tokio::sync::watch;
-
-/// The suite of `settings` as `codendum check` runs it: its workloads run
-/// through the command line's own lifecycle ([`AppLifecycle`]); runs are
-/// shared between processes in `cache_dir`.
-pub fn suite(settings: crate::acceptance::Settings, cache_dir: PathBuf) -> Suite {
-    Suite::new(settings, cache_dir, std::sync::Arc::new(AppLifecycle))
-}
-
-/// The suite the environment describes ([`Suite::from_env`]), its
-/// workloads run through the command line's own lifecycle.
-pub fn suite_from_env(cache_dir: PathBuf) -> Suite {
-    Suite::from_env(cache_dir, std::sync::Arc::new(AppLifecycle))
-}
-
-/// The command line's run lifecycle as the suite runs its workloads:
-/// `bench`, `classroom` and `capacity`'s own runs, never asking.
-pub struct AppLifecycle;
-
-/// A run that never asks and stops with `voice`'s stop.
-fn quiet(voice: RunVoice) -> super::workload::RunIo<'static> {
-    super::workload::RunIo {
-        events: voice.events,
-        confirm: &|_| true,
-        stop: voice.stop,
-    }
-}
-
-impl Lifecycle for AppLifecycle {
-    fn bench<'a>(
-        &'a self,
-        (server, run): (&'a Server, &'a RunSettings),
-        config: &'a BenchConfig,
-        voice: RunVoice,
-    ) -> Running<'a, (PathBuf, BenchSummary)> {
-        Box::pin(async move {
-            let outcome = super::bench::run(server, run, config, quiet(voice)).await?;
-            Ok((outcome.folder, outcome.summary))
-        })
-    }
-
-    fn classroom<'a>(
-        &'a self,
-        (server, run): (&'a Server, &'a RunSettings),
-        class: ClassroomConfig,
-        voice: RunVoice,
-    ) -> Running<'a, (PathBuf, ClassroomRunSummary)> {
-        Box::pin(async move {
-            let class = super::classroom::ClassroomSettings {
-                config: class,
-                server_timeline: None,
-                prompt_file: None,
-            };
-            let result = super::classroom::run(server, run, &class, quiet(voice)).await?;
-            Ok((result.folder, result.summary))
-        })
-    }
-
-    fn capacity<'a>(
-        &'a self,
-        (server, run): (&'a Server, &'a RunSettings),
-        search: &'a CapacitySettings,
-        voice: RunVoice,
-    ) -> Running<'a, (PathBuf, Vec<TierAnswer>)> {
-        Box::pin(async move {
-            let result = super::capacity::run(server, run, search, quiet(voice)).await?;
-            Ok((result.folder, result.results.answers))
-        })
-    }
-
-    fn stop_on_signal(&self, events: Events) -> watch::Receiver<bool> {
-        super::signals::stop_on_signal(events)
-    }
-}
 
 /// Where `codendum check` keeps its run lock and the records of finished
 /// workloads (see [`crate::acceptance::reuse`]): `.check-cache/` in the

@@ -23,6 +23,11 @@ use codendum_core::results::metrics::class_summary_rows;
 use codendum_core::results::{self, ClassroomRunSummary, MetricsContinuity, RunFolder, Verdict};
 use codendum_report::format::class_row;
 
+/// How long the calls in flight of a class-like run (a class, a replay,
+/// a capacity search) may go on after Ctrl-C or SIGTERM (simulated
+/// seconds), as bench's cancel grace.
+pub const STOP_GRACE: Duration = crate::bench::config::DEFAULT_CANCEL_GRACE;
+
 /// What a class-like run produced.
 #[derive(Debug)]
 pub struct ClassResult {

@@ -6,13 +6,12 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::sync::watch;
 
 use super::class_side::{
     class_server, class_server_side, read_host_timeline, show_status, write_class_summary,
-    ClassResult,
+    ClassResult, STOP_GRACE,
 };
 use super::fleet::RunTimelines;
 use super::guard::TimelineFlag;
@@ -30,10 +29,6 @@ use codendum_core::results::classroom_summary::ClassroomSummary;
 use codendum_core::results::{
     self, ClassroomParameters, ClassroomRunSummary, FolderKind, MetricsContinuity, RunHeader,
 };
-
-/// How long the calls in flight may go on after Ctrl-C or SIGTERM
-/// (simulated seconds), as bench's cancel grace.
-pub const STOP_GRACE: Duration = crate::bench::config::DEFAULT_CANCEL_GRACE;
 
 /// What a class was asked to do besides the run settings.
 #[derive(Debug, Clone)]

@@ -15,7 +15,8 @@
 //!   interfaces), [`signals`] (Ctrl-C and SIGTERM);
 //! - the other commands: [`metrics`], [`serve`], [`plan`], [`capacity`],
 //!   [`calibrate`], [`capture`], [`report`] (`report` and `compare`),
-//!   [`check`] (the capacity acceptance suite).
+//!   [`check`] (the capacity acceptance suite, whose workloads run through
+//!   the commands' own runs: [`AppLifecycle`], composed here from them).
 //!
 //! Each takes typed settings ([`crate::settings`]); the binary's
 //! `commands.rs` only resolves flags into them. The embedded twin is wired
@@ -43,3 +44,91 @@ pub mod seams;
 pub mod serve;
 pub mod signals;
 pub mod workload;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+use crate::acceptance::lifecycle::{Lifecycle, RunVoice, Running};
+use crate::acceptance::Suite;
+use crate::bench::BenchConfig;
+use crate::capacity::settings::CapacitySettings;
+use crate::classroom::ClassroomConfig;
+use crate::events::Events;
+use crate::settings::{RunSettings, Server};
+use codendum_core::results::capacity::TierAnswer;
+use codendum_core::results::{BenchSummary, ClassroomRunSummary};
+
+/// The suite of `settings` as `codendum check` runs it: its workloads run
+/// through the command line's own lifecycle ([`AppLifecycle`]); runs are
+/// shared between processes in `cache_dir`.
+pub fn suite(settings: crate::acceptance::Settings, cache_dir: PathBuf) -> Suite {
+    Suite::new(settings, cache_dir, Arc::new(AppLifecycle))
+}
+
+/// The suite the environment describes ([`Suite::from_env`]), its
+/// workloads run through the command line's own lifecycle.
+pub fn suite_from_env(cache_dir: PathBuf) -> Suite {
+    Suite::from_env(cache_dir, Arc::new(AppLifecycle))
+}
+
+/// The command line's run lifecycle as the suite runs its workloads:
+/// `bench`, `classroom` and `capacity`'s own runs, never asking.
+pub struct AppLifecycle;
+
+/// A run that never asks and stops with `voice`'s stop.
+fn quiet(voice: RunVoice) -> workload::RunIo<'static> {
+    workload::RunIo {
+        events: voice.events,
+        confirm: &|_| true,
+        stop: voice.stop,
+    }
+}
+
+impl Lifecycle for AppLifecycle {
+    fn bench<'a>(
+        &'a self,
+        (server, run): (&'a Server, &'a RunSettings),
+        config: &'a BenchConfig,
+        voice: RunVoice,
+    ) -> Running<'a, (PathBuf, BenchSummary)> {
+        Box::pin(async move {
+            let outcome = bench::run(server, run, config, quiet(voice)).await?;
+            Ok((outcome.folder, outcome.summary))
+        })
+    }
+
+    fn classroom<'a>(
+        &'a self,
+        (server, run): (&'a Server, &'a RunSettings),
+        class: ClassroomConfig,
+        voice: RunVoice,
+    ) -> Running<'a, (PathBuf, ClassroomRunSummary)> {
+        Box::pin(async move {
+            let class = classroom::ClassroomSettings {
+                config: class,
+                server_timeline: None,
+                prompt_file: None,
+            };
+            let result = classroom::run(server, run, &class, quiet(voice)).await?;
+            Ok((result.folder, result.summary))
+        })
+    }
+
+    fn capacity<'a>(
+        &'a self,
+        (server, run): (&'a Server, &'a RunSettings),
+        search: &'a CapacitySettings,
+        voice: RunVoice,
+    ) -> Running<'a, (PathBuf, Vec<TierAnswer>)> {
+        Box::pin(async move {
+            let result = capacity::run(server, run, search, quiet(voice)).await?;
+            Ok((result.folder, result.results.answers))
+        })
+    }
+
+    fn stop_on_signal(&self, events: Events) -> watch::Receiver<bool> {
+        signals::stop_on_signal(events)
+    }
+}

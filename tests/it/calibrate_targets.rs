@@ -121,7 +121,7 @@ fn a_calibrated_profile_carries_targets_its_own_server_meets() {
         (k == "CODENDUM_CAPACITY_PROFILES").then(|| out.display().to_string())
     })
     .expect("settings");
-    let suite = codendum::app::check::suite(settings, dir.path().join("cache"));
+    let suite = codendum::app::suite(settings, dir.path().join("cache"));
     let names: Vec<String> = suite.trials().into_iter().map(|t| t.name).collect();
     for want in [
         "lab::bench-short-c24::ttft_p95",

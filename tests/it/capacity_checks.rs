@@ -15,7 +15,7 @@ use libtest_mimic::Arguments;
 /// The suite of `s`, sharing runs in the test binaries' temporary folder.
 fn suite_of(s: Settings) -> Suite {
     let cache = codendum::acceptance::cache_dir(Path::new(env!("CARGO_TARGET_TMPDIR")));
-    codendum::app::check::suite(s, cache)
+    codendum::app::suite(s, cache)
 }
 
 /// The `[server]` part of the shipped classroom-64k profile.

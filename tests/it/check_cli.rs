@@ -41,7 +41,7 @@ fn harness_names(vars: &[(&str, &str)], cache: &Path) -> Vec<String> {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     let settings = Settings::from_lookup(|k| map.get(k).cloned()).expect("settings");
-    codendum::app::check::suite(settings, cache.to_path_buf())
+    codendum::app::suite(settings, cache.to_path_buf())
         .trials()
         .into_iter()
         .map(|t| match t.ignored {

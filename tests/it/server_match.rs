@@ -228,7 +228,7 @@ fn live_suite(server: &MockServer, profile: &str, results: &Path) -> Suite {
     .map(|(k, v)| (k.to_string(), v))
     .collect();
     let settings = Settings::from_lookup(|k| vars.get(k).cloned()).expect("settings");
-    codendum::app::check::suite(
+    codendum::app::suite(
         settings,
         codendum::acceptance::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
     )
@@ -315,7 +315,7 @@ fn the_capacity_trial_passes_for_the_matching_profile() {
 fn against_the_twin_the_suite_lists_no_server_trial() {
     let vars: HashMap<String, String> = HashMap::new();
     let settings = Settings::from_lookup(|k| vars.get(k).cloned()).expect("settings");
-    let suite = codendum::app::check::suite(
+    let suite = codendum::app::suite(
         settings,
         codendum::acceptance::cache_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))),
     );

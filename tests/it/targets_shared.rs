@@ -253,7 +253,7 @@ fn suite_with(profile: &Path) -> Suite {
     .into();
     let settings = Settings::from_lookup(|k| vars.get(k).cloned()).expect("settings");
     let cache = tempfile::tempdir().expect("tempdir");
-    codendum::app::check::suite(settings, cache.path().to_path_buf())
+    codendum::app::suite(settings, cache.path().to_path_buf())
 }
 
 #[test]
