@@ -113,8 +113,9 @@ const PREEMPTIONS_ROW: &str = "Preemptions / server errors";
 pub const CLASS_METRICS: [ClassMetric; 28] = [
     class(
         "students",
-        "Simulated students",
-        "Simulated students",
+        // Simulated, or recorded sessions replayed as users.
+        "Students",
+        "Students",
         U::Count,
         B::Neither,
         S::Level,

@@ -146,7 +146,7 @@ fn class_keys_are_unique() {
 fn class_summary_rows_keep_table_order_and_join_figures_of_one_row() {
     let rows = class_summary_rows();
     let (first, figures) = &rows[0];
-    assert_eq!(*first, "Simulated students");
+    assert_eq!(*first, "Students");
     assert_eq!(figures.len(), 1);
     let ttft = rows
         .iter()
