@@ -30,7 +30,6 @@ use crate::capacity::text::{
 use crate::capacity::window::Records;
 use crate::classroom::{ClassSize, ClassroomConfig, JsonlSink, LiveStatus, RecordSink};
 use crate::events::{Event, Events};
-use crate::replay::Template;
 use crate::settings::{RunSettings, Server};
 use codendum_core::access::Secret;
 use codendum_core::clock::Clock;
@@ -217,9 +216,9 @@ impl Workload for Capacity<'_> {
                     let key = key.or_else(|| p.class.api_keys.first().cloned());
                     // The server's chat template is measured by the class
                     // itself, once the search has been agreed to.
-                    let server = (Template::default(), ctx.facts.max_model_len);
-                    let config = r.config(&p.class.model, server, p.class.seed, key);
-                    Students::Replayed(Arc::clone(r), config, None)
+                    let server = (p.class.model.as_str(), ctx.facts.max_model_len);
+                    let config = r.config(server, p.class.seed, key);
+                    Students::Replayed(Arc::clone(r), config)
                 }
                 None => Students::Simulated(p.class.clone()),
             };
@@ -276,9 +275,14 @@ impl Workload for Capacity<'_> {
             Ended::Stopped => STOP_GRACE,
             _ => Duration::from_secs_f64(p.timing.drain_cap_s),
         };
-        let _ = clock.timeout(grace, class_task).await;
+        let ended = clock.timeout(grace, class_task).await;
         status_task.abort();
         events.emit(Event::StatusDone);
+        if let Ok(Ok(Ok(notes))) = ended {
+            for note in notes {
+                events.warn(note);
+            }
+        }
         let has_metrics = !matches!(sampling, Sampling::Off);
         sampling.mark_end().await;
         let span = clock.now_secs() - origin;

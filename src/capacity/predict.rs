@@ -21,7 +21,6 @@ use super::settle::{time_to_clear, time_to_plateau};
 use super::students::{spawn_class, ReplayedSessions, Students};
 use super::window::{measure, Records, StepWindow};
 use crate::classroom::{ClassSize, ClassroomConfig, LiveStatus, MemorySink};
-use crate::replay::Template;
 use crate::virtual_time::{on_paused_runtime, SAMPLE_INTERVAL};
 use codendum_core::clock::Clock;
 use codendum_core::error::Error;
@@ -145,7 +144,7 @@ struct Running {
     sink: Arc<MemorySink>,
     status: Arc<LiveStatus>,
     control: watch::Sender<ClassSize>,
-    class: tokio::task::JoinHandle<Result<(), Error>>,
+    class: tokio::task::JoinHandle<Result<Vec<String>, Error>>,
     clock: Clock,
     origin: f64,
 }
@@ -171,8 +170,8 @@ fn start(input: &TwinClass<'_>, timing: &Timing) -> Running {
     let students = match input.replay {
         Some(r) => {
             let limit = class.context_limit;
-            let config = r.config(&class.model, (Template::default(), limit), class.seed, None);
-            Students::Replayed(Arc::clone(r), config, None)
+            let config = r.config((&class.model, limit), class.seed, None);
+            Students::Replayed(Arc::clone(r), config)
         }
         None => Students::Simulated(class),
     };

@@ -226,7 +226,7 @@ pub(super) async fn send(shared: Arc<Shared>, run: Arc<RootRun>, i: usize) {
         Endpoint::Chat => body["messages"] = serde_json::Value::Array(turn.messages()),
         Endpoint::Completions => body["prompt"] = serde_json::Value::String(turn.user.clone()),
     }
-    if let Ok(mut theory) = shared.theory.lock() {
+    if let Some(Ok(mut theory)) = shared.tally.as_ref().map(|t| t.theory.lock()) {
         let carried = previous
             .as_ref()
             .map(|(_, k)| (&shared.calls[k.call], k.answer));
@@ -278,10 +278,8 @@ pub(super) async fn send(shared: Arc<Shared>, run: Arc<RootRun>, i: usize) {
     };
     let _ = shared.sink.request(&record);
     run.call_ended(call.task, &record, open);
-    if shared.keep_records {
-        if let Ok(mut v) = shared.records.lock() {
-            v.push((call.task.is_some(), record));
-        }
+    if let Some(Ok(mut v)) = shared.tally.as_ref().map(|t| t.records.lock()) {
+        v.push((call.task.is_some(), record));
     }
     guard.publish(Sent {
         end: ended,
@@ -388,6 +386,14 @@ impl Roots {
     }
 }
 
+/// What a replay keeps of its calls to say of itself at its end: the
+/// theoretical prefix cache fed in the order they went out, and their
+/// records (each with whether the trace names its coding request).
+pub(super) struct Tally {
+    pub theory: Mutex<TheoreticalCache>,
+    pub records: Mutex<Vec<(bool, CallRecord)>>,
+}
+
 /// Everything the calls of a replay share.
 pub(super) struct Shared {
     pub calls: Vec<TraceCall>,
@@ -400,11 +406,9 @@ pub(super) struct Shared {
     pub origin: f64,
     pub sink: Arc<dyn RecordSink>,
     pub stop: Option<watch::Receiver<bool>>,
-    /// Whether the calls' records are kept here too (a replay returns
-    /// them; a continuous one only writes them to its sink).
-    pub keep_records: bool,
-    pub theory: Mutex<TheoreticalCache>,
-    pub records: Mutex<Vec<(bool, CallRecord)>>,
+    /// What a replay keeps to say of itself at its end; `None` for a
+    /// continuous one, whose records go to its sink only.
+    pub tally: Option<Tally>,
     pub sizes: Mutex<SizeCheck>,
     pub skipped: AtomicUsize,
     pub shortened: AtomicUsize,
@@ -417,7 +421,7 @@ impl Shared {
         trace: &Trace,
         config: ReplayConfig,
         (transport, clock): (Arc<dyn Transport>, Clock),
-        (sink, keep_records): (Arc<dyn RecordSink>, bool),
+        (sink, tally): (Arc<dyn RecordSink>, bool),
         stop: Option<watch::Receiver<bool>>,
     ) -> Shared {
         Shared {
@@ -425,9 +429,10 @@ impl Shared {
             carries: trace.conversations(),
             block_size: trace.block_size,
             roots: Roots::of(trace),
-            theory: Mutex::new(TheoreticalCache::new(trace.block_size)),
-            records: Mutex::new(Vec::new()),
-            keep_records,
+            tally: tally.then(|| Tally {
+                theory: Mutex::new(TheoreticalCache::new(trace.block_size)),
+                records: Mutex::new(Vec::new()),
+            }),
             sizes: Mutex::new(SizeCheck::default()),
             skipped: AtomicUsize::new(0),
             shortened: AtomicUsize::new(0),

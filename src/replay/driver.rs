@@ -157,8 +157,10 @@ pub async fn run_replay(
         }
     }
     while running.join_next().await.is_some() {}
-    let done: Vec<(bool, CallRecord)> =
-        shared.records.lock().map(|v| v.clone()).unwrap_or_default();
+    let tally = shared.tally.as_ref();
+    let done: Vec<(bool, CallRecord)> = tally
+        .and_then(|t| t.records.lock().ok().map(|v| v.clone()))
+        .unwrap_or_default();
     let with_task: Vec<CallRecord> = done
         .iter()
         .filter(|(t, _)| *t)
@@ -168,10 +170,13 @@ pub async fn run_replay(
     for t in &task_records {
         let _ = sink.task(t);
     }
-    let theory = shared
-        .theory
-        .lock()
-        .map(|t| (t.hit_tokens(), t.prompt_tokens()))
+    let theory = tally
+        .and_then(|t| {
+            t.theory
+                .lock()
+                .ok()
+                .map(|t| (t.hit_tokens(), t.prompt_tokens()))
+        })
         .unwrap_or_default();
     ReplayOutcome {
         requests: done.into_iter().map(|(_, r)| r).collect(),

@@ -65,20 +65,7 @@ pub fn verdict_note(
     config: &ReplayConfig,
     outcome: &ReplayOutcome,
 ) -> Option<String> {
-    let mut notes = Vec::new();
-    let (skipped, shortened) = outcome.too_long;
-    if let Some(m) = config.max_model_len.filter(|_| skipped + shortened > 0) {
-        if skipped > 0 {
-            notes.push(format!(
-                "{skipped} calls beyond the server's max_model_len of {m} tokens skipped"
-            ));
-        }
-        if shortened > 0 {
-            notes.push(format!(
-                "{shortened} calls beyond the server's max_model_len of {m} tokens shortened from the front"
-            ));
-        }
-    }
+    let mut notes = too_long_notes(config, outcome.too_long);
     if !trace.unread.is_empty() {
         notes.push(format!(
             "the source was read in part ({} places not read, first: {})",
@@ -87,6 +74,26 @@ pub fn verdict_note(
         ));
     }
     (!notes.is_empty()).then(|| notes.join("; "))
+}
+
+/// The calls the server's context could not hold, `(skipped, shortened)`,
+/// a sentence each; none when all fitted.
+pub fn too_long_notes(config: &ReplayConfig, (skipped, shortened): (usize, usize)) -> Vec<String> {
+    let Some(m) = config.max_model_len else {
+        return Vec::new();
+    };
+    let mut notes = Vec::new();
+    if skipped > 0 {
+        notes.push(format!(
+            "{skipped} calls beyond the server's max_model_len of {m} tokens skipped"
+        ));
+    }
+    if shortened > 0 {
+        notes.push(format!(
+            "{shortened} calls beyond the server's max_model_len of {m} tokens shortened from the front"
+        ));
+    }
+    notes
 }
 
 /// The prompt sizes the server counted against the recorded ones, one

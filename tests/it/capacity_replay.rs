@@ -27,7 +27,7 @@ use codendum_testkit::profiles::write_gb10_with_seats;
 use codendum_twin::inproc::InProcTransport;
 use codendum_twin::TwinOptions;
 
-use crate::cli_support::{codendum, only_folder, read_json, run};
+use crate::cli_support::{codendum, only_folder, read_json, run, Finished};
 
 /// Six real Claude Code sessions (fixtures/sessions/claude-code).
 fn sessions_dir() -> PathBuf {
@@ -255,19 +255,33 @@ fn a_search_of_replayed_sessions_answers_each_tier_on_the_twin() {
     }
 }
 
+/// `codendum capacity --replay` of the fixture's sessions on the twin of
+/// `profile` (a file in `dir`) served 200 times faster, up to `max_users`,
+/// its folder under `results`.
+fn replay_search(dir: &Path, profile: &str, max_users: &str, results: &str) -> Finished {
+    let mut cmd = codendum(dir);
+    cmd.args(["capacity", "--profile", profile])
+        .args(["--tiers", "slow:ttft_p95=60s"])
+        .arg("--replay")
+        .arg(sessions_dir())
+        .args([
+            "--max-think",
+            "5",
+            "--max-users",
+            max_users,
+            "--hold",
+            "120",
+        ])
+        .args(["--join-over", "10", "--settle", "20", "--time-scale", "200"])
+        .args(["--seed", "3", "--results-dir", results, "--no-report"]);
+    run(cmd)
+}
+
 #[test]
 fn capacity_replay_from_the_command_line_writes_a_replay_search() {
     let dir = tempfile::tempdir().expect("tempdir");
     write_gb10_with_seats(dir.path(), "tiny.toml", 2);
-    let mut cmd = codendum(dir.path());
-    cmd.args(["capacity", "--profile", "tiny.toml"])
-        .args(["--tiers", "slow:ttft_p95=60s"])
-        .arg("--replay")
-        .arg(sessions_dir())
-        .args(["--max-think", "5", "--max-users", "3", "--hold", "120"])
-        .args(["--join-over", "10", "--settle", "20", "--time-scale", "200"])
-        .args(["--seed", "3", "--results-dir", "out", "--no-report"]);
-    let f = run(cmd);
+    let f = replay_search(dir.path(), "tiny.toml", "3", "out");
     assert_eq!(f.code, Some(0), "{}", f.both());
     assert!(
         f.stderr.contains("6 recorded sessions"),
@@ -287,6 +301,20 @@ fn capacity_replay_from_the_command_line_writes_a_replay_search() {
     let requests = std::fs::read_to_string(folder.join("requests.jsonl")).expect("requests");
     assert!(!requests.contains("\"content\""));
     assert!(requests.lines().count() > 0);
+    // A server whose context holds the sessions' first calls but not their
+    // longest: the search runs, and says what it skipped.
+    let tiny = std::fs::read_to_string(dir.path().join("tiny.toml")).expect("profile");
+    let short = tiny.replace("max_model_len = 65536", "max_model_len = 16384");
+    assert_ne!(short, tiny, "the profile names its context");
+    std::fs::write(dir.path().join("short.toml"), short).expect("profile written");
+    let f = replay_search(dir.path(), "short.toml", "2", "short");
+    assert_eq!(f.code, Some(0), "{}", f.both());
+    assert!(
+        f.stderr
+            .contains("calls beyond the server's max_model_len of 16384 tokens skipped"),
+        "the skipped calls are not said:\n{}",
+        f.stderr
+    );
     // --replay excludes the simulated class's own flags.
     let mut cmd = codendum(dir.path());
     cmd.args(["capacity", "--profile", "tiny.toml", "--class", "lab"])
