@@ -380,12 +380,7 @@ pub(crate) async fn coding_request(
         outcome,
         error_kind,
     };
-    let counter = if outcome == TaskOutcome::Completed {
-        &shared.status.completed
-    } else {
-        &shared.status.failed
-    };
-    counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    shared.status.task_recorded(outcome);
     shared.record_task(&record);
     shared.status.closed(open);
     record

@@ -77,15 +77,9 @@ pub(crate) async fn call_model(
     let mut retries = 0u32;
     let mut retried_kinds = Vec::new();
     let outcome = loop {
-        shared
-            .status
-            .in_flight
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        shared.status.attempt(true);
         let outcome = shared.transport.call(request.clone()).await;
-        shared
-            .status
-            .in_flight
-            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        shared.status.attempt(false);
         match &outcome.error {
             Some(e) if shared.sends_again(e.kind, retries) => {
                 let delay = e
@@ -93,10 +87,7 @@ pub(crate) async fn call_model(
                     .unwrap_or_else(|| retry_delay(retries, &mut rng));
                 retries += 1;
                 retried_kinds.push(e.kind);
-                shared
-                    .status
-                    .retries
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                shared.status.retried();
                 shared.clock.sleep(delay).await;
             }
             _ => break outcome,
@@ -120,13 +111,7 @@ pub(crate) async fn call_model(
         error_kind: outcome.error.as_ref().map(|e| e.kind),
         tool_calls: outcome.message.tool_calls.len(),
     };
-    shared
-        .status
-        .calls
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    if let (true, Some(t)) = (record.is_ok(), record.ttft_s) {
-        shared.status.add_ttft(t);
-    }
+    shared.status.call_recorded(&record);
     shared.record_request(&record);
     shared.status.closed(open);
     (outcome, record)

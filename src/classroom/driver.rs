@@ -57,10 +57,7 @@ async fn run_student(shared: Arc<Shared>, user: usize) {
         .clock
         .sleep_until(Duration::from_secs_f64(shared.origin + offset))
         .await;
-    shared
-        .status
-        .active
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    shared.status.student(true);
     let mut session = Session {
         user,
         key_index: user,
@@ -84,10 +81,7 @@ async fn run_student(shared: Arc<Shared>, user: usize) {
         }
         session.start_s = shared.now();
     }
-    shared
-        .status
-        .active
-        .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    shared.status.student(false);
 }
 
 /// One student's session in a run: who the student is, when the session
@@ -121,15 +115,9 @@ pub(crate) async fn run_session(shared: &Shared, session: Session, rng: ChaCha8R
         },
         None => start.await,
     }
-    shared
-        .status
-        .active
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    shared.status.student(true);
     one_session(shared, &session, rng).await;
-    shared
-        .status
-        .active
-        .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    shared.status.student(false);
 }
 
 /// Sleeps `pause_s` as a pausing student; `false` when a stop, or the
@@ -139,10 +127,7 @@ async fn pause_for(
     pause_s: f64,
     leave: Option<tokio::sync::watch::Receiver<bool>>,
 ) -> bool {
-    shared
-        .status
-        .pausing
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    shared.status.pausing(true);
     let left = async {
         if let Some(mut l) = leave {
             if l.wait_for(|v| *v).await.is_ok() {
@@ -156,10 +141,7 @@ async fn pause_for(
         _ = shared.stopped() => false,
         _ = left => false,
     };
-    shared
-        .status
-        .pausing
-        .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    shared.status.pausing(false);
     slept
 }
 

@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use serde::Serialize;
 
 use codendum_core::clock::Clock;
+use codendum_core::results::classroom_records::{CallRecord, TaskOutcome};
 use codendum_core::stats::percentile;
 
 /// Counters the students update while the run goes on.
@@ -14,13 +15,13 @@ use codendum_core::stats::percentile;
 pub struct LiveStatus {
     clock: Clock,
     origin: Mutex<f64>,
-    pub(crate) active: AtomicUsize,
-    pub(crate) pausing: AtomicUsize,
-    pub(crate) in_flight: AtomicUsize,
-    pub(crate) calls: AtomicU64,
-    pub(crate) retries: AtomicU64,
-    pub(crate) completed: AtomicU64,
-    pub(crate) failed: AtomicU64,
+    active: AtomicUsize,
+    pausing: AtomicUsize,
+    in_flight: AtomicUsize,
+    calls: AtomicU64,
+    retries: AtomicU64,
+    completed: AtomicU64,
+    failed: AtomicU64,
     ttfts: Mutex<Vec<f64>>,
     open: Mutex<OpenWork>,
 }
@@ -152,10 +153,57 @@ impl LiveStatus {
         }
     }
 
-    pub(crate) fn add_ttft(&self, ttft: f64) {
+    fn add_ttft(&self, ttft: f64) {
         if let Ok(mut v) = self.ttfts.lock() {
             v.push(ttft);
         }
+    }
+
+    /// Notes a student (or a replayed session) begun (`true`) or ended.
+    pub(crate) fn student(&self, begun: bool) {
+        match begun {
+            true => self.active.fetch_add(1, Ordering::Relaxed),
+            false => self.active.fetch_sub(1, Ordering::Relaxed),
+        };
+    }
+
+    /// Notes a student's pause between requests begun (`true`) or ended.
+    pub(crate) fn pausing(&self, begun: bool) {
+        match begun {
+            true => self.pausing.fetch_add(1, Ordering::Relaxed),
+            false => self.pausing.fetch_sub(1, Ordering::Relaxed),
+        };
+    }
+
+    /// Notes an attempt of a model call sent (`true`) or answered.
+    pub(crate) fn attempt(&self, sent: bool) {
+        match sent {
+            true => self.in_flight.fetch_add(1, Ordering::Relaxed),
+            false => self.in_flight.fetch_sub(1, Ordering::Relaxed),
+        };
+    }
+
+    /// Notes a model call sent again after a failure.
+    pub(crate) fn retried(&self) {
+        self.retries.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Notes a model call finished with `record` (its TTFT counts when it
+    /// succeeded).
+    pub(crate) fn call_recorded(&self, record: &CallRecord) {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        if let (true, Some(t)) = (record.is_ok(), record.ttft_s) {
+            self.add_ttft(t);
+        }
+    }
+
+    /// Notes a coding request ended with `outcome`.
+    pub(crate) fn task_recorded(&self, outcome: TaskOutcome) {
+        let counter = match outcome {
+            TaskOutcome::Completed => &self.completed,
+            _ => &self.failed,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The current figures.

@@ -133,9 +133,9 @@ impl Seat {
                 (Arc::clone(&self.status), Arc::clone(&self.sink)),
                 calls.iter().filter_map(|&i| shared.calls[i].task),
             );
-            self.status.active.fetch_add(1, Ordering::Relaxed);
+            self.status.student(true);
             run_calls(shared, Arc::new(run), 0).await;
-            self.status.active.fetch_sub(1, Ordering::Relaxed);
+            self.status.student(false);
             // A session none of whose calls went out (each beyond the
             // server's context) takes no time: a second before the next,
             // so a trace the server cannot hold does not spin.

@@ -9,7 +9,6 @@
 //! answers.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
@@ -145,7 +144,7 @@ impl RootRun {
     /// to [`RootRun::call_ended`].
     pub fn call_started(&self, task: Option<usize>, started_s: f64) -> Option<Open> {
         let live = self.live.as_ref()?;
-        live.status.in_flight.fetch_add(1, Ordering::Relaxed);
+        live.status.attempt(true);
         if let (Some(t), Ok(mut tasks)) = (task, live.tasks.lock()) {
             if let Some(open) = tasks.get_mut(&t).filter(|o| o.open.is_none()) {
                 open.open = Some(live.status.task_opened(RunningTask {
@@ -165,11 +164,8 @@ impl RootRun {
             return;
         };
         let status = &live.status;
-        status.in_flight.fetch_sub(1, Ordering::Relaxed);
-        status.calls.fetch_add(1, Ordering::Relaxed);
-        if let Some(t) = record.ttft_s.filter(|_| record.is_ok()) {
-            status.add_ttft(t);
-        }
+        status.attempt(false);
+        status.call_recorded(record);
         let finished = task.and_then(|t| {
             let mut tasks = live.tasks.lock().ok()?;
             let open = tasks.get_mut(&t)?;
@@ -220,12 +216,7 @@ impl RootRun {
         });
         if let Some(t) = record.filter(|t| t.calls > 0) {
             let _ = live.sink.task(&t);
-            let counter = if t.outcome == TaskOutcome::Completed {
-                &live.status.completed
-            } else {
-                &live.status.failed
-            };
-            counter.fetch_add(1, Ordering::Relaxed);
+            live.status.task_recorded(t.outcome);
         }
         if let Some(o) = done.open {
             live.status.closed(o);
