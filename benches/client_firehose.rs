@@ -199,7 +199,7 @@ impl Client {
 async fn run_round(
     c: &Client,
     streams: usize,
-    body: serde_json::Value,
+    body: std::sync::Arc<serde_json::Value>,
     server: &Server,
     stagger: f64,
     repeat: usize,
@@ -258,7 +258,7 @@ fn request(tokens: u64) -> serde_json::Value {
 }
 
 async fn firehose_round(c: &Client, streams: usize, tokens: u64, server: &Server) -> Round {
-    let r = run_round(c, streams, request(tokens), server, 0.0, 1).await;
+    let r = run_round(c, streams, request(tokens).into(), server, 0.0, 1).await;
     assert_eq!(r.tokens, streams as u64 * tokens);
     r
 }
@@ -267,7 +267,7 @@ async fn paced_round(c: &Client, streams: usize, tokens: u64, server: &Server) -
     let mut body = request(tokens);
     body["firehose"] = json!({"ttft_ms": 50, "itl_ms": 20});
     let ideal = 0.05 + (tokens as f64 - 1.0) * 0.02;
-    let r = run_round(c, streams, body, server, ideal, 3).await;
+    let r = run_round(c, streams, body.into(), server, ideal, 3).await;
     let mut ttft_err = Vec::new();
     let mut first_lag = Vec::new();
     let mut gap_err = Vec::new();

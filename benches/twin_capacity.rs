@@ -144,7 +144,7 @@ async fn run_streams(client: &Arc<HttpClient>, streams: usize, tokens: usize) ->
                 client
                     .call(CallRequest {
                         endpoint: Endpoint::Chat,
-                        body,
+                        body: body.into(),
                         api_key: None,
                         headers: Vec::new(),
                         record_gaps: true,

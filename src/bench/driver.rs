@@ -466,7 +466,8 @@ fn start_request_at<'a>(
             ctx.model,
             &text,
             ctx.config.output_tokens,
-        ),
+        )
+        .into(),
         api_key: ctx.api_key.clone(),
         headers: vec![(
             "x-session-id".to_string(),

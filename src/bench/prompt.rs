@@ -342,7 +342,7 @@ async fn probe(ctx: &SizingContext<'_>, calibration: &str) -> Option<f64> {
     let prompt = format!("[codendum-bench run={} probe]\n{calibration}", ctx.run_id);
     let request = CallRequest {
         endpoint: ctx.endpoint,
-        body: request_body(ctx.endpoint, ctx.model, &prompt, 1),
+        body: request_body(ctx.endpoint, ctx.model, &prompt, 1).into(),
         api_key: ctx.api_key.clone(),
         headers: Vec::new(),
         record_gaps: false,

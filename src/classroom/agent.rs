@@ -3,13 +3,14 @@
 //! project, and loops until the model answers without tool calls. Model calls
 //! are retried like OpenCode's, and the context is compacted near the limit.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use rand::Rng;
 use serde_json::{json, Value};
 
-use super::calls::{body, call_model, title_body, Caller};
+use super::calls::{body, call_model, lend_conversation, take_back, title_body, Caller};
 use super::compaction::{self, compacted_messages, is_context_overflow, needs_compaction};
 use super::config::ClassroomConfig;
 use super::prompt;
@@ -46,8 +47,8 @@ async fn compact(
     let user = compaction::compaction_prompt(&conv.messages, max_chars);
     let b = body(
         config,
-        prompt::compaction_system(),
-        &[json!({"role": "user", "content": user})],
+        prompt::compaction_system().to_string(),
+        vec![json!({"role": "user", "content": user})],
         None,
         config.output_limit,
     );
@@ -58,7 +59,8 @@ async fn compact(
         parent: conv.parent.as_deref(),
         task: acc.index,
     };
-    let (outcome, record) = call_model(shared, &who, CallKind::Compaction, b, st.rng.gen()).await;
+    let seed = st.rng.gen();
+    let (outcome, record) = call_model(shared, &who, CallKind::Compaction, b.into(), seed).await;
     acc.add(&record);
     if let Some(e) = outcome.error {
         return Err(e.kind);
@@ -118,7 +120,7 @@ pub(crate) fn run_loop<'a>(
             if shared.past_drain_limit() || shared.stopping() || st.leaving() {
                 return LoopEnd::CutOff;
             }
-            let (outcome, record, estimate) = step_call(shared, st, conv, acc).await;
+            let (outcome, record) = step_call(shared, st, conv, acc).await;
             if let Some(err) = &outcome.error {
                 if is_context_overflow(err) && overflows < 2 {
                     overflows += 1;
@@ -132,12 +134,12 @@ pub(crate) fn run_loop<'a>(
             }
             overflows = 0;
             conv.steps_done += 1;
-            let (turn, calls) = assistant_turn(&outcome, step);
-            conv.messages.push(turn);
             let total = match outcome.usage {
                 Some(u) => u.prompt_tokens + u.completion_tokens,
-                None => estimate + record.output_tokens,
+                None => request_estimate(config, conv) + record.output_tokens,
             };
+            let (turn, calls) = assistant_turn(&outcome, step);
+            conv.messages.push(turn);
             let compact_now = needs_compaction(total, config.context_limit, config.output_limit)
                 || conv.compact_at.is_some_and(|at| total >= at);
             if calls.is_empty() {
@@ -164,24 +166,32 @@ pub(crate) fn run_loop<'a>(
     })
 }
 
+/// The client's estimate, in tokens, of the request a step sends for
+/// `conv` as it stands: its body's length in characters over
+/// [`compaction::CHARS_PER_TOKEN`]. Used only when the server reported no
+/// usage, since serializing a long conversation costs a copy of it.
+fn request_estimate(config: &ClassroomConfig, conv: &Conversation) -> u64 {
+    let b = body(
+        config,
+        conv.system.clone(),
+        conv.messages.clone(),
+        Some(conv.tools.clone()),
+        config.output_limit,
+    );
+    (b.to_string().len() / compaction::CHARS_PER_TOKEN) as u64
+}
+
 /// One step's model call (with the session's title call alongside on the
-/// agent's first step), added to the task. Returns the outcome, its record
-/// and the request's size estimate in tokens.
+/// agent's first step), added to the task. The conversation lends its parts
+/// to the call's body for the call's time. Returns the outcome and its
+/// record.
 async fn step_call(
     shared: &Shared,
     st: &mut Student,
-    conv: &Conversation,
+    conv: &mut Conversation,
     acc: &mut TaskAcc,
-) -> (CallOutcome, CallRecord, u64) {
+) -> (CallOutcome, CallRecord) {
     let config = &shared.config;
-    let b = body(
-        config,
-        &conv.system,
-        &conv.messages,
-        Some(&conv.tools),
-        config.output_limit,
-    );
-    let estimate = (b.to_string().len() / compaction::CHARS_PER_TOKEN) as u64;
     let kind = conv.kind;
     let title = (kind == CallKind::Agent && !st.titled).then(|| {
         st.titled = true;
@@ -191,8 +201,9 @@ async fn step_call(
             .find(|m| m["role"] == "user")
             .and_then(|m| m["content"].as_str())
             .unwrap_or("");
-        title_body(config, first)
+        Arc::new(title_body(config, first))
     });
+    let b = lend_conversation(config, conv);
     let (seed_a, seed_b) = (st.rng.gen(), st.rng.gen());
     let who = Caller {
         user: st.user,
@@ -201,19 +212,21 @@ async fn step_call(
         parent: conv.parent.as_deref(),
         task: acc.index,
     };
+    let sent = Arc::clone(&b);
     let (outcome, record) = match title {
         Some(tb) => {
             let (step_call, title_call) = tokio::join!(
-                call_model(shared, &who, kind, b, seed_a),
+                call_model(shared, &who, kind, sent, seed_a),
                 call_model(shared, &who, CallKind::Title, tb, seed_b)
             );
             acc.add(&title_call.1);
             step_call
         }
-        None => call_model(shared, &who, kind, b, seed_a).await,
+        None => call_model(shared, &who, kind, sent, seed_a).await,
     };
+    take_back(conv, b);
     acc.add(&record);
-    (outcome, record, estimate)
+    (outcome, record)
 }
 
 /// Runs an answer's tool calls in order, each result appended to the

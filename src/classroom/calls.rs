@@ -2,6 +2,8 @@
 //! session headers, and the retries (2 s doubling plus up to 25 % jitter,
 //! capped at 30 s, at most 5; the server's `retry-after` wins).
 
+use std::sync::Arc;
+
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
@@ -9,7 +11,7 @@ use serde_json::{json, Value};
 use super::config::ClassroomConfig;
 use super::prompt;
 use super::retry::retry_delay;
-use super::session::Shared;
+use super::session::{Conversation, Shared};
 use codendum_core::access::Secret;
 use codendum_core::openai::{CallOutcome, CallRequest, Endpoint};
 use codendum_core::results::classroom_records::{CallKind, CallRecord};
@@ -19,28 +21,64 @@ pub const TITLE_MAX_TOKENS: u64 = 1_024;
 
 /// A chat body as OpenCode sends it: model, max_tokens, the system message
 /// then `messages`, streaming with usage; with tools, `tool_choice: "auto"`.
+/// It takes its parts whole: a step lends its conversation's parts to the
+/// body and takes them back after the call ([`lend_conversation`]), so a
+/// long conversation is not copied at every step.
 pub(crate) fn body(
     config: &ClassroomConfig,
-    system: &str,
-    messages: &[Value],
-    tools: Option<&[Value]>,
+    system: String,
+    messages: Vec<Value>,
+    tools: Option<Vec<Value>>,
     max_tokens: u64,
 ) -> Value {
     let mut all = Vec::with_capacity(messages.len() + 1);
-    all.push(json!({"role": "system", "content": system}));
-    all.extend(messages.iter().cloned());
-    let mut b = json!({
-        "model": config.model,
-        "max_tokens": max_tokens,
-        "messages": all,
-        "stream": true,
-        "stream_options": {"include_usage": true},
-    });
+    let mut first = serde_json::Map::new();
+    first.insert("role".into(), "system".into());
+    first.insert("content".into(), Value::String(system));
+    all.push(Value::Object(first));
+    all.extend(messages);
+    // Built field by field: `json!` would serialize (copy) the messages.
+    let mut b = serde_json::Map::new();
+    b.insert("model".into(), Value::String(config.model.clone()));
+    b.insert("max_tokens".into(), max_tokens.into());
+    b.insert("messages".into(), Value::Array(all));
+    b.insert("stream".into(), true.into());
+    b.insert("stream_options".into(), json!({"include_usage": true}));
     if let Some(t) = tools {
-        b["tools"] = Value::Array(t.to_vec());
-        b["tool_choice"] = json!("auto");
+        b.insert("tools".into(), Value::Array(t));
+        b.insert("tool_choice".into(), "auto".into());
     }
-    b
+    Value::Object(b)
+}
+
+/// A step's body made of `conv`'s own system prompt, messages and tools,
+/// which `conv` lends (left empty) until [`take_back`] returns them.
+pub(crate) fn lend_conversation(config: &ClassroomConfig, conv: &mut Conversation) -> Arc<Value> {
+    Arc::new(body(
+        config,
+        std::mem::take(&mut conv.system),
+        std::mem::take(&mut conv.messages),
+        Some(std::mem::take(&mut conv.tools)),
+        config.output_limit,
+    ))
+}
+
+/// Gives `conv` back the parts [`lend_conversation`] lent to `body`, once
+/// the call is over (copied from the body if a transport still holds it).
+pub(crate) fn take_back(conv: &mut Conversation, body: Arc<Value>) {
+    let mut b = Arc::try_unwrap(body).unwrap_or_else(|held| (*held).clone());
+    if let Value::Array(mut all) = b["messages"].take() {
+        if !all.is_empty() {
+            let mut system = all.remove(0);
+            if let Value::String(text) = system["content"].take() {
+                conv.system = text;
+            }
+        }
+        conv.messages = all;
+    }
+    if let Value::Array(tools) = b["tools"].take() {
+        conv.tools = tools;
+    }
 }
 
 /// Who is calling: the student, session and coding request of a call.
@@ -57,7 +95,7 @@ pub(crate) async fn call_model(
     shared: &Shared,
     who: &Caller<'_>,
     kind: CallKind,
-    body: Value,
+    body: Arc<Value>,
     jitter_seed: u64,
 ) -> (CallOutcome, CallRecord) {
     let mut rng = ChaCha8Rng::seed_from_u64(jitter_seed);
@@ -123,8 +161,8 @@ pub(crate) fn title_body(config: &ClassroomConfig, first_message: &str) -> Value
     );
     body(
         config,
-        prompt::title_system(),
-        &[json!({"role": "user", "content": user})],
+        prompt::title_system().to_string(),
+        vec![json!({"role": "user", "content": user})],
         None,
         TITLE_MAX_TOKENS,
     )

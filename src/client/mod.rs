@@ -170,7 +170,7 @@ impl HttpClient {
         sent_at: f64,
         slot: &mut Option<(u16, StreamMeter)>,
     ) -> CallOutcome {
-        let body = match serde_json::to_vec(&request.body) {
+        let body = match serde_json::to_vec(&*request.body) {
             Ok(b) => b,
             Err(e) => {
                 let now = self.clock.now_secs();

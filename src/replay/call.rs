@@ -248,7 +248,7 @@ pub(super) async fn send(shared: Arc<Shared>, run: Arc<RootRun>, i: usize) {
         .transport
         .call(CallRequest {
             endpoint: config.endpoint,
-            body,
+            body: body.into(),
             api_key: config.api_key.clone(),
             headers,
             record_gaps: false,

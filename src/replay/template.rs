@@ -31,7 +31,7 @@ async fn probe_prompt(
     transport
         .call(CallRequest {
             endpoint,
-            body,
+            body: body.into(),
             api_key: None,
             headers: Vec::new(),
             record_gaps: false,

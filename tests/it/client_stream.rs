@@ -13,7 +13,7 @@ use serde_json::json;
 fn request() -> CallRequest {
     CallRequest {
         endpoint: Endpoint::Chat,
-        body: json!({"model": "m", "messages": [], "stream": true}),
+        body: json!({"model": "m", "messages": [], "stream": true}).into(),
         api_key: None,
         headers: Vec::new(),
         record_gaps: true,

@@ -82,7 +82,7 @@ async fn spawn_tls(pki: &TestPki) -> String {
 fn request() -> CallRequest {
     CallRequest {
         endpoint: Endpoint::Chat,
-        body: serde_json::json!({"model": "m", "messages": [], "stream": true}),
+        body: serde_json::json!({"model": "m", "messages": [], "stream": true}).into(),
         api_key: None,
         headers: Vec::new(),
         record_gaps: false,

@@ -39,7 +39,7 @@ fn call(session: &str, i: usize) -> CallRequest {
     CallRequest {
         endpoint: Endpoint::Chat,
         body: json!({"model": "qwen3-coder", "max_tokens": 12, "ignore_eos": true, "stream": true,
-            "messages": [{"role": "user", "content": format!("Session {session}. {} Fix the build, step {i}.", "Context line. ".repeat(40))}]}),
+            "messages": [{"role": "user", "content": format!("Session {session}. {} Fix the build, step {i}.", "Context line. ".repeat(40))}]}).into(),
         api_key: None,
         headers: vec![("x-session-id".into(), session.into())],
         record_gaps: false,

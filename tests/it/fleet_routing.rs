@@ -57,7 +57,8 @@ fn request(i: usize) -> CallRequest {
         endpoint: Endpoint::Chat,
         body: json!({"model": "qwen3-coder", "max_tokens": 32 + (i % 5) * 40,
             "ignore_eos": true, "stream": true,
-            "messages": [{"role": "user", "content": format!("Request {i}")}]}),
+            "messages": [{"role": "user", "content": format!("Request {i}")}]})
+        .into(),
         api_key: None,
         headers: Vec::new(),
         record_gaps: false,

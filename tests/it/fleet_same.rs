@@ -53,7 +53,8 @@ fn bench_request(i: usize) -> CallRequest {
         endpoint: Endpoint::Chat,
         body: json!({"model": "qwen3-coder", "max_tokens": 64 + 16 * i, "stream": true,
             "stream_options": {"include_usage": true},
-            "messages": [{"role": "user", "content": format!("Explain step {i} of the build.")}]}),
+            "messages": [{"role": "user", "content": format!("Explain step {i} of the build.")}]})
+        .into(),
         api_key: None,
         headers: Vec::new(),
         record_gaps: true,

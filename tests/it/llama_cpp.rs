@@ -29,7 +29,8 @@ fn chat() -> CallRequest {
     CallRequest {
         endpoint: Endpoint::Chat,
         body: json!({"model": MODEL, "stream": true, "max_tokens": 24,
-            "messages": [{"role": "user", "content": "Say hello in five words."}]}),
+            "messages": [{"role": "user", "content": "Say hello in five words."}]})
+        .into(),
         api_key: None,
         headers: Vec::new(),
         record_gaps: true,
@@ -51,7 +52,8 @@ fn recorded_streams_measure_with_the_clients_own_count() {
     let mut completions = chat();
     completions.endpoint = Endpoint::Completions;
     completions.body =
-        json!({"model": MODEL, "prompt": "Once upon a time", "max_tokens": 16, "stream": true});
+        json!({"model": MODEL, "prompt": "Once upon a time", "max_tokens": 16, "stream": true})
+            .into();
     let o = servers.rt.block_on(c.call(completions));
     assert!(o.is_ok(), "{:?}", o.error);
     assert!(o.text_chunks > 0);

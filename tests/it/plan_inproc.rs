@@ -46,7 +46,7 @@ fn agent_body() -> Value {
 fn request(body: Value) -> CallRequest {
     CallRequest {
         endpoint: Endpoint::Chat,
-        body,
+        body: body.into(),
         api_key: None,
         headers: vec![("x-session-id".into(), "ses_0123456789abcdef01234567".into())],
         record_gaps: false,

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 fn request(body: Value) -> CallRequest {
     CallRequest {
         endpoint: Endpoint::Chat,
-        body,
+        body: body.into(),
         api_key: None,
         headers: Vec::new(),
         record_gaps: true,

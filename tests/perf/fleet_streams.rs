@@ -72,7 +72,7 @@ fn four_replicas_hold_1024_streams_and_count_every_step() {
                         endpoint: Endpoint::Chat,
                         body: json!({"model": "qwen3-coder", "max_tokens": TOKENS,
                             "ignore_eos": true, "stream": true,
-                            "messages": [{"role": "user", "content": format!("Student {i}: why does my build fail?")}]}),
+                            "messages": [{"role": "user", "content": format!("Student {i}: why does my build fail?")}]}).into(),
                         api_key: None,
                         headers: Vec::new(),
                         record_gaps: true,

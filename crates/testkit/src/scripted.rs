@@ -20,7 +20,8 @@ pub fn chat_request(key: Option<&str>, record_gaps: bool) -> CallRequest {
             vec![json!({"role": "user", "content": "hi"})],
             8,
             &BodyOptions::default(),
-        ),
+        )
+        .into(),
         api_key: key.map(Secret::new),
         headers: vec![("x-session-id".into(), "s-1".into())],
         record_gaps,

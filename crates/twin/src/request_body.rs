@@ -1,6 +1,8 @@
 //! Parsing and validating a `/v1/chat/completions` or `/v1/completions`
 //! body the way vLLM does: plain code, no HTTP, so it can be fuzzed.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use super::chunks;
@@ -27,8 +29,8 @@ pub struct Params {
 /// A valid generation body.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GenerationBody {
-    /// The whole JSON body.
-    pub value: Value,
+    /// The whole JSON body (shared with the request it came in).
+    pub value: Arc<Value>,
     /// The prompt as the model sees it (the chat template applied for chat).
     pub prompt_text: String,
     /// The prompt's token ids (never empty).
@@ -114,13 +116,13 @@ pub fn parse_generation_body(
 ) -> Result<GenerationBody, BodyError> {
     let value: Value = serde_json::from_slice(body)
         .map_err(|e| BodyError::bad(format!("the body is not valid JSON: {e}"), None))?;
-    generation_body_from_value(value, chat, served_model, max_model_len)
+    generation_body_from_value(Arc::new(value), chat, served_model, max_model_len)
 }
 
 /// [`parse_generation_body`] for a body already parsed as JSON (the
 /// in-process transport's path).
 pub fn generation_body_from_value(
-    value: Value,
+    value: Arc<Value>,
     chat: bool,
     served_model: &str,
     max_model_len: u32,
@@ -150,7 +152,7 @@ pub struct Prompts<'a> {
 /// [`generation_body_from_value`] with the prompt rendered and encoded by
 /// `prompts`.
 pub fn generation_body_encoded(
-    value: Value,
+    value: Arc<Value>,
     chat: bool,
     served_model: &str,
     max_model_len: u32,

@@ -133,7 +133,7 @@ impl Transport for ScriptedModel {
             let sent_at = self.clock.now_secs();
             self.seen.lock().unwrap().push(Seen {
                 at: sent_at,
-                body: request.body.clone(),
+                body: (*request.body).clone(),
                 key: request.api_key.as_ref().map(|k| k.expose().to_string()),
                 session: header("x-session-id"),
                 parent: header("x-parent-session-id"),

@@ -277,8 +277,9 @@ impl CallOutcome {
 pub struct CallRequest {
     /// Chat or completions.
     pub endpoint: Endpoint,
-    /// The JSON body (see [`body`] for builders).
-    pub body: serde_json::Value,
+    /// The JSON body (see [`body`] for builders), shared: a call retried
+    /// sends the same body again without copying a long conversation.
+    pub body: std::sync::Arc<serde_json::Value>,
     /// Bearer token, if any (never logged).
     pub api_key: Option<crate::access::Secret>,
     /// Extra headers (for example OpenCode's `x-session-id`).

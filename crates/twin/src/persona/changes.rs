@@ -116,10 +116,10 @@ pub(super) fn edit_call(
 /// A line to insert before: a method declaration when there is a unique one,
 /// otherwise any unique, non-trivial line. Returns the line and its indentation.
 fn anchor(content: &str, lang: Lang, rng: &mut ChaCha8Rng) -> Option<(String, String)> {
-    let unique: Vec<&str> = content
-        .lines()
-        .filter(|l| l.trim().len() >= 4 && content.matches(*l).count() == 1)
-        .collect();
+    // A line is unique when the text holds it once; counting is a scan of
+    // the whole text per line, so the declarations are counted first and
+    // the other lines only when no declaration is unique.
+    let unique = |l: &&str| l.trim().len() >= 4 && content.matches(*l).count() == 1;
     let declaration = |l: &&str| {
         let s = l.trim_start();
         let indented = s.len() < l.len();
@@ -135,11 +135,15 @@ fn anchor(content: &str, lang: Lang, rng: &mut ChaCha8Rng) -> Option<(String, St
             Lang::Python => s.starts_with("def ") || s.starts_with("async def "),
         }
     };
-    let preferred: Vec<&str> = unique.iter().copied().filter(declaration).collect();
-    let line = preferred
-        .choose(rng)
-        .or_else(|| unique.choose(rng))
-        .copied()?;
+    let preferred: Vec<&str> = content.lines().filter(declaration).filter(unique).collect();
+    let line = match preferred.choose(rng) {
+        Some(l) => *l,
+        None => *content
+            .lines()
+            .filter(unique)
+            .collect::<Vec<_>>()
+            .choose(rng)?,
+    };
     let indent: String = line.chars().take_while(|c| c.is_whitespace()).collect();
     Some((line.to_string(), indent))
 }

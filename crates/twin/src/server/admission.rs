@@ -2,6 +2,7 @@
 //! request, shared by HTTP and the in-process transport (see [`admit`]).
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -56,7 +57,12 @@ pub struct Admitted {
 /// request's `seed` and the prompt), plans the answer with the responder,
 /// cuts it into pieces and queues the engine request. Authentication is the
 /// caller's business. `session` is empty when the client sent none.
-pub fn admit(st: &TwinState, v: Value, chat: bool, session: &str) -> Result<Admitted, Refusal> {
+pub fn admit(
+    st: &TwinState,
+    v: Arc<Value>,
+    chat: bool,
+    session: &str,
+) -> Result<Admitted, Refusal> {
     // vLLM times a request from its receipt by the API server.
     let arrived = st.clock.now();
     let server = &st.profile.server;

@@ -353,7 +353,7 @@ async fn generate(
         .get("x-session-id")
         .and_then(|h| h.to_str().ok())
         .unwrap_or("");
-    let Admitted { generation, stream } = match admit(st, v, chat, session) {
+    let Admitted { generation, stream } = match admit(st, Arc::new(v), chat, session) {
         Ok(a) => a,
         Err(r) => {
             let status = StatusCode::from_u16(r.status).unwrap_or(StatusCode::BAD_REQUEST);

@@ -146,16 +146,23 @@ pub fn count(text: &str) -> usize {
     pieces(text).len()
 }
 
-fn content_text(content: &serde_json::Value) -> String {
+/// Appends the plain text of a message's `content` to `out`: the string,
+/// the `text` of each part of an array, nothing for null, else its JSON.
+fn push_content(out: &mut String, content: Option<&serde_json::Value>) {
+    use std::fmt::Write as _;
     match content {
-        serde_json::Value::String(s) => s.clone(),
-        serde_json::Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(|t| t.as_str()))
-            .collect::<Vec<_>>()
-            .join(""),
-        serde_json::Value::Null => String::new(),
-        other => other.to_string(),
+        Some(serde_json::Value::String(s)) => out.push_str(s),
+        Some(serde_json::Value::Array(parts)) => {
+            for p in parts {
+                if let Some(t) = p.get("text").and_then(|t| t.as_str()) {
+                    out.push_str(t);
+                }
+            }
+        }
+        None | Some(serde_json::Value::Null) => {}
+        Some(other) => {
+            let _ = write!(out, "{other}");
+        }
     }
 }
 
@@ -189,6 +196,7 @@ pub fn render_tools(tools: &[serde_json::Value]) -> String {
 
 /// [`render_chat`] with the tools already rendered ([`render_tools`]).
 pub fn render_chat_with_tools(messages: &[serde_json::Value], tools_text: &str) -> String {
+    use std::fmt::Write as _;
     let mut out = String::new();
     let mut rest = messages;
     let first_is_system = messages
@@ -199,11 +207,7 @@ pub fn render_chat_with_tools(messages: &[serde_json::Value], tools_text: &str) 
     if first_is_system || !tools_text.is_empty() {
         out.push_str("<|im_start|>system\n");
         if first_is_system {
-            out.push_str(&content_text(
-                messages[0]
-                    .get("content")
-                    .unwrap_or(&serde_json::Value::Null),
-            ));
+            push_content(&mut out, messages[0].get("content"));
             rest = &messages[1..];
         }
         out.push_str(tools_text);
@@ -211,23 +215,22 @@ pub fn render_chat_with_tools(messages: &[serde_json::Value], tools_text: &str) 
     }
     for m in rest {
         let role = m.get("role").and_then(|r| r.as_str()).unwrap_or("user");
-        let text = content_text(m.get("content").unwrap_or(&serde_json::Value::Null));
         match role {
             "tool" => {
                 out.push_str("<|im_start|>user\n<tool_response>\n");
-                out.push_str(&text);
+                push_content(&mut out, m.get("content"));
                 out.push_str("\n</tool_response><|im_end|>\n");
             }
             _ => {
                 out.push_str("<|im_start|>");
                 out.push_str(role);
                 out.push('\n');
-                out.push_str(&text);
+                push_content(&mut out, m.get("content"));
                 if let Some(calls) = m.get("tool_calls").and_then(|c| c.as_array()) {
                     for c in calls {
-                        let f = c.get("function").cloned().unwrap_or_default();
+                        let f = c.get("function").unwrap_or(&serde_json::Value::Null);
                         out.push_str("\n<tool_call>\n");
-                        out.push_str(&f.to_string());
+                        let _ = write!(out, "{f}");
                         out.push_str("\n</tool_call>");
                     }
                 }
