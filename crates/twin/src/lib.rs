@@ -38,6 +38,7 @@ pub mod routing;
 pub mod runner;
 pub mod server;
 pub mod tokenizer;
+pub mod tool_sets;
 
 #[cfg(test)]
 mod engine_tests;

@@ -40,6 +40,7 @@ use rand_chacha::ChaCha8Rng;
 use codendum_core::class::{AgentSpread, Class};
 
 use crate::answer::{AnswerPart, AnswerRequest, PlannedAnswer, Responder};
+use crate::tool_sets::ToolSets;
 
 use paths::{lang_of, Lang};
 use tools::{ToolKit, ToolRole};
@@ -77,6 +78,8 @@ pub struct AgentPersona {
     /// is read only where it grew (shared by clones; the answers do not
     /// depend on it).
     transcripts: Arc<TranscriptCache>,
+    /// The tools of the last few tool sets, mapped (shared by clones).
+    kits: Arc<ToolSets<Arc<ToolKit>>>,
 }
 
 impl AgentPersona {
@@ -103,6 +106,7 @@ impl AgentPersona {
         AgentPersona {
             config,
             transcripts: Arc::default(),
+            kits: Arc::default(),
         }
     }
 
@@ -146,7 +150,9 @@ impl Responder for AgentPersona {
             let target = rng.gen_range(75..250);
             return PlannedAnswer::text(writing::chat(&mut rng, request.prompt, target));
         }
-        let kit = ToolKit::from_definitions(request.tools);
+        let kit = self.kits.get_or_derive(request.tools, |tools| {
+            Arc::new(ToolKit::from_definitions(tools))
+        });
         // The digest, lent by the cache (it derefs to the `Transcript`).
         let t = self
             .transcripts

@@ -51,7 +51,7 @@ pub struct TwinState {
     http: Mutex<BTreeMap<(String, String, String), u64>>,
     lateness: SharedLateness,
     prompts: Mutex<crate::tokenizer::PromptCache>,
-    tools: Mutex<Vec<(Vec<serde_json::Value>, String)>>,
+    tools: crate::tool_sets::ToolSets<String>,
 }
 
 impl std::fmt::Debug for TwinState {
@@ -62,9 +62,6 @@ impl std::fmt::Debug for TwinState {
             .finish_non_exhaustive()
     }
 }
-
-/// Tool sets a [`TwinState`] keeps rendered.
-pub const TOOL_SETS: usize = 8;
 
 impl TwinState {
     /// Builds the state around a running engine task's command channel.
@@ -92,30 +89,20 @@ impl TwinState {
             http: Mutex::new(BTreeMap::new()),
             lateness: SharedLateness::default(),
             prompts: Mutex::new(crate::tokenizer::PromptCache::default()),
-            tools: Mutex::new(Vec::new()),
+            tools: crate::tool_sets::ToolSets::default(),
         }
     }
 
     /// The tools block of `tools` ([`crate::tokenizer::render_tools`]), from
     /// the sets rendered before when it is one of them (an agent and its
     /// subagents each send one set at every step; the last
-    /// [`TOOL_SETS`] are kept).
+    /// [`crate::tool_sets::TOOL_SETS`] are kept).
     pub fn render_tools(&self, tools: &[serde_json::Value]) -> String {
         if tools.is_empty() {
             return String::new();
         }
-        let Ok(mut sets) = self.tools.lock() else {
-            return crate::tokenizer::render_tools(tools);
-        };
-        if let Some((_, text)) = sets.iter().find(|(set, _)| set.as_slice() == tools) {
-            return text.clone();
-        }
-        let text = crate::tokenizer::render_tools(tools);
-        if sets.len() >= TOOL_SETS {
-            sets.remove(0);
-        }
-        sets.push((tools.to_vec(), text.clone()));
-        text
+        self.tools
+            .get_or_derive(tools, crate::tokenizer::render_tools)
     }
 
     /// The token ids and hash of a prompt `session` sent, encoded from
