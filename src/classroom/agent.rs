@@ -133,6 +133,9 @@ pub(crate) fn run_loop<'a>(
             overflows = 0;
             conv.steps_done += 1;
             let (turn, calls) = assistant_turn(&outcome, step);
+            if conv.first_answer.is_none() {
+                conv.first_answer = Some(turn.clone());
+            }
             conv.messages.push(turn);
             let total = match outcome.usage {
                 Some(u) => u.prompt_tokens + u.completion_tokens,

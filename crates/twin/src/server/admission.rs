@@ -89,6 +89,7 @@ pub fn admit(st: &TwinState, v: Value, chat: bool, session: &str) -> Result<Admi
         max_tokens: p.max_tokens,
         ignore_eos: p.ignore_eos,
         seed,
+        session,
     });
     let n = st.next_id.fetch_add(1, Ordering::Relaxed);
     let pieces = plan_pieces(&answer, |i| {
