@@ -139,6 +139,9 @@ pub(crate) fn run_loop<'a>(
                 None => request_estimate(config, conv) + record.output_tokens,
             };
             let (turn, calls) = assistant_turn(&outcome, step);
+            if conv.first_answer.is_none() {
+                conv.first_answer = Some(turn.clone());
+            }
             conv.messages.push(turn);
             let compact_now = needs_compaction(total, config.context_limit, config.output_limit)
                 || conv.compact_at.is_some_and(|at| total >= at);

@@ -227,12 +227,11 @@ async fn one_session(shared: &Shared, session: &Session, mut rng: ChaCha8Rng) ->
         coding_request(shared, &mut st, &mut conv, index, text).await;
         if index == 0 {
             // A class that draws sessions whole: the session's row, picked
-            // from its first answer as the model picks it, says how many
+            // from its first answer as the model picks it (kept apart, as a
+            // compaction replaces it in the conversation), says how many
             // requests it makes.
-            if let Some(shapes) = &agent.sessions {
-                if let Some((row, _)) = sessions::row_of(shapes, &conv.messages) {
-                    follow_ups = row.len() - 1;
-                }
+            if let (Some(shapes), Some(first)) = (&agent.sessions, &conv.first_answer) {
+                follow_ups = sessions::row_for(shapes, first).len() - 1;
             }
         }
         if index >= follow_ups {

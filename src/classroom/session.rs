@@ -144,6 +144,10 @@ pub(crate) struct Conversation {
     pub growth_rank: Option<f64>,
     /// Main-agent calls this conversation has made.
     pub steps_done: u32,
+    /// The session's first answer as it was received: what picks the
+    /// session's recorded row, kept because a compaction replaces it in
+    /// `messages` with the summary.
+    pub first_answer: Option<Value>,
 }
 
 impl Conversation {
@@ -159,6 +163,7 @@ impl Conversation {
             step_cap: config.step_cap,
             compact_at: None,
             growth_rank: None,
+            first_answer: None,
             steps_done: 0,
         }
     }
@@ -175,6 +180,7 @@ impl Conversation {
             step_cap: config.subagent_step_cap,
             compact_at: None,
             growth_rank: None,
+            first_answer: None,
             steps_done: 0,
         }
     }

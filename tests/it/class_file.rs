@@ -180,24 +180,7 @@ fn sessions_are_drawn_whole_from_the_class_s_rows() {
     class.person.follow_ups = Distribution::value("test", 0.0);
     class.person.pause_s = Distribution::value("test", 25.0);
     let out = simulate(class, 30, 5);
-    // Each student's session as its calls per request, in order.
-    let mut sessions: BTreeMap<usize, BTreeMap<usize, u32>> = BTreeMap::new();
-    for r in out
-        .requests
-        .iter()
-        .filter(|r| matches!(r.kind, CallKind::Agent | CallKind::Subagent))
-    {
-        *sessions
-            .entry(r.user)
-            .or_default()
-            .entry(r.task)
-            .or_default() += 1;
-    }
-    assert_eq!(sessions.len(), 30, "every student has a session");
-    let drawn: Vec<Vec<u32>> = sessions
-        .values()
-        .map(|s| s.values().copied().collect())
-        .collect();
+    let drawn = sessions_drawn(&out, 30);
     let exact = drawn.iter().filter(|d| rows.contains(d)).count();
     assert!(exact * 10 >= drawn.len() * 9, "sessions {drawn:?}");
     // Requests per session come with their calls: no session of one
@@ -218,6 +201,62 @@ fn sessions_are_drawn_whole_from_the_class_s_rows() {
         (7.0..=20.0).contains(&per_session),
         "mean calls a session {per_session:.1} (rows 12.8)"
     );
+}
+
+/// Each student's session as its model calls per coding request, in
+/// order (titles and compactions apart); `users` sessions.
+fn sessions_drawn(out: &ClassroomOutcome, users: usize) -> Vec<Vec<u32>> {
+    let mut sessions: BTreeMap<usize, BTreeMap<usize, u32>> = BTreeMap::new();
+    for r in out
+        .requests
+        .iter()
+        .filter(|r| matches!(r.kind, CallKind::Agent | CallKind::Subagent))
+    {
+        *sessions
+            .entry(r.user)
+            .or_default()
+            .entry(r.task)
+            .or_default() += 1;
+    }
+    assert_eq!(sessions.len(), users, "every student has a session");
+    sessions
+        .values()
+        .map(|s| s.values().copied().collect())
+        .collect()
+}
+
+/// Sessions drawn whole keep their row through compactions: the twin's
+/// persona knows a session by its `x-session-id`, so a compacted
+/// conversation (whose first answer is the summary and whose user messages
+/// no longer count the requests) still draws the row's calls, and the
+/// client keeps the row it picked from the first answer.
+#[test]
+fn sessions_drawn_whole_keep_their_row_through_compactions() {
+    let rows: Vec<Vec<u32>> = vec![vec![9, 3, 14], vec![12, 5], vec![6, 11, 4, 8]];
+    let mut class = (*Class::lab()).clone();
+    class.agent.sessions = SessionShapes::from_rows("test", rows.clone());
+    class.agent.subagent_share = 0.0;
+    class.agent.calls_per_request = Distribution::value("test", 30.0);
+    class.agent.compact_at_tokens = Some(Distribution::value("test", 16_000.0));
+    class.person.follow_ups = Distribution::value("test", 0.0);
+    class.person.pause_s = Distribution::value("test", 25.0);
+    let out = simulate(class, 12, 7);
+    let compacted: std::collections::BTreeSet<usize> = out
+        .requests
+        .iter()
+        .filter(|r| r.kind == CallKind::Compaction)
+        .map(|r| r.user)
+        .collect();
+    assert!(
+        compacted.len() >= 10,
+        "sessions that compacted: {compacted:?}"
+    );
+    let drawn = sessions_drawn(&out, 12);
+    let exact = drawn.iter().filter(|d| rows.contains(d)).count();
+    assert!(exact * 10 >= drawn.len() * 9, "sessions {drawn:?}");
+    for row in &rows {
+        assert!(drawn.contains(row), "row {row:?} never drawn: {drawn:?}");
+    }
 }
 
 #[test]

@@ -20,6 +20,7 @@ fn plan_with(persona: &AgentPersona, name: &str, seed: u64) -> (PlannedAnswer, V
         max_tokens: 32000,
         ignore_eos: false,
         seed,
+        session: "",
     };
     let answer = persona.plan(&req);
     if let Err(e) = check_calls(&answer, &tools) {

@@ -34,6 +34,7 @@ fn plan_with(persona: &AgentPersona, body: &Value, seed: u64) -> PlannedAnswer {
         max_tokens: 8192,
         ignore_eos: false,
         seed,
+        session: "",
     };
     let answer = persona.plan(&req);
     if let Err(e) = check_calls(&answer, &tools) {

@@ -181,6 +181,7 @@ impl Project {
                 max_tokens: 32000,
                 ignore_eos: false,
                 seed,
+                session: "",
             };
             let answer = persona.plan(&req);
             if let Err(e) = check_calls(&answer, tools) {

@@ -22,6 +22,10 @@ pub struct AnswerRequest<'a> {
     /// A seed derived from the request content and the twin's seed, so the same
     /// conversation gets the same answer.
     pub seed: u64,
+    /// The client's session id (its `x-session-id` header, such as
+    /// OpenCode's), empty when it sent none: what ties a session's
+    /// conversations together when the client compacts them.
+    pub session: &'a str,
 }
 
 /// One part of an answer.

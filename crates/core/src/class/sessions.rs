@@ -169,12 +169,24 @@ pub fn requests_opened(messages: &[Value]) -> usize {
         .count()
 }
 
+/// The row of the session whose first assistant message is
+/// `first_answer`: its rank and whether it answered at once pick it.
+pub fn row_for<'a>(shapes: &'a SessionShapes, first_answer: &Value) -> &'a [u32] {
+    shapes.pick(session_rank(first_answer), answered_at_once(first_answer))
+}
+
 /// Which row a conversation is on and which of its requests is current:
-/// `None` before its first answer (its first request's first step).
+/// `None` before its first answer (its first request's first step). It
+/// reads the conversation alone, so it holds only until the conversation
+/// is compacted (its first answer becomes the summary, its user messages
+/// no longer count the requests); a party that knows the session keeps
+/// the row it picked before.
 pub fn row_of<'a>(shapes: &'a SessionShapes, messages: &[Value]) -> Option<(&'a [u32], usize)> {
     let first = first_answer(messages)?;
-    let row = shapes.pick(session_rank(first), answered_at_once(first));
-    Some((row, requests_opened(messages).saturating_sub(1)))
+    Some((
+        row_for(shapes, first),
+        requests_opened(messages).saturating_sub(1),
+    ))
 }
 
 #[cfg(test)]

@@ -5,8 +5,10 @@
 //!
 //! Everything is derived from the request: the offered tools (mapped to roles
 //! by name and parameters, see [`tools`]), the conversation (see
-//! [`transcript`]) and [`AnswerRequest::seed`]. The persona is pure and
-//! synchronous.
+//! [`transcript`]) and [`AnswerRequest::seed`]; when the class draws
+//! sessions whole, also from the session (the client's session id, see
+//! [`session_rows`]), whose row and current request the persona keeps
+//! across compactions. The persona is synchronous.
 //!
 //! How much it does comes from a class's agent spread
 //! ([`codendum_core::class::AgentSpread`], the `lab` class by default): each
@@ -25,6 +27,7 @@ pub mod paths;
 mod recovery;
 mod report;
 mod request_plan;
+pub mod session_rows;
 pub mod size;
 pub mod tools;
 pub mod transcript;
@@ -43,6 +46,7 @@ use crate::answer::{AnswerPart, AnswerRequest, PlannedAnswer, Responder};
 use crate::tool_sets::ToolSets;
 
 use paths::{lang_of, Lang};
+use session_rows::SessionRows;
 use tools::{ToolKit, ToolRole};
 use transcript::cache::TranscriptCache;
 use transcript::{Outcome, Transcript};
@@ -80,6 +84,9 @@ pub struct AgentPersona {
     transcripts: Arc<TranscriptCache>,
     /// The tools of the last few tool sets, mapped (shared by clones).
     kits: Arc<ToolSets<Arc<ToolKit>>>,
+    /// Each session's recorded row and current request, by the client's
+    /// session id (shared by clones), when the class draws sessions whole.
+    rows: Arc<SessionRows>,
 }
 
 impl AgentPersona {
@@ -107,6 +114,7 @@ impl AgentPersona {
             config,
             transcripts: Arc::default(),
             kits: Arc::default(),
+            rows: Arc::default(),
         }
     }
 
@@ -166,7 +174,7 @@ impl Responder for AgentPersona {
             tests_missing: None,
             config: &self.config,
             out_tokens: 0,
-            session_calls: request_plan::session_calls(&self.config.spread, request.messages),
+            session_calls: None,
         };
         (ctx.test_command, ctx.tests_missing) = test_runner(&t);
         if !kit.offered_any() {
@@ -184,9 +192,12 @@ impl Responder for AgentPersona {
         .any(|r| kit.has(*r))
             || kit.has(ToolRole::Shell);
         if can_change && (kit.has(ToolRole::Read) || kit.has(ToolRole::Shell)) {
+            let shapes = spread.sessions.as_ref();
+            ctx.session_calls = self.rows.calls(shapes, request.session, request.messages);
             let (code, other) = agent::step_sizes(&ctx, &mut rng);
             ctx.out_tokens = code;
             let a = agent::next_step(&ctx, &mut rng);
+            self.rows.answered(request.session, !a.has_tool_calls());
             // A final answer is sized by its own draw; a step that writes
             // code takes the request's larger sizes, any other the smaller.
             let target = match a.has_tool_calls() {

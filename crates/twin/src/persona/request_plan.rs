@@ -2,10 +2,8 @@
 //! reads and changes, drawn once per request; how many calls a subagent
 //! makes.
 
-use codendum_core::class::{sessions, AgentSpread, SessionShapes};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use serde_json::Value;
 
 use super::{fnv1a, mix, PersonaConfig};
 
@@ -36,7 +34,7 @@ pub fn subagent_calls(config: &PersonaConfig, prompt: &str) -> usize {
 }
 
 /// A request's model calls from its session's recorded shape (the class's
-/// `agent.sessions`).
+/// `agent.sessions`, see [`super::session_rows`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum SessionCalls {
     /// The session's first step, before any answer picks its row: it
@@ -45,18 +43,6 @@ pub enum SessionCalls {
     FirstStep(f64),
     /// The request's calls, read from the session's row.
     Drawn(u32),
-}
-
-/// Where the conversation `messages` stands in its session's row, when
-/// the class draws sessions whole: the row is picked from the session's
-/// first answer ([`sessions::row_of`], as the client picks it), the
-/// request is the conversation's count of user messages.
-pub fn session_calls(spread: &AgentSpread, messages: &[Value]) -> Option<SessionCalls> {
-    let shapes = spread.sessions.as_ref()?;
-    Some(match sessions::row_of(shapes, messages) {
-        Some((row, request)) => SessionCalls::Drawn(SessionShapes::calls_of(row, request)),
-        None => SessionCalls::FirstStep(shapes.one_call_first_share()),
-    })
 }
 
 /// The shape of one coding request, drawn once per request (from its first

@@ -95,6 +95,7 @@ pub fn admit(
         max_tokens: p.max_tokens,
         ignore_eos: p.ignore_eos,
         seed,
+        session,
     });
     let n = st.next_id.fetch_add(1, Ordering::Relaxed);
     let pieces = plan_pieces(&answer, |i| {
