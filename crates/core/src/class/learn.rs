@@ -29,6 +29,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::dist::Distribution;
+use super::sessions::RequestPrompt;
 use super::{ByCall, Class, SessionShapes, ToolTimes};
 use crate::results::classroom_records::CallKind;
 use crate::trace::{SourceFormat, Trace, TraceCall, WaitReason};
@@ -116,6 +117,7 @@ struct Obs {
     session_s: Vec<f64>,
     calls_per_request: Vec<f64>,
     session_rows: Vec<Vec<u32>>,
+    session_prompts: Vec<Vec<RequestPrompt>>,
     requests_with_subagent: usize,
     subagent_calls: Vec<f64>,
     title: Vec<f64>,
@@ -230,6 +232,7 @@ fn gather(obs: &mut Obs, source: &Source<'_>) {
                 .push((at, trace.calls[i].input_tokens as f64));
         }
         let mut row = Vec::with_capacity(tasks.len());
+        let mut prompts = Vec::with_capacity(tasks.len());
         for (n, (_, task)) in tasks.iter().enumerate() {
             obs.requests += 1;
             let steps: Vec<usize> = task
@@ -245,6 +248,7 @@ fn gather(obs: &mut Obs, source: &Source<'_>) {
             if !steps.is_empty() {
                 obs.calls_per_request.push(steps.len() as f64);
                 row.push(u32::try_from(steps.len()).unwrap_or(u32::MAX));
+                prompts.push(request_prompt(trace, root, &steps));
             }
             if steps
                 .iter()
@@ -296,6 +300,7 @@ fn gather(obs: &mut Obs, source: &Source<'_>) {
             }
         }
         obs.session_rows.push(row);
+        obs.session_prompts.push(prompts);
     }
     // The head of each session's first prompt shared with another
     // session's first prompt (the system prompt and the tools).
@@ -615,9 +620,16 @@ pub fn learn(sources: &[Source<'_>], name: &str, defaults: &Class) -> Learned {
     let with_call = Counted("session with a model call", "sessions with a model call");
     let shapes = match too_few(rows, with_call) {
         Some(why) => Err(why),
-        None => SessionShapes::from_rows(
+        None => SessionShapes::from_rows_and_prompts(
             format!("{origin}: each session's calls per coding request"),
-            std::mem::take(&mut obs.session_rows),
+            std::mem::take(&mut obs.session_rows)
+                .into_iter()
+                .zip(
+                    std::mem::take(&mut obs.session_prompts)
+                        .into_iter()
+                        .map(Some),
+                )
+                .collect(),
         )
         .ok_or_else(|| format!("no {} in the sources", with_call.1)),
     };
@@ -629,6 +641,28 @@ pub fn learn(sources: &[Source<'_>], name: &str, defaults: &Class) -> Learned {
                 sh.calls.iter().map(Vec::len).sum::<usize>() as f64 / sh.calls.len() as f64,
                 sh.mean_calls()
             );
+            let line = match &sh.prompt_tokens {
+                Some(p) => {
+                    let requests: Vec<&RequestPrompt> = p.iter().flatten().collect();
+                    let median = |f: fn(&RequestPrompt) -> u64| {
+                        let mut v: Vec<u64> = requests.iter().map(|q| f(q)).collect();
+                        v.sort_unstable();
+                        v[v.len() / 2]
+                    };
+                    format!(
+                        "{line}, with each request's prompt tokens at its first and last main-agent call (P50 {} and {})",
+                        median(|q| q.first),
+                        median(|q| q.last)
+                    )
+                }
+                None => {
+                    r.kept.push((
+                        "agent.sessions.first_prompt_tokens".into(),
+                        "a source has no prompt token sizes; prompts grow by agent.prompt_tokens_by_call or agent.appended_tokens".into(),
+                    ));
+                    line
+                }
+            };
             a.sessions = Some(sh);
             r.learned.push(("agent.sessions".into(), line));
         }
@@ -643,6 +677,27 @@ pub fn learn(sources: &[Source<'_>], name: &str, defaults: &Class) -> Learned {
         "recorded sessions do not say which test runs failed".into(),
     ));
     Learned { class, report }
+}
+
+/// The prompt tokens of a coding request's first and last main-agent calls
+/// among its `steps` (its first and last steps when none is the main
+/// agent's).
+fn request_prompt(trace: &Trace, root: &str, steps: &[usize]) -> RequestPrompt {
+    let main: Vec<u64> = steps
+        .iter()
+        .map(|&i| &trace.calls[i])
+        .filter(|c| kind_of(c, root) == CallKind::Agent)
+        .map(|c| c.input_tokens)
+        .collect();
+    let sizes = if main.is_empty() {
+        steps.iter().map(|&i| trace.calls[i].input_tokens).collect()
+    } else {
+        main
+    };
+    RequestPrompt {
+        first: sizes.first().copied().unwrap_or(0),
+        last: sizes.last().copied().unwrap_or(0),
+    }
 }
 
 /// A distribution of `values` (each at least `min`) for `field`, said in

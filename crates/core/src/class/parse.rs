@@ -8,6 +8,7 @@ use std::path::Path;
 use toml::{Table, Value};
 
 use super::dist::{Distribution, Shape};
+use super::sessions::RequestPrompt;
 use super::{
     AgentSpread, ByCall, Class, OutputTokens, Person, SessionShapes, ToolTimes,
     CLASS_SCHEMA_VERSION,
@@ -283,7 +284,13 @@ fn sessions(f: &mut Fields<'_>, version: u32) -> Res<Option<SessionShapes>> {
     let Value::Table(t) = v else {
         return Err(format!("{name} must be a table ([{name}])"));
     };
-    if let Some(k) = t.keys().find(|k| !matches!(k.as_str(), "source" | "calls")) {
+    let known = |k: &str| {
+        matches!(
+            k,
+            "source" | "calls" | "first_prompt_tokens" | "last_prompt_tokens"
+        )
+    };
+    if let Some(k) = t.keys().find(|k| !known(k)) {
         return Err(format!("{name}.{k} is not a field of a class file"));
     }
     let source = match t.get("source") {
@@ -310,9 +317,70 @@ fn sessions(f: &mut Fields<'_>, version: u32) -> Res<Option<SessionShapes>> {
         }
         calls.push(r);
     }
-    let shapes = SessionShapes { source, calls };
+    let first = sizes(t, &name, "first_prompt_tokens")?;
+    let last = sizes(t, &name, "last_prompt_tokens")?;
+    let prompt_tokens = match (first, last) {
+        (None, None) => None,
+        (Some(first), Some(last)) => {
+            if first.len() != last.len() || first.iter().zip(&last).any(|(f, l)| f.len() != l.len())
+            {
+                return Err(format!(
+                    "{name}.first_prompt_tokens and {name}.last_prompt_tokens must have the same rows and lengths"
+                ));
+            }
+            Some(
+                first
+                    .into_iter()
+                    .zip(last)
+                    .map(|(f, l)| {
+                        f.into_iter()
+                            .zip(l)
+                            .map(|(first, last)| RequestPrompt { first, last })
+                            .collect()
+                    })
+                    .collect(),
+            )
+        }
+        (Some(_), None) => return Err(format!("{name}.last_prompt_tokens is missing")),
+        (None, Some(_)) => return Err(format!("{name}.first_prompt_tokens is missing")),
+    };
+    let shapes = SessionShapes {
+        source,
+        calls,
+        prompt_tokens,
+    };
     shapes.check().map_err(|e| format!("{name}: {e}"))?;
     Ok(Some(shapes))
+}
+
+/// One of `agent.sessions`' prompt sizes (`first_prompt_tokens`,
+/// `last_prompt_tokens`): rows of whole numbers ≥ 1, `None` when absent.
+fn sizes(t: &Table, name: &str, key: &str) -> Res<Option<Vec<Vec<u64>>>> {
+    let Some(v) = t.get(key) else {
+        return Ok(None);
+    };
+    let Value::Array(rows) = v else {
+        return Err(format!(
+            "{name}.{key} must be an array of rows ([[9000, 31000], [8000]])"
+        ));
+    };
+    let mut out = Vec::with_capacity(rows.len());
+    for (i, row) in rows.iter().enumerate() {
+        let Value::Array(row) = row else {
+            return Err(format!(
+                "{name}.{key}[{i}] must be an array of token counts"
+            ));
+        };
+        let mut r = Vec::with_capacity(row.len());
+        for (j, c) in row.iter().enumerate() {
+            match c {
+                Value::Integer(n) if *n >= 1 => r.push(*n as u64),
+                _ => return Err(format!("{name}.{key}[{i}][{j}] must be a whole number ≥ 1")),
+            }
+        }
+        out.push(r);
+    }
+    Ok(Some(out))
 }
 
 fn agent(mut f: Fields<'_>, version: u32) -> Res<AgentSpread> {

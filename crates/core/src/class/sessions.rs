@@ -27,20 +27,59 @@ pub struct SessionShapes {
     /// titles and compactions apart) of each coding request, in order.
     /// Every row holds at least one request, every count is at least 1.
     pub calls: Vec<Vec<u32>>,
+    /// The recorded prompt growth, when the sources have token sizes: one
+    /// row per session, parallel to [`SessionShapes::calls`], holding each
+    /// coding request's prompt tokens at its first and at its last
+    /// main-agent call (every size at least 1). `None`: the rows carry no
+    /// sizes, and prompts grow as the class's other fields say.
+    pub prompt_tokens: Option<Vec<Vec<RequestPrompt>>>,
+}
+
+/// The prompt tokens of one recorded coding request's main-agent calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestPrompt {
+    /// Prompt tokens of its first main-agent call.
+    pub first: u64,
+    /// Prompt tokens of its last main-agent call.
+    pub last: u64,
 }
 
 impl SessionShapes {
     /// Sessions from their rows; rows without a request are dropped,
     /// counts of 0 raised to 1. `None` when no row is left.
     pub fn from_rows(source: impl Into<String>, rows: Vec<Vec<u32>>) -> Option<Self> {
-        let calls: Vec<Vec<u32>> = rows
+        let rows = rows.into_iter().map(|r| (r, None)).collect();
+        Self::from_rows_and_prompts(source, rows)
+    }
+
+    /// Sessions from their rows, each with its requests' prompt sizes when
+    /// recorded (as [`SessionShapes::from_rows`]; the sizes of a row are
+    /// dropped with it). The rows keep their sizes only when every kept
+    /// row has one per request, each at least 1: a source without token
+    /// sizes leaves the rows without them.
+    pub fn from_rows_and_prompts(
+        source: impl Into<String>,
+        rows: Vec<(Vec<u32>, Option<Vec<RequestPrompt>>)>,
+    ) -> Option<Self> {
+        let (calls, prompts): (Vec<Vec<u32>>, Vec<Option<Vec<RequestPrompt>>>) = rows
             .into_iter()
-            .filter(|r| !r.is_empty())
-            .map(|r| r.into_iter().map(|c| c.max(1)).collect())
-            .collect();
+            .filter(|(r, _)| !r.is_empty())
+            .map(|(r, p)| (r.into_iter().map(|c| c.max(1)).collect(), p))
+            .unzip();
+        let sized = |(r, p): (&Vec<u32>, &Option<Vec<RequestPrompt>>)| {
+            p.as_ref().is_some_and(|p| {
+                p.len() == r.len() && p.iter().all(|q| q.first >= 1 && q.last >= 1)
+            })
+        };
+        let prompt_tokens = calls
+            .iter()
+            .zip(&prompts)
+            .all(sized)
+            .then(|| prompts.into_iter().flatten().collect());
         (!calls.is_empty()).then(|| SessionShapes {
             source: source.into(),
             calls,
+            prompt_tokens,
         })
     }
 
@@ -56,13 +95,17 @@ impl SessionShapes {
     /// took one call when `first_answered_at_once`, the others otherwise
     /// (every row when none agrees).
     pub fn pick(&self, u: f64, first_answered_at_once: bool) -> &[u32] {
-        let agree: Vec<&Vec<u32>> = self
-            .calls
-            .iter()
-            .filter(|r| (r[0] <= 1) == first_answered_at_once)
+        &self.calls[self.pick_index(u, first_answered_at_once)]
+    }
+
+    /// The index in [`SessionShapes::calls`] of the row [`SessionShapes::pick`]
+    /// picks.
+    pub fn pick_index(&self, u: f64, first_answered_at_once: bool) -> usize {
+        let agree: Vec<usize> = (0..self.calls.len())
+            .filter(|&i| (self.calls[i][0] <= 1) == first_answered_at_once)
             .collect();
-        let rows: Vec<&Vec<u32>> = if agree.is_empty() {
-            self.calls.iter().collect()
+        let rows: Vec<usize> = if agree.is_empty() {
+            (0..self.calls.len()).collect()
         } else {
             agree
         };
@@ -73,6 +116,21 @@ impl SessionShapes {
         };
         let i = ((u * rows.len() as f64) as usize).min(rows.len() - 1);
         rows[i]
+    }
+
+    /// The recorded prompt tokens of main-agent call `step` (0: the
+    /// request's first) of coding request `request` of row `row`: from the
+    /// request's first call's size to its last call's, evenly over the
+    /// request's recorded calls (and the last call's size past them).
+    /// `None` when the rows carry no sizes or the session is past its
+    /// row's requests.
+    pub fn prompt_tokens_at(&self, row: usize, request: usize, step: u32) -> Option<u64> {
+        let q = self.prompt_tokens.as_ref()?.get(row)?.get(request)?;
+        let calls = self.calls.get(row)?.get(request).copied().unwrap_or(1);
+        let span = f64::from(calls.saturating_sub(1).max(1));
+        let at = (f64::from(step) / span).min(1.0);
+        let (first, last) = (q.first as f64, q.last as f64);
+        Some((first + (last - first) * at).round().max(1.0) as u64)
     }
 
     /// Model calls of coding request `request` (0: the first) of a
@@ -94,6 +152,30 @@ impl SessionShapes {
                 return Err(format!("calls[{i}][{j}] is 0 (a request makes a call)"));
             }
         }
+        let Some(prompts) = &self.prompt_tokens else {
+            return Ok(());
+        };
+        if prompts.len() != self.calls.len() {
+            return Err(format!(
+                "first_prompt_tokens has {} rows, calls {} (one per session)",
+                prompts.len(),
+                self.calls.len()
+            ));
+        }
+        for (i, (p, r)) in prompts.iter().zip(&self.calls).enumerate() {
+            if p.len() != r.len() {
+                return Err(format!(
+                    "first_prompt_tokens[{i}] has {} requests, calls[{i}] {}",
+                    p.len(),
+                    r.len()
+                ));
+            }
+            if let Some(j) = p.iter().position(|q| q.first == 0 || q.last == 0) {
+                return Err(format!(
+                    "first_prompt_tokens[{i}][{j}] or last_prompt_tokens[{i}][{j}] is 0 (a prompt has a token)"
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -106,6 +188,12 @@ impl SessionShapes {
             .sum();
         total as f64 / self.calls.len() as f64
     }
+}
+
+/// The index of the row of the session whose first assistant message is
+/// `first_answer` (the row [`row_for`] gives).
+pub fn row_index_for(shapes: &SessionShapes, first_answer: &Value) -> usize {
+    shapes.pick_index(session_rank(first_answer), answered_at_once(first_answer))
 }
 
 /// Whether an assistant message (OpenAI chat form) answered without
@@ -212,6 +300,62 @@ mod tests {
         assert_eq!(SessionShapes::calls_of(&[3, 8], 5), 8);
         assert!((s.mean_calls() - (1.0 + 11.0 + 37.0) / 3.0).abs() < 1e-12);
         assert!(SessionShapes::from_rows("t", vec![vec![]]).is_none());
+        assert_eq!(s.prompt_tokens, None);
+        for u in [0.0, 0.4, 0.9] {
+            assert_eq!(s.pick(u, false), &s.calls[s.pick_index(u, false)][..]);
+        }
+    }
+
+    fn sized(first: u64, last: u64) -> RequestPrompt {
+        RequestPrompt { first, last }
+    }
+
+    #[test]
+    fn rows_carry_their_prompt_growth_evenly_over_a_requests_calls() {
+        let s = SessionShapes::from_rows_and_prompts(
+            "t",
+            vec![
+                (vec![], Some(vec![])),
+                (
+                    vec![5, 1],
+                    Some(vec![sized(10_000, 18_000), sized(19_000, 19_000)]),
+                ),
+                (vec![3], Some(vec![sized(8_000, 9_000)])),
+            ],
+        )
+        .unwrap();
+        assert_eq!(s.calls, vec![vec![5, 1], vec![3]]);
+        assert!(s.check().is_ok());
+        // Five calls: the first at 10K, the last (step 4) at 18K, 2K a step.
+        let at = |row, request, step| s.prompt_tokens_at(row, request, step);
+        assert_eq!(at(0, 0, 0), Some(10_000));
+        assert_eq!(at(0, 0, 1), Some(12_000));
+        assert_eq!(at(0, 0, 4), Some(18_000));
+        assert_eq!(
+            at(0, 0, 9),
+            Some(18_000),
+            "past the recorded calls: the last size"
+        );
+        assert_eq!(at(0, 1, 0), Some(19_000));
+        assert_eq!(at(0, 2, 0), None, "past the row's requests");
+        assert_eq!(at(1, 0, 1), Some(8_500));
+        // A row without sizes (or a size of 0) leaves every row without.
+        let bare = SessionShapes::from_rows_and_prompts(
+            "t",
+            vec![
+                (vec![2], Some(vec![sized(100, 200)])),
+                (vec![2], Some(vec![sized(0, 200)])),
+            ],
+        )
+        .unwrap();
+        assert_eq!(bare.prompt_tokens, None);
+        assert_eq!(bare.prompt_tokens_at(0, 0, 0), None);
+        let mut bad = s.clone();
+        bad.prompt_tokens.as_mut().unwrap()[1].push(sized(1, 1));
+        assert!(bad
+            .check()
+            .unwrap_err()
+            .contains("first_prompt_tokens[1] has 2 requests"));
     }
 
     #[test]

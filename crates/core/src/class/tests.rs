@@ -114,3 +114,62 @@ fn files_of_every_earlier_schema_still_read() {
     let one = two.replace("schema_version = 2", "schema_version = 1");
     assert_eq!(Class::parse(&one, Path::new("one.toml")).expect(&one), lab);
 }
+
+#[test]
+fn sessions_with_prompt_sizes_read_back_and_bad_sizes_are_named() {
+    use sessions::RequestPrompt;
+    let sized = |first, last| RequestPrompt { first, last };
+    let mut c = (*Class::lab()).clone();
+    c.agent.sessions = SessionShapes::from_rows_and_prompts(
+        "rows",
+        vec![
+            (
+                vec![4, 2],
+                Some(vec![sized(9_000, 21_000), sized(23_000, 24_500)]),
+            ),
+            (vec![1], Some(vec![sized(8_700, 8_700)])),
+        ],
+    );
+    let text = write::to_toml(&c);
+    assert!(
+        text.contains("first_prompt_tokens = [\n  [9000, 23000],\n  [8700],\n]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("last_prompt_tokens = [\n  [21000, 24500],\n  [8700],\n]"),
+        "{text}"
+    );
+    let back = Class::parse(&text, Path::new("w.toml")).expect(&text);
+    assert_eq!(back, c, "{text}");
+    let shapes = back.agent.sessions.as_ref().unwrap();
+    assert_eq!(shapes.prompt_tokens_at(0, 0, 1), Some(13_000));
+    // One without the other, a row of another length, a zero: named.
+    let e = err(&text.replace("last_prompt_tokens", "x_prompt_tokens"));
+    assert!(
+        e.contains("agent.sessions.x_prompt_tokens is not a field"),
+        "{e}"
+    );
+    let without_last = text.replace(
+        "last_prompt_tokens = [\n  [21000, 24500],\n  [8700],\n]\n",
+        "",
+    );
+    let e = err(&without_last);
+    assert!(
+        e.contains("agent.sessions.last_prompt_tokens is missing"),
+        "{e}"
+    );
+    let e = err(&text.replace("  [8700],\n]\nlast", "  [8700, 5],\n]\nlast"));
+    assert!(e.contains("must have the same rows and lengths"), "{e}");
+    let e = err(&text.replace("[9000, 23000]", "[0, 23000]"));
+    assert!(
+        e.contains("agent.sessions.first_prompt_tokens[0][0] must be a whole number ≥ 1"),
+        "{e}"
+    );
+    let e = err(&text
+        .replace("[9000, 23000]", "[9000, 23000, 1]")
+        .replace("[21000, 24500]", "[21000, 24500, 1]"));
+    assert!(
+        e.contains("first_prompt_tokens[0] has 3 requests, calls[0] 2"),
+        "{e}"
+    );
+}

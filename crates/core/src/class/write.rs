@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use super::dist::{Distribution, Shape};
+use super::sessions::RequestPrompt;
 use super::{Class, CLASS_SCHEMA_VERSION};
 
 /// A number as TOML writes it: whole numbers with `.0`, others with up to
@@ -207,6 +208,26 @@ pub fn to_toml(class: &Class) -> String {
             let _ = writeln!(out, "  [{}],", cells.join(", "));
         }
         let _ = writeln!(out, "]");
+        if let Some(prompts) = &sh.prompt_tokens {
+            let _ = writeln!(
+                out,
+                "# Each session's prompt tokens at its requests' first and last main-agent calls."
+            );
+            for (key, pick) in [
+                (
+                    "first_prompt_tokens",
+                    (|q| q.first) as fn(&RequestPrompt) -> u64,
+                ),
+                ("last_prompt_tokens", |q| q.last),
+            ] {
+                let _ = writeln!(out, "{key} = [");
+                for row in prompts {
+                    let cells: Vec<String> = row.iter().map(|q| pick(q).to_string()).collect();
+                    let _ = writeln!(out, "  [{}],", cells.join(", "));
+                }
+                let _ = writeln!(out, "]");
+            }
+        }
     }
     let _ = writeln!(out, "\n[agent.output_tokens]");
     for (kind, d) in a.output_tokens.kinds() {

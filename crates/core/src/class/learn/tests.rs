@@ -147,6 +147,18 @@ fn a_session_s_requests_steps_and_waits_are_measured() {
     let shapes = a.sessions.as_ref().expect("sessions");
     assert_eq!(shapes.calls, vec![vec![5, 2]; n]);
     assert!(r.learned.iter().any(|(f, _)| f == "agent.sessions"));
+    // With each request's main-agent prompts, first and last: 16 to 148
+    // tokens over the exercise's five calls, 460 to 490 over the follow-up's.
+    let sized = |first, last| RequestPrompt { first, last };
+    assert_eq!(
+        shapes.prompt_tokens,
+        Some(vec![vec![sized(16, 148), sized(460, 490)]; n])
+    );
+    assert_eq!(shapes.prompt_tokens_at(0, 0, 2), Some(82));
+    assert!(r
+        .learned
+        .iter()
+        .any(|(f, why)| f == "agent.sessions" && why.contains("(P50 460 and 490)")));
     assert_eq!(c.person.session_s.as_ref().map(|d| d.mean()), Some(44.0));
     assert_eq!(a.prompt_tokens.as_ref().map(|d| d.mean()), Some(16.0));
     // 148 − (40 + 100) and 490 − (460 + 20); the subagent's 20 − (12 + 4).
@@ -441,4 +453,24 @@ fn a_learned_class_holds_prompts_by_call_and_the_shared_head_and_reads_back() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("needs schema_version 2"), "{e}");
+}
+
+#[test]
+fn a_source_without_prompt_sizes_learns_rows_without_them_and_says_so() {
+    let mut t = copies(&session(), MIN_OBSERVATIONS);
+    for c in &mut t.calls {
+        c.input_tokens = 0;
+    }
+    let l = learn_one(&t);
+    let shapes = l.class.agent.sessions.as_ref().expect("sessions");
+    assert_eq!(shapes.calls, vec![vec![5, 2]; MIN_OBSERVATIONS]);
+    assert_eq!(shapes.prompt_tokens, None);
+    assert!(l
+        .report
+        .kept
+        .iter()
+        .any(|(f, why)| f == "agent.sessions.first_prompt_tokens"
+            && why.contains("no prompt token sizes")));
+    let text = crate::class::write::to_toml(&l.class);
+    assert!(!text.contains("first_prompt_tokens"), "{text}");
 }
