@@ -17,6 +17,7 @@ use super::prompt;
 use super::session::{session_id, Conversation, LoopEnd, Shared, Student, TaskAcc};
 use super::status::RunningTask;
 use super::tools::{execute, ToolContext, ToolResult, ToolStep};
+use codendum_core::class::sessions;
 use codendum_core::openai::{CallOutcome, ErrorKind};
 use codendum_core::results::classroom_records::{CallKind, CallRecord, TaskOutcome, TaskRecord};
 
@@ -140,6 +141,15 @@ pub(crate) fn run_loop<'a>(
             };
             let (turn, calls) = assistant_turn(&outcome, step);
             if conv.first_answer.is_none() {
+                if conv.kind == CallKind::Agent {
+                    conv.row = config
+                        .class
+                        .agent
+                        .sessions
+                        .as_ref()
+                        .filter(|sh| sh.prompt_tokens.is_some())
+                        .map(|sh| sessions::row_index_for(sh, &turn));
+                }
                 conv.first_answer = Some(turn.clone());
             }
             conv.messages.push(turn);
@@ -156,7 +166,10 @@ pub(crate) fn run_loop<'a>(
                 }
                 return LoopEnd::Answered(outcome.message.content);
             }
-            if run_tool_calls(shared, st, conv, acc, calls).await.is_none() {
+            if run_tool_calls(shared, st, conv, acc, calls, step)
+                .await
+                .is_none()
+            {
                 return LoopEnd::CutOff;
             }
             if compact_now {
@@ -232,14 +245,74 @@ async fn step_call(
     (outcome, record)
 }
 
+/// The client's estimate, in tokens, of the conversation's prompt as it
+/// stands (system prompt, tools and messages).
+fn conversation_estimate(conv: &Conversation) -> u64 {
+    super::sizes::estimate(
+        conv.system.len()
+            + serde_json::to_string(&conv.tools).map_or(0, |t| t.len())
+            + serde_json::to_string(&conv.messages).map_or(0, |m| m.len()),
+    )
+}
+
+/// Tokens of notes that bring the session's next prompt towards its
+/// recorded row's size at main-agent call `step` of coding request
+/// `request` (the row's prompts by call, [`SessionShapes::prompt_tokens_at`]);
+/// `None` when the session has no sized row, or is past its row's
+/// requests. A call grows by at most the recorded growth to it plus one
+/// draw of the class's appended tokens (a session behind its row, after a
+/// compaction or from a smaller first prompt, catches up over steps, not in
+/// one prefill, and does not undo its compaction at once); it never
+/// shrinks.
+///
+/// [`SessionShapes::prompt_tokens_at`]: codendum_core::class::SessionShapes::prompt_tokens_at
+pub(crate) fn row_growth(
+    config: &ClassroomConfig,
+    rng: &mut impl Rng,
+    conv: &Conversation,
+    request: usize,
+    step: u32,
+) -> Option<u64> {
+    let shapes = config.class.agent.sessions.as_ref()?;
+    let row = conv.row?;
+    let target = shapes.prompt_tokens_at(row, request, step)?;
+    let before = match (step, request) {
+        (0, 0) => target,
+        (0, r) => shapes
+            .prompt_tokens_at(row, r - 1, u32::MAX)
+            .unwrap_or(target),
+        (s, r) => shapes.prompt_tokens_at(row, r, s - 1).unwrap_or(target),
+    };
+    let draw = config
+        .class
+        .agent
+        .appended_tokens
+        .as_ref()
+        .map_or(0, |d| d.sample(rng).max(0.0) as u64);
+    let grow = target.saturating_sub(before).saturating_add(draw);
+    Some(target.saturating_sub(conversation_estimate(conv)).min(grow))
+}
+
+/// Appends `pad` tokens of notes (at `offset`) to a message's text.
+fn pad_message(message: &mut Value, pad: u64, offset: usize) {
+    let padded = format!(
+        "{}\n\n{}",
+        message["content"].as_str().unwrap_or(""),
+        super::sizes::notes(pad, offset)
+    );
+    message["content"] = json!(padded);
+}
+
 /// Runs an answer's tool calls in order, each result appended to the
-/// conversation. `None`: the run's drain limit cut a subagent off.
+/// conversation; `step` is the answer's step in its coding request. `None`:
+/// the run's drain limit cut a subagent off.
 async fn run_tool_calls(
     shared: &Shared,
     st: &mut Student,
     conv: &mut Conversation,
     acc: &mut TaskAcc,
     calls: Vec<(String, String, String)>,
+    step: usize,
 ) -> Option<()> {
     let first = conv.messages.len();
     let mut results_len = 0;
@@ -255,6 +328,16 @@ async fn run_tool_calls(
             .push(json!({"role": "tool", "tool_call_id": id, "content": result.content}));
     }
     let agent = &shared.config.class.agent;
+    // The session's recorded row, when it has sizes, takes precedence: the
+    // next call's prompt grows towards the row's size at the next step.
+    let next = u32::try_from(step + 1).unwrap_or(u32::MAX);
+    if let Some(pad) = row_growth(&shared.config, &mut st.rng, conv, acc.index, next) {
+        let offset = conv.messages.len();
+        if let Some(last) = conv.messages[first..].last_mut().filter(|_| pad > 0) {
+            pad_message(last, pad, offset);
+        }
+        return Some(());
+    }
     // The class's prompt sizes by call: the next call's prompt grows by
     // notes towards the size at the session's rank, by at most one draw of
     // the appended tokens (a step adds what a step adds; a session whose
@@ -264,11 +347,7 @@ async fn run_tool_calls(
         .growth_rank
         .and_then(|u| agent.prompt_tokens_at(conv.steps_done, u));
     if let Some(target) = by_call {
-        let have = super::sizes::estimate(
-            conv.system.len()
-                + serde_json::to_string(&conv.tools).map_or(0, |t| t.len())
-                + serde_json::to_string(&conv.messages).map_or(0, |m| m.len()),
-        );
+        let have = conversation_estimate(conv);
         let step = agent
             .appended_tokens
             .as_ref()
@@ -276,12 +355,7 @@ async fn run_tool_calls(
         let pad = (target.max(0.0) as u64).saturating_sub(have).min(step);
         let offset = conv.messages.len();
         if let Some(last) = conv.messages[first..].last_mut().filter(|_| pad > 0) {
-            let padded = format!(
-                "{}\n\n{}",
-                last["content"].as_str().unwrap_or(""),
-                super::sizes::notes(pad, offset)
-            );
-            last["content"] = json!(padded);
+            pad_message(last, pad, offset);
         }
         return Some(());
     }
@@ -293,12 +367,7 @@ async fn run_tool_calls(
         // Notes of another offset for each step, as tool output differs.
         let offset = conv.messages.len();
         if let Some(last) = conv.messages[first..].last_mut().filter(|_| target > have) {
-            let padded = format!(
-                "{}\n\n{}",
-                last["content"].as_str().unwrap_or(""),
-                super::sizes::notes(target - have, offset)
-            );
-            last["content"] = json!(padded);
+            pad_message(last, target - have, offset);
         }
     }
     Some(())
@@ -367,6 +436,14 @@ pub(crate) async fn coding_request(
         start_s: start,
     });
     conv.messages.push(json!({"role": "user", "content": text}));
+    // A follow-up of a session on a sized row: the person's message grows
+    // the prompt towards the row's size at the request's first call.
+    if let Some(pad) = row_growth(&shared.config, &mut st.rng, conv, index, 0) {
+        let offset = conv.messages.len();
+        if let Some(last) = conv.messages.last_mut().filter(|_| pad > 0) {
+            pad_message(last, pad, offset);
+        }
+    }
     let mut acc = TaskAcc {
         index,
         model_time: 0.0,

@@ -144,6 +144,11 @@ pub(crate) struct Conversation {
     pub growth_rank: Option<f64>,
     /// Main-agent calls this conversation has made.
     pub steps_done: u32,
+    /// The index of the session's recorded row when the class draws
+    /// sessions whole with their prompt sizes (picked from its first
+    /// answer, as the model picks it); `None` before that answer, without
+    /// sized rows, or in a subagent's conversation.
+    pub row: Option<usize>,
     /// The session's first answer as it was received: what picks the
     /// session's recorded row, kept because a compaction replaces it in
     /// `messages` with the summary.
@@ -165,6 +170,7 @@ impl Conversation {
             growth_rank: None,
             first_answer: None,
             steps_done: 0,
+            row: None,
         }
     }
 
@@ -182,6 +188,7 @@ impl Conversation {
             growth_rank: None,
             first_answer: None,
             steps_done: 0,
+            row: None,
         }
     }
 }

@@ -288,6 +288,75 @@ fn a_class_s_prompt_and_appended_sizes_shape_the_prompts() {
     }
 }
 
+/// Sessions drawn whole with their recorded prompt sizes: a session's
+/// prompts follow its own row's, from each request's first call's size to
+/// its last call's, the person's follow-up message taking the prompt to
+/// the next request's first size; the row's sizes take precedence over the
+/// class's prompts by call.
+#[test]
+fn a_session_s_prompts_follow_its_row_s_recorded_sizes() {
+    use codendum_core::class::sessions::RequestPrompt;
+    let sized = |first, last| RequestPrompt { first, last };
+    let mut class = (*Class::lab()).clone();
+    class.agent.sessions = SessionShapes::from_rows_and_prompts(
+        "test",
+        vec![
+            (
+                vec![6, 4],
+                Some(vec![sized(10_000, 22_000), sized(26_000, 29_000)]),
+            ),
+            (vec![6], Some(vec![sized(10_000, 25_000)])),
+        ],
+    );
+    class.agent.subagent_share = 0.0;
+    // Prompts by call that would keep every prompt at 10K (the first
+    // prompt's size, drawn before the row is known): the rows win after.
+    class.agent.prompt_tokens_by_call = vec![codendum_core::class::ByCall {
+        from_call: 0,
+        tokens: Distribution::value("test", 10_000.0),
+    }];
+    class.person.pause_s = Distribution::value("test", 25.0);
+    let out = simulate(class, 8, 3);
+    let near = |got: u64, want: f64| (got as f64 - want).abs() <= 0.1 * want;
+    let mut rows_seen = [0, 0];
+    for user in 0..8 {
+        let mut calls: Vec<_> = out
+            .requests
+            .iter()
+            .filter(|r| r.user == user && r.kind == CallKind::Agent)
+            .collect();
+        calls.sort_by(|a, b| a.started_at.total_cmp(&b.started_at));
+        let prompts = |task: usize| -> Vec<u64> {
+            calls
+                .iter()
+                .filter(|r| r.task == task)
+                .filter_map(|r| r.prompt_tokens)
+                .collect()
+        };
+        let (first, second) = (prompts(0), prompts(1));
+        assert_eq!(first.len(), 6, "user {user}: {first:?}");
+        // The first call is the class's first prompt; every later one is
+        // at the row's size for its step (2.4K or 3K tokens a step).
+        assert!(near(first[0], 10_000.0), "user {user}: {first:?}");
+        let (last, per_step) = if second.is_empty() {
+            rows_seen[1] += 1;
+            (25_000.0, 3_000.0)
+        } else {
+            rows_seen[0] += 1;
+            assert_eq!(second.len(), 4, "user {user}: {second:?}");
+            assert!(near(second[0], 26_000.0), "user {user}: {second:?}");
+            assert!(near(second[3], 29_000.0), "user {user}: {second:?}");
+            (22_000.0, 2_400.0)
+        };
+        for (k, p) in first.iter().enumerate().skip(1) {
+            let want = 10_000.0 + per_step * k as f64;
+            assert!(near(*p, want), "user {user} call {k}: {first:?}");
+        }
+        assert!(near(first[5], last), "user {user}: {first:?}");
+    }
+    assert!(rows_seen.iter().all(|&n| n > 0), "rows drawn {rows_seen:?}");
+}
+
 /// `codendum learn-class SOURCES -o out` in `cwd`, which must succeed.
 fn learn_class(cwd: &Path, sources: &[std::path::PathBuf], out: &str) -> cli_support::Finished {
     let learned = run({
