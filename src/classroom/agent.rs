@@ -255,15 +255,19 @@ fn conversation_estimate(conv: &Conversation) -> u64 {
     )
 }
 
-/// Tokens of notes that bring the session's next prompt towards its
-/// recorded row's size at main-agent call `step` of coding request
-/// `request` (the row's prompts by call, [`SessionShapes::prompt_tokens_at`]);
-/// `None` when the session has no sized row, or is past its row's
-/// requests. A call grows by at most the recorded growth to it plus one
-/// draw of the class's appended tokens (a session behind its row, after a
-/// compaction or from a smaller first prompt, catches up over steps, not in
-/// one prefill, and does not undo its compaction at once); it never
-/// shrinks.
+/// Tokens of notes that grow the session's next prompt as its recorded
+/// row grew at main-agent call `step` of coding request `request` (the
+/// row's prompts by call, [`SessionShapes::prompt_tokens_at`]); `None`
+/// when the session has no sized row, or is past its row's requests.
+///
+/// After a step (`tools_added`: the tokens its tool results hold), the
+/// call grows by one draw of the class's appended tokens scaled so that
+/// its mean is the row's growth at this call: the recorded burstiness
+/// (most steps add little, a few add a file) around the row's own pace,
+/// the tools' results counted in. At a follow-up request (`None`), the
+/// person's message takes the prompt up to the row's size at the
+/// request's first call, by at most the row's growth between the
+/// requests. A session's prompts never shrink.
 ///
 /// [`SessionShapes::prompt_tokens_at`]: codendum_core::class::SessionShapes::prompt_tokens_at
 pub(crate) fn row_growth(
@@ -272,6 +276,7 @@ pub(crate) fn row_growth(
     conv: &Conversation,
     request: usize,
     step: u32,
+    tools_added: Option<u64>,
 ) -> Option<u64> {
     let shapes = config.class.agent.sessions.as_ref()?;
     let row = conv.row?;
@@ -283,14 +288,21 @@ pub(crate) fn row_growth(
             .unwrap_or(target),
         (s, r) => shapes.prompt_tokens_at(row, r, s - 1).unwrap_or(target),
     };
-    let draw = config
-        .class
-        .agent
-        .appended_tokens
-        .as_ref()
-        .map_or(0, |d| d.sample(rng).max(0.0) as u64);
-    let grow = target.saturating_sub(before).saturating_add(draw);
-    Some(target.saturating_sub(conversation_estimate(conv)).min(grow))
+    let recorded = target.saturating_sub(before);
+    let Some(added) = tools_added else {
+        return Some(
+            target
+                .saturating_sub(conversation_estimate(conv))
+                .min(recorded),
+        );
+    };
+    let want = match &config.class.agent.appended_tokens {
+        Some(d) if d.mean() > 0.0 => {
+            (d.sample(rng).max(0.0) * recorded as f64 / d.mean()).round() as u64
+        }
+        _ => recorded,
+    };
+    Some(want.saturating_sub(added))
 }
 
 /// Appends `pad` tokens of notes (at `offset`) to a message's text.
@@ -331,7 +343,15 @@ async fn run_tool_calls(
     // The session's recorded row, when it has sizes, takes precedence: the
     // next call's prompt grows towards the row's size at the next step.
     let next = u32::try_from(step + 1).unwrap_or(u32::MAX);
-    if let Some(pad) = row_growth(&shared.config, &mut st.rng, conv, acc.index, next) {
+    let added = super::sizes::estimate(results_len);
+    if let Some(pad) = row_growth(
+        &shared.config,
+        &mut st.rng,
+        conv,
+        acc.index,
+        next,
+        Some(added),
+    ) {
         let offset = conv.messages.len();
         if let Some(last) = conv.messages[first..].last_mut().filter(|_| pad > 0) {
             pad_message(last, pad, offset);
@@ -438,7 +458,7 @@ pub(crate) async fn coding_request(
     conv.messages.push(json!({"role": "user", "content": text}));
     // A follow-up of a session on a sized row: the person's message grows
     // the prompt towards the row's size at the request's first call.
-    if let Some(pad) = row_growth(&shared.config, &mut st.rng, conv, index, 0) {
+    if let Some(pad) = row_growth(&shared.config, &mut st.rng, conv, index, 0, None) {
         let offset = conv.messages.len();
         if let Some(last) = conv.messages.last_mut().filter(|_| pad > 0) {
             pad_message(last, pad, offset);
@@ -477,4 +497,82 @@ pub(crate) async fn coding_request(
     shared.record_task(&record);
     shared.status.closed(open);
     record
+}
+
+#[cfg(test)]
+mod row_growth_tests {
+    use super::*;
+    use codendum_core::class::sessions::RequestPrompt;
+    use codendum_core::class::{Class, Distribution, SessionShapes};
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    /// A config whose class draws one sized row: 6 calls from 10K to 20K
+    /// (2K a call), then a follow-up at 23K; appended tokens `appended`.
+    fn config(appended: Option<Distribution>) -> ClassroomConfig {
+        let mut class = (*Class::lab()).clone();
+        let sized = |first, last| RequestPrompt { first, last };
+        class.agent.sessions = SessionShapes::from_rows_and_prompts(
+            "t",
+            vec![(
+                vec![6, 3],
+                Some(vec![sized(10_000, 20_000), sized(23_000, 24_000)]),
+            )],
+        );
+        class.agent.appended_tokens = appended;
+        let mut c = ClassroomConfig::new("m", Some(65_536));
+        c.class = Arc::new(class);
+        c
+    }
+
+    #[test]
+    fn a_step_grows_by_appended_draws_scaled_to_the_row_s_pace() {
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        // Three steps in four add nothing, one adds 4×: the mean is 1.
+        let bursty = Distribution::from_observations("t", &[0.0, 0.0, 0.0, 4.0], 10);
+        let c = config(bursty);
+        let mut conv = Conversation::main(&c, "ses_a".into());
+        assert_eq!(
+            row_growth(&c, &mut rng, &conv, 0, 1, Some(0)),
+            None,
+            "no row yet"
+        );
+        conv.row = Some(0);
+        let pads: Vec<u64> = (0..400)
+            .map(|_| row_growth(&c, &mut rng, &conv, 0, 1, Some(100)).unwrap())
+            .collect();
+        // 0 or 4 × 2K, less the 100 tokens the tools returned.
+        assert!(pads.iter().all(|&p| p == 0 || p == 7_900), "{pads:?}");
+        let mean = pads.iter().sum::<u64>() as f64 / pads.len() as f64;
+        assert!((1_500.0..=2_500.0).contains(&mean), "mean {mean}");
+        // Past the row's requests: the class's other fields decide.
+        assert_eq!(row_growth(&c, &mut rng, &conv, 2, 0, Some(0)), None);
+    }
+
+    #[test]
+    fn without_appended_tokens_a_step_grows_by_the_row_s_pace_and_a_follow_up_catches_up() {
+        let mut rng = ChaCha8Rng::seed_from_u64(2);
+        let c = config(None);
+        let mut conv = Conversation::main(&c, "ses_b".into());
+        conv.row = Some(0);
+        assert_eq!(
+            row_growth(&c, &mut rng, &conv, 0, 3, Some(500)),
+            Some(1_500)
+        );
+        // The follow-up's message: from the conversation's size up to 23K,
+        // by at most the recorded 3K between the requests.
+        let have = conversation_estimate(&conv);
+        assert!(have < 20_000, "{have}");
+        assert_eq!(row_growth(&c, &mut rng, &conv, 1, 0, None), Some(3_000));
+        // A conversation already at about 21.5K: up to 23K exactly.
+        let more = 4 * (21_500 - have) as usize;
+        conv.messages
+            .push(json!({"role": "user", "content": "x".repeat(more)}));
+        let have = conversation_estimate(&conv);
+        assert!((21_500..22_000).contains(&have), "{have}");
+        assert_eq!(
+            row_growth(&c, &mut rng, &conv, 1, 0, None),
+            Some(23_000 - have)
+        );
+    }
 }

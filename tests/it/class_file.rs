@@ -62,6 +62,20 @@ fn simulate(class: Class, users: usize, seed: u64) -> ClassroomOutcome {
     })
 }
 
+/// A student's main-agent calls, in the order they started.
+fn main_agent_calls(
+    out: &ClassroomOutcome,
+    user: usize,
+) -> Vec<&codendum_core::results::classroom_records::CallRecord> {
+    let mut calls: Vec<_> = out
+        .requests
+        .iter()
+        .filter(|r| r.user == user && r.kind == CallKind::Agent)
+        .collect();
+    calls.sort_by(|a, b| a.started_at.total_cmp(&b.started_at));
+    calls
+}
+
 fn samples(values: &[f64]) -> Distribution {
     Distribution::from_observations("test", values, 100).expect("values")
 }
@@ -269,12 +283,7 @@ fn a_class_s_prompt_and_appended_sizes_shape_the_prompts() {
     class.agent.subagent_share = 0.0;
     let out = simulate(class, 4, 9);
     for user in 0..4 {
-        let mut calls: Vec<_> = out
-            .requests
-            .iter()
-            .filter(|r| r.user == user && r.kind == CallKind::Agent)
-            .collect();
-        calls.sort_by(|a, b| a.started_at.total_cmp(&b.started_at));
+        let calls = main_agent_calls(&out, user);
         let prompts: Vec<u64> = calls.iter().filter_map(|r| r.prompt_tokens).collect();
         let first = prompts[0] as f64;
         assert!((first - 20_000.0).abs() < 2_000.0, "first prompt {first}");
@@ -320,12 +329,7 @@ fn a_session_s_prompts_follow_its_row_s_recorded_sizes() {
     let near = |got: u64, want: f64| (got as f64 - want).abs() <= 0.1 * want;
     let mut rows_seen = [0, 0];
     for user in 0..8 {
-        let mut calls: Vec<_> = out
-            .requests
-            .iter()
-            .filter(|r| r.user == user && r.kind == CallKind::Agent)
-            .collect();
-        calls.sort_by(|a, b| a.started_at.total_cmp(&b.started_at));
+        let calls = main_agent_calls(&out, user);
         let prompts = |task: usize| -> Vec<u64> {
             calls
                 .iter()
