@@ -33,7 +33,8 @@ use crate::error::ConfigError;
 /// The version of the class-file format this build writes; it reads this
 /// one and every earlier one (version 2 added
 /// `agent.prompt_tokens_by_call` and `agent.shared_prompt_tokens`, version
-/// 3 `agent.sessions`).
+/// 3 `agent.sessions`, whose optional prompt sizes,
+/// `first_prompt_tokens` and `last_prompt_tokens`, came later within 3).
 pub const CLASS_SCHEMA_VERSION: u32 = 3;
 
 /// The name of the default class.
@@ -118,6 +119,9 @@ pub struct AgentSpread {
     /// request, so a simulated session's follow-ups and its requests'
     /// calls come from one recorded session ([`sessions`]). `None`: the
     /// follow-ups and [`AgentSpread::calls_per_request`] are drawn apart.
+    /// With their prompt sizes ([`SessionShapes::prompt_tokens`]) they
+    /// also grow a session's prompts, ahead of
+    /// [`AgentSpread::prompt_tokens_by_call`].
     pub sessions: Option<SessionShapes>,
 }
 
