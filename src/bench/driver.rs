@@ -240,6 +240,8 @@ pub(crate) async fn run_rate_level(
                 break;
             }
             tokio::select! {
+                // In order: a run in virtual time is the same every time.
+                biased;
                 done = in_flight.next(), if !in_flight.is_empty() => {
                     if let Some(done) = done {
                         sink.finish(done)?;
@@ -375,6 +377,8 @@ async fn keep_level_full<'a>(
     }
     while ended_by.is_none() {
         tokio::select! {
+            // In order: a run in virtual time is the same every time.
+            biased;
             done = in_flight.next() => {
                 let Some(done) = done else { break };
                 sink.finish(done)?;
@@ -403,6 +407,8 @@ async fn let_in_flight_finish(
     if ended_by != LevelEnd::Interrupted {
         loop {
             tokio::select! {
+                // In order: a run in virtual time is the same every time.
+                biased;
                 done = in_flight.next() => match done {
                     Some(done) => sink.finish(done)?,
                     None => break,

@@ -451,6 +451,8 @@ async fn wait_until<C, S>(io: &StepIo<'_, C, S>, t: f64) -> Option<()> {
         }
     };
     tokio::select! {
+        // In order: a run in virtual time is the same every time.
+        biased;
         _ = io.clock.sleep_until(at) => Some(()),
         _ = stopped => None,
     }

@@ -114,6 +114,8 @@ pub(crate) async fn hold_seats(
             }
         };
         tokio::select! {
+            // In order: a run in virtual time is the same every time.
+            biased;
             changed = control.changed() => if changed.is_err() { break },
             _ = stopped => break,
         }

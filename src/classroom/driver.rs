@@ -110,6 +110,8 @@ pub(crate) async fn run_session(shared: &Shared, session: Session, rng: ChaCha8R
         .sleep_until(Duration::from_secs_f64(shared.origin + session.start_s));
     match session.leave.clone() {
         Some(mut leave) => tokio::select! {
+            // In order: a run in virtual time is the same every time.
+            biased;
             _ = start => {}
             _ = leave.wait_for(|l| *l) => return,
         },
@@ -137,6 +139,8 @@ async fn pause_for(
         std::future::pending::<()>().await
     };
     let slept = tokio::select! {
+        // In order: a run in virtual time is the same every time.
+        biased;
         _ = shared.clock.sleep(Duration::from_secs_f64(pause_s)) => true,
         _ = shared.stopped() => false,
         _ = left => false,

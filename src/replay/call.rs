@@ -150,6 +150,8 @@ pub(super) async fn send(shared: Arc<Shared>, run: Arc<RootRun>, i: usize) {
         }
     };
     tokio::select! {
+        // In order: a run in virtual time is the same every time.
+        biased;
         () = wake => {}
         () = stopped => {}
         () = run.left() => {}
