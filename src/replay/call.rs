@@ -141,19 +141,11 @@ pub(super) async fn send(shared: Arc<Shared>, run: Arc<RootRun>, i: usize) {
     let wake = shared
         .clock
         .sleep_until(Duration::from_secs_f64(shared.origin + start.max(0.0)));
-    let stopped = async {
-        match shared.stop.clone() {
-            Some(mut stop) => {
-                let _ = stop.wait_for(|s| *s).await;
-            }
-            None => std::future::pending::<()>().await,
-        }
-    };
     tokio::select! {
         // In order: a run in virtual time is the same every time.
         biased;
         () = wake => {}
-        () = stopped => {}
+        () = shared.until_stopped() => {}
         () = run.left() => {}
     }
     if shared.stopped() || run.leaving() {
@@ -456,5 +448,15 @@ impl Shared {
     /// Whether the run was asked to stop.
     pub fn stopped(&self) -> bool {
         self.stop.as_ref().is_some_and(|s| *s.borrow())
+    }
+
+    /// Waits until the run is asked to stop (never, without a stop).
+    pub async fn until_stopped(&self) {
+        match self.stop.clone() {
+            Some(mut stop) => {
+                let _ = stop.wait_for(|s| *s).await;
+            }
+            None => std::future::pending::<()>().await,
+        }
     }
 }

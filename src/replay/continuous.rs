@@ -18,6 +18,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::watch;
 
@@ -115,6 +116,19 @@ impl Seat {
     async fn hold(self, join_s: f64, leave: watch::Receiver<bool>) {
         let shared = &self.shared;
         let n_roots = shared.roots.calls.len();
+        // The seat's student joins at `join_s`: not counted before, and
+        // gone if told to leave or stopped while waiting to join.
+        let joined = shared
+            .clock
+            .sleep_until(Duration::from_secs_f64(shared.origin + join_s.max(0.0)));
+        let mut told = leave.clone();
+        tokio::select! {
+            // In order: a run in virtual time is the same every time.
+            biased;
+            () = joined => {}
+            _ = told.wait_for(|l| *l) => return,
+            () = shared.until_stopped() => return,
+        }
         let mut start_s = join_s;
         loop {
             if *leave.borrow() || shared.stopped() {
@@ -140,7 +154,7 @@ impl Seat {
             // server's context) takes no time: a second before the next,
             // so a trace the server cannot hold does not spin.
             if shared.now() - start_s < 1.0 {
-                shared.clock.sleep(std::time::Duration::from_secs(1)).await;
+                shared.clock.sleep(Duration::from_secs(1)).await;
             }
             start_s = shared.now().max(start_s);
         }

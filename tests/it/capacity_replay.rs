@@ -111,6 +111,14 @@ fn a_replayed_class_holds_its_size_sends_the_trace_again_and_lets_seats_leave() 
             students: 9,
             join_over_s: 10.0,
         });
+        // The seven new students join over ten seconds, each counted from
+        // its own join time, not from when its seat was set.
+        clock.sleep_until(at(600.2)).await;
+        let joining = status.snapshot().active_users;
+        assert!(
+            joining < 9,
+            "{joining} students counted 0.2 s into a 10 s join"
+        );
         clock.sleep_until(at(1500.0)).await;
         let shrunk_s = clock.now_secs() - origin;
         let _ = control.send(ClassSize {
