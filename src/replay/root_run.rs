@@ -7,11 +7,19 @@
 //! its own channels: the same recorded session can run twice at once (a
 //! class larger than the trace) without one run reading the other's
 //! answers.
+//!
+//! A call's answer wakes the calls waiting for it in the order they began
+//! to wait (a [`Notify`]), not in the random order of a `watch` channel's
+//! waiters: calls woken at one instant then ask for their timers, and so
+//! reach the server, in the same order every run, which keeps a run in
+//! virtual time the same from run to run when several calls share a start
+//! (recorded waits capped to one length).
 
 use std::collections::{BTreeMap, HashMap};
+use std::pin::pin;
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 
 use super::sent::Sent;
 use crate::classroom::status::{LiveStatus, Open, RunningTask};
@@ -32,11 +40,24 @@ pub(super) struct RootRun {
     /// to the server).
     pub session_suffix: String,
     /// What each of its calls left, by call index.
-    sent: HashMap<usize, watch::Sender<Option<Arc<Sent>>>>,
+    sent: HashMap<usize, Published>,
     /// Turns true when it is told to leave (a class that shrinks).
     leave: Option<watch::Receiver<bool>>,
     /// Its coding requests told to a class's live status as they go.
     live: Option<LiveTasks>,
+}
+
+/// What one call left, once it has ended, and the calls waiting for it.
+#[derive(Default)]
+struct Published {
+    value: Mutex<Option<Arc<Sent>>>,
+    ended: Notify,
+}
+
+impl Published {
+    fn get(&self) -> Option<Arc<Sent>> {
+        self.value.lock().ok().and_then(|v| v.clone())
+    }
 }
 
 /// A run's coding requests as they go: each opened at its first call,
@@ -67,7 +88,7 @@ impl RootRun {
             user,
             salt,
             session_suffix: String::new(),
-            sent: calls.iter().map(|&i| (i, watch::channel(None).0)).collect(),
+            sent: calls.iter().map(|&i| (i, Published::default())).collect(),
             leave: None,
             live: None,
         }
@@ -119,24 +140,33 @@ impl RootRun {
 
     /// Publishes what call `i` left for the calls that wait for it.
     pub fn publish(&self, i: usize, sent: Sent) {
-        if let Some(tx) = self.sent.get(&i) {
-            tx.send_replace(Some(Arc::new(sent)));
+        if let Some(p) = self.sent.get(&i) {
+            if let Ok(mut v) = p.value.lock() {
+                *v = Some(Arc::new(sent));
+            }
+            p.ended.notify_waiters();
         }
     }
 
     /// What call `i` left, once it has ended (`None` for a call of
     /// another root, which nothing here waits for).
     pub async fn answer_of(&self, i: usize) -> Option<Arc<Sent>> {
-        let mut rx = self.sent.get(&i)?.subscribe();
-        rx.wait_for(Option::is_some)
-            .await
-            .ok()
-            .and_then(|v| v.clone())
+        let p = self.sent.get(&i)?;
+        loop {
+            // Waiting before looking, so that an answer published in
+            // between still wakes this call.
+            let mut ended = pin!(p.ended.notified());
+            ended.as_mut().enable();
+            if let Some(v) = p.get() {
+                return Some(v);
+            }
+            ended.await;
+        }
     }
 
     /// What call `i` left, if it has ended.
     pub fn answered(&self, i: usize) -> Option<Arc<Sent>> {
-        self.sent.get(&i).and_then(|tx| tx.borrow().clone())
+        self.sent.get(&i).and_then(Published::get)
     }
 
     /// Notes a call going out at `started_s`: the live status's call, and

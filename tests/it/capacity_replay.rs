@@ -15,7 +15,9 @@ use codendum::capacity::on_twin::capacity_on_twin;
 use codendum::capacity::settings::{CapacitySettings, TiersFrom};
 use codendum::capacity::students::ReplayedSessions;
 use codendum::classroom::{ClassSize, ClassroomConfig, LiveStatus, MemorySink, RecordSink};
-use codendum::replay::{run_continuous_replay, ReplayConfig, Schedule, Template};
+use codendum::replay::{
+    run_continuous_replay, ContinuousOutcome, ReplayConfig, Schedule, Template,
+};
 use codendum::virtual_time::on_paused_runtime;
 use codendum_core::clock::Clock;
 use codendum_core::profile::Profile;
@@ -51,6 +53,44 @@ fn schedule() -> Schedule {
     }
 }
 
+/// The fixture's sessions replayed against `profile`'s server with the
+/// capped waits of [`schedule`], their text salted with `salt`.
+fn replay_config(profile: &Profile, salt: u64) -> ReplayConfig {
+    let mut config = ReplayConfig::new(
+        profile.server.served_model_name.clone(),
+        Template::default(),
+    );
+    config.schedule = schedule();
+    config.max_model_len = Some(u64::from(profile.server.max_model_len));
+    config.salt = salt;
+    config
+}
+
+/// [`run_continuous_replay`] of `trace` as a task of the current runtime,
+/// against `twin`, its class's size told by `rx`.
+fn spawn_replay(
+    trace: Trace,
+    config: ReplayConfig,
+    (twin, clock): (&Arc<InProcTransport>, &Clock),
+    (sink, status): (&Arc<MemorySink>, &Arc<LiveStatus>),
+    rx: watch::Receiver<ClassSize>,
+) -> tokio::task::JoinHandle<ContinuousOutcome> {
+    let sink: Arc<dyn RecordSink> = sink.clone();
+    let transport: Arc<dyn codendum_core::openai::Transport> = twin.clone();
+    let (clock, status) = (clock.clone(), status.clone());
+    tokio::spawn(async move {
+        run_continuous_replay(
+            &trace,
+            &config,
+            (transport, clock),
+            (sink, status),
+            rx,
+            None,
+        )
+        .await
+    })
+}
+
 /// The seconds (start, end) each user's calls span.
 fn spans(calls: &[CallRecord]) -> BTreeMap<usize, (f64, f64)> {
     let mut out: BTreeMap<usize, (f64, f64)> = BTreeMap::new();
@@ -79,30 +119,8 @@ fn a_replayed_class_holds_its_size_sends_the_trace_again_and_lets_seats_leave() 
             students: 2,
             join_over_s: 10.0,
         });
-        let mut config = ReplayConfig::new(
-            profile.server.served_model_name.clone(),
-            Template::default(),
-        );
-        config.schedule = schedule();
-        config.max_model_len = Some(u64::from(profile.server.max_model_len));
-        config.salt = 7;
-        let task = {
-            let (sink, status) = (sink.clone(), status.clone());
-            let transport: Arc<dyn codendum_core::openai::Transport> = twin.clone();
-            let clock = clock.clone();
-            tokio::spawn(async move {
-                let sink: Arc<dyn RecordSink> = sink;
-                run_continuous_replay(
-                    &trace,
-                    &config,
-                    (transport, clock),
-                    (sink, status),
-                    rx,
-                    None,
-                )
-                .await
-            })
-        };
+        let config = replay_config(&profile, 7);
+        let task = spawn_replay(trace, config, (&twin, &clock), (&sink, &status), rx);
         let origin = clock.now_secs();
         let at = |t: f64| Duration::from_secs_f64(origin + t);
         clock.sleep_until(at(600.0)).await;
@@ -198,6 +216,74 @@ fn a_replayed_class_holds_its_size_sends_the_trace_again_and_lets_seats_leave() 
     assert!(tasks.iter().any(|t| t.outcome == TaskOutcome::Completed));
     assert!(tasks.iter().all(|t| t.calls > 0 && t.end >= t.start));
     assert!(grown_s >= 600.0 && shrunk_s >= 1500.0);
+}
+
+/// The calls of a class of `students` replaying the fixture's sessions on
+/// the twin of `profile` for `for_s` virtual seconds, in the order they
+/// ended: user, session, start, wait, tokens in and out.
+type Sent = (usize, String, f64, f64, Option<u64>, u64);
+
+fn replayed_calls(profile: &Profile, students: usize, for_s: f64) -> Vec<Sent> {
+    let trace = sessions();
+    let sink = on_paused_runtime(async {
+        let clock = Clock::scaled(1.0);
+        let mut opts = TwinOptions::new(profile.clone());
+        opts.clock = clock.clone();
+        opts.seed = 5;
+        let twin = Arc::new(InProcTransport::start(opts));
+        let sink = Arc::new(MemorySink::default());
+        let status = Arc::new(LiveStatus::new(clock.clone()));
+        let (control, rx) = watch::channel(ClassSize {
+            students,
+            join_over_s: 10.0,
+        });
+        let config = replay_config(profile, 5);
+        let task = spawn_replay(trace, config, (&twin, &clock), (&sink, &status), rx);
+        clock.sleep(Duration::from_secs_f64(for_s)).await;
+        drop(control);
+        task.await.expect("replay ended");
+        twin.stop();
+        Ok(sink)
+    })
+    .expect("runs");
+    sink.requests()
+        .into_iter()
+        .map(|c| {
+            (
+                c.user,
+                c.session,
+                c.started_at,
+                c.wait_s,
+                c.prompt_tokens,
+                c.output_tokens,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_replay_with_capped_waits_is_the_same_every_run_in_virtual_time() {
+    let profile = Profile::load("classroom-64k").expect("profile");
+    let first = replayed_calls(&profile, 6, 400.0);
+    // Capped waits start several calls of a session at one instant: the
+    // case where the order they reach the server in used to vary.
+    let mut starts: Vec<(usize, u64)> = first
+        .iter()
+        .map(|c| (c.0, (c.2 * 1e6).round() as u64))
+        .collect();
+    let n = starts.len();
+    starts.sort_unstable();
+    starts.dedup();
+    assert!(
+        starts.len() < n,
+        "no two calls of a session started at once"
+    );
+    assert!(n >= 20, "{n} calls");
+    // Each run builds a runtime of its own, whose random seed differs.
+    for run in 1..3 {
+        let again = replayed_calls(&profile, 6, 400.0);
+        assert_eq!(first, again, "run {run} differs from the first");
+    }
 }
 
 #[test]
