@@ -167,3 +167,36 @@ pub(crate) fn title_body(config: &ClassroomConfig, first_message: &str) -> Value
         TITLE_MAX_TOKENS,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lent_conversation_is_sent_whole_and_given_back_unchanged() {
+        let config = ClassroomConfig::new("m", None);
+        let mut conv = Conversation::main(&config, "ses_1".into());
+        conv.messages = vec![
+            json!({"role": "user", "content": "fix the build"}),
+            json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c1"}]}),
+        ];
+        let before = (
+            conv.system.clone(),
+            conv.messages.clone(),
+            conv.tools.clone(),
+        );
+        let lent = lend_conversation(&config, &mut conv);
+        assert!(conv.messages.is_empty() && conv.system.is_empty());
+        let sent = lent["messages"].as_array().expect("messages");
+        assert_eq!(sent.len(), 3);
+        assert_eq!(sent[0], json!({"role": "system", "content": before.0}));
+        assert_eq!(&sent[1..], before.1.as_slice());
+        assert_eq!(lent["tools"].as_array(), Some(&before.2));
+        assert_eq!(lent["model"], "m");
+        // A transport that still holds the body: the parts come back copied.
+        let held = Arc::clone(&lent);
+        take_back(&mut conv, lent);
+        assert_eq!((conv.system, conv.messages, conv.tools), before);
+        assert_eq!(Arc::strong_count(&held), 1);
+    }
+}
