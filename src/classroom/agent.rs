@@ -137,7 +137,7 @@ pub(crate) fn run_loop<'a>(
             conv.steps_done += 1;
             let total = match outcome.usage {
                 Some(u) => u.prompt_tokens + u.completion_tokens,
-                None => request_estimate(config, conv) + record.output_tokens,
+                None => conversation_estimate(conv) + record.output_tokens,
             };
             let (turn, calls) = assistant_turn(&outcome, step);
             if conv.first_answer.is_none() {
@@ -180,21 +180,6 @@ pub(crate) fn run_loop<'a>(
         }
         LoopEnd::CutOff
     })
-}
-
-/// The client's estimate, in tokens, of the request a step sends for
-/// `conv` as it stands: its body's length in characters over
-/// [`compaction::CHARS_PER_TOKEN`]. Used only when the server reported no
-/// usage, since serializing a long conversation costs a copy of it.
-fn request_estimate(config: &ClassroomConfig, conv: &Conversation) -> u64 {
-    let b = body(
-        config,
-        conv.system.clone(),
-        conv.messages.clone(),
-        Some(conv.tools.clone()),
-        config.output_limit,
-    );
-    (b.to_string().len() / compaction::CHARS_PER_TOKEN) as u64
 }
 
 /// One step's model call (with the session's title call alongside on the
@@ -246,7 +231,9 @@ async fn step_call(
 }
 
 /// The client's estimate, in tokens, of the conversation's prompt as it
-/// stands (system prompt, tools and messages).
+/// stands (system prompt, tools and messages): what a step's size is taken
+/// to be when the server reports no usage, and what a sized row's growth
+/// is measured against.
 fn conversation_estimate(conv: &Conversation) -> u64 {
     super::sizes::estimate(
         conv.system.len()
