@@ -221,6 +221,7 @@ async fn run_round(
                     api_key: None,
                     headers: Vec::new(),
                     record_gaps: true,
+                    first_token: None,
                 };
                 all.push(client.call(request).await);
             }

@@ -148,6 +148,7 @@ async fn run_streams(client: &Arc<HttpClient>, streams: usize, tokens: usize) ->
                         api_key: None,
                         headers: Vec::new(),
                         record_gaps: true,
+                        first_token: None,
                     })
                     .await
             })

@@ -296,7 +296,7 @@ impl Workload for Capacity<'_> {
             calls: &calls,
             tasks: &tasks,
             running: &status.running_tasks(),
-            open_calls: &status.open_call_starts_s(),
+            open_calls: &status.open_calls(),
         };
         finish_steps(&mut steps, &s.tiers, records, (&timeline, origin));
         fill_predictions(s, &p, &mut steps, events).await;
@@ -450,18 +450,19 @@ fn plan_text(
         ),
         Settle::Predicted { floor_s, .. } => format!("settles at least {floor_s:.0} s"),
     };
-    // Past its settling a step waits for the calls sent before its change.
+    // Past its settling a step waits for the calls sent before its change
+    // to be taken in.
     let clear = match timing.settle.longest_s() {
         Some(cap) => clears
             .iter()
             .map(|(_, s)| s.min(cap))
             .fold(None, |m: Option<f64>, s| Some(m.map_or(s, |m| m.max(s))))
-            .map(|s| format!(" and, after a decrease, until the calls sent before it have ended (the twin's: up to {s:.0} s)"))
+            .map(|s| format!(" and, after a decrease, until the calls sent before it have their first token (the twin's: up to {s:.0} s)"))
             .unwrap_or_default(),
         None => String::new(),
     };
     out.push_str(&format!(
-        "  each step: new students join over {:.0} s; it {settle}{clear}; then a {:.0} s window is judged on its own (the calls started in it, each to its end; the coding requests completed in it, those still running counted as such){}\n",
+        "  each step: new students join over {:.0} s; it {settle}{clear}; then a {:.0} s window is judged on its own (the calls started in it, judged as soon as those still running cannot change the outcome, a call already streaming with its TTFT known; the coding requests completed in it, those still running counted as such){}\n",
         timing.join_over_s,
         timing.hold_s,
         match timing.max_holds {

@@ -480,6 +480,7 @@ fn start_request_at<'a>(
             load_session_id(prompt.shape, load, index),
         )],
         record_gaps: false,
+        first_token: None,
     };
     let _ = n;
     Box::pin(async move {

@@ -346,6 +346,7 @@ async fn probe(ctx: &SizingContext<'_>, calibration: &str) -> Option<f64> {
         api_key: ctx.api_key.clone(),
         headers: Vec::new(),
         record_gaps: false,
+        first_token: None,
     };
     let outcome = ctx.transport.call(request).await;
     let streamed = outcome

@@ -1,7 +1,8 @@
 //! The search's steps against a running class: set the class's size, let
-//! it settle, hold it over the step's steady window, wait for the calls
-//! started in the window to finish, measure and judge, and let the search
-//! choose the next size. The same loop runs against a live server (the
+//! it settle, hold it over the step's steady window, wait until the calls
+//! started in the window can no longer change its outcome (their first
+//! tokens come, those still streaming counted at their best and worst),
+//! measure and judge, and let the search choose the next size. The same loop runs against a live server (the
 //! run lifecycle's sampler) and against the twin in virtual time (the
 //! prediction), so the two mean the same by every figure.
 
@@ -117,7 +118,7 @@ pub struct Timing {
     pub join_over_s: f64,
     /// How long each step settles.
     pub settle: Settle,
-    /// The longest wait for the window's calls to finish, seconds (the
+    /// The longest wait for the window's calls to decide it, seconds (the
     /// per-request time limit).
     pub drain_cap_s: f64,
     /// The most server time the search may take, seconds.
@@ -154,7 +155,7 @@ pub enum StepEvent<'a> {
         index: u32,
         /// Students.
         users: u32,
-        /// `settling`, `holding`, `finishing its calls` or `holding
+        /// `settling`, `holding`, `waiting for its calls` or `holding
         /// longer (too close to call)`.
         phase: &'static str,
         /// How long it will take, seconds.
@@ -274,20 +275,22 @@ async fn one_step<C: ClassView, S: ServerView>(
     });
     phase("settling", Some(settle_s));
     wait_until(io, changed_s + settle_s).await?;
-    // After a decrease, the calls sent before the change must have ended
-    // before the window opens: they are the larger class's queue, which a
-    // server slower than the prediction takes longer to work off than the
-    // predicted settling; judged while it drains, the smaller class would
-    // look worse than it is. After an increase they are the smaller
-    // class's, lighter than the new load: the settling covers the rise.
+    // After a decrease, the calls sent before the change must have been
+    // taken in (their first token come) before the window opens: waiting,
+    // they are the larger class's queue, which a server slower than the
+    // prediction takes longer to work off than the predicted settling;
+    // judged while it drains, the smaller class would look worse than it
+    // is. Once streaming they hold no more than the seats the smaller
+    // class fills too. After an increase they are the smaller class's,
+    // lighter than the new load: the settling covers the rise.
     let longest = timing.settle.longest_s().filter(|_| users < before);
     if let Some(cap_s) = longest {
         while io
             .class
             .status()
-            .open_call_starts_s()
+            .open_calls()
             .iter()
-            .any(|t| *t < changed_s)
+            .any(|c| c.started_s < changed_s && c.ttft_s.is_none())
             && now() - changed_s < cap_s
         {
             wait_until(io, now() + DRAIN_POLL_S).await?;
@@ -304,7 +307,7 @@ async fn one_step<C: ClassView, S: ServerView>(
             start_s,
             end_s: now(),
         };
-        phase("finishing its calls", None);
+        phase("waiting for its calls", None);
         let drained_from = now();
         let (measured, judged) =
             judge_window(users, window, (changed_s, timing), tiers, io).await?;
@@ -343,9 +346,9 @@ async fn one_step<C: ClassView, S: ServerView>(
 }
 
 /// A window judged by every tier: once its calls have finished, or sooner
-/// when those still running can no longer change any outcome (counted at
-/// their best and at their worst), or when the drain's cap is reached;
-/// `None` when a stop came first.
+/// when every one has its first token and those still streaming can no
+/// longer change any outcome (counted at their best and at their worst),
+/// or when the drain's cap is reached; `None` when a stop came first.
 async fn judge_window<C: ClassView, S: ServerView>(
     users: u32,
     window: StepWindow,
@@ -363,7 +366,7 @@ async fn judge_window<C: ClassView, S: ServerView>(
     loop {
         // What is under way first, then the records: a call or coding
         // request is closed only once recorded, so none falls between.
-        let open_calls = io.class.status().open_call_starts_s();
+        let open_calls = io.class.status().open_calls();
         let running = io.class.status().running_tasks();
         let (calls, tasks) = (io.class.calls(), io.class.tasks());
         let records = Records {
@@ -377,6 +380,17 @@ async fn judge_window<C: ClassView, S: ServerView>(
         if measured.unfinished == 0 || out_of_time {
             let tiers = judge_all(tiers, &measured.summary, &measured.censoring);
             return Some((measured, tiers));
+        }
+        // Not before every call of the window has its TTFT: an unknown one
+        // counted at its worst (never) stretches a percentile's interval
+        // so far that its outcome can come out better than with any real
+        // value, so the worst case would not bound the outcome.
+        let awaited = open_calls
+            .iter()
+            .any(|c| window.started_in(c.started_s) && c.ttft_s.is_none());
+        if awaited {
+            wait_until(io, now() + DRAIN_POLL_S).await?;
+            continue;
         }
         let (best, worst) = bounds(users, records, window, server);
         let at_best = judge_all(tiers, &best, &measured.censoring);

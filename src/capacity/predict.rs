@@ -384,14 +384,14 @@ pub fn predict_steps(
         let drain_until = last_end + timing.drain_cap_s;
         while running
             .status
-            .open_call_starts_s()
+            .open_calls()
             .iter()
-            .any(|t| *t < last_end)
+            .any(|c| c.started_s < last_end)
             && running.clock.now_secs() - running.origin < drain_until
         {
             running.clock.sleep(Duration::from_secs(1)).await;
         }
-        let open_calls = running.status.open_call_starts_s();
+        let open_calls = running.status.open_calls();
         let open = running.status.running_tasks();
         let (calls, tasks) = (running.sink.requests(), running.sink.tasks());
         let timeline = running.twin.so_far();

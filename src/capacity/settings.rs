@@ -225,7 +225,8 @@ pub fn plan_prediction(predicted: &Predicted, search: &Search, timing: &Timing) 
     }
 }
 
-/// The mean wait for a window's calls to finish over `steps`, seconds.
+/// The mean wait for a window's calls to decide its step over `steps`,
+/// seconds.
 pub fn drain_of(steps: &[CapacityStep]) -> Option<f64> {
     codendum_core::stats::mean(steps.iter().map(|s| s.ended_s - s.window_end_s))
 }

@@ -9,10 +9,11 @@
 //! the stretch watched; the load has reached it at the first moment its
 //! trailing [`AVERAGE_S`]-second mean comes within [`tolerance`] of it.
 //!
-//! A live step also waits, past its settling, until the calls sent before
-//! the change have ended (so a window never judges the previous size's
-//! queue): [`time_to_clear`] reads that wait on the twin's records, and
-//! the plan counts it ([`clear_for`]).
+//! After a decrease a live step also waits, past its settling, until the
+//! calls sent before the change have been taken in (their first token
+//! come, or their end for a call that never had one), so a window never
+//! judges the previous size's queue: [`time_to_clear`] reads that wait on
+//! the twin's records, and the plan counts it ([`clear_for`]).
 
 use codendum_core::prom::TimelineSample;
 use codendum_core::results::classroom_records::CallRecord;
@@ -87,14 +88,22 @@ pub fn settle_for(users: u32, plateaus: &[(u32, f64)], floor_s: f64, ceiling_s: 
 }
 
 /// Seconds from `changed_s` (a change of the class's size, seconds since
-/// the class started) until every call sent before it had ended, read on
-/// the class's records (a call ends `wait_s` after it was sent); 0 when
-/// none was in flight at the change.
+/// the class started) until every call sent before it had been taken in,
+/// read on the class's records: its first token (its last attempt was
+/// sent `wait_s − e2e_s` after the call, and its TTFT counts from that
+/// send), or its end (`wait_s` after it was sent) for a call without one;
+/// 0 when none was waiting at the change.
 pub fn time_to_clear(calls: &[CallRecord], changed_s: f64) -> f64 {
     calls
         .iter()
         .filter(|c| c.started_at < changed_s)
-        .map(|c| c.started_at + c.wait_s - changed_s)
+        .map(|c| {
+            let taken_in = match c.ttft_s {
+                Some(ttft) => (c.wait_s - c.e2e_s).max(0.0) + ttft,
+                None => c.wait_s,
+            };
+            c.started_at + taken_in - changed_s
+        })
         .fold(0.0, f64::max)
 }
 
@@ -163,14 +172,34 @@ mod tests {
     }
 
     #[test]
-    fn the_calls_before_a_change_clear_when_the_last_of_them_ends() {
-        let call = |started_at: f64, wait_s: f64| CallRecord {
+    fn the_calls_before_a_change_clear_when_the_last_of_them_is_taken_in() {
+        let call = |started_at: f64, ttft: f64, wait_s: f64| CallRecord {
             wait_s,
-            ..crate::capacity::window::tests::call(started_at, 1.0, true)
+            e2e_s: wait_s,
+            ..crate::capacity::window::tests::call(started_at, ttft, true)
         };
-        let calls = [call(10.0, 30.0), call(90.0, 50.0), call(120.0, 5.0)];
-        // At 100 s the call sent at 90 s runs until 140 s.
-        assert_eq!(time_to_clear(&calls, 100.0), 40.0);
+        let calls = [
+            call(10.0, 5.0, 30.0),
+            call(90.0, 20.0, 50.0),
+            call(120.0, 1.0, 5.0),
+        ];
+        // At 100 s the call sent at 90 s waits for its first token until
+        // 110 s (and streams on until 140 s).
+        assert_eq!(time_to_clear(&calls, 100.0), 10.0);
+        // A call sent again after a failure: its last attempt went out 8 s
+        // after the call, and its first token came 4 s later.
+        let retried = CallRecord {
+            wait_s: 20.0,
+            e2e_s: 12.0,
+            ..crate::capacity::window::tests::call(95.0, 4.0, true)
+        };
+        assert_eq!(time_to_clear(&[retried], 100.0), 7.0);
+        // A call that failed without a first token clears at its end.
+        let failed = CallRecord {
+            wait_s: 30.0,
+            ..crate::capacity::window::tests::call(90.0, 0.0, false)
+        };
+        assert_eq!(time_to_clear(&[failed], 100.0), 20.0);
         assert_eq!(time_to_clear(&calls, 200.0), 0.0);
         assert_eq!(time_to_clear(&[], 5.0), 0.0);
         let clears = [(10, 20.0), (40, 120.0)];

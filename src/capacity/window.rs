@@ -1,9 +1,11 @@
 //! One step's figures over its steady window, from the class's records and
 //! the server's timeline (plain functions).
 //!
-//! - **Model calls**: those *started* in the window, each to its end (the
-//!   step holds its size until they have finished, so none is cut short):
-//!   TTFT, output speed, errors and refused calls.
+//! - **Model calls**: those *started* in the window, each to its end:
+//!   TTFT, output speed, errors and refused calls. The step holds its size
+//!   until the calls still running can no longer change its outcome
+//!   ([`bounds`]; a call streaming has its TTFT known), and its figures
+//!   are measured again once they have all ended.
 //! - **Coding requests**: those *completed* in the window give the figures'
 //!   values; those still running at the window's end are censored (only
 //!   how long they have run so far is known) and are counted and kept as
@@ -17,7 +19,7 @@
 
 use std::collections::HashSet;
 
-use crate::classroom::RunningTask;
+use crate::classroom::{OpenCall, RunningTask};
 use codendum_core::prom::{window_stats, TimelineSample};
 use codendum_core::results::capacity::Censoring;
 use codendum_core::results::classroom_records::TaskOutcome;
@@ -59,9 +61,9 @@ pub struct Records<'a> {
     pub tasks: &'a [TaskRecord],
     /// The coding requests under way.
     pub running: &'a [RunningTask],
-    /// When each model call under way started, seconds since the class
-    /// started.
-    pub open_calls: &'a [f64],
+    /// The model calls under way: when each started, and its TTFT once
+    /// its first token has come.
+    pub open_calls: &'a [OpenCall],
 }
 
 /// The server's timeline (on the run's clock) and the class's start on it.
@@ -90,7 +92,7 @@ pub fn measure(users: u32, r: Records<'_>, window: StepWindow, server: Server<'_
         unfinished: r
             .open_calls
             .iter()
-            .filter(|t| window.started_in(**t))
+            .filter(|c| window.started_in(c.started_s))
             .count() as u64,
     }
 }
@@ -98,9 +100,12 @@ pub fn measure(users: u32, r: Records<'_>, window: StepWindow, server: Server<'_
 /// The best and the worst the step's figures can still turn out, with the
 /// calls started in the window that are still running counted at their
 /// best (a first token at once, endless speed, a success) and at their
-/// worst (no first token ever, no speed, an error). When every target
-/// comes out the same way on both, the step is decided without waiting
-/// for them.
+/// worst (no first token ever, no speed, an error). A call whose first
+/// token has come has its TTFT known, and counts as answered on both
+/// sides: its stream has begun, and should it break later the error shows
+/// in the step's final figures but does not hold the decision back. When
+/// every target comes out the same way on both, the step is decided
+/// without waiting for the calls to end.
 pub fn bounds(
     users: u32,
     r: Records<'_>,
@@ -108,38 +113,51 @@ pub fn bounds(
     server: Server<'_>,
 ) -> (ClassroomSummary, ClassroomSummary) {
     let completed = completed_in(r.tasks, window);
-    let open: Vec<f64> = r
+    let open: Vec<OpenCall> = r
         .open_calls
         .iter()
         .copied()
-        .filter(|t| window.started_in(*t))
+        .filter(|c| window.started_in(c.started_s))
         .collect();
-    let with = |ttft_s: f64, duration_s: f64, output_tokens: u64| {
+    const NEVER_S: f64 = 1.0e9;
+    let with = |worst: bool| {
         let mut calls = calls_in(r.calls, window);
-        calls.extend(open.iter().map(|started_at| CallRecord {
-            user: usize::MAX,
-            session: String::new(),
-            task: 0,
-            kind: codendum_core::results::classroom_records::CallKind::Agent,
-            started_at: *started_at,
-            prompt_tokens: None,
-            output_tokens,
-            tokens_counted_by: codendum_core::openai::TokenSource::Server,
-            ttft_s: Some(ttft_s),
-            e2e_s: duration_s,
-            wait_s: duration_s,
-            retries: 0,
-            retried_kinds: Vec::new(),
-            error_kind: None,
-            tool_calls: 0,
+        calls.extend(open.iter().map(|c| {
+            let ttft_s = match (c.ttft_s, worst) {
+                (Some(t), _) => t,
+                (None, false) => 0.0,
+                (None, true) => NEVER_S,
+            };
+            // Endless speed at best; at worst two tokens over forever.
+            let (duration_s, output_tokens) = match worst {
+                false => (ttft_s + 1.0e-9, 1_000_000),
+                true => (ttft_s + 2.0 * NEVER_S, 2),
+            };
+            CallRecord {
+                user: usize::MAX,
+                session: String::new(),
+                task: 0,
+                kind: codendum_core::results::classroom_records::CallKind::Agent,
+                started_at: c.started_s,
+                prompt_tokens: None,
+                output_tokens,
+                tokens_counted_by: codendum_core::openai::TokenSource::Server,
+                ttft_s: Some(ttft_s),
+                e2e_s: duration_s,
+                wait_s: duration_s,
+                retries: 0,
+                retried_kinds: Vec::new(),
+                error_kind: None,
+                tool_calls: 0,
+            }
         }));
         summary_of(users, calls, &completed, window, server)
     };
-    const NEVER_S: f64 = 1.0e9;
-    let best = with(0.0, 1.0e-9, 1_000_000);
-    let mut worst = with(NEVER_S, 2.0 * NEVER_S, 2);
-    // At worst every one of them fails, with a server error.
-    let k = open.len() as u64;
+    let best = with(false);
+    let mut worst = with(true);
+    // At worst every one still waiting for its first token fails, with a
+    // server error.
+    let k = open.iter().filter(|c| c.ttft_s.is_none()).count() as u64;
     worst.errors += k;
     *worst
         .errors_by_kind
@@ -298,7 +316,7 @@ pub(crate) mod tests {
             calls: &calls,
             tasks: &[],
             running: &[],
-            open_calls: &[150.0, 120.0, 250.0],
+            open_calls: &[open(150.0, None), open(120.0, None), open(250.0, None)],
         };
         let m = measure(10, r, w, (&[], 0.0));
         assert_eq!(
@@ -317,6 +335,47 @@ pub(crate) mod tests {
         assert_eq!((worst.requests, worst.errors), (6, 3));
         assert_eq!(best.ttft_p95_s.map(|t| t < 60.0), Some(true));
         assert!(worst.ttft_p95_s.is_some_and(|t| t > 1.0e8));
+    }
+
+    fn open(started_s: f64, ttft_s: Option<f64>) -> OpenCall {
+        OpenCall { started_s, ttft_s }
+    }
+
+    #[test]
+    fn a_call_streaming_has_its_ttft_known_at_best_and_at_worst() {
+        let w = StepWindow {
+            start_s: 0.0,
+            end_s: 100.0,
+        };
+        // Nineteen calls ended with TTFTs of 1 to 19 s.
+        let calls: Vec<CallRecord> = (1..20)
+            .map(|i| call(f64::from(i), f64::from(i), true))
+            .collect();
+        let waiting = [open(90.0, None)];
+        let streaming = [open(90.0, Some(3.0))];
+        let with = |open_calls: &[OpenCall]| {
+            let r = Records {
+                calls: &calls,
+                tasks: &[],
+                running: &[],
+                open_calls,
+            };
+            (measure(5, r, w, (&[], 0.0)), bounds(5, r, w, (&[], 0.0)))
+        };
+        // Still waiting for its first token: its TTFT may be anything, and
+        // it may yet fail.
+        let (m, (best, worst)) = with(&waiting);
+        assert_eq!(m.unfinished, 1);
+        assert!(best.ttft_p95_s.is_some_and(|t| t <= 19.0));
+        assert!(worst.ttft_p95_s.is_some_and(|t| t > 1.0e6));
+        assert_eq!((best.errors, worst.errors), (0, 1));
+        // Streaming: its 3 s counts on both sides, and it counts as
+        // answered (only its speed is still open).
+        let (m, (best, worst)) = with(&streaming);
+        assert_eq!(m.unfinished, 1);
+        assert_eq!(best.ttft_p95_s, worst.ttft_p95_s);
+        assert_eq!(best.ttft_p50_s, worst.ttft_p50_s);
+        assert_eq!((best.requests, best.errors, worst.errors), (20, 0, 0));
     }
 
     #[test]

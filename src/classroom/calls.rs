@@ -13,7 +13,7 @@ use super::prompt;
 use super::retry::retry_delay;
 use super::session::{Conversation, Shared};
 use codendum_core::access::Secret;
-use codendum_core::openai::{CallOutcome, CallRequest, Endpoint};
+use codendum_core::openai::{CallOutcome, CallRequest, Endpoint, FirstToken};
 use codendum_core::results::classroom_records::{CallKind, CallRecord};
 
 /// `max_tokens` of a title request.
@@ -103,15 +103,17 @@ pub(crate) async fn call_model(
     if let Some(p) = who.parent {
         headers.push(("x-parent-session-id".to_string(), p.to_string()));
     }
+    let first_token = FirstToken::default();
     let request = CallRequest {
         endpoint: Endpoint::Chat,
         body,
         api_key: who.key.cloned(),
         headers,
         record_gaps: false,
+        first_token: Some(first_token.clone()),
     };
     let started = shared.now();
-    let open = shared.status.call_opened(started);
+    let open = shared.status.call_opened(started, first_token.clone());
     let mut retries = 0u32;
     let mut retried_kinds = Vec::new();
     let outcome = loop {
@@ -126,6 +128,8 @@ pub(crate) async fn call_model(
                 retries += 1;
                 retried_kinds.push(e.kind);
                 shared.status.retried();
+                // The attempt sent again waits for a first token of its own.
+                first_token.clear();
                 shared.clock.sleep(delay).await;
             }
             _ => break outcome,

@@ -50,7 +50,7 @@ pub use prompt::{PromptSet, PromptSource};
 pub use records::{JsonlSink, MemorySink, RecordSink};
 pub use retry::{retry_delay, MAX_RETRIES};
 pub use scenario::Scenario;
-pub use status::{LiveStatus, RunningTask, StatusSnapshot};
+pub use status::{LiveStatus, OpenCall, RunningTask, StatusSnapshot};
 
 #[cfg(test)]
 mod tools_tests;

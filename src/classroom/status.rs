@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use serde::Serialize;
 
 use codendum_core::clock::Clock;
+use codendum_core::openai::FirstToken;
 use codendum_core::results::classroom_records::{CallRecord, TaskOutcome};
 use codendum_core::stats::percentile;
 
@@ -32,7 +33,7 @@ pub struct LiveStatus {
 #[derive(Debug, Default)]
 struct OpenWork {
     next: u64,
-    calls: std::collections::BTreeMap<u64, f64>,
+    calls: std::collections::BTreeMap<u64, (f64, FirstToken)>,
     tasks: std::collections::BTreeMap<u64, RunningTask>,
 }
 
@@ -45,6 +46,16 @@ pub struct RunningTask {
     pub index: usize,
     /// When it started, seconds since the run started.
     pub start_s: f64,
+}
+
+/// A model call under way.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OpenCall {
+    /// When it was sent, seconds since the run started.
+    pub started_s: f64,
+    /// Its TTFT once its first token has arrived, seconds from the
+    /// attempt's send; `None` while it waits for one.
+    pub ttft_s: Option<f64>,
 }
 
 /// A model call or coding request under way, handed back when it ends.
@@ -96,10 +107,10 @@ impl LiveStatus {
     }
 
     /// Notes a model call started at `started_s` (seconds since the run
-    /// started).
-    pub(crate) fn call_opened(&self, started_s: f64) -> Open {
+    /// started), whose transport tells `first_token`.
+    pub(crate) fn call_opened(&self, started_s: f64, first_token: FirstToken) -> Open {
         self.open(|o, id| {
-            o.calls.insert(id, started_s);
+            o.calls.insert(id, (started_s, first_token));
         })
     }
 
@@ -128,12 +139,21 @@ impl LiveStatus {
         }
     }
 
-    /// When each model call under way started, seconds since the run
-    /// started (a call is closed only once its record is written).
-    pub fn open_call_starts_s(&self) -> Vec<f64> {
+    /// The model calls under way: when each started and its TTFT once its
+    /// first token has come (a call is closed only once its record is
+    /// written).
+    pub fn open_calls(&self) -> Vec<OpenCall> {
         self.open
             .lock()
-            .map(|o| o.calls.values().copied().collect())
+            .map(|o| {
+                o.calls
+                    .values()
+                    .map(|(started_s, first)| OpenCall {
+                        started_s: *started_s,
+                        ttft_s: first.get(),
+                    })
+                    .collect()
+            })
             .unwrap_or_default()
     }
 

@@ -310,7 +310,10 @@ pub async fn exchange(
             ),
         });
     }
-    let (_, meter) = slot.insert((head.status, StreamMeter::new(sent_at, request.record_gaps)));
+    let (_, meter) = slot.insert((
+        head.status,
+        StreamMeter::new(sent_at, request.record_gaps).telling(request.first_token.clone()),
+    ));
     match read_body(&mut conn, &mut decoder, clock, |d, now| {
         meter.on_bytes(d, now)
     })

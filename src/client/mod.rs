@@ -240,7 +240,10 @@ impl HttpClient {
                 err.retry_after,
             );
         }
-        let (_, meter) = slot.insert((status, StreamMeter::new(sent_at, request.record_gaps)));
+        let (_, meter) = slot.insert((
+            status,
+            StreamMeter::new(sent_at, request.record_gaps).telling(request.first_token.clone()),
+        ));
         let mut stream = response.bytes_stream();
         self.read_stream(&mut stream, meter).await;
         if meter.saw_done() {

@@ -38,7 +38,7 @@ use super::sent::{Sent, Turn};
 use crate::classroom::RecordSink;
 use codendum_core::clock::Clock;
 use codendum_core::openai::Transport;
-use codendum_core::openai::{CallRequest, Endpoint};
+use codendum_core::openai::{CallRequest, Endpoint, FirstToken};
 use codendum_core::results::classroom_records::CallKind;
 use codendum_core::results::classroom_records::CallRecord;
 use codendum_core::trace::text::prompt_text;
@@ -237,7 +237,8 @@ pub(super) async fn send(shared: Arc<Shared>, run: Arc<RootRun>, i: usize) {
         ));
     }
     let started_at = shared.now();
-    let open = run.call_started(call.task, started_at);
+    let first_token = FirstToken::default();
+    let open = run.call_started(call.task, started_at, &first_token);
     let outcome = shared
         .transport
         .call(CallRequest {
@@ -246,6 +247,7 @@ pub(super) async fn send(shared: Arc<Shared>, run: Arc<RootRun>, i: usize) {
             api_key: config.api_key.clone(),
             headers,
             record_gaps: false,
+            first_token: Some(first_token),
         })
         .await;
     let ended = shared.now();

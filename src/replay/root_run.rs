@@ -24,6 +24,7 @@ use tokio::sync::{watch, Notify};
 use super::sent::Sent;
 use crate::classroom::status::{LiveStatus, Open, RunningTask};
 use crate::classroom::RecordSink;
+use codendum_core::openai::FirstToken;
 use codendum_core::results::classroom_records::{CallKind, CallRecord, TaskOutcome, TaskRecord};
 
 /// One run of root session `r`.
@@ -169,10 +170,16 @@ impl RootRun {
         self.sent.get(&i).and_then(Published::get)
     }
 
-    /// Notes a call going out at `started_s`: the live status's call, and
-    /// its coding request's start when it is the first; hand the call back
-    /// to [`RootRun::call_ended`].
-    pub fn call_started(&self, task: Option<usize>, started_s: f64) -> Option<Open> {
+    /// Notes a call going out at `started_s`, whose transport tells
+    /// `first_token`: the live status's call, and its coding request's
+    /// start when it is the first; hand the call back to
+    /// [`RootRun::call_ended`].
+    pub fn call_started(
+        &self,
+        task: Option<usize>,
+        started_s: f64,
+        first_token: &FirstToken,
+    ) -> Option<Open> {
         let live = self.live.as_ref()?;
         live.status.attempt(true);
         if let (Some(t), Ok(mut tasks)) = (task, live.tasks.lock()) {
@@ -184,7 +191,7 @@ impl RootRun {
                 }));
             }
         }
-        Some(live.status.call_opened(started_s))
+        Some(live.status.call_opened(started_s, first_token.clone()))
     }
 
     /// Notes a call ended with `record` (already written): its coding

@@ -35,6 +35,7 @@ async fn probe_prompt(
             api_key: None,
             headers: Vec::new(),
             record_gaps: false,
+            first_token: None,
         })
         .await
         .input_tokens()

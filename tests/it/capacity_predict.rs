@@ -67,6 +67,22 @@ fn the_twin_finds_each_tier_and_replays_its_steps() {
     }
     eprintln!("plateaus {:?}", p.plateaus);
     assert!(p.answers[0].carries <= p.answers[1].carries);
+    // Steps are judged as soon as the calls still running cannot change
+    // them (a call streaming has its TTFT known), not when the last call
+    // of the window ends: some were judged with calls still running, and
+    // every outcome is the one the window's final figures (re-measured
+    // once all its calls ended) give; the last step's calls are cut off
+    // when the class ends, so it is left out.
+    assert!(
+        p.steps.iter().any(|s| s.unfinished > 0),
+        "no step judged before its calls ended"
+    );
+    for s in &p.steps[..p.steps.len() - 1] {
+        for t in &s.tiers {
+            let steering = t.checks.iter().filter(|c| c.steers).map(|c| c.outcome);
+            assert_eq!(t.outcome, Outcome::worst(steering), "step {}", s.index);
+        }
+    }
     let again = predict_steps(&input, &p.steps, &timing()).expect("replays");
     assert_eq!(again.len(), p.steps.len());
 }

@@ -159,7 +159,7 @@ fn a_replayed_class_holds_its_size_sends_the_trace_again_and_lets_seats_leave() 
     let tasks = sink.tasks();
     assert!(!calls.is_empty());
     // Nothing is left under way once the class is over.
-    assert!(status.open_call_starts_s().is_empty());
+    assert!(status.open_calls().is_empty());
     assert!(status.running_tasks().is_empty());
     // Each session run is a user of its own; with nine seats and six
     // sessions, later passes run under session ids of their own.

@@ -194,3 +194,26 @@ fn end_of_body_rules() {
     let o = meter_over(b"data: {\"choices\":[\n\ndata: [DONE]\n\n", &[0.1], false);
     assert_eq!(o.error.map(|e| e.kind), Some(ErrorKind::BadJson));
 }
+
+#[test]
+fn the_first_token_is_told_as_it_arrives_not_at_the_end() {
+    let told = codendum_core::openai::FirstToken::default();
+    let mut meter = StreamMeter::new(10.0, false).telling(Some(told.clone()));
+    let role = "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n";
+    meter.on_bytes(role.as_bytes(), 10.1);
+    assert_eq!(told.get(), None, "a role-only chunk is not a token");
+    let text = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"fn\"}}]}\n\n";
+    meter.on_bytes(text.as_bytes(), 10.3);
+    let at_first = told.get().expect("told while the stream goes on");
+    assert!((at_first - 0.3).abs() < 1e-9, "{at_first}");
+    // Later tokens and the end leave it as it was.
+    meter.on_bytes(text.as_bytes(), 12.0);
+    meter.on_bytes(b"data: [DONE]\n\n", 12.5);
+    meter.on_end(12.5);
+    let o = meter.finish(200, 12.5);
+    assert_eq!(o.ttft, Some(at_first));
+    assert_eq!(told.get(), Some(at_first));
+    // A retry forgets it.
+    told.clear();
+    assert_eq!(told.get(), None);
+}

@@ -17,6 +17,7 @@ fn request() -> CallRequest {
         api_key: None,
         headers: Vec::new(),
         record_gaps: true,
+        first_token: None,
     }
 }
 

@@ -86,6 +86,7 @@ fn request() -> CallRequest {
         api_key: None,
         headers: Vec::new(),
         record_gaps: false,
+        first_token: None,
     }
 }
 

@@ -43,6 +43,7 @@ fn call(session: &str, i: usize) -> CallRequest {
         api_key: None,
         headers: vec![("x-session-id".into(), session.into())],
         record_gaps: false,
+        first_token: None,
     }
 }
 

@@ -62,6 +62,7 @@ fn request(i: usize) -> CallRequest {
         api_key: None,
         headers: Vec::new(),
         record_gaps: false,
+        first_token: None,
     }
 }
 

@@ -58,6 +58,7 @@ fn bench_request(i: usize) -> CallRequest {
         api_key: None,
         headers: Vec::new(),
         record_gaps: true,
+        first_token: None,
     }
 }
 

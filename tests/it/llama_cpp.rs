@@ -34,6 +34,7 @@ fn chat() -> CallRequest {
         api_key: None,
         headers: Vec::new(),
         record_gaps: true,
+        first_token: None,
     }
 }
 

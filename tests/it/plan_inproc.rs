@@ -50,6 +50,7 @@ fn request(body: Value) -> CallRequest {
         api_key: None,
         headers: vec![("x-session-id".into(), "ses_0123456789abcdef01234567".into())],
         record_gaps: false,
+        first_token: None,
     }
 }
 

@@ -18,6 +18,7 @@ fn request(body: Value) -> CallRequest {
         api_key: None,
         headers: Vec::new(),
         record_gaps: true,
+        first_token: None,
     }
 }
 

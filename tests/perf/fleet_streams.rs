@@ -76,6 +76,7 @@ fn four_replicas_hold_1024_streams_and_count_every_step() {
                         api_key: None,
                         headers: Vec::new(),
                         record_gaps: true,
+                        first_token: None,
                     })
                     .await
                 })

@@ -148,7 +148,7 @@ fn label(key: &str) -> &'static str {
 fn push_steps(doc: &mut Doc, r: &CapacityResults) {
     doc.heading("Steps");
     doc.paragraph(format!(
-        "Each step set the class to its size (new students joining over {:.0} s, students retired after their call in flight), settled, and was judged over its steady window alone: the model calls started in the window, each to its end, and the coding requests completed in it (those still running at the window's end are counted apart: only a lower bound of their time is known). The twin's figures come from the same steps run again on the twin of profile {} in virtual time: the same sizes at the same times.",
+        "Each step set the class to its size (new students joining over {:.0} s, students retired after their call in flight), settled, and was judged over its steady window alone: the model calls started in the window, each to its end (judged as soon as those still running could no longer change the outcome, a call already streaming with its TTFT known), and the coding requests completed in it (those still running at the window's end are counted apart: only a lower bound of their time is known). The twin's figures come from the same steps run again on the twin of profile {} in virtual time: the same sizes at the same times.",
         r.parameters.join_over_s, r.parameters.profile
     ));
     let mut header: Vec<String> = vec![

@@ -25,6 +25,7 @@ pub fn chat_request(key: Option<&str>, record_gaps: bool) -> CallRequest {
         api_key: key.map(Secret::new),
         headers: vec![("x-session-id".into(), "s-1".into())],
         record_gaps,
+        first_token: None,
     }
 }
 

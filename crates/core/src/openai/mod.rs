@@ -286,6 +286,49 @@ pub struct CallRequest {
     pub headers: Vec<(String, String)>,
     /// Record gaps between text chunks in [`CallOutcome::gaps`].
     pub record_gaps: bool,
+    /// Told the call's TTFT as soon as its first token arrives, before the
+    /// call ends; `None` when nobody watches.
+    pub first_token: Option<FirstToken>,
+}
+
+/// A call's first token, told while the call still streams: the TTFT,
+/// seconds from the attempt's send, once one has arrived. Clones share one
+/// value, so the caller keeps a clone and the transport notes it.
+#[derive(Debug, Clone)]
+pub struct FirstToken(std::sync::Arc<std::sync::atomic::AtomicU64>);
+
+impl Default for FirstToken {
+    fn default() -> Self {
+        FirstToken(std::sync::Arc::new(std::sync::atomic::AtomicU64::new(
+            f64::NAN.to_bits(),
+        )))
+    }
+}
+
+impl FirstToken {
+    /// Notes the first token `ttft_s` seconds after the attempt was sent
+    /// (the first note of an attempt holds).
+    pub fn note(&self, ttft_s: f64) {
+        use std::sync::atomic::Ordering;
+        let _ = self.0.compare_exchange(
+            f64::NAN.to_bits(),
+            ttft_s.to_bits(),
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        );
+    }
+
+    /// Forgets the note, for an attempt sent again after a failure.
+    pub fn clear(&self) {
+        self.0
+            .store(f64::NAN.to_bits(), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The TTFT noted, seconds; `None` before the first token.
+    pub fn get(&self) -> Option<f64> {
+        let v = f64::from_bits(self.0.load(std::sync::atomic::Ordering::Relaxed));
+        (!v.is_nan()).then_some(v)
+    }
 }
 
 /// How drivers reach a model: HTTP, or an in-process engine.

@@ -34,6 +34,7 @@ pub struct StreamMeter {
     done: bool,
     ended_at: Option<f64>,
     error: Option<CallError>,
+    first_token: Option<super::FirstToken>,
 }
 
 impl StreamMeter {
@@ -50,7 +51,14 @@ impl StreamMeter {
             done: false,
             ended_at: None,
             error: None,
+            first_token: None,
         }
+    }
+
+    /// Tells `first_token` the TTFT as soon as the first token arrives.
+    pub fn telling(mut self, first_token: Option<super::FirstToken>) -> Self {
+        self.first_token = first_token;
+        self
     }
 
     /// Takes a piece of the body that arrived at `now` (simulated seconds).
@@ -180,7 +188,11 @@ impl StreamMeter {
         match result {
             Ok(true) => {
                 if self.ttft.is_none() {
-                    self.ttft = Some((now - self.sent_at).max(0.0));
+                    let ttft = (now - self.sent_at).max(0.0);
+                    self.ttft = Some(ttft);
+                    if let Some(told) = &self.first_token {
+                        told.note(ttft);
+                    }
                 }
                 if self.record_gaps {
                     if let Some(prev) = self.last_text_at {

@@ -171,7 +171,8 @@ pub struct CapacityStep {
     /// When it was judged (the step's end), seconds since the search
     /// started: once the calls started in its window had finished, or
     /// sooner when those still running could no longer change any tier's
-    /// outcome (counted at their best and at their worst).
+    /// outcome (counted at their best and at their worst; a call whose
+    /// first token had come with its TTFT known, as answered).
     pub ended_s: f64,
     /// Calls started in its window still running when it was judged.
     pub unfinished: u64,

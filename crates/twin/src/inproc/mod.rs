@@ -176,6 +176,7 @@ impl InProcTransport {
             .find(|(k, _)| k.eq_ignore_ascii_case("x-session-id"))
             .map_or("", |(_, v)| v.as_str());
         let chat = request.endpoint == Endpoint::Chat;
+        let first_token = request.first_token;
         let mut generation = match admit(&self.state, request.body, chat, session) {
             Ok(a) => a.generation,
             Err(r) => {
@@ -203,7 +204,12 @@ impl InProcTransport {
             };
             if !delivery.pieces.is_empty() {
                 let now = clock.now_secs() - sent_at;
-                outcome.ttft.get_or_insert(now);
+                if outcome.ttft.is_none() {
+                    outcome.ttft = Some(now);
+                    if let Some(told) = &first_token {
+                        told.note(now);
+                    }
+                }
                 if request.record_gaps {
                     for (i, _) in delivery.pieces.iter().enumerate() {
                         if let Some(last) = last_text_at {
