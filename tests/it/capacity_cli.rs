@@ -52,6 +52,13 @@ fn a_search_on_the_embedded_twin_answers_every_tier_and_compares() {
     }
     let steps = results["steps"].as_array().expect("steps");
     assert!(!steps.is_empty());
+    // Over HTTP the stream tells each call's first token as it comes, so
+    // a step is judged while calls of its window still stream.
+    assert!(
+        steps.iter().any(|s| s["unfinished"].as_u64() > Some(0)),
+        "every step waited for its calls to end: {:?}",
+        steps.iter().map(|s| &s["unfinished"]).collect::<Vec<_>>()
+    );
     for s in steps {
         assert!(s["measured"]["requests"].as_u64() > Some(0), "{s}");
         assert!(s["predicted"].is_object(), "no twin figures beside {s}");
