@@ -401,12 +401,15 @@ async fn judge_window<C: ClassView, S: ServerView>(
             .all(|(b, w)| b.outcome == w.outcome);
         if same {
             // The figures so far, each target decided where its best and
-            // worst agree.
+            // worst agree. A figure the same at both (a TTFT, every call's
+            // known) is exact: it is shown with the streaming calls in it.
             let mut judged = judge_all(tiers, &measured.summary, &measured.censoring);
             for ((t, b), w) in judged.iter_mut().zip(&at_best).zip(&at_worst) {
                 t.outcome = w.outcome;
                 for ((c, cb), cw) in t.checks.iter_mut().zip(&b.checks).zip(&w.checks) {
-                    if cb.outcome == cw.outcome {
+                    if cb.measured == cw.measured && cb.interval == cw.interval {
+                        *c = cw.clone();
+                    } else if cb.outcome == cw.outcome {
                         c.outcome = cw.outcome;
                     }
                 }
