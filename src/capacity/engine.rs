@@ -2,9 +2,10 @@
 //! it settle, hold it over the step's steady window, wait until the calls
 //! started in the window can no longer change its outcome (their first
 //! tokens come, those still streaming counted at their best and worst),
-//! measure and judge, and let the search choose the next size. The same loop runs against a live server (the
-//! run lifecycle's sampler) and against the twin in virtual time (the
-//! prediction), so the two mean the same by every figure.
+//! measure and judge, and let the search choose the next size. The same
+//! loop runs against a live server (the run lifecycle's sampler) and
+//! against the twin in virtual time (the prediction), so the two mean the
+//! same by every figure.
 
 use std::time::Duration;
 
