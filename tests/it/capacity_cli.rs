@@ -71,6 +71,10 @@ fn a_search_on_the_embedded_twin_answers_every_tier_and_compares() {
     }
     let report = std::fs::read_to_string(folder.join("report.html")).expect("report");
     assert!(report.contains("<svg"), "no chart in the report");
+    assert!(
+        report.contains("Judged (s after the window)") && report.contains("Calls still streaming"),
+        "the steps table does not say when each step was judged"
+    );
     // A second search with other targets: compare says what changed.
     let f = search(
         dir.path(),

@@ -156,6 +156,8 @@ fn push_steps(doc: &mut Doc, r: &CapacityResults) {
         "Kind".into(),
         "Settle (s)".into(),
         "Window (s)".into(),
+        "Judged (s after the window)".into(),
+        "Calls still streaming".into(),
     ];
     header.extend(r.parameters.tiers.iter().map(|t| t.name.clone()));
     let rows: Vec<Vec<String>> = r
@@ -174,6 +176,8 @@ fn push_steps(doc: &mut Doc, r: &CapacityResults) {
                     fixed(s.window_start_s, 0),
                     fixed(s.window_end_s, 0)
                 ),
+                fixed((s.ended_s - s.window_end_s).max(0.0), 0),
+                s.unfinished.to_string(),
             ];
             row.extend(r.parameters.tiers.iter().map(|t| {
                 s.tier(&t.name)
