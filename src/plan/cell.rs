@@ -18,6 +18,10 @@ pub static STUDENTS_SIMULATED: std::sync::atomic::AtomicU64 = std::sync::atomic:
 
 /// Runs one cell on a fresh current-thread tokio runtime whose time is
 /// paused, so every wait (engine steps, builds, pauses) passes at once.
+/// The runtime has timers but no I/O driver: a cell does no I/O (the twin
+/// is in process), and without one the runtime moves on from one instant of
+/// virtual time to the next without a system call (with one it polls epoll
+/// at each).
 /// `profile` is the cell's profile as loaded; its `max_num_seqs` is replaced
 /// by the cell's. A profile whose `[fleet]` has more than one replica runs
 /// as a fleet ([`super::fleet_cell`]); one replica is the single twin.
@@ -28,7 +32,7 @@ pub fn run_cell(
 ) -> Result<CellResult, Error> {
     STUDENTS_SIMULATED.fetch_add(u64::from(spec.users), std::sync::atomic::Ordering::Relaxed);
     let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
+        .enable_time()
         .start_paused(true)
         .build()
         .map_err(|e| Error::io("cannot start a simulation runtime", e))?;

@@ -32,7 +32,10 @@ impl<T: Clone> ToolSets<T> {
         let Ok(mut sets) = self.sets.lock() else {
             return derive(tools);
         };
-        if let Some((_, value)) = sets.iter().find(|(set, _)| set.as_slice() == tools) {
+        // Newest first: the set of the conversation that called last is the
+        // likeliest, and each set tried before the match is compared for as
+        // long as it agrees with `tools`.
+        if let Some((_, value)) = sets.iter().rev().find(|(set, _)| set.as_slice() == tools) {
             return value.clone();
         }
         let value = derive(tools);

@@ -72,7 +72,7 @@ pub fn admit(
         tools: &mut |tools| st.render_tools(tools),
         encode: &mut |text| st.encode_prompt(session, text),
     };
-    let parsed = generation_body_encoded(
+    let mut parsed = generation_body_encoded(
         v,
         chat,
         &server.served_model_name,
@@ -80,9 +80,10 @@ pub fn admit(
         &mut prompts,
     )
     .map_err(body_refusal)?;
+    // The engine takes the ids; nothing below reads them from the body.
+    let ids = std::mem::take(&mut parsed.prompt_ids);
     let (messages, tools, p) = (parsed.messages(), parsed.tools(), parsed.params);
     let prompt_text = &parsed.prompt_text;
-    let ids = parsed.prompt_ids.clone();
     let seed = tokenizer::request_seed_hashed(
         st.seed ^ tokenizer::text_hash(session),
         parsed.seed(),
