@@ -196,10 +196,12 @@ fn each_seed(
     Ok(trials)
 }
 
-/// A paused current-thread runtime: virtual time.
+/// A paused current-thread runtime: virtual time, with timers and no I/O
+/// driver (the twin is in process; without one the runtime moves from one
+/// instant to the next without polling epoll).
 fn paused() -> Result<tokio::runtime::Runtime, Error> {
     tokio::runtime::Builder::new_current_thread()
-        .enable_all()
+        .enable_time()
         .start_paused(true)
         .build()
         .map_err(|e| Error::io("cannot start a simulation runtime", e))
