@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use codendum_core::bound::Outcome;
+use codendum_core::bound::{Bound, Outcome};
 use codendum_core::results::capacity::{
     CapacityStep, PredictedTier, StepCheck, StepKind, TierAnswer, TierStep, STEP_FIGURES,
 };
@@ -66,24 +66,42 @@ pub fn check_text(c: &StepCheck) -> String {
     )
 }
 
-/// The targets of a tier a step missed or could not call, as text.
+/// Whether a check's interval is open on the side of its limit: a
+/// percentile of too few calls to bound it there (a TTFT P95 of fewer than
+/// about 59 independent calls has no upper bound), whatever its value.
+fn open_towards_limit(c: &StepCheck) -> bool {
+    c.interval.is_some_and(|i| match c.bound {
+        Bound::Max => i.hi.is_none(),
+        Bound::Min => i.lo.is_none(),
+    })
+}
+
+/// The targets of a tier a step missed or could not call, as text: those
+/// too close to call apart from those with too few calls to bound.
 pub fn misses_text(t: &TierStep) -> String {
-    let part = |o: Outcome| {
+    let part = |o: Outcome, open: bool| {
         t.checks
             .iter()
             .filter(|c| c.steers && c.outcome == o)
+            .filter(|c| o != Outcome::Indeterminate || open_towards_limit(c) == open)
             .map(check_text)
             .collect::<Vec<_>>()
     };
-    let (missed, unsure) = (part(Outcome::Missed), part(Outcome::Indeterminate));
-    let mut out = missed.join(", ");
-    if !unsure.is_empty() {
-        if !out.is_empty() {
-            out.push_str("; ");
-        }
-        let _ = write!(out, "too close to call: {}", unsure.join(", "));
+    let mut parts = Vec::new();
+    let missed = part(Outcome::Missed, false);
+    if !missed.is_empty() {
+        parts.push(missed.join(", "));
     }
-    out
+    for (open, what) in [
+        (false, "too close to call"),
+        (true, "too few calls to bound"),
+    ] {
+        let unsure = part(Outcome::Indeterminate, open);
+        if !unsure.is_empty() {
+            parts.push(format!("{what}: {}", unsure.join(", ")));
+        }
+    }
+    parts.join("; ")
 }
 
 /// A step's line, written when the step is judged (its calls still running
@@ -236,6 +254,57 @@ mod tests {
         );
         assert_eq!(minutes(1620.0), "27 min");
         assert_eq!(minutes(90.0), "1.5 min");
+    }
+
+    #[test]
+    fn a_figure_of_too_few_calls_is_said_apart_from_one_too_close_to_call() {
+        let check = |key: &str, bound, measured, (lo, hi), outcome| StepCheck {
+            key: key.into(),
+            bound,
+            limit: 20.0,
+            measured: Some(measured),
+            interval: Some(codendum_core::stats::interval::Interval { lo, hi }),
+            outcome,
+            steers: true,
+        };
+        let tier = |checks| TierStep {
+            tier: "relaxed".into(),
+            outcome: Outcome::Indeterminate,
+            checks,
+        };
+        let few = check(
+            "ttft_p95_s",
+            Bound::Max,
+            0.54,
+            (Some(0.31), None),
+            Outcome::Indeterminate,
+        );
+        let close = check(
+            "ttft_p95_s",
+            Bound::Max,
+            19.0,
+            (Some(17.0), Some(22.0)),
+            Outcome::Indeterminate,
+        );
+        let missed = check(
+            "ttft_p95_s",
+            Bound::Max,
+            30.0,
+            (Some(25.0), None),
+            Outcome::Missed,
+        );
+        assert_eq!(
+            misses_text(&tier(vec![few.clone()])),
+            "too few calls to bound: TTFT P95 0.54 s, 95 % interval 0.31 s to open (target ≤ 20.0 s)"
+        );
+        assert_eq!(
+            misses_text(&tier(vec![close.clone()])),
+            "too close to call: TTFT P95 19.0 s, 95 % interval 17.0 s to 22.0 s (target ≤ 20.0 s)"
+        );
+        assert_eq!(
+            misses_text(&tier(vec![missed, close, few])),
+            "TTFT P95 30.0 s (target ≤ 20.0 s); too close to call: TTFT P95 19.0 s, 95 % interval 17.0 s to 22.0 s (target ≤ 20.0 s); too few calls to bound: TTFT P95 0.54 s, 95 % interval 0.31 s to open (target ≤ 20.0 s)"
+        );
     }
 
     #[test]
