@@ -125,6 +125,10 @@ impl Workload for Capacity<'_> {
         self.0.class.api_keys.clone()
     }
 
+    fn agent_spread(&self) -> Option<std::sync::Arc<codendum_core::class::AgentSpread>> {
+        Some(std::sync::Arc::new(self.0.class.class.agent.clone()))
+    }
+
     fn plan_on_twin(&self) -> bool {
         true
     }
@@ -491,7 +495,12 @@ fn plan_text(
             r.source.display(),
             class.seed
         ),
-        None => format!("{} scenario, seed {}", class.scenario.name(), class.seed),
+        None => format!(
+            "class {}, {} scenario, seed {}",
+            class.class.name,
+            class.scenario.name(),
+            class.seed
+        ),
     };
     out.push_str(&format!(
         "  students: {students}; results in {}",

@@ -22,6 +22,7 @@ use super::students::{spawn_class, ReplayedSessions, Students};
 use super::window::{measure, Records, StepWindow};
 use crate::classroom::{ClassSize, ClassroomConfig, LiveStatus, MemorySink};
 use crate::virtual_time::{on_paused_runtime, SAMPLE_INTERVAL};
+use codendum_core::class::AgentSpread;
 use codendum_core::clock::Clock;
 use codendum_core::error::Error;
 use codendum_core::openai::Transport;
@@ -80,10 +81,17 @@ enum Twin {
 }
 
 impl Twin {
-    fn start(profile: &Profile, seed: u64, clock: &Clock, timeout: Duration) -> Twin {
+    /// The twin of `profile` whose persona answers as `agent` says (the
+    /// class's agent spread).
+    fn start(
+        profile: &Profile,
+        (seed, agent): (u64, Arc<AgentSpread>),
+        clock: &Clock,
+        timeout: Duration,
+    ) -> Twin {
         let mut opts = TwinOptions::new(profile.clone());
         opts.clock = clock.clone();
-        opts.responder = Arc::new(AgentPersona::new(seed));
+        opts.responder = Arc::new(AgentPersona::with_spread(seed, agent));
         opts.seed = seed;
         if profile.fleet.replicas > 1 {
             let spec = FleetSpec {
@@ -156,7 +164,7 @@ fn start(input: &TwinClass<'_>, timing: &Timing) -> Running {
     class.context_limit = Some(u64::from(input.profile.server.max_model_len));
     let twin = Twin::start(
         input.profile,
-        class.seed,
+        (class.seed, Arc::new(class.class.agent.clone())),
         &clock,
         Duration::from_secs_f64(timing.drain_cap_s.max(1.0)),
     );

@@ -286,3 +286,51 @@ fn gb10_forty_students() {
     }
     eprintln!("plateaus {:?}", p.plateaus);
 }
+
+/// The twin the search predicts with answers as the class's agent says: a
+/// class whose agent answers every coding request in one call makes one
+/// agent call per coding request on the twin, where the default agent
+/// makes many.
+#[test]
+fn the_twin_answers_with_the_class_agent() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let profile = seats(dir.path(), 4);
+    let tiers = parse_tiers("slow:ttft_p95=40s").expect("tiers");
+    // Agent calls started in a ten-minute window of four students, and
+    // coding requests completed in it.
+    let counts = |class: &ClassroomConfig| {
+        let input = TwinClass {
+            profile: &profile,
+            class,
+            replay: None,
+            tiers: &tiers,
+        };
+        let long = Timing {
+            hold_s: 600.0,
+            ..timing()
+        };
+        let step = hold_on_twin(&input, 4, &long).expect("holds");
+        let m = &step.measured;
+        let agent = m
+            .requests_by_kind
+            .get(&codendum_core::results::classroom_records::CallKind::Agent)
+            .copied()
+            .unwrap_or(0);
+        (agent, m.coding_requests)
+    };
+    let mut class = ClassroomConfig::new("", None);
+    class.seed = 3;
+    let lab = counts(&class);
+    let mut one_call = (*class.class).clone();
+    one_call.agent.calls_per_request =
+        codendum_core::class::Distribution::value("one call a request", 1.0);
+    one_call.agent.subagent_share = 0.0;
+    class.class = std::sync::Arc::new(one_call);
+    let single = counts(&class);
+    eprintln!("agent calls, coding requests: lab {lab:?}, one-call class {single:?}");
+    // One call a request: a request under way at either end of the window
+    // adds at most one call per student.
+    assert!(single.1 >= 10, "{single:?}");
+    assert!(single.0 <= single.1 + 2 * 4, "{single:?}");
+    assert!(lab.1 >= 1 && lab.0 >= 3 * lab.1, "{lab:?}");
+}
