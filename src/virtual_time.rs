@@ -240,10 +240,7 @@ pub fn class_on_twin(
         classroom.seed = seed;
         let mut opts = TwinOptions::new(profile.clone());
         opts.clock = clock.clone();
-        opts.responder = Arc::new(AgentPersona::with_spread(
-            seed,
-            Arc::new(classroom.class.agent.clone()),
-        ));
+        opts.responder = Arc::new(AgentPersona::with_spread(seed, classroom.agent_spread()));
         opts.seed = seed;
         class_against(&classroom, opts, clock).await
     })

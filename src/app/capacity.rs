@@ -126,7 +126,7 @@ impl Workload for Capacity<'_> {
     }
 
     fn agent_spread(&self) -> Option<std::sync::Arc<codendum_core::class::AgentSpread>> {
-        Some(std::sync::Arc::new(self.0.class.class.agent.clone()))
+        Some(self.0.class.agent_spread())
     }
 
     fn plan_on_twin(&self) -> bool {

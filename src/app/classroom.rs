@@ -86,7 +86,7 @@ impl Workload for Classroom<'_> {
     }
 
     fn agent_spread(&self) -> Option<std::sync::Arc<codendum_core::class::AgentSpread>> {
-        Some(std::sync::Arc::new(self.0.config.class.agent.clone()))
+        Some(self.0.config.agent_spread())
     }
 
     fn seed(&self) -> u64 {

@@ -164,7 +164,7 @@ fn start(input: &TwinClass<'_>, timing: &Timing) -> Running {
     class.context_limit = Some(u64::from(input.profile.server.max_model_len));
     let twin = Twin::start(
         input.profile,
-        (class.seed, Arc::new(class.class.agent.clone())),
+        (class.seed, class.agent_spread()),
         &clock,
         Duration::from_secs_f64(timing.drain_cap_s.max(1.0)),
     );

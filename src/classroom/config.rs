@@ -7,7 +7,7 @@ use super::client_times::ClientTimes;
 use super::prompt::PromptSet;
 use super::scenario::Scenario;
 use codendum_core::access::Secret;
-use codendum_core::class::{Class, Distribution};
+use codendum_core::class::{AgentSpread, Class, Distribution};
 use codendum_core::error::{Check, ConfigError};
 
 /// Default output limit (`max_tokens` of every agent step), tokens.
@@ -74,6 +74,11 @@ pub struct ClassroomConfig {
 }
 
 impl ClassroomConfig {
+    /// The class's agent spread, which the twin's persona answers with.
+    pub fn agent_spread(&self) -> Arc<AgentSpread> {
+        Arc::new(self.class.agent.clone())
+    }
+
     /// The defaults of every classroom flag (the command line's, defined
     /// once here) for a model and context limit.
     pub fn new(model: impl Into<String>, context_limit: Option<u64>) -> Self {

@@ -60,10 +60,7 @@ async fn simulate(
     classroom.seed = seed;
     let mut opts = TwinOptions::new(profile);
     opts.clock = clock.clone();
-    opts.responder = Arc::new(AgentPersona::with_spread(
-        seed,
-        Arc::new(config.class.agent.clone()),
-    ));
+    opts.responder = Arc::new(AgentPersona::with_spread(seed, classroom.agent_spread()));
     opts.seed = seed;
     if opts.profile.fleet.replicas > 1 {
         return super::fleet_cell::simulate_fleet(spec, config, &classroom, opts).await;
